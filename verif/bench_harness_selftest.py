@@ -1,0 +1,28 @@
+"""Self-test of the harness: a registered pass-through stream, checked against itself, and a test
+that fails on purpose when the configuration asks for it."""
+
+import cocotb
+from benchlib import bench_config, pack_lanes, rng, setup, unpack_lanes
+from cocotb.triggers import ReadOnly, RisingEdge
+
+
+@cocotb.test()
+async def passes_values_through(dut):
+    cfg = bench_config()
+    await setup(dut)
+    rand = rng()
+    lanes, width = cfg["lanes"], 16
+    for _ in range(20):
+        values = [rand.randrange(-32768, 32768) for _ in range(lanes)]
+        dut.inp__payload.value = pack_lanes(values, width)
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        got = unpack_lanes(dut.out__payload.value, lanes, width)
+        assert got == values, f"{got} != {values}"
+        await RisingEdge(dut.clk)
+
+
+@cocotb.test(skip=not bench_config().get("expect_fail", False))
+async def fails_on_purpose(dut):
+    await setup(dut)
+    assert False, "this test fails on purpose"
