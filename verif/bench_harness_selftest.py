@@ -2,8 +2,9 @@
 that fails on purpose when the configuration asks for it."""
 
 import cocotb
-from benchlib import bench_config, pack_lanes, rng, setup, unpack_lanes
 from cocotb.triggers import ReadOnly, RisingEdge
+
+from benchlib import bench_config, pack_lanes, rng, setup, unpack_lanes
 
 
 @cocotb.test()
@@ -25,4 +26,4 @@ async def passes_values_through(dut):
 @cocotb.test(skip=not bench_config().get("expect_fail", False))
 async def fails_on_purpose(dut):
     await setup(dut)
-    assert False, "this test fails on purpose"
+    raise AssertionError("this test fails on purpose")

@@ -54,6 +54,7 @@ def build(top, *, name=None, waves=False):
     The build is skipped when a model of the same Verilog (and options) already exists.
     """
     from cocotb_tools.runner import get_runner
+
     from meritz.emit import to_verilog
 
     name = name or f"dut_{type(top).__name__.lower()}"

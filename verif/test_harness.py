@@ -4,6 +4,7 @@ import pytest
 from amaranth import Module, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
 from harness import BenchFailure, build, run_bench
 
 pytestmark = pytest.mark.sim

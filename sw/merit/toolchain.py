@@ -8,7 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["ToolchainError", "verilator_root", "verilator_bin", "verilator_env", "check_build_tools"]
+__all__ = ["ToolchainError", "verilator_root", "verilator_bin", "verilator_env",
+           "check_build_tools"]
 
 
 class ToolchainError(RuntimeError):
@@ -39,7 +40,7 @@ def check_build_tools():
     """Raise :class:`ToolchainError` unless a C++ compiler, ``make`` and ``perl`` are present."""
     missing = []
     cxx = os.environ.get("CXX", "c++")
-    if shutil.which(cxx) is None and shutil.which("g++") is None and shutil.which("clang++") is None:
+    if not any(shutil.which(tool) for tool in (cxx, "g++", "clang++")):
         missing.append(f"a C++ compiler ('{cxx}', g++ or clang++)")
     if shutil.which("make") is None:
         missing.append("'make'")
