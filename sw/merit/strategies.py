@@ -1,0 +1,414 @@
+"""Ranged inner products (paper §III-B, Fig. 4): the arithmetic of a MERIT kernel as a strategy.
+
+A strategy is a small class with one PreLoop and one PostLoop per accumulation level and one Loop.
+For ``levels = D`` the functions run, on each step of the linearized accumulation loop, as the
+range ``Pre_l .. Pre_D, Loop, Post_D .. Post_l'`` (SPEC §3): ``Pre_l`` runs when the indices of
+level ``l`` and of every inner level are at their first value, ``Post_l`` when they are at their
+last value.
+
+Python functions receive arrays holding every lane (all parallel indices at once, broadcast shapes
+allowed), never one element.  Levels are numbered from 0 (outermost) to ``D - 1`` (innermost).
+
+Each strategy also carries ``c_body``, C-like snippets for the GPU back end; the convention is
+described in ``docs/golden.md`` and in :class:`Strategy`.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+__all__ = [
+    "Input", "Strategy", "Dot", "DotReLU", "DotResidual", "SeparableDot", "Sum", "Copy", "Mean",
+    "Max", "Min", "L1", "Bilateral", "BestMatch",
+]
+
+#: One input of a strategy: its name and the stage that reads it ("pre", "loop" or "post").
+Input = namedtuple("Input", "name stage")
+
+_STAGES = ("pre", "loop", "post")
+
+
+class Strategy:
+    """Base class of the ranged-inner-product strategies.
+
+    Class attributes (a subclass sets them):
+
+    levels : int
+        ``D``, the number of nested accumulation levels (one pre and one post per level).
+    inputs : tuple of Input
+        In the order the strategy reads them and the order ``execute`` takes them: every "pre"
+        input first, then "loop", then "post" inputs (UMI's order).
+    outputs : tuple of str
+        Output names; an output has the shape of the parallel space.
+    c_body : dict
+        ``"state"``: C declarations of the accumulators; ``"pre"``: list of ``levels`` C
+        statements (outermost first); ``"loop"``: C statements; ``"post"``: list of ``levels``
+        C statements (outermost first).  Inputs are ``in0, in1, ...`` (global numbering over all
+        inputs, each used only in its own stage), outputs ``out0, out1, ...``; ``T`` is the data
+        type; ``T_LOWEST``/``T_HIGHEST`` its extreme values; ``A_SIZE`` the number of accumulation
+        steps; ``a0, a1, ...`` the current accumulation indices and ``p0, p1, ...`` the lane's
+        parallel indices.
+    chunk_by : str or None
+        If the strategy implements ``loop_chunk``: ``"lanes"`` (its temporaries have the size of
+        the parallel space per step) or ``"inputs"`` (only the inputs do: contractions).
+
+    Functions (``s`` is the per-run :class:`State`; ``*ins`` are the inputs of that stage):
+    ``pre(s, level, *ins)``, ``loop(s, *ins)``, ``post(s, level, *ins)`` and optionally
+    ``loop_chunk(s, *ins)``, equivalent to ``loop`` called on each of ``len(ins[0])`` consecutive
+    steps of one innermost-level run (each input has a leading step axis).
+    """
+
+    levels = 1
+    inputs = (Input("x", "loop"), Input("w", "loop"))
+    outputs = ("out",)
+    c_body = {"state": "", "pre": [""], "loop": "", "post": [""]}
+    chunk_by = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        order = [_STAGES.index(i.stage) for i in cls.inputs]
+        if order != sorted(order):
+            raise TypeError(f"{cls.__name__}.inputs must list pre, then loop, then post inputs")
+
+    def stage_inputs(self, stage):
+        """Positions (in ``inputs``) of the inputs read in ``stage``."""
+        return tuple(i for i, inp in enumerate(self.inputs) if inp.stage == stage)
+
+    def output_dtype(self, work_dtype):
+        """Dtype of the outputs for inputs computed in ``work_dtype``."""
+        return work_dtype
+
+    def pre(self, s, level, *ins):
+        raise NotImplementedError
+
+    def loop(self, s, *ins):
+        raise NotImplementedError
+
+    def post(self, s, level, *ins):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class State:
+    """Per-execution state handed to the strategy functions.
+
+    Attributes
+    ----------
+    out : list
+        Output values (set by any function; broadcast to the parallel shape at the end).
+    dtype : numpy.dtype
+        Work dtype (``T``): the inputs' floating dtype, or int64 for integer inputs.
+    lowest, highest : scalar
+        ``T_LOWEST``/``T_HIGHEST``: -inf/+inf for floats, the int64 limits for integers.
+    a_size : int
+        ``A_SIZE``: number of accumulation steps.
+    p : tuple of ndarray
+        The lane's parallel indices, broadcastable over the parallel shape (like ``np.ogrid``).
+    a : tuple
+        Current accumulation indices (ints; int arrays of the chunk's steps in ``loop_chunk``).
+    """
+
+    def __init__(self, n_outputs, dtype, p_shape, a_size):
+        self.out = [None] * n_outputs
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind == "f":
+            self.lowest, self.highest = self.dtype.type(-np.inf), self.dtype.type(np.inf)
+        else:
+            info = np.iinfo(self.dtype)
+            self.lowest, self.highest = self.dtype.type(info.min), self.dtype.type(info.max)
+        self.a_size = a_size
+        self.p = tuple(np.ogrid[tuple(slice(0, n) for n in p_shape)]) if p_shape else ()
+        self.a = ()
+
+
+def _contract(x, w):
+    """``sum(x * w, axis=0)`` with broadcasting over the other axes, as one batched matmul."""
+    c = x.shape[0]
+    rx, rw = x.shape[1:], w.shape[1:]
+    both = [d for d in range(len(rx)) if rx[d] > 1 and rw[d] > 1]
+    xo = [d for d in range(len(rx)) if rx[d] > 1 and rw[d] == 1]
+    wo = [d for d in range(len(rx)) if rw[d] > 1 and rx[d] == 1]
+    rest = [d for d in range(len(rx)) if d not in both + xo + wo]
+    size = [max(a, b) for a, b in zip(rx, rw, strict=True)]
+    nb = int(np.prod([size[d] for d in both], dtype=np.int64))
+    nx = int(np.prod([size[d] for d in xo], dtype=np.int64))
+    nw = int(np.prod([size[d] for d in wo], dtype=np.int64))
+    xm = x.transpose([d + 1 for d in both + xo] + [0] + [d + 1 for d in wo + rest])
+    wm = w.transpose([d + 1 for d in both] + [0] + [d + 1 for d in wo + xo + rest])
+    r = np.matmul(xm.reshape(nb, nx, c), wm.reshape(nb, c, nw))
+    order = both + xo + wo
+    r = r.reshape([size[d] for d in order]).transpose(np.argsort(order))
+    return r.reshape([size[d] if d in order else 1 for d in range(len(size))])
+
+
+class Dot(Strategy):
+    """Dot product (Eq. 3): ``out = sum x * w``.  GEMM, convolution, FC, correlation."""
+
+    inputs = (Input("x", "loop"), Input("w", "loop"))
+    c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += in0 * in1;",
+              "post": ["out0 = acc;"]}
+    chunk_by = "inputs"
+
+    def pre(self, s, level):
+        s.acc = s.dtype.type(0)
+
+    def loop(self, s, x, w):
+        s.acc = s.acc + x * w
+
+    def loop_chunk(self, s, x, w):
+        s.acc = s.acc + _contract(x, w)
+
+    def post(self, s, level):
+        s.out[0] = s.acc
+
+
+class DotReLU(Dot):
+    """Listing 1: ``out = max(sum x * w, 0)`` (fused CONV + ReLU)."""
+
+    c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += in0 * in1;",
+              "post": ["out0 = max(acc, (T)0);"]}
+
+    def post(self, s, level):
+        s.out[0] = np.maximum(s.acc, 0)
+
+
+class DotResidual(Dot):
+    """Residual layer (§III-B): ``out = sum x * w + r``, ``r`` read in PostLoop; optional ReLU."""
+
+    inputs = (Input("x", "loop"), Input("w", "loop"), Input("r", "post"))
+
+    def __init__(self, relu=False):
+        self.relu = bool(relu)
+        post = "out0 = max(acc + in2, (T)0);" if self.relu else "out0 = acc + in2;"
+        self.c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += in0 * in1;",
+                       "post": [post]}
+
+    def post(self, s, level, r):
+        v = s.acc + r
+        s.out[0] = np.maximum(v, 0) if self.relu else v
+
+    def __repr__(self):
+        return f"DotResidual(relu={self.relu})"
+
+
+class SeparableDot(Strategy):
+    """Two-level separable filter (Fig. 4a): ``out = sum_i v[i] * sum_j h[j] * x[i, j]``.
+
+    Level 0 walks the vertical taps ``i``, level 1 the horizontal taps ``j``; the vertical weight
+    ``v`` is read in the inner PostLoop.
+    """
+
+    levels = 2
+    inputs = (Input("x", "loop"), Input("h", "loop"), Input("v", "post"))
+    c_body = {"state": "T acc; T row;", "pre": ["acc = 0;", "row = 0;"],
+              "loop": "row += in0 * in1;", "post": ["out0 = acc;", "acc += in2 * row;"]}
+    chunk_by = "inputs"
+
+    def pre(self, s, level):
+        if level == 0:
+            s.acc = s.dtype.type(0)
+        else:
+            s.row = s.dtype.type(0)
+
+    def loop(self, s, x, h):
+        s.row = s.row + x * h
+
+    def loop_chunk(self, s, x, h):
+        s.row = s.row + _contract(x, h)
+
+    def post(self, s, level, v):
+        if level == 1:
+            s.acc = s.acc + v * s.row
+        else:
+            s.out[0] = s.acc
+
+
+class Sum(Strategy):
+    """``out = sum x``: box filters, integral image, sum pooling."""
+
+    inputs = (Input("x", "loop"),)
+    c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += in0;",
+              "post": ["out0 = acc;"]}
+    chunk_by = "lanes"
+
+    def pre(self, s, level):
+        s.acc = s.dtype.type(0)
+
+    def loop(self, s, x):
+        s.acc = s.acc + x
+
+    def loop_chunk(self, s, x):
+        s.acc = s.acc + x.sum(axis=0)
+
+    def post(self, s, level):
+        s.out[0] = s.acc
+
+
+class Copy(Strategy):
+    """``out = x`` at the last step: pure data movement (pixel shuffle, crops, transposes)."""
+
+    inputs = (Input("x", "loop"),)
+    c_body = {"state": "T v;", "pre": [""], "loop": "v = in0;", "post": ["out0 = v;"]}
+
+    def pre(self, s, level):
+        pass
+
+    def loop(self, s, x):
+        s.v = x
+
+    def post(self, s, level):
+        s.out[0] = s.v
+
+
+class Mean(Sum):
+    """``out = sum x / A_SIZE``: average pooling (padding counted, as a zero boundary gives)."""
+
+    c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += in0;",
+              "post": ["out0 = acc / (float)A_SIZE;"]}
+
+    def output_dtype(self, work_dtype):
+        return np.result_type(work_dtype, np.float64) if work_dtype.kind != "f" else work_dtype
+
+    def post(self, s, level):
+        s.out[0] = s.acc / s.a_size
+
+
+class Max(Strategy):
+    """``out = max x``: max pooling (use boundary ``"clamp"`` for padded windows)."""
+
+    inputs = (Input("x", "loop"),)
+    c_body = {"state": "T acc;", "pre": ["acc = T_LOWEST;"], "loop": "acc = max(acc, in0);",
+              "post": ["out0 = acc;"]}
+    chunk_by = "lanes"
+    _reduce = staticmethod(np.maximum)
+
+    def pre(self, s, level):
+        s.acc = s.lowest
+
+    def loop(self, s, x):
+        s.acc = self._reduce(s.acc, x)
+
+    def loop_chunk(self, s, x):
+        s.acc = self._reduce(s.acc, self._reduce.reduce(x, axis=0))
+
+    def post(self, s, level):
+        s.out[0] = s.acc
+
+
+class Min(Max):
+    """``out = min x``."""
+
+    c_body = {"state": "T acc;", "pre": ["acc = T_HIGHEST;"], "loop": "acc = min(acc, in0);",
+              "post": ["out0 = acc;"]}
+    _reduce = staticmethod(np.minimum)
+
+    def pre(self, s, level):
+        s.acc = s.highest
+
+
+class L1(Strategy):
+    """Eq. 4, second line: ``out = sum |x - y|`` (SAD: motion estimation, stereo cost)."""
+
+    inputs = (Input("x", "loop"), Input("y", "loop"))
+    c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += abs(in0 - in1);",
+              "post": ["out0 = acc;"]}
+    chunk_by = "lanes"
+
+    def pre(self, s, level):
+        s.acc = s.dtype.type(0)
+
+    def loop(self, s, x, y):
+        s.acc = s.acc + np.abs(x - y)
+
+    def loop_chunk(self, s, x, y):
+        s.acc = s.acc + np.abs(x - y).sum(axis=0)
+
+    def post(self, s, level):
+        s.out[0] = s.acc
+
+
+class Bilateral(Strategy):
+    """Listing 2: bilateral filter.  ``c`` = centre pixel (PreLoop), ``x`` = neighbour, ``g`` =
+    spatial weight of the tap; range weight ``exp(-(x - c)^2 / (2 sigma_r^2))``;
+    ``out = sum(k * x) / sum(k)`` with ``k = g * range weight``.
+    """
+
+    inputs = (Input("c", "pre"), Input("x", "loop"), Input("g", "loop"))
+
+    def __init__(self, sigma_r):
+        sigma_r = float(sigma_r)
+        if not sigma_r > 0:
+            raise ValueError(f"Bilateral sigma_r must be positive, not {sigma_r}")
+        self.sigma_r = sigma_r
+        self._inv = 1.0 / (2.0 * sigma_r * sigma_r)
+        self.c_body = {
+            "state": "float c; float num; float den;",
+            "pre": ["c = (float)in0; num = 0.0f; den = 0.0f;"],
+            "loop": (f"{{ float d = (float)in1 - c; float k = (float)in2 * "
+                     f"expf(-d * d * {self._inv!r}f); num += k * (float)in1; den += k; }}"),
+            "post": ["out0 = num / den;"],
+        }
+
+    def output_dtype(self, work_dtype):
+        return np.result_type(work_dtype, np.float32)
+
+    def pre(self, s, level, c):
+        s.c = c.astype(np.float64)
+        s.num = 0.0
+        s.den = 0.0
+
+    def loop(self, s, x, g):
+        d = x - s.c
+        k = g * np.exp(-d * d * self._inv)
+        s.num = s.num + k * x
+        s.den = s.den + k
+
+    def post(self, s, level):
+        s.out[0] = s.num / s.den
+
+    def __repr__(self):
+        return f"Bilateral(sigma_r={self.sigma_r})"
+
+
+class BestMatch(Strategy):
+    """Full-search block matching with two levels: level 0 walks the candidate displacements
+    ``(a0, a1)``, level 1 the pixels of the block.  Outputs the smallest SAD and the level-0
+    indices of the first (raster order) candidate reaching it.
+    """
+
+    levels = 2
+    inputs = (Input("cur", "loop"), Input("ref", "loop"))
+    outputs = ("sad", "a0", "a1")
+    c_body = {
+        "state": "T best; T sad; T b0; T b1;",
+        "pre": ["best = T_HIGHEST; b0 = 0; b1 = 0;", "sad = 0;"],
+        "loop": "sad += abs(in0 - in1);",
+        "post": ["out0 = best; out1 = b0; out2 = b1;",
+                 "if (sad < best) { best = sad; b0 = a0; b1 = a1; }"],
+    }
+    chunk_by = "lanes"
+
+    def pre(self, s, level):
+        if level == 0:
+            s.best, s.b0, s.b1 = s.highest, s.dtype.type(0), s.dtype.type(0)
+        else:
+            s.sad = s.dtype.type(0)
+
+    def loop(self, s, x, y):
+        s.sad = s.sad + np.abs(x - y)
+
+    def loop_chunk(self, s, x, y):
+        s.sad = s.sad + np.abs(x - y).sum(axis=0)
+
+    def post(self, s, level):
+        if level == 1:
+            better = s.sad < s.best
+            s.best = np.where(better, s.sad, s.best)
+            s.b0 = np.where(better, s.a[0], s.b0)
+            s.b1 = np.where(better, s.a[1], s.b1)
+        else:
+            s.out[:] = [s.best, s.b0, s.b1]

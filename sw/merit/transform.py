@@ -1,0 +1,327 @@
+"""The MERIT tensor transform (paper §III, Eq. 5) and its tile footprint (Eq. 9).
+
+A transformed tensor ``M(A)`` has indices ``k = (p, a)``: ``p`` are the parallel indices (one
+output each), ``a`` the accumulation indices.  Each index ``k_j`` moves along one axis ``d_j`` of
+the source tensor ``A`` with stride ``s_j`` and offset ``o_j``::
+
+    M(A)[p, a] = A[x],   x_i = sum over j with d_j = i of (k_j * s_j + o_j)
+
+An index that does not move in ``A`` (the paper's ``s_j = 0``) is written ``None``: a broadcast.
+A source coordinate outside ``A`` is resolved by the boundary mode of its axis.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BOUNDARIES", "Index", "Transform"]
+
+#: Boundary modes: ``zero`` pads with 0, ``clamp`` replicates the edge, ``error`` raises IndexError.
+BOUNDARIES = ("zero", "clamp", "error")
+
+
+def _as_int(value, what):
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {value!r}") from None
+
+
+def _as_shape(shape, what):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        items = tuple(shape)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, not {shape!r}") from None
+    out = tuple(_as_int(n, f"{what}[{i}]") for i, n in enumerate(items))
+    for i, n in enumerate(out):
+        if n <= 0:
+            raise ValueError(f"{what}[{i}] must be positive, not {n}")
+    return out
+
+
+@dataclass(frozen=True)
+class Index:
+    """How one transformed index ``k_j`` moves in the source tensor.
+
+    Parameters
+    ----------
+    axis : int
+        Source axis ``d_j`` (0-based).
+    stride : int
+        ``s_j``: source elements moved per step of ``k_j``.  Non-zero; a negative stride walks the
+        axis backwards (kernel flips, prefix sums).  An index that does not move is ``None`` in the
+        transform, not a stride of 0.
+    offset : int
+        ``o_j``, added to the coordinate on ``axis``; may be negative (padding).
+    """
+
+    axis: int
+    stride: int = 1
+    offset: int = 0
+
+    def __post_init__(self):
+        axis = _as_int(self.axis, "Index axis")
+        stride = _as_int(self.stride, "Index stride")
+        offset = _as_int(self.offset, "Index offset")
+        if axis < 0:
+            raise ValueError(f"Index axis must be >= 0, not {axis}")
+        if stride == 0:
+            raise ValueError(
+                "Index stride must be non-zero, not 0 (write None for an index that does not move)")
+        object.__setattr__(self, "axis", axis)
+        object.__setattr__(self, "stride", stride)
+        object.__setattr__(self, "offset", offset)
+
+    def __repr__(self):
+        return f"Index({self.axis}, stride={self.stride}, offset={self.offset})"
+
+
+class Transform:
+    """A MERIT transform of one source tensor.
+
+    Parameters
+    ----------
+    source_shape : sequence of int
+        Shape of the source tensor ``A`` (all sizes positive).
+    p : sequence of Index or None
+        One entry per parallel index; ``None`` = broadcast (does not move in ``A``).
+    a : sequence of Index or None
+        One entry per accumulation index.
+    boundary : str or sequence of str
+        ``"zero"``, ``"clamp"`` or ``"error"``, for the whole tensor or one per source axis.
+    name : str
+        Tensor name used in error messages (default ``"A"``).
+
+    Attributes
+    ----------
+    source_shape, p, a, boundary (tuple, one mode per source axis), name
+    indices : tuple
+        ``p + a``: the entries of ``k = (p, a)`` in order; a *position* is an index into it.
+    terms : tuple
+        Per source axis, a tuple of ``(position, stride)`` for the indices moving along it.
+    offset : tuple
+        Per source axis, the sum of the offsets of the indices moving along it (= ``origin()``).
+    """
+
+    def __init__(self, source_shape, p, a, boundary="zero", name="A"):
+        if not isinstance(name, str):
+            raise TypeError(f"Transform name must be a str, not {name!r}")
+        self.name = name
+        self.source_shape = _as_shape(source_shape, f"tensor {name!r}: source_shape")
+        self.p = self._entries(p, "p")
+        self.a = self._entries(a, "a")
+        self.boundary = self._boundary(boundary)
+        self.indices = self.p + self.a
+        terms = [[] for _ in self.source_shape]
+        offset = [0] * len(self.source_shape)
+        for pos, idx in enumerate(self.indices):
+            if idx is None:
+                continue
+            if idx.axis >= len(self.source_shape):
+                raise ValueError(
+                    f"tensor {name!r}: {self._label(pos)} moves along axis {idx.axis} but the "
+                    f"source has {len(self.source_shape)} axes (shape {self.source_shape})")
+            terms[idx.axis].append((pos, idx.stride))
+            offset[idx.axis] += idx.offset
+        self.terms = tuple(tuple(t) for t in terms)
+        self.offset = tuple(offset)
+
+    def _entries(self, entries, which):
+        if isinstance(entries, Index) or entries is None:
+            entries = (entries,)
+        try:
+            entries = tuple(entries)
+        except TypeError:
+            raise TypeError(
+                f"tensor {self.name!r}: {which} must be a sequence of Index or None, "
+                f"not {entries!r}") from None
+        for j, e in enumerate(entries):
+            if e is not None and not isinstance(e, Index):
+                raise TypeError(
+                    f"tensor {self.name!r}: {which}[{j}] must be an Index or None, not {e!r}")
+        return entries
+
+    def _boundary(self, boundary):
+        modes = (boundary,) * len(self.source_shape) if isinstance(boundary, str) else boundary
+        try:
+            modes = tuple(modes)
+        except TypeError:
+            raise TypeError(
+                f"tensor {self.name!r}: boundary must be a str or one str per axis, "
+                f"not {boundary!r}") from None
+        if len(modes) != len(self.source_shape):
+            raise ValueError(
+                f"tensor {self.name!r}: boundary has {len(modes)} modes but the source has "
+                f"{len(self.source_shape)} axes")
+        for m in modes:
+            if m not in BOUNDARIES:
+                raise ValueError(
+                    f"tensor {self.name!r}: boundary must be one of {', '.join(BOUNDARIES)}, "
+                    f"not {m!r}")
+        return modes
+
+    def _label(self, pos):
+        n = len(self.p)
+        return f"p[{pos}]" if pos < n else f"a[{pos - n}]"
+
+    def __repr__(self):
+        b = self.boundary[0] if len(set(self.boundary)) == 1 else self.boundary
+        return (f"Transform({self.source_shape}, p={list(self.p)}, a={list(self.a)}, "
+                f"boundary={b!r}, name={self.name!r})")
+
+    # ---- shape checks -------------------------------------------------------------------------
+
+    def check_shapes(self, p_shape, a_shape):
+        """Validate ``p_shape``/``a_shape`` against this transform; return them as int tuples."""
+        p_shape = _as_shape(p_shape, "p_shape")
+        a_shape = _as_shape(a_shape, "a_shape")
+        if len(p_shape) != len(self.p):
+            raise ValueError(
+                f"tensor {self.name!r}: the transform has {len(self.p)} parallel indices but "
+                f"p_shape {p_shape} has {len(p_shape)}")
+        if len(a_shape) != len(self.a):
+            raise ValueError(
+                f"tensor {self.name!r}: the transform has {len(self.a)} accumulation indices but "
+                f"a_shape {a_shape} has {len(a_shape)}")
+        return p_shape, a_shape
+
+    def bounds(self, p_shape, a_shape):
+        """Per source axis, the (lowest, highest) coordinate reached over the whole ``M(A)``."""
+        sizes = self.check_shapes(p_shape, a_shape)
+        sizes = sizes[0] + sizes[1]
+        out = []
+        for axis, terms in enumerate(self.terms):
+            lo = hi = self.offset[axis]
+            for pos, s in terms:
+                span = (sizes[pos] - 1) * s
+                lo += min(span, 0)
+                hi += max(span, 0)
+            out.append((lo, hi))
+        return tuple(out)
+
+    def check_bounds(self, p_shape, a_shape):
+        """Raise IndexError if an axis with boundary ``"error"`` is left by ``M(A)``."""
+        for axis, (lo, hi) in enumerate(self.bounds(p_shape, a_shape)):
+            n = self.source_shape[axis]
+            if self.boundary[axis] == "error" and (lo < 0 or hi >= n):
+                moved = ", ".join(
+                    f"{self._label(pos)} (stride {s}, offset {self.indices[pos].offset})"
+                    for pos, s in self.terms[axis]) or "no index"
+                raise IndexError(
+                    f"tensor {self.name!r}: axis {axis} is indexed over [{lo}, {hi}] but must stay "
+                    f"in [0, {n - 1}] (boundary='error'); moved by {moved}")
+
+    # ---- tiles (Eq. 9) ------------------------------------------------------------------------
+
+    def footprint(self, tile_p, tile_a):
+        """Side per source axis of the box of ``A`` covering a ``(tile_p, tile_a)`` sub-tensor.
+
+        Eq. 9: ``1 + sum_{j: d_j = i} (t_j - 1) * |s_j|``.
+        """
+        tp, ta = self.check_shapes(tile_p, tile_a)
+        t = tp + ta
+        return tuple(1 + sum((t[pos] - 1) * abs(s) for pos, s in terms) for terms in self.terms)
+
+    def origin(self, p_start, a_start):
+        """Source coordinates (possibly outside ``A``) of the element ``M(A)[p_start, a_start]``."""
+        k = self._start(p_start, a_start)
+        return tuple(self.offset[axis] + sum(k[pos] * s for pos, s in terms)
+                     for axis, terms in enumerate(self.terms))
+
+    def box(self, p_start, a_start, tile_p, tile_a):
+        """``(low_corner, footprint)`` of a tile: the box of ``A`` that the tile reads.
+
+        Differs from ``origin`` only on axes walked by a negative stride.
+        """
+        org = self.origin(p_start, a_start)
+        tp, ta = self.check_shapes(tile_p, tile_a)
+        t = tp + ta
+        low = tuple(o + sum((t[pos] - 1) * s for pos, s in terms if s < 0)
+                    for o, terms in zip(org, self.terms, strict=True))
+        return low, self.footprint(tile_p, tile_a)
+
+    def _start(self, p_start, a_start):
+        k = tuple(p_start) + tuple(a_start)
+        if len(k) != len(self.indices):
+            raise ValueError(
+                f"tensor {self.name!r}: a start needs {len(self.p)} parallel and {len(self.a)} "
+                f"accumulation coordinates, got {tuple(p_start)} and {tuple(a_start)}")
+        return tuple(_as_int(v, "start coordinate") for v in k)
+
+    # ---- gathering ----------------------------------------------------------------------------
+
+    def reduced_p_shape(self, p_shape):
+        """``p_shape`` with broadcast (``None``) parallel indices set to 1."""
+        return tuple(1 if idx is None else n for idx, n in zip(self.p, p_shape, strict=True))
+
+    def gather(self, A, p_shape, a_steps):
+        """Gather ``M(A)`` for a batch of accumulation steps; the back end of ``execute``.
+
+        Parameters
+        ----------
+        A : ndarray of shape ``source_shape``
+        p_shape : tuple
+        a_steps : sequence of int arrays
+            One array of shape ``(c,)`` per accumulation index: the ``a`` of ``c`` steps.
+
+        Returns
+        -------
+        ndarray of shape ``(c,) + reduced_p_shape(p_shape)``.
+        """
+        rp = self.reduced_p_shape(p_shape)
+        nd = len(rp)
+        c = len(a_steps[0]) if a_steps else 1
+        flat = np.zeros((c,) + (1,) * nd, dtype=np.intp)
+        valid = None
+        np_ = len(self.p)
+        for axis, terms in enumerate(self.terms):
+            x = np.full((1,) * (nd + 1), self.offset[axis], dtype=np.intp)
+            for pos, s in terms:
+                if pos < np_:
+                    shape = [1] * (nd + 1)
+                    shape[pos + 1] = rp[pos]
+                    x = x + (np.arange(rp[pos], dtype=np.intp) * s).reshape(shape)
+                else:
+                    step = np.asarray(a_steps[pos - np_], dtype=np.intp) * s
+                    x = x + step.reshape((c,) + (1,) * nd)
+            n = self.source_shape[axis]
+            mode = self.boundary[axis]
+            if mode == "zero":
+                inside = (x >= 0) & (x < n)
+                if not inside.all():
+                    valid = inside if valid is None else valid & inside
+                    x = np.clip(x, 0, n - 1)
+            elif mode == "clamp":
+                x = np.clip(x, 0, n - 1)
+            elif x.size and (x.min() < 0 or x.max() >= n):
+                bad = x.min() if x.min() < 0 else x.max()
+                raise IndexError(
+                    f"tensor {self.name!r}: axis {axis} coordinate {int(bad)} is outside "
+                    f"[0, {n - 1}] (boundary='error')")
+            flat = flat + x * (int(np.prod(self.source_shape[axis + 1:], dtype=np.int64)))
+        flat = np.broadcast_to(flat, (c,) + rp)
+        out = np.asarray(A).reshape(-1).take(flat)
+        if valid is not None:
+            out = np.where(np.broadcast_to(valid, out.shape), out, out.dtype.type(0))
+        return out
+
+    def apply(self, A, p_shape, a_shape):
+        """Materialize ``M(A)`` of shape ``p_shape + a_shape`` (a reference; memory grows fast)."""
+        p_shape, a_shape = self.check_shapes(p_shape, a_shape)
+        A = np.asarray(A)
+        if A.shape != self.source_shape:
+            raise ValueError(
+                f"tensor {self.name!r}: array has shape {A.shape}, expected {self.source_shape}")
+        self.check_bounds(p_shape, a_shape)
+        grid = np.indices(a_shape).reshape(len(a_shape), -1) if a_shape else np.zeros((0, 1), int)
+        g = self.gather(A, p_shape, list(grid))
+        g = np.broadcast_to(g, g.shape[:1] + p_shape)
+        g = np.moveaxis(g, 0, -1)
+        return g.reshape(p_shape + a_shape)
