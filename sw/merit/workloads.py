@@ -1,0 +1,285 @@
+"""The workload library (SPEC §7): each function builds the ``Problem`` of one kernel.
+
+Layouts: images NCHW, convolution weights MCKK (``(M, C / groups, K, K)``), transposed-convolution
+weights CMKK (as PyTorch's ``ConvTranspose2d``).  Every problem is checked in ``tests/golden``
+against a numpy/scipy reference that does not use MERIT.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import strategies as S
+from .problem import Output, Problem
+from .transform import Index, Transform
+
+__all__ = [
+    "gemm", "fc", "conv2d", "conv_relu", "residual", "depthwise", "deconv2d", "max_pool2d",
+    "avg_pool2d", "pixel_shuffle", "correlation", "motion_estimation", "bilateral",
+    "integral_image", "separable_filter", "filter3x3", "ece408", "conv_out",
+]
+
+
+def _pos(**sizes):
+    for key, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{key} must be an integer, not {v!r}")
+        if v <= 0:
+            raise ValueError(f"{key} must be positive, not {v}")
+
+
+def _nonneg(**sizes):
+    for key, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{key} must be an integer, not {v!r}")
+        if v < 0:
+            raise ValueError(f"{key} must be >= 0, not {v}")
+
+
+def conv_out(size, k, stride=1, padding=0, dilation=1):
+    """Output size of a convolution along one axis; ValueError if the kernel does not fit."""
+    out = (size + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+    if out <= 0:
+        raise ValueError(f"kernel {k} (dilation {dilation}) does not fit input size {size} with "
+                         f"padding {padding}")
+    return out
+
+
+def gemm(m, n, k):
+    """``C = A @ B`` (Fig. 2): ``A`` (m, k), ``B`` (k, n); p = (m, n), a = (k,)."""
+    _pos(m=m, n=n, k=k)
+    A = Transform((m, k), p=[Index(0), None], a=[Index(1)], name="A")
+    B = Transform((k, n), p=[None, Index(1)], a=[Index(0)], name="B")
+    return Problem("gemm", S.Dot(), (m, n), (k,), [A, B])
+
+
+def fc(batch, in_features, out_features):
+    """Fully connected layer ``y = x @ W.T``: ``x`` (batch, in), ``W`` (out, in)."""
+    _pos(batch=batch, in_features=in_features, out_features=out_features)
+    x = Transform((batch, in_features), p=[Index(0), None], a=[Index(1)], name="x")
+    W = Transform((out_features, in_features), p=[None, Index(0)], a=[Index(1)], name="W")
+    return Problem("fc", S.Dot(), (batch, out_features), (in_features,), [x, W])
+
+
+def conv2d(n, c, h, w, m, k, *, stride=1, padding=0, dilation=1, groups=1, relu=False,
+           residual=False):
+    """2-D convolution (cross-correlation, as DNN frameworks define it), NCHW / MCKK.
+
+    ``I`` (n, c, h, w), ``W`` (m, c / groups, k, k), optional residual ``R`` (n, m, ho, wo) added
+    in PostLoop.  p = (n, m, ho, wo), or (n, groups, m / groups, ho, wo) when ``groups > 1``;
+    a = (c / groups, k, k).  Zero padding.
+    """
+    _pos(n=n, c=c, h=h, w=w, m=m, k=k, stride=stride, dilation=dilation, groups=groups)
+    _nonneg(padding=padding)
+    if c % groups or m % groups:
+        raise ValueError(f"groups={groups} must divide the channels c={c} and m={m}")
+    ho = conv_out(h, k, stride, padding, dilation)
+    wo = conv_out(w, k, stride, padding, dilation)
+    cg, mg = c // groups, m // groups
+    gp = [Index(1, cg)] if groups > 1 else []
+    image = Transform(
+        (n, c, h, w),
+        p=[Index(0)] + gp + [None, Index(2, stride), Index(3, stride)],
+        a=[Index(1), Index(2, dilation, -padding), Index(3, dilation, -padding)], name="I")
+    gw = [Index(0, mg)] if groups > 1 else []
+    weights = Transform(
+        (m, cg, k, k), p=[None] + gw + [Index(0), None, None],
+        a=[Index(1), Index(2), Index(3)], name="W")
+    p_shape = (n,) + ((groups, mg) if groups > 1 else (m,)) + (ho, wo)
+    operands = [image, weights]
+    if residual:
+        operands.append(Transform((n, m, ho, wo), p=[Index(0)] + gw + [Index(1), Index(2),
+                                                                         Index(3)],
+                                  a=[None, None, None], name="R"))
+        strategy = S.DotResidual(relu=relu)
+    else:
+        strategy = S.DotReLU() if relu else S.Dot()
+    out = Output("out", (n, m, ho, wo), reshape=(n, m, ho, wo))
+    return Problem("conv2d", strategy, p_shape, (cg, k, k), operands, outputs=[out])
+
+
+def conv_relu(n, c, h, w, m, k, **kw):
+    """CONV + ReLU fused (Listing 1); arguments as :func:`conv2d`."""
+    return conv2d(n, c, h, w, m, k, relu=True, **kw)
+
+
+def residual(n, c, h, w, m, k, *, relu=True, **kw):
+    """Residual layer: ``relu(conv(I, W) + R)`` with ``R`` read in PostLoop (§III-B)."""
+    return conv2d(n, c, h, w, m, k, residual=True, relu=relu, **kw)
+
+
+def depthwise(n, c, h, w, k, *, stride=1, padding=0, multiplier=1):
+    """Depthwise convolution (MobileNet): ``groups = c``, ``W`` (c * multiplier, 1, k, k)."""
+    _pos(multiplier=multiplier)
+    return conv2d(n, c, h, w, c * multiplier, k, stride=stride, padding=padding, groups=c)
+
+
+def deconv2d(n, c, h, w, m, k, *, stride=1, padding=0):
+    """Transposed convolution (deconvolution), ``W`` (c, m, k, k) as PyTorch's ConvTranspose2d.
+
+    Output size ``(h - 1) * stride - 2 * padding + k``.  The stride-s zero insertion is not
+    affine, so the output row is split into a phase: ``y + padding = q * stride + r``; the taps of
+    phase ``r`` are ``ky = r + stride * t`` reading input row ``q - t``.  p = (n, m, q_y, r_y, q_x,
+    r_x), a = (c, t_y, t_x); the phase-major result is reshaped and cropped to the output.
+    """
+    _pos(n=n, c=c, h=h, w=w, m=m, k=k, stride=stride)
+    _nonneg(padding=padding)
+    ho, wo = (h - 1) * stride - 2 * padding + k, (w - 1) * stride - 2 * padding + k
+    if ho <= 0 or wo <= 0:
+        raise ValueError(f"padding {padding} leaves no output for input {h}x{w}, kernel {k}")
+    qy, qx = -(-(ho + padding) // stride), -(-(wo + padding) // stride)
+    taps = -(-k // stride)
+    image = Transform(
+        (n, c, h, w), p=[Index(0), None, Index(2), None, Index(3), None],
+        a=[Index(1), Index(2, -1), Index(3, -1)], name="I")
+    weights = Transform(
+        (c, m, k, k), p=[None, Index(1), None, Index(2), None, Index(3)],
+        a=[Index(0), Index(2, stride), Index(3, stride)], name="W")
+    s = stride
+    out = Output("out", (n, m, ho, wo), reshape=(n, m, qy * s, qx * s),
+                 crop=(slice(None), slice(None), slice(padding, padding + ho),
+                       slice(padding, padding + wo)))
+    return Problem("deconv2d", S.Dot(), (n, m, qy, s, qx, s), (c, taps, taps), [image, weights],
+                   outputs=[out])
+
+
+def _pool(name, strategy, boundary, n, c, h, w, k, stride, padding):
+    stride = k if stride is None else stride
+    _pos(n=n, c=c, h=h, w=w, k=k, stride=stride)
+    _nonneg(padding=padding)
+    ho, wo = conv_out(h, k, stride, padding), conv_out(w, k, stride, padding)
+    image = Transform(
+        (n, c, h, w), p=[Index(0), Index(1), Index(2, stride), Index(3, stride)],
+        a=[Index(2, 1, -padding), Index(3, 1, -padding)], boundary=boundary, name="I")
+    return Problem(name, strategy, (n, c, ho, wo), (k, k), [image])
+
+
+def max_pool2d(n, c, h, w, k, *, stride=None, padding=0):
+    """Max pooling (stride defaults to ``k``); padded taps take the clamped edge value, which
+    gives the same maximum as padding with -inf."""
+    return _pool("max_pool2d", S.Max(), "clamp", n, c, h, w, k, stride, padding)
+
+
+def avg_pool2d(n, c, h, w, k, *, stride=None, padding=0):
+    """Average pooling with zero padding counted in the divisor (``count_include_pad``)."""
+    return _pool("avg_pool2d", S.Mean(), "zero", n, c, h, w, k, stride, padding)
+
+
+def pixel_shuffle(n, c, h, w, r):
+    """ESPCN sub-pixel shuffle: ``I`` (n, c r^2, h, w) -> (n, c, h r, w r); a copy, a = ().
+
+    p = (n, c, y, i, x, j): ``out[n, c, y r + i, x r + j] = I[n, c r^2 + i r + j, y, x]``.
+    """
+    _pos(n=n, c=c, h=h, w=w, r=r)
+    image = Transform(
+        (n, c * r * r, h, w),
+        p=[Index(0), Index(1, r * r), Index(2), Index(1, r), Index(3), Index(1)], a=[], name="I")
+    out = Output("out", (n, c, h * r, w * r), reshape=(n, c, h * r, w * r))
+    return Problem("pixel_shuffle", S.Copy(), (n, c, h, r, w, r), (), [image], outputs=[out])
+
+
+def correlation(c, h, w, max_disp):
+    """FlowNet correlation layer (Eq. 8) with displacements in ``[-max_disp, max_disp]``.
+
+    ``out[y, x, dy + D, dx + D] = sum_c I1[c, y, x] * I2[c, y + dy, x + dx]``; zero outside I2.
+    """
+    _pos(c=c, h=h, w=w)
+    _nonneg(max_disp=max_disp)
+    d = 2 * max_disp + 1
+    i1 = Transform((c, h, w), p=[Index(1), Index(2), None, None], a=[Index(0)], name="I1")
+    i2 = Transform((c, h, w), p=[Index(1), Index(2), Index(1, 1, -max_disp),
+                                 Index(2, 1, -max_disp)], a=[Index(0)], name="I2")
+    return Problem("correlation", S.Dot(), (h, w, d, d), (c,), [i1, i2])
+
+
+def motion_estimation(h, w, *, block=8, search=7, best=False):
+    """Full-search block motion estimation with SAD, edges clamped (as UMI's ``full_me``).
+
+    ``best=False``: the SAD of every candidate, shape (h / block, w / block, 2 search + 1,
+    2 search + 1), candidate ``(u, v)`` = displacement ``(u - search, v - search)``.
+    ``best=True``: two levels (candidates, then pixels); outputs the smallest SAD and the candidate
+    indices ``(u, v)`` of the first candidate in raster order that reaches it.
+    """
+    _pos(h=h, w=w, block=block)
+    _nonneg(search=search)
+    if h % block or w % block:
+        raise ValueError(f"image {h}x{w} is not a whole number of {block}x{block} blocks")
+    by, bx, d = h // block, w // block, 2 * search + 1
+    if best:
+        cur = Transform((h, w), p=[Index(0, block), Index(1, block)],
+                        a=[None, None, Index(0), Index(1)], name="cur")
+        ref = Transform((h, w), p=[Index(0, block), Index(1, block)],
+                        a=[Index(0, 1, -search), Index(1, 1, -search), Index(0), Index(1)],
+                        boundary="clamp", name="ref")
+        return Problem("motion_estimation", S.BestMatch(), (by, bx), (d, d, block, block),
+                       [cur, ref], levels=(2, 2))
+    cur = Transform((h, w), p=[Index(0, block), Index(1, block), None, None],
+                    a=[Index(0), Index(1)], name="cur")
+    ref = Transform((h, w), p=[Index(0, block), Index(1, block), Index(0, 1, -search),
+                               Index(1, 1, -search)], a=[Index(0), Index(1)],
+                    boundary="clamp", name="ref")
+    return Problem("motion_estimation", S.L1(), (by, bx, d, d), (block, block), [cur, ref])
+
+
+def bilateral(h, w, *, sigma_s, sigma_r, radius=None):
+    """Bilateral filter (Listing 2) of one channel, edges clamped.
+
+    Window ``2 radius + 1`` (default ``ceil(2 sigma_s)``); spatial weights
+    ``G[i, j] = exp(-((i - r)^2 + (j - r)^2) / (2 sigma_s^2))`` are a fixed tensor.
+    """
+    if not sigma_s > 0:
+        raise ValueError(f"sigma_s must be positive, not {sigma_s}")
+    r = int(np.ceil(2 * sigma_s)) if radius is None else radius
+    _pos(h=h, w=w)
+    _nonneg(radius=r)
+    k = 2 * r + 1
+    t = np.arange(k) - r
+    g = np.exp(-(t[:, None] ** 2 + t[None, :] ** 2) / (2.0 * sigma_s * sigma_s))
+    centre = Transform((h, w), p=[Index(0), Index(1)], a=[None, None], name="I")
+    window = Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, 1, -r), Index(1, 1, -r)],
+                       boundary="clamp", name="I")
+    weights = Transform((k, k), p=[None, None], a=[Index(0), Index(1)], name="G")
+    return Problem("bilateral", S.Bilateral(sigma_r), (h, w), (k, k), [centre, window, weights],
+                   values={"G": g})
+
+
+def integral_image(h, w):
+    """Integral image ``out[y, x] = sum_{i <= y, j <= x} I[i, j]`` as one MERIT sum.
+
+    a = (h, w) walks the source backwards (stride -1) from ``(y, x)``; the zero boundary cuts the
+    sum at the image edge.  O((h w)^2) work: a definition, not a fast algorithm.
+    """
+    _pos(h=h, w=w)
+    image = Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, -1), Index(1, -1)], name="I")
+    return Problem("integral_image", S.Sum(), (h, w), (h, w), [image])
+
+
+def separable_filter(h, w, k):
+    """Separable 'same' filter ``out = sum_i v[i] sum_j hk[j] I[y + i - r, x + j - r]``, one
+    problem with two levels (Fig. 4a): level 0 = vertical taps, level 1 = horizontal taps.
+    Zero padding; ``k`` odd, ``r = k // 2``.
+    """
+    _pos(h=h, w=w, k=k)
+    if k % 2 == 0:
+        raise ValueError(f"k must be odd, not {k}")
+    r = k // 2
+    image = Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, 1, -r), Index(1, 1, -r)],
+                      name="I")
+    hk = Transform((k,), p=[None, None], a=[None, Index(0)], name="hk")
+    v = Transform((k,), p=[None, None], a=[Index(0), None], name="v")
+    return Problem("separable_filter", S.SeparableDot(), (h, w), (k, k), [image, hk, v],
+                   levels=(1, 1))
+
+
+def filter3x3(h, w):
+    """3x3 'same' filter of one channel with zero padding (the Futhark thesis benchmark)."""
+    _pos(h=h, w=w)
+    image = Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, 1, -1), Index(1, 1, -1)],
+                      name="I")
+    weights = Transform((3, 3), p=[None, None], a=[Index(0), Index(1)], name="W")
+    return Problem("filter3x3", S.Dot(), (h, w), (3, 3), [image, weights])
+
+
+def ece408(b=10000, c=1, m=50, h=28, w=28, k=5):
+    """The ECE408 forward convolution layer: valid convolution, B x C x H x W -> B x M."""
+    return conv2d(b, c, h, w, m, k)
