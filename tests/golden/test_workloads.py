@@ -1,5 +1,7 @@
 """Every workload against an independent numpy/scipy reference, over a product of parameters."""
 
+import zlib
+
 import numpy as np
 import pytest
 from golden_refs import (
@@ -21,7 +23,7 @@ TOL = dict(rtol=1e-4, atol=1e-4)
 
 @pytest.fixture
 def rng(request):
-    return np.random.default_rng(abs(hash(request.node.name)) % 2**32)
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 @pytest.mark.parametrize("m,n,k", [(1, 1, 1), (5, 3, 7), (16, 9, 33)])
@@ -137,12 +139,13 @@ def test_motion_estimation_best(rng):
     prob = wl.motion_estimation(16, 24, block=8, search=3, best=True)
     assert prob.levels == (2, 2)
     cur, ref = prob.random_inputs(rng, np.int32, 0, 4)
+    cur[:8, :8] = 0
+    ref[:8, :16] = 0  # block (0, 0) matches many candidates exactly: the tie break matters
     vol = sad_volume(cur, ref, 8, 3).reshape(2, 3, -1)
     first = vol.argmin(axis=-1)
     sad, u, v = prob.run(cur, ref)
     np.testing.assert_array_equal(sad, vol.min(axis=-1))
     np.testing.assert_array_equal(u * 7 + v, first)
-    # small-valued images make ties, so the raster-order tie break is exercised
     assert ((vol == vol.min(axis=-1, keepdims=True)).sum(axis=-1) > 1).any()
 
 
