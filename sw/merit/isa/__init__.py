@@ -30,6 +30,7 @@ from .encoding import (
 )
 from .interp import Trace, execute
 from .program import Program, check_range_table, range_select, step_ranges
+from .programs import bilateral_tables, program_for, run, supported
 
 __all__ = [
     "IMM_MAX", "IMM_MIN", "LUT_ENTRIES", "LUT_FRAC", "MAX_LEVELS", "N_CONSTS", "N_LUTS", "N_REGS",
@@ -37,5 +38,5 @@ __all__ = [
     "AsmError", "IndexKind", "Instruction", "IsaError", "Logic", "Op", "Program", "Trace",
     "alu", "assemble", "check_range_table", "decode", "disassemble", "disassemble_word",
     "encode", "execute", "is_legal", "lut_interp", "out_value", "range_select", "sat16",
-    "step_ranges", "wrap32",
+    "step_ranges", "wrap32", "program_for", "run", "supported", "bilateral_tables",
 ]

@@ -1,0 +1,283 @@
+"""Fixed-point MERIT-z programs for the golden model's strategies, and running a Problem on them.
+
+:func:`program_for` returns the :class:`~merit.isa.Program` of a :class:`merit.Problem` (its
+strategy, its accumulation levels, the RP port of every operand); :func:`run` executes the problem
+on int16 data through the bit-exact interpreter, so a result can be compared with
+``problem.run(...)`` (float or int64) and with the RTL.
+
+Fixed-point conventions (``docs/isa.md`` §Programs): inputs are int16; sums accumulate in 32 bits
+(wrapping); ``shift`` scales the result down with round-half-up before the saturating ``out``.
+"""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from .asm import assemble
+from .encoding import LUT_ENTRIES, LUT_FRAC, IsaError
+from .interp import execute
+
+__all__ = ["program_for", "run", "supported", "bilateral_tables"]
+
+# strategy class name -> builder(problem, shift) -> (pre, loop, post, ports, consts, luts)
+#   pre / post: one list of lines per golden level (outermost first)
+#   ports: for each strategy input (problem.operands order), "i0" or "i1"
+_BUILDERS = {}
+
+
+def _builder(*names):
+    def register(fn):
+        for name in names:
+            _BUILDERS[name] = fn
+        return fn
+    return register
+
+
+def _round(shift):
+    """(constant, operand) adding 2**(shift-1) before a shift: round half up."""
+    return (1 << (shift - 1), "k0") if shift else (0, "0")
+
+
+@_builder("Dot", "DotReLU")
+def _dot(problem, shift):
+    k0, rnd = _round(shift)
+    if type(problem.strategy).__name__ == "DotReLU":
+        post = [f"add r0, 0, r0, {rnd} >> {shift}", "max r0, r0, 0", "out r0, 0"]
+    else:
+        post = [f"out r0, {rnd} >> {shift}"]
+    return (["add r0, 0, 0, 0"], ["mac r0, r0, i0, i1"], post, ["i0", "i1"], [k0], [])
+
+
+@_builder("DotResidual")
+def _dot_residual(problem, shift):
+    k0, rnd = _round(shift)
+    post = [f"add r0, 0, r0, {rnd} >> {shift}", "add r0, r0, i0, 0"]
+    if problem.strategy.relu:
+        post.append("max r0, r0, 0")
+    post.append("out r0, 0")
+    return (["add r0, 0, 0, 0"], ["mac r0, r0, i0, i1"], post, ["i0", "i1", "i0"], [k0], [])
+
+
+@_builder("SeparableDot")
+def _separable(problem, shift):
+    k0, rnd = _round(shift)
+    return ([["add r0, 0, 0, 0"], ["add r1, 0, 0, 0"]], ["mac r1, r1, i0, i1"],
+            [[f"out r0, {rnd} >> {shift}"], ["mac r0, r0, i1, r1"]],
+            ["i0", "i1", "i1"], [k0], [])
+
+
+@_builder("Sum")
+def _sum(problem, shift):
+    k0, rnd = _round(shift)
+    return (["add r0, 0, 0, 0"], ["add r0, r0, i0, 0"], [f"out r0, {rnd} >> {shift}"],
+            ["i0"], [k0], [])
+
+
+@_builder("Mean")
+def _mean(problem, shift):
+    n = int(np.prod(problem.a_shape, dtype=np.int64))
+    e = max(n - 1, 0).bit_length()          # n <= 2**e
+    if n == 1 << e:
+        k0, rnd = _round(e + shift)
+        return (["add r0, 0, 0, 0"], ["add r0, r0, i0, 0"], [f"out r0, {rnd} >> {e + shift}"],
+                ["i0"], [k0], [])
+    # sum * K / 2**(14+e) with K = round(2**(14+e) / n) in [2**14, 2**15), the sum split into
+    # hi = sum >> 8 and lo = sum & 255 so that both fit the 16-bit multiplier (|sum| < 2**23)
+    recip = round((1 << (14 + e)) / n)
+    fin = 6 + e + shift
+    post = ["and r1, r0, k1", "mac r1, 0, r1, k0 >> 8", "add r0, 0, r0, 0 >> 8",
+            "mac r0, r1, r0, k0", f"out r0, k2 >> {fin}"]
+    return (["add r0, 0, 0, 0"], ["add r0, r0, i0, 0"], post, ["i0"],
+            [recip, 255, 1 << (fin - 1)], [])
+
+
+@_builder("Max", "Min")
+def _max(problem, shift):
+    op = type(problem.strategy).__name__.lower()
+    init = -32768 if op == "max" else 32767
+    return (["add r0, 0, k0, 0"], [f"{op} r0, r0, i0"], [f"out r0, 0 >> {shift}"],
+            ["i0"], [init], [])
+
+
+@_builder("Copy")
+def _copy(problem, shift):
+    return ([[]], ["add r0, 0, i0, 0"], [[f"out r0, 0 >> {shift}"]], ["i0"], [], [])
+
+
+@_builder("L1")
+def _l1(problem, shift):
+    k0, rnd = _round(shift)
+    return (["add r0, 0, 0, 0"], ["l1 r0, r0, i0, i1"], [f"out r0, {rnd} >> {shift}"],
+            ["i0", "i1"], [k0], [])
+
+
+@_builder("BestMatch")
+def _best_match(problem, shift):
+    # r0 best, r1 sad, r2 b0, r3 b1, r4 "sad < best" (-1/0), r5 index
+    pre = [["add r0, 0, k0, 0", "add r2, 0, 0, 0", "add r3, 0, 0, 0"], ["add r1, 0, 0, 0"]]
+    nd0 = problem.levels[0]
+    if nd0 != 2:
+        raise IsaError(f"BestMatch programs need 2 displacement indices in level 0, not {nd0}")
+    post = [[f"out r0, 0 >> {shift}", "out r2, 0", "out r3, 0"],
+            ["sub r4, 0, r1, r0 >> 31", "sel r0, r4, r1, r0",
+             "index r5, 0, a0", "sel r2, r4, r5, r2",
+             "index r5, 0, a1", "sel r3, r4, r5, r3"]]
+    return (pre, ["l1 r1, r1, i0, i1"], post, ["i0", "i1"], [(1 << 31) - 1], [])
+
+
+def bilateral_tables(sigma_r, wsum):
+    """The bilateral program's constants: ``(k_scale, s_in, exp_table, s_den, recip_table)``.
+
+    ``exp_table[i] = 32767 exp(-d^2 / (2 sigma_r^2))`` at ``d = i * dmax / 32``, indexed by
+    ``(|x - c| * k_scale) >> s_in``; ``recip_table`` holds ``32768 / (1 + j 2**s_den / 16)``
+    (at most 32767) for the reciprocal of the weight sum ``den`` (Q12, at most ``wsum``)
+    indexed by ``(den - 4096) >> s_den``.
+    """
+    dmax = 4.0 * sigma_r
+    s_in = 0
+    while s_in < 24 and round(8192 * 2 ** (s_in + 1) / dmax) <= 32767:
+        s_in += 1
+    k_scale = max(1, round(8192 * 2 ** s_in / dmax))
+    dmax = 8192 * 2 ** s_in / k_scale
+    d = np.arange(LUT_ENTRIES) * dmax / (LUT_ENTRIES - 1)
+    exp_table = np.round(32767 * np.exp(-d * d / (2 * sigma_r * sigma_r))).astype(int)
+    span = max(wsum - 1, 1) * 4096                       # den - 4096 < (wsum - 1) * 4096
+    s_den = max(0, math.ceil(math.log2(span / ((LUT_ENTRIES - 1) << LUT_FRAC))))
+    x = 1 + np.arange(LUT_ENTRIES) * (1 << (s_den + LUT_FRAC)) / 4096
+    recip_table = np.minimum(np.round(32768 / x), 32767).astype(int)
+    return k_scale, s_in, exp_table.tolist(), s_den, recip_table.tolist()
+
+
+@_builder("Bilateral")
+def _bilateral(problem, shift):
+    taps = int(np.prod(problem.a_shape, dtype=np.int64))
+    weights = [t.value for t in problem.tensors if t.value is not None]
+    wsum = float(np.sum(weights[0])) / float(np.max(weights[0])) if weights else taps
+    k_scale, s_in, t0, s_den, t1 = bilateral_tables(problem.strategy.sigma_r, wsum)
+    t = max(0, (taps * 4096).bit_length() - 15)          # den >> t fits 16 bits
+    a = max(0, (taps * 4096 * 4095).bit_length() - 15)   # num >> a fits 16 bits
+    pre = ["add r0, 0, i0, 0", "add r1, 0, 0, 0", "add r4, 0, 0, 0"]
+    loop = ["add r5, 0, i0, 0",                 # x
+            "l1 r2, 0, r0, r5",                 # |c - x|
+            "mac r2, 0, r2, k0",                # scaled to the table's input
+            f"lut r2, 0, r2, 0, t0 >> {s_in}",  # range weight, Q15
+            "mac r2, 0, r2, i1 >> 15",          # k = weight * g (g in Q12)
+            "add r1, r1, r2, 0",                # den += k
+            "mac r4, r4, r2, r5"]               # num += k * x
+    post = [f"add r2, 0, r1, 0 >> {t}",         # den >> t
+            f"lut r3, 0, r1, k1, t1 >> {s_den}",  # y0 ~ 2**15 * 4096 / den
+            f"mac r2, 0, r2, r3 >> {12 - t}",   # e = den * y0, Q15
+            "sub r2, k2, 0, r2 >> 1",           # f = 2 - e, Q14
+            "mac r3, 0, r3, r2 >> 14",          # y1 = y0 * f (Newton step 1)
+            f"add r2, 0, r1, 0 >> {t}",
+            f"mac r2, 0, r2, r3 >> {12 - t}",
+            "sub r2, k2, 0, r2 >> 1",
+            "mac r3, 0, r3, r2 >> 14",          # Newton step 2
+            f"add r4, 0, r4, 0 >> {a}",         # num >> a
+            f"mac r4, 0, r4, r3 >> {27 - a + shift}",
+            "out r4, 0"]
+    return (pre, loop, post, ["i0", "i0", "i1"], [k_scale, 4096, 32768], [t0, t1])
+
+
+def supported(strategy):
+    """Whether MERIT-z has a program for ``strategy`` (an instance or class name)."""
+    name = strategy if isinstance(strategy, str) else type(strategy).__name__
+    return name in _BUILDERS
+
+
+def _lines(code):
+    return [code] if isinstance(code, str) else list(code)
+
+
+def program_for(problem, *, shift=0):
+    """The fixed-point :class:`~merit.isa.Program` of ``problem`` (a :class:`merit.Problem`).
+
+    ``shift`` (0..31) divides the result by ``2**shift`` (round half up) before the saturating
+    16-bit ``out``. The program has one level per accumulation index of the problem; operand k
+    (``problem.operands`` order) is bound to the RP named in the program's ``rp0`` / ``rp1``.
+    """
+    name = type(problem.strategy).__name__
+    if name not in _BUILDERS:
+        raise IsaError(f"no MERIT-z program for strategy {name} (supported: "
+                       f"{', '.join(sorted(_BUILDERS))})")
+    if not 0 <= shift <= 31:
+        raise IsaError(f"shift must be in 0..31, not {shift}")
+    pre, loop, post, ports, consts, luts = _BUILDERS[name](problem, shift)
+    levels = problem.levels
+    if len(levels) == 1:
+        pre, post = [pre] if pre and isinstance(pre[0], str) else pre, post
+        post = [post] if post and isinstance(post[0], str) else post
+    pre = [_lines(p) for p in (pre or [[]] * len(levels))]
+    post = [_lines(p) for p in (post or [[]] * len(levels))]
+    ndim = len(problem.a_shape)
+    first = np.cumsum((0,) + tuple(levels))[:-1]
+    sections = {}
+    loop_lines = []
+    for lv, j in enumerate(first):
+        if j == ndim:
+            loop_lines += pre[lv]
+        else:
+            sections.setdefault(f"pre{j + 1}", []).extend(pre[lv])
+    loop_lines += list(loop)
+    for lv in reversed(range(len(levels))):
+        j = first[lv]
+        if j == ndim:
+            loop_lines += post[lv]
+        else:
+            sections.setdefault(f"post{j + 1}", []).extend(post[lv])
+    text = [f".levels {max(ndim, 1)}"] if ndim else []
+    for j in range(1, ndim + 1):
+        text += [f"pre{j}:"] + sections.get(f"pre{j}", [])
+    text += ["loop:"] + loop_lines
+    for j in range(ndim, 0, -1):
+        text += [f"post{j}:"] + sections.get(f"post{j}", [])
+    consts = list(consts) + [0] * (4 - len(consts))
+    prog = assemble("\n".join(text), consts=consts, luts=luts)
+    # operand k of the problem -> the RP slot of its reading instruction, in address order
+    readers = {0: list(prog.reads(0)), 1: list(prog.reads(1))}
+    names = {0: [], 1: []}
+    for op, port in zip(problem.operands, ports, strict=True):
+        names[int(port[1])].append(op.tensor)
+    for port in (0, 1):
+        if len(names[port]) != len(readers[port]):
+            raise IsaError(f"{name} program reads i{port} {len(readers[port])} time(s) but "
+                           f"{len(names[port])} operand(s) are bound to it")
+    return replace(prog, rp0=tuple(names[0]), rp1=tuple(names[1]),
+                   outputs=tuple(o.name for o in problem.outputs))
+
+
+def _operand_arrays(problem, ports, arrays):
+    by_name = {t.name: a for t, a in zip(problem.tensors, arrays, strict=True)}
+    lanes = int(np.prod(problem.p_shape, dtype=np.int64))
+    acc = tuple(problem.a_shape) or (1,)
+    rp = {0: [], 1: []}
+    for op, port in zip(problem.operands, ports, strict=True):
+        m = op.transform.apply(by_name[op.tensor], problem.p_shape, problem.a_shape)
+        m = np.moveaxis(m.reshape(lanes, -1), 0, -1).reshape(acc + (lanes,))
+        rp[int(port[1])].append(np.ascontiguousarray(m))
+    return rp[0], rp[1], acc
+
+
+def run(problem, *arrays, shift=0, program=None):
+    """Run ``problem`` on MERIT-z's ISA (bit-exact interpreter) with int16 ``arrays``.
+
+    One int16 array per tensor (``problem.tensors`` order, like ``problem.run``). Returns one
+    int16 array per output (a tuple when there are several), in the outputs' shapes, taken from
+    the last execution of each output's ``out`` instruction.
+    """
+    if len(arrays) != len(problem.tensors):
+        raise IsaError(f"problem {problem.name!r} takes {len(problem.tensors)} arrays "
+                       f"({', '.join(t.name for t in problem.tensors)}), got {len(arrays)}")
+    for t, a in zip(problem.tensors, arrays, strict=True):
+        if np.asarray(a).dtype != np.int16:
+            raise IsaError(f"tensor {t.name!r} must be int16, not {np.asarray(a).dtype}")
+    program = program_for(problem, shift=shift) if program is None else program
+    ports = _BUILDERS[type(problem.strategy).__name__](problem, shift)[3]
+    rp0, rp1, acc = _operand_arrays(problem, ports, arrays)
+    lanes = int(np.prod(problem.p_shape, dtype=np.int64))
+    pindex = np.indices(problem.p_shape).reshape(len(problem.p_shape), lanes)
+    trace = execute(program, acc, rp0=rp0, rp1=rp1, pindex=pindex, lanes=lanes)
+    outs = tuple(o.finish(v[-1].reshape(problem.p_shape))
+                 for o, v in zip(problem.outputs, trace.outputs, strict=True))
+    return outs[0] if len(outs) == 1 else outs
