@@ -42,8 +42,6 @@ def split_levels(levels, a_shape, n_levels):
 
 
 def _check_inputs(strategy, p_shape, a_shape, inputs):
-    if not isinstance(strategy, Strategy):
-        raise TypeError(f"strategy must be a merit.strategies.Strategy, not {strategy!r}")
     inputs = list(inputs)
     names = ", ".join(i.name for i in strategy.inputs)
     if len(inputs) != len(strategy.inputs):
@@ -91,8 +89,10 @@ def execute(strategy, p_shape, a_shape, inputs, levels=None):
     """
     p_shape = _as_shape(p_shape, "p_shape")
     a_shape = _as_shape(a_shape, "a_shape")
-    arrays, transforms = _check_inputs(strategy, p_shape, a_shape, inputs)
+    if not isinstance(strategy, Strategy):
+        raise TypeError(f"strategy must be a merit.strategies.Strategy, not {strategy!r}")
     levels = split_levels(levels, a_shape, strategy.levels)
+    arrays, transforms = _check_inputs(strategy, p_shape, a_shape, inputs)
     wdt = work_dtype([a.dtype for a in arrays])
     arrays = [a.astype(wdt, copy=False) for a in arrays]
     a_size = int(np.prod(a_shape, dtype=np.int64))
