@@ -14,6 +14,9 @@ __all__ = ["BLOCKS", "check_lanes", "check_taus", "build"]
 #: (module stem, "python.module:Class", default parameters). The emitted module is named
 #: ``meritz_<stem>_n<lanes>`` (``_t<taus>`` added for components that take ``taus``).
 BLOCKS = [
+    ("rp0_sram", "meritz.banks:TileBuffer", {"lanes": 32, "depth": 256}),  # RP0 16 KB tile FIFO
+    ("rp1_sram", "meritz.banks:TileBuffer", {"lanes": 32, "depth": 128}),  # RP1 8 KB tile FIFO
+    ("sram_bank_256x16", "meritz.banks:SramBank", {"depth": 256}),  # bank model for macro swaps
 ]
 
 
