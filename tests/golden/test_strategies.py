@@ -1,0 +1,123 @@
+"""Ranged inner products: function order (Fig. 4b), chunked vs per-step loops, the C bodies."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from merit import Index, Transform, execute
+from merit import strategies as S
+from merit import workloads as wl
+
+EXECUTE = sys.modules["merit.execute"]  # the module; merit.execute is the function
+
+ALL = [S.Dot(), S.DotReLU(), S.DotResidual(), S.DotResidual(relu=True), S.SeparableDot(),
+       S.Sum(), S.Copy(), S.Mean(), S.Max(), S.Min(), S.L1(), S.Bilateral(2.0), S.BestMatch()]
+
+
+class Record(S.Strategy):
+    levels = 3
+    inputs = (S.Input("x", "loop"),)
+    outputs = ("out",)
+
+    def __init__(self):
+        self.log = []
+
+    def pre(self, s, level):
+        self.log.append(f"pre{level}")
+
+    def loop(self, s, x):
+        self.log.append("loop" + "".join(map(str, s.a)))
+
+    def post(self, s, level):
+        self.log.append(f"post{level}")
+        s.out[0] = 0
+
+
+def test_fig4_function_ranges():
+    """a = (i, j, k) in three levels of sizes (2, 1, 2): SPEC §3's ranges, step by step."""
+    rec = Record()
+    x = Transform((1,), p=[None], a=[None, None, None])
+    execute(rec, (1,), (2, 1, 2), [(np.zeros(1), x)], levels=(1, 1, 1))
+    assert rec.log == [
+        "pre0", "pre1", "pre2", "loop000", "loop001", "post2", "post1",
+        "pre1", "pre2", "loop100", "loop101", "post2", "post1", "post0"]
+
+
+def test_levels_with_several_indices():
+    rec = Record()
+    x = Transform((1,), p=[None], a=[None, None, None])
+    execute(rec, (1,), (2, 2, 1), [(np.zeros(1), x)], levels=(2, 0, 1))
+    starts = [i for i, e in enumerate(rec.log) if e == "pre1"]
+    assert len(starts) == 4 and rec.log.count("pre0") == 1 and rec.log.count("post0") == 1
+
+
+def _problems():
+    return [wl.gemm(5, 6, 7), wl.conv2d(2, 4, 7, 6, 4, 3, padding=1, groups=2),
+            wl.max_pool2d(1, 2, 6, 6, 3, stride=1, padding=1), wl.avg_pool2d(1, 2, 6, 6, 2),
+            wl.motion_estimation(8, 16, block=4, search=2),
+            wl.motion_estimation(8, 16, block=4, search=2, best=True),
+            wl.separable_filter(6, 7, 3), wl.integral_image(4, 5), wl.correlation(3, 5, 6, 1)]
+
+
+@pytest.mark.parametrize("prob", _problems(), ids=lambda p: p.name)
+def test_chunked_loop_equals_per_step(prob, monkeypatch):
+    rng = np.random.default_rng(7)
+    arrays = prob.random_inputs(rng, np.int32)
+    chunked = prob.run(*arrays)
+    monkeypatch.setattr(EXECUTE, "CHUNK_BUDGET", 1)
+    single = prob.run(*arrays)
+    for a, b in zip(np.atleast_1d(chunked) if not isinstance(chunked, tuple) else chunked,
+                    np.atleast_1d(single) if not isinstance(single, tuple) else single,
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_vectorized_steps_not_lanes(monkeypatch):
+    """One gather per chunk of steps, however many lanes: no Python loop per output element."""
+    calls = []
+    real = Transform.gather
+    monkeypatch.setattr(Transform, "gather",
+                        lambda self, *a: calls.append(1) or real(self, *a))
+    prob = wl.conv2d(1, 2, 40, 40, 8, 3)
+    monkeypatch.setattr(EXECUTE, "CHUNK_BUDGET", 1)
+    prob.run(*prob.random_inputs(np.random.default_rng(0)))
+    assert len(calls) == 2 * 2 * 3 * 3  # two operands, one gather per accumulation step
+
+
+@pytest.mark.parametrize("strategy", ALL, ids=repr)
+def test_c_body_convention(strategy):
+    body = strategy.c_body
+    assert set(body) == {"state", "pre", "loop", "post"}
+    assert isinstance(body["state"], str) and isinstance(body["loop"], str)
+    assert len(body["pre"]) == strategy.levels and len(body["post"]) == strategy.levels
+    for stage, texts in (("pre", body["pre"]), ("loop", [body["loop"]]), ("post", body["post"])):
+        allowed = set(strategy.stage_inputs(stage))
+        for text in texts:
+            used = {int(n) for n in re.findall(r"\bin(\d+)\b", text)}
+            assert used <= allowed, (stage, text)
+    outs = {int(n) for t in body["pre"] + [body["loop"]] + body["post"]
+            for n in re.findall(r"\bout(\d+)\b", t)}
+    assert outs == set(range(len(strategy.outputs)))
+
+
+def test_input_order_is_enforced():
+    with pytest.raises(TypeError, match="Bad.inputs must list pre, then loop, then post"):
+        class Bad(S.Strategy):
+            inputs = (S.Input("r", "post"), S.Input("x", "loop"))
+
+
+def test_integer_max_min_use_dtype_limits():
+    x = Transform((5,), p=[None], a=[Index(0)])
+    v = np.array([-3, 7, 2, -9, 0], dtype=np.int16)
+    assert execute(S.Max(), (1,), (5,), [(v, x)])[0] == 7
+    assert execute(S.Min(), (1,), (5,), [(v, x)])[0] == -9
+
+
+def test_import_needs_only_numpy():
+    code = ("import sys, merit; merit.Problem; merit.workloads.gemm(2, 2, 2); "
+            "bad = [m for m in ('scipy', 'amaranth', 'cocotb', 'cupy') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
