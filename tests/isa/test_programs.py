@@ -1,0 +1,114 @@
+"""Fixed-point programs of every strategy against the golden model (``problem.run``)."""
+
+import numpy as np
+import pytest
+
+from merit import workloads as W
+from merit.isa import IsaError, disassemble, program_for, run, supported
+
+EXACT = {
+    "gemm": lambda: W.gemm(8, 12, 20),
+    "fc": lambda: W.fc(3, 17, 5),
+    "conv_pad": lambda: W.conv2d(1, 3, 8, 8, 4, 3, padding=1),
+    "conv_stride_dil": lambda: W.conv2d(2, 2, 11, 11, 3, 3, stride=2, dilation=2, padding=2),
+    "conv_groups": lambda: W.conv2d(1, 4, 6, 6, 4, 3, groups=2),
+    "conv_relu": lambda: W.conv_relu(1, 3, 8, 8, 4, 3, padding=1),
+    "residual_relu": lambda: W.residual(1, 3, 8, 8, 4, 3, padding=1),
+    "residual": lambda: W.residual(1, 3, 8, 8, 4, 3, padding=1, relu=False),
+    "depthwise": lambda: W.depthwise(1, 3, 8, 8, 3, padding=1),
+    "deconv": lambda: W.deconv2d(1, 2, 5, 5, 3, 3, stride=2),
+    "max_pool": lambda: W.max_pool2d(1, 2, 9, 9, 3, stride=2, padding=1),
+    "pixel_shuffle": lambda: W.pixel_shuffle(1, 4, 4, 4, 2),
+    "correlation": lambda: W.correlation(2, 8, 8, 2),
+    "sad": lambda: W.motion_estimation(16, 16, block=4, search=2),
+    "best_match": lambda: W.motion_estimation(16, 16, block=4, search=2, best=True),
+    "integral_image": lambda: W.integral_image(6, 7),
+    "separable": lambda: W.separable_filter(8, 9, 3),
+    "filter3x3": lambda: W.filter3x3(8, 8),
+}
+
+
+def _tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _rounded(golden, shift):
+    g = np.asarray(golden, dtype=np.int64)
+    return np.clip((g + ((1 << shift) >> 1)) >> shift, -32768, 32767)
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_integer_workloads_are_exact(name):
+    problem = EXACT[name]()
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    arrays = problem.random_inputs(rng, np.int16, -8, 8)
+    golden = _tuple(problem.run(*arrays))
+    fixed = _tuple(run(problem, *arrays))
+    for g, f in zip(golden, fixed, strict=True):
+        assert f.dtype == np.int16 and f.shape == np.shape(g)
+        np.testing.assert_array_equal(f, _rounded(g, 0))
+
+
+@pytest.mark.parametrize("shift", [0, 1, 8, 31])
+def test_shift_rounds_half_up_and_saturates(shift):
+    problem = W.gemm(6, 7, 40)
+    rng = np.random.default_rng(shift)
+    arrays = problem.random_inputs(rng, np.int16, -32768, 32768)
+    arrays[0][0, :] = -32768
+    arrays[1][:, 0] = -32768          # out[0, 0] = 40 * 2**30: wraps in 32 bits
+    golden = problem.run(*arrays)
+    fixed = run(problem, *arrays, shift=shift)
+    wrapped = (np.asarray(golden, np.int64) + 2**31) % 2**32 - 2**31
+    np.testing.assert_array_equal(fixed, _rounded(wrapped, shift))
+    if shift == 0:
+        assert (np.abs(fixed) == 32767).mean() > 0.5 or (fixed == -32768).any()
+
+
+@pytest.mark.parametrize("k, stride, lo, hi", [(3, 1, -8, 8), (5, 2, -32768, 32767), (2, 2, -8, 8),
+                                               (3, 3, 0, 4096), (7, 1, -32768, 32767)])
+def test_mean_is_within_half_an_lsb_plus_the_reciprocal_error(k, stride, lo, hi):
+    problem = W.avg_pool2d(1, 2, 12, 12, k, stride=stride)
+    rng = np.random.default_rng(k)
+    arrays = problem.random_inputs(rng, np.int16, lo, hi)
+    err = np.abs(problem.run(*arrays) - run(problem, *arrays))
+    assert err.max() <= 0.5 + 2**-14 * 32768 / 8
+
+
+@pytest.mark.parametrize("sigma_s, sigma_r", [(1.0, 200.0), (0.7, 50.0), (2.0, 400.0),
+                                              (1.0, 5.0)])
+def test_bilateral_with_lookup_is_within_8_lsb_of_4095(sigma_s, sigma_r):
+    problem = W.bilateral(16, 16, sigma_s=sigma_s, sigma_r=sigma_r)
+    rng = np.random.default_rng(int(sigma_r))
+    image = rng.integers(0, 4096, (16, 16)).astype(np.int16)
+    weights = np.round(problem.tensors[1].value * 4096).astype(np.int16)
+    golden = problem.run(image, weights / 4096.0)
+    fixed = run(problem, image, weights)
+    assert np.abs(golden - fixed).max() <= 8
+    assert np.abs(golden - fixed).mean() <= 3
+
+
+def test_every_golden_strategy_has_a_program():
+    from merit import strategies as S
+    names = [n for n in S.__all__ if n not in ("Input", "Strategy")]
+    assert [n for n in names if not supported(n)] == []
+
+
+def test_programs_fit_the_hardware():
+    for name, make in EXACT.items():
+        prog = program_for(make())
+        assert len(prog.words) <= 32 and prog.regs <= 8, name
+        assert program_for(make()) == prog
+        assert disassemble(prog)
+    bil = program_for(W.bilateral(8, 8, sigma_s=1.0, sigma_r=10.0))
+    assert len(bil.words) <= 32 and bil.rp0 == ("I", "I") and bil.rp1 == ("G",)
+
+
+def test_run_errors():
+    problem = W.gemm(2, 2, 2)
+    a = np.zeros((2, 2), np.int16)
+    with pytest.raises(IsaError, match=r"tensor 'A' must be int16, not float32"):
+        run(problem, a.astype(np.float32), a)
+    with pytest.raises(IsaError, match=r"problem 'gemm' takes 2 arrays \(A, B\), got 1"):
+        run(problem, a)
+    with pytest.raises(IsaError, match=r"shift must be in 0..31, not 32"):
+        program_for(problem, shift=32)
