@@ -66,6 +66,7 @@ class Problem:
     operands : sequence of Transform
         One per strategy input, in the strategy's order; the transform's ``name`` is the tensor it
         reads (two operands may read one tensor, e.g. the bilateral centre pixel and neighbours).
+        An unnamed transform reads a tensor of its own, called ``in<position>``.
     levels : sequence of int, optional
         Accumulation indices per level, outermost first (required when ``strategy.levels > 1``).
     outputs : sequence of Output, optional
@@ -95,16 +96,19 @@ class Problem:
                 f"({', '.join(i.name for i in strategy.inputs)}), got {len(operands)} transforms")
         values = dict(values or {})
         shapes = {}
-        for tr in operands:
+        tensor_names = []
+        for pos, tr in enumerate(operands):
             if not isinstance(tr, Transform):
                 raise TypeError(f"problem {name!r}: operands must be Transforms, not {tr!r}")
             tr.check_shapes(self.p_shape, self.a_shape)
-            if shapes.setdefault(tr.name, tr.source_shape) != tr.source_shape:
+            tname = tr.name if tr.named else f"in{pos}"
+            if shapes.setdefault(tname, tr.source_shape) != tr.source_shape:
                 raise ValueError(
-                    f"problem {name!r}: tensor {tr.name!r} is read with shapes "
-                    f"{shapes[tr.name]} and {tr.source_shape}")
-        self.operands = tuple(Operand(tr.name, tr, inp.stage)
-                              for tr, inp in zip(operands, strategy.inputs, strict=True))
+                    f"problem {name!r}: tensor {tname!r} is read with shapes "
+                    f"{shapes[tname]} and {tr.source_shape}")
+            tensor_names.append(tname)
+        self.operands = tuple(Operand(t, tr, inp.stage) for t, tr, inp
+                              in zip(tensor_names, operands, strategy.inputs, strict=True))
         for key, v in values.items():
             if key not in shapes:
                 raise ValueError(f"problem {name!r}: value given for unknown tensor {key!r}")

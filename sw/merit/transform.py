@@ -96,12 +96,14 @@ class Transform:
         One entry per accumulation index.
     boundary : str or sequence of str
         ``"zero"``, ``"clamp"`` or ``"error"``, for the whole tensor or one per source axis.
-    name : str
-        Tensor name used in error messages (default ``"A"``).
+    name : str, optional
+        Tensor name, used in error messages (``"A"`` when not given) and by ``Problem`` to tell
+        which operands read the same tensor (an unnamed transform reads a tensor of its own).
 
     Attributes
     ----------
-    source_shape, p, a, boundary (tuple, one mode per source axis), name
+    source_shape, p, a, boundary (tuple, one mode per source axis), name (str),
+    named (bool: a name was given)
     indices : tuple
         ``p + a``: the entries of ``k = (p, a)`` in order; a *position* is an index into it.
     terms : tuple
@@ -110,10 +112,11 @@ class Transform:
         Per source axis, the sum of the offsets of the indices moving along it (= ``origin()``).
     """
 
-    def __init__(self, source_shape, p, a, boundary="zero", name="A"):
-        if not isinstance(name, str):
+    def __init__(self, source_shape, p, a, boundary="zero", name=None):
+        if name is not None and not isinstance(name, str):
             raise TypeError(f"Transform name must be a str, not {name!r}")
-        self.name = name
+        self.named = name is not None
+        self.name = name = name if self.named else "A"
         self.source_shape = _as_shape(source_shape, f"tensor {name!r}: source_shape")
         self.p = self._entries(p, "p")
         self.a = self._entries(a, "a")
@@ -174,7 +177,7 @@ class Transform:
     def __repr__(self):
         b = self.boundary[0] if len(set(self.boundary)) == 1 else self.boundary
         return (f"Transform({self.source_shape}, p={list(self.p)}, a={list(self.a)}, "
-                f"boundary={b!r}, name={self.name!r})")
+                f"boundary={b!r}" + (f", name={self.name!r})" if self.named else ")"))
 
     # ---- shape checks -------------------------------------------------------------------------
 

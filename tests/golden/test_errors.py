@@ -113,3 +113,11 @@ def test_problem_errors():
 def test_workload_errors(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+def test_unnamed_operands_read_tensors_of_their_own():
+    t = Transform((2, 3), p=[Index(0)], a=[Index(1)])
+    prob = Problem("p", S.L1(), (2,), (3,), [t, t])
+    assert [x.name for x in prob.tensors] == ["in0", "in1"]
+    a, b = np.arange(6).reshape(2, 3), np.zeros((2, 3))
+    np.testing.assert_array_equal(prob.run(a, b), [3, 12])
