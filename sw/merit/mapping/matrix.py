@@ -1,0 +1,220 @@
+"""The hash property matrix H of a lane address pattern (paper §V-C, Eq. 10-16).
+
+Lane ``n`` reads address ``A_n = A_0 + sum_i coeffs[i] * bit_i(n)`` (Eq. 10). ``H[j][i]`` says
+whether flipping lane bit ``i`` flips address bit ``j`` always (``'1'``), never (``'0'``) or only
+for some ``A_0`` and lanes (``'x'``) (Eq. 12). Matrices are lists of rows of ``'0'/'1'/'x'``;
+rows are address (or bank) bits LSB first, columns lane bits LSB first.
+
+The pattern maps onto the butterfly when H reduces to the identity by the elimination of
+Eq. 14-15 (:func:`is_routable`). A non-square H (more address bits than lane bits) is first squared
+by an XOR hash X and a rotation R (Eq. 16, :func:`find_hash`), which the collector implements.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from dataclasses import dataclass
+
+from .bank import BankFunction, check_lanes
+
+__all__ = ["property_matrix", "is_routable", "reduce_property_matrix", "hash_property_matrix",
+           "find_hash", "HashChoice"]
+
+_SYMBOLS = ("0", "1", "x")
+
+
+def _check_coeffs(coeffs):
+    try:
+        coeffs = tuple(coeffs)
+    except TypeError:
+        raise TypeError(f"coeffs must be a sequence of integers, not {coeffs!r}") from None
+    if not coeffs:
+        raise ValueError("coeffs must name at least one lane bit, not ()")
+    out = []
+    for i, c in enumerate(coeffs):
+        if isinstance(c, bool):
+            raise TypeError(f"coeffs[{i}] must be an integer, not {c!r}")
+        try:
+            out.append(operator.index(c))
+        except TypeError:
+            raise TypeError(f"coeffs[{i}] must be an integer, not {c!r}") from None
+    return tuple(out)
+
+
+def _check_matrix(H, what="H"):
+    try:
+        rows = [list(r) for r in H]
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of rows of '0', '1', 'x', not {H!r}") from None
+    if not rows or not rows[0]:
+        raise ValueError(f"{what} must have at least one row and one column, not {H!r}")
+    width = len(rows[0])
+    out = []
+    for j, row in enumerate(rows):
+        if len(row) != width:
+            raise ValueError(f"{what} rows must all have {width} entries; row {j} has {len(row)}")
+        cells = []
+        for cell in row:
+            cell = str(cell) if isinstance(cell, int) and not isinstance(cell, bool) else cell
+            if cell not in _SYMBOLS:
+                raise ValueError(f"{what}[{j}] must hold only '0', '1', 'x', not {cell!r}")
+            cells.append(cell)
+        out.append(cells)
+    return out
+
+
+def property_matrix(coeffs, address_bits):
+    """H of Eq. 12 for lane addresses ``A_n = A_0 + sum_i coeffs[i] * bit_i(n)``, over every A_0.
+
+    Parameters
+    ----------
+    coeffs : sequence of int
+        The address step of each lane bit (``c_0:L-1`` of Eq. 10), LSB first.
+    address_bits : int
+        Number of low address bits (rows of H) to describe.
+
+    Returns
+    -------
+    list of list of str
+        ``address_bits`` rows x ``len(coeffs)`` columns.
+
+    Flipping lane bit ``i`` adds ``+-c_i`` to the address: address bits below the lowest set bit
+    ``k`` of ``c_i`` never change, bit ``k`` always does, higher bits depend on the carry. The
+    result is the same for every ``A_0``, e.g. ``(1, 6, 12)`` with 3 bits gives Eq. 13.
+    """
+    coeffs = _check_coeffs(coeffs)
+    if isinstance(address_bits, bool) or not isinstance(address_bits, int) or address_bits < 1:
+        raise ValueError(f"address_bits must be a positive integer, not {address_bits!r}")
+    mask = (1 << address_bits) - 1
+    columns = []
+    for c in coeffs:
+        c &= mask
+        low = (c & -c).bit_length() - 1 if c else address_bits
+        columns.append(["0" if j < low else "1" if j == low else "x"
+                        for j in range(address_bits)])
+    return [[col[j] for col in columns] for j in range(address_bits)]
+
+
+def _and_not(row, pivot):
+    """``row AND NOT pivot`` in ternary logic (``pivot`` holds no 'x')."""
+    return ["0" if p == "1" else r for r, p in zip(row, pivot, strict=True)]
+
+
+def reduce_property_matrix(H):
+    """The elimination of Eq. 14-15; return the matrix it ends with.
+
+    A row without ``'x'`` whose only ``'1'`` is on the diagonal is a pivot; ANDing its NOT into
+    every other row clears its column there. Pivots are applied until nothing changes. (ANDing the
+    NOT of a row clears the columns of its ``'1'``s, so the steps commute; using a row before it is
+    a unit row only clears more, which can never help reach I.)
+    """
+    rows = _check_matrix(H)
+    used = set()
+    changed = True
+    while changed:
+        changed = False
+        for j, row in enumerate(rows):
+            if j in used or j >= len(row) or "x" in row:
+                continue
+            if row[j] != "1" or row.count("1") != 1:
+                continue
+            used.add(j)
+            changed = True
+            rows = [r if q == j else _and_not(r, row) for q, r in enumerate(rows)]
+    return rows
+
+
+def is_routable(H):
+    """True when the square H reduces to the identity (Eq. 14); False otherwise (Eq. 15).
+
+    A non-square H (more address bits than lane bits) is routable when :func:`find_hash` finds an
+    X and R squaring it; use that function to get them.
+    """
+    rows = _check_matrix(H)
+    if len(rows) != len(rows[0]):
+        if len(rows) < len(rows[0]):
+            raise ValueError(f"H must have at least as many rows (address bits) as columns "
+                             f"(lane bits), not {len(rows)}x{len(rows[0])}")
+        return find_hash(rows) is not None
+    reduced = reduce_property_matrix(rows)
+    return all(cell == ("1" if i == j else "0") for j, row in enumerate(reduced)
+               for i, cell in enumerate(row))
+
+
+def _xor(a, b):
+    if a == "x" or b == "x":
+        return "x"
+    return "1" if a != b else "0"
+
+
+def hash_property_matrix(H, xor, rotation=None):
+    """``R X H`` in ternary logic (Eq. 16): XOR is addition, AND multiplication.
+
+    ``xor`` and ``rotation`` are 0/1 matrices (lists of rows), e.g. from
+    :meth:`BankFunction.xor_matrix` and :meth:`BankFunction.rotation_matrix`.
+    """
+    rows = _check_matrix(H)
+    out = []
+    for j, xrow in enumerate(xor):
+        if len(xrow) != len(rows):
+            raise ValueError(f"X row {j} has {len(xrow)} columns but H has {len(rows)} rows")
+        acc = ["0"] * len(rows[0])
+        for t, bit in enumerate(xrow):
+            if int(bit):
+                acc = [_xor(a, b) for a, b in zip(acc, rows[t], strict=True)]
+        out.append(acc)
+    if rotation is not None:
+        out = [next(out[t] for t, bit in enumerate(rrow) if int(bit)) for rrow in rotation]
+    return out
+
+
+@dataclass(frozen=True)
+class HashChoice:
+    """An X and R that square a property matrix (Eq. 16).
+
+    Attributes
+    ----------
+    bank : BankFunction
+        The bank function with that X and R (``bank.xor_matrix(...)``, ``bank.rotation_matrix()``).
+    xor : list of list of int
+        X, ``m`` rows x (rows of H) columns.
+    rotation : list of list of int
+        R^rotate, ``m x m``.
+    reduced : list of list of str
+        ``R X H``, which reduces to the identity.
+    """
+
+    bank: BankFunction
+    xor: list
+    rotation: list
+    reduced: list
+
+
+def find_hash(H, lanes=None):
+    """Find an X (upper triangular, at most one off-diagonal term per row) and a rotation R such
+    that ``R X H`` reduces to the identity (Eq. 16). Return a :class:`HashChoice`, or ``None``.
+
+    ``H`` has ``K >= m`` rows (address bits) and ``m`` columns (lane bits); the bank function has
+    ``2**m`` banks unless ``lanes`` says otherwise. Candidates are tried with the fewest XOR terms
+    first, then the smallest rotation, so the identity is returned when it already works.
+    """
+    rows = _check_matrix(H)
+    m = len(rows[0])
+    lanes = 1 << m if lanes is None else check_lanes(lanes)
+    if lanes != 1 << m:
+        raise ValueError(f"H has {m} lane bits, so lanes must be {1 << m}, not {lanes}")
+    k = len(rows)
+    if k < m:
+        raise ValueError(f"H must have at least as many rows (address bits) as columns "
+                         f"(lane bits), not {k}x{m}")
+    options = [[None] + list(range(j + 1, k)) for j in range(m)]
+    candidates = sorted(itertools.product(itertools.product(*options), range(m)),
+                        key=lambda c: (sum(s is not None for s in c[0]), c[1]))
+    for xor, rotate in candidates:
+        bank = BankFunction(lanes, xor=xor, rotate=rotate)
+        x, r = bank.xor_matrix(k), bank.rotation_matrix()
+        reduced = hash_property_matrix(rows, x, r)
+        if is_routable(reduced):
+            return HashChoice(bank=bank, xor=x, rotation=r, reduced=reduced)
+    return None

@@ -1,0 +1,200 @@
+"""cocotb bench of the read butterfly (:class:`meritz.butterfly.Butterfly`).
+
+The reference is the mapper's network model (:mod:`merit.mapping.network`): ``route`` gives the
+select bits and the conflict verdict of every request, ``butterfly`` the words each lane must see.
+Random valid/ready backpressure on both streams, seeded from the bench seed.
+"""
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ReadOnly, RisingEdge, Timer
+
+from benchlib import (
+    bench_config,
+    pack_lanes,
+    pause_generator,
+    record_metric,
+    rng,
+    setup,
+    unpack_lanes,
+)
+from merit.mapping import BankFunction, butterfly, route
+
+
+class TB:
+    """Clock, reset, a driver of ``i`` and a monitor of ``o`` with random pauses on both.
+
+    A combinational configuration has no clock; the bench then steps in 10 ns intervals.
+    """
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.cfg = bench_config()
+        self.lanes = self.cfg["lanes"]
+        self.width = self.cfg["width"]
+        self.bits = self.lanes.bit_length() - 1
+        self.rand = rng()
+        self.np_rand = np.random.default_rng(self.cfg["seed"])
+        pause = self.cfg.get("pause", 0.3)
+        self.in_pause = pause_generator(self.rand, pause)
+        self.out_pause = pause_generator(self.rand, pause)
+        self.clocked = self.cfg["clocked"]
+
+    def edge(self):
+        return RisingEdge(self.dut.clk) if self.clocked else Timer(10, unit="ns")
+
+    def field(self, side, name, value, bits):
+        offset = self.cfg[side][name]
+        return (int(value) & ((1 << bits) - 1)) << offset
+
+    def pack(self, words, select=None, banks=None, rows=None):
+        payload = self.field("in", "data", pack_lanes(words, self.width), self.lanes * self.width)
+        if select is not None:
+            payload |= self.field("in", "select", pack_lanes(select, self.lanes),
+                                  self.bits * self.lanes)
+        if banks is not None:
+            payload |= self.field("in", "bank", pack_lanes(banks, self.bits),
+                                  self.bits * self.lanes)
+        if rows is not None:
+            row_bits = self.cfg["row_bits"]
+            payload |= self.field("in", "row", pack_lanes(rows, row_bits), row_bits * self.lanes)
+        return payload
+
+    def unpack(self, value):
+        value = int(value)
+        words = unpack_lanes(value >> self.cfg["out"]["data"], self.lanes, self.width,
+                             signed=self.cfg["signed"])
+        conflict = (value >> self.cfg["out"]["conflict"]) & 1 if "conflict" in self.cfg["out"] \
+            else 0
+        return words, conflict
+
+    async def drive(self, payloads):
+        dut = self.dut
+        for payload in payloads:
+            while next(self.in_pause):
+                dut.i__valid.value = 0
+                await self.edge()
+            dut.i__valid.value = 1
+            dut.i__payload.value = payload
+            while True:
+                await ReadOnly()
+                fire = int(dut.i__ready.value)
+                await self.edge()
+                if fire:
+                    break
+        dut.i__valid.value = 0
+
+    async def collect(self, count):
+        dut = self.dut
+        received = []
+        while len(received) < count:
+            dut.o__ready.value = 0 if next(self.out_pause) else 1
+            await ReadOnly()
+            if int(dut.o__valid.value) and int(dut.o__ready.value):
+                received.append(self.unpack(dut.o__payload.value))
+            await self.edge()
+        return received
+
+    async def run(self, vectors):
+        """``vectors``: ``(payload, expected words or None, expected conflict)``; checks them all
+        in order and returns the number of conflicts seen."""
+        dut = self.dut
+        dut.i__valid.value = 0
+        dut.o__ready.value = 0
+        if self.clocked:
+            await setup(dut)
+        cocotb.start_soon(self.drive([v[0] for v in vectors]))
+        received = await self.collect(len(vectors))
+        conflicts = 0
+        for k, ((words, conflict), (_, want, want_conflict)) in enumerate(
+                zip(received, vectors, strict=True)):
+            assert conflict == want_conflict, (
+                f"vector {k}: conflict {conflict}, model says {want_conflict}")
+            conflicts += conflict
+            if want is not None and not want_conflict:
+                assert words == want, f"vector {k}: lanes got {words}, model says {want}"
+        return conflicts
+
+    # ---- stimulus ----------------------------------------------------------------------------
+
+    def words(self):
+        low = -(1 << (self.width - 1)) if self.cfg["signed"] else 0
+        return self.np_rand.integers(low, low + (1 << self.width), self.lanes).tolist()
+
+    def random_bank_function(self):
+        m = self.bits
+        hashed = int(self.np_rand.integers(0, 2))
+        xor = [int(self.np_rand.integers(j + 1, 2 * m + 1)) if hashed and self.np_rand.random()
+               < 0.5 else None for j in range(m)]
+        xor = [s if s is None or s < 2 * m else None for s in xor]
+        return BankFunction(self.lanes, xor=xor, rotate=int(self.np_rand.integers(0, m)) * hashed)
+
+    def affine_addresses(self):
+        """Eq. 10: ``A_n = A_0 + sum_i c_i bit_i(n)`` with random small c_i (0 = broadcast)."""
+        c = self.np_rand.integers(0, 3 * self.lanes, self.bits)
+        c[self.np_rand.random(self.bits) < 0.15] = 0
+        n = np.arange(self.lanes)
+        a0 = int(self.np_rand.integers(0, 4 * self.lanes * self.lanes))
+        return a0 + sum(int(ci) * ((n >> i) & 1) for i, ci in enumerate(c))
+
+    def request(self, banks, rows=None):
+        """A self-routed vector for lanes reading ``banks`` (and ``rows``)."""
+        row_bits = self.cfg.get("row_bits", 0)
+        rows = rows if row_bits else None
+        if rows is not None:
+            rows = np.asarray(rows) & ((1 << row_bits) - 1)
+        words = self.words()
+        result = route(banks, rows)
+        want = None if result.conflict else butterfly(words, result.select).tolist()
+        return self.pack(words, banks=banks, rows=rows), want, int(result.conflict)
+
+    def random_vector(self):
+        if self.cfg["routing"] == "select":
+            select = self.np_rand.integers(0, 1 << self.lanes, self.bits).tolist()
+            words = self.words()
+            sel = [[(s >> p) & 1 for p in range(self.lanes)] for s in select]
+            return self.pack(words, select=select), butterfly(words, sel).tolist(), 0
+        kind = self.np_rand.integers(0, 3)
+        if kind == 0:
+            bank = self.random_bank_function()
+            banks, rows = bank.locate(self.affine_addresses())
+        elif kind == 1:
+            banks = self.np_rand.integers(0, self.lanes, self.lanes)
+            rows = self.np_rand.integers(0, 4, self.lanes)
+        else:
+            banks = np.arange(self.lanes) ^ int(self.np_rand.integers(0, self.lanes))
+            rows = np.zeros(self.lanes, int)
+        return self.request(banks, rows)
+
+
+@cocotb.test()
+async def random_requests(dut):
+    """Random requests against the model, with backpressure on both streams."""
+    tb = TB(dut)
+    count = tb.cfg.get("vectors", 300)
+    conflicts = await tb.run([tb.random_vector() for _ in range(count)])
+    record_metric("vectors", count)
+    record_metric("conflicts", conflicts)
+
+
+@cocotb.test(skip=bench_config().get("routing") != "self")
+async def paper_cases(dut):
+    """Fig. 6 / Eq. 10-16 patterns for every A_0 of a period, and one pattern that cannot be
+    routed (its conflict flag must rise)."""
+    tb = TB(dut)
+    n = np.arange(tb.lanes)
+    vectors = []
+    cases = [((1, 2, 6), BankFunction(tb.lanes)), ((1, 2, 12), BankFunction(tb.lanes)),
+             ((1, 6, 12), BankFunction(tb.lanes))]
+    if tb.lanes == 8:
+        cases.append(((4, 8, 3), BankFunction(8, xor=(None, 2, 3), rotate=1)))
+    for coeffs, bank in cases:
+        for a0 in range(2 * tb.lanes):
+            addresses = a0 + sum(c * ((n >> i) & 1) for i, c in enumerate(coeffs))
+            vectors.append(tb.request(*bank.locate(addresses)))
+    # lane bits 0 and 1 swapped (banks 0, 2, 1, 3, ...): a permutation the butterfly blocks
+    blocked = (n & ~3) | ((n & 1) << 1) | ((n >> 1) & 1)
+    assert route(blocked).conflict
+    vectors.append(tb.request(blocked, np.zeros(tb.lanes, int)))
+    conflicts = await tb.run(vectors)
+    assert conflicts >= 1
