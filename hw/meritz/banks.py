@@ -18,7 +18,19 @@ A *row* is ``lanes`` words, one per bank, at the same row address. The design de
 ``docs/banks.md``.
 """
 
-from amaranth import Array, Cat, ClockSignal, Const, Instance, Module, Mux, Signal, signed, unsigned
+from amaranth import (
+    Array,
+    Cat,
+    ClockSignal,
+    Const,
+    Instance,
+    Module,
+    Mux,
+    ResetSignal,
+    Signal,
+    signed,
+    unsigned,
+)
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -225,8 +237,10 @@ class BankedSram(wiring.Component):
     ports : int
         1 (single-port banks, the default as in the paper) or 2 (two-port banks).
     bank_macro : str or None
-        When given, each bank is an instance of this Verilog module (with :class:`SramBank`'s ports
-        plus ``clk``) instead of an :class:`SramBank`, e.g. a vendor SRAM macro behind a wrapper.
+        When given, each bank is an instance of this Verilog module instead of an
+        :class:`SramBank`: a vendor SRAM macro behind a thin wrapper with the ports of the
+        emitted :class:`SramBank` (``clk``, ``rst`` (unused by the model), then ``en``, ``we``,
+        ``addr``, ``wdata``, ``rdata``, or the two-port set).
 
     Members
     -------
@@ -275,7 +289,7 @@ class BankedSram(wiring.Component):
         ports = {("o_" if name in ("rdata", "rd_data") else "i_") + name: sig
                  for name, sig in sigs.items()}
         m.submodules[f"bank{index}"] = Instance(self._bank_macro, i_clk=ClockSignal("sync"),
-                                                **ports)
+                                                i_rst=ResetSignal("sync"), **ports)
         return sigs
 
     def elaborate(self, platform):
@@ -359,7 +373,7 @@ class TileFifo(wiring.Component):
         One answer per request, in order: ``base`` (first row), ``rows`` (echo), ``error``.
     committed : Out(stream.Signature(tile_layout(depth)))
         Committed tiles (``base``, ``rows``), in allocation order.
-    free : In(stream.Signature(unsigned(row_bits)))
+    free : In(stream.Signature(unsigned(log2(depth))))
         The ``base`` of the oldest tile, to free it.
     misfree : Out(1)
         A ``free`` transfer this cycle did not name the oldest tile (nothing was freed).
