@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from benchlib import bench_config, pack_lanes, pause_generator, rng, setup, unpack_lanes
 
@@ -301,7 +301,7 @@ class TB:
         return int(getattr(self.dut, name).value)
 
     def check_cycle(self, cycle):
-        dut, m, s = self.dut, self.model, self.sample
+        m, s = self.model, self.sample
         rb, lanes = self.row_bits, self.lanes
         where = f"cycle {cycle}"
         assert s("used") == m.used, f"{where}: used {s('used')} != {m.used}"
@@ -412,3 +412,74 @@ async def random_traffic(dut):
     dut._log.info("coverage %s", tb.count)
     for name in cfg.get("cover", []):
         assert tb.count[name] > 0, f"no {name} in {cfg['cycles']} cycles: {tb.count}"
+
+
+async def _offer(dut, name, payload):
+    """Offer ``payload`` on stream ``name`` from this cycle until its transfer."""
+    getattr(dut, f"{name}__payload").value = payload
+    getattr(dut, f"{name}__valid").value = 1
+    while True:
+        await ReadOnly()
+        done = int(getattr(dut, f"{name}__ready").value)
+        await RisingEdge(dut.clk)
+        if done:
+            break
+    getattr(dut, f"{name}__valid").value = 0
+
+
+@cocotb.test()
+async def write_costs_one_read_per_row(dut):
+    """Reads of a committed tile every cycle while the next tile streams in at the DRAM rate
+    (8 bytes per cycle: one row every lanes * width / 64 cycles): on single-port banks each row
+    write costs exactly one read cycle, on two-port banks none."""
+    cfg = bench_config()
+    lanes, depth, width, ports = cfg["lanes"], cfg["depth"], cfg["width"], cfg["ports"]
+    row_bits = (depth - 1).bit_length()
+    rand = rng()
+    for name in ("alloc", "write", "read", "free"):
+        getattr(dut, f"{name}__valid").value = 0
+    dut.clear_errors.value = 0
+    dut.grant__ready.value = 1
+    dut.committed__ready.value = 1
+    dut.rdata__ready.value = 1
+    await setup(dut)
+    rows = depth // 2
+    period = max(1, lanes * width // 64)
+    await _offer(dut, "alloc", rows)
+    await _offer(dut, "alloc", rows)
+    words = {}
+    for row in range(rows):
+        line = [rand.randrange(-(1 << width - 1), 1 << width - 1) for _ in range(lanes)]
+        words.update({(i, row): w for i, w in enumerate(line)})
+        await _offer(dut, "write", ((1 << lanes) - 1 | pack_lanes([row] * lanes, row_bits) << lanes
+                                    | pack_lanes(line, width) << lanes * (1 + row_bits)))
+    await ClockCycles(dut.clk, 2)
+
+    reads, expected, written, cycles = 0, deque(), 0, rows * period
+    request = None
+    for cycle in range(cycles):
+        if request is None:
+            request = [rand.randrange(rows) for _ in range(lanes)]
+        dut.read__payload.value = (1 << lanes) - 1 | pack_lanes(request, row_bits) << lanes
+        dut.read__valid.value = 1
+        dut.write__valid.value = cycle % period == 0
+        dut.write__payload.value = ((1 << lanes) - 1
+                                    | pack_lanes([rows + written] * lanes, row_bits) << lanes)
+        await ReadOnly()
+        if int(dut.rdata__valid.value):
+            got = unpack_lanes(dut.rdata__payload.value, lanes, width)
+            assert got == expected.popleft(), f"cycle {cycle}: wrong words"
+        if int(dut.read__ready.value):
+            reads += 1
+            expected.append([words[i, row] for i, row in enumerate(request)])
+            request = None
+        written += cycle % period == 0
+        await RisingEdge(dut.clk)
+    dut.read__valid.value = 0
+    dut.write__valid.value = 0
+    lost = cycles - reads
+    dut._log.info("%d-lane %d-port banks: %d reads in %d cycles while %d rows were written "
+                  "(%.1f%% of the read bandwidth)", lanes, ports, reads, cycles, written,
+                  100 * reads / cycles)
+    assert lost == (written if ports == 1 else 0), f"{lost} read cycles lost, {written} rows"
+    assert int(dut.errors.value) == 0
