@@ -112,8 +112,10 @@ def execute(strategy, p_shape, a_shape, inputs, levels=None):
             width = lanes
         chunk = max(1, CHUNK_BUDGET // width)
 
+    readers = [tr.gatherer(a, p_shape, a_shape) for tr, a in zip(transforms, arrays, strict=True)]
+
     def gather(which, steps):
-        return [transforms[i].gather(arrays[i], p_shape, steps) for i in stage[which]]
+        return [readers[i](steps) for i in stage[which]]
 
     def at(t):
         return np.unravel_index(t, a_shape) if a_shape else ()

@@ -176,6 +176,9 @@ class DotReLU(Dot):
         s.out[0] = np.maximum(s.acc, 0)
 
 
+_RESIDUAL_POST = {False: "out0 = acc + in2;", True: "out0 = max(acc + in2, (T)0);"}
+
+
 class DotResidual(Dot):
     """Residual layer (§III-B): ``out = sum x * w + r``, ``r`` read in PostLoop; optional ReLU."""
 
@@ -183,9 +186,7 @@ class DotResidual(Dot):
 
     def __init__(self, relu=False):
         self.relu = bool(relu)
-        post = "out0 = max(acc + in2, (T)0);" if self.relu else "out0 = acc + in2;"
-        self.c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += in0 * in1;",
-                       "post": [post]}
+        self.c_body = dict(Dot.c_body, post=[_RESIDUAL_POST[self.relu]])
 
     def post(self, s, level, r):
         v = s.acc + r
@@ -331,6 +332,16 @@ class L1(Strategy):
         s.out[0] = s.acc
 
 
+def _bilateral_c_body(inv):
+    return {
+        "state": "float c; float num; float den;",
+        "pre": ["c = (float)in0; num = 0.0f; den = 0.0f;"],
+        "loop": (f"{{ float d = (float)in1 - c; float k = (float)in2 * "
+                 f"expf(-d * d * {inv!r}f); num += k * (float)in1; den += k; }}"),
+        "post": ["out0 = num / den;"],
+    }
+
+
 class Bilateral(Strategy):
     """Listing 2: bilateral filter.  ``c`` = centre pixel (PreLoop), ``x`` = neighbour, ``g`` =
     spatial weight of the tap; range weight ``exp(-(x - c)^2 / (2 sigma_r^2))``;
@@ -345,13 +356,7 @@ class Bilateral(Strategy):
             raise ValueError(f"Bilateral sigma_r must be positive, not {sigma_r}")
         self.sigma_r = sigma_r
         self._inv = 1.0 / (2.0 * sigma_r * sigma_r)
-        self.c_body = {
-            "state": "float c; float num; float den;",
-            "pre": ["c = (float)in0; num = 0.0f; den = 0.0f;"],
-            "loop": (f"{{ float d = (float)in1 - c; float k = (float)in2 * "
-                     f"expf(-d * d * {self._inv!r}f); num += k * (float)in1; den += k; }}"),
-            "post": ["out0 = num / den;"],
-        }
+        self.c_body = _bilateral_c_body(self._inv)
 
     def output_dtype(self, work_dtype):
         return np.result_type(work_dtype, np.float32)

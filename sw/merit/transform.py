@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BOUNDARIES", "Index", "Transform"]
+__all__ = ["BOUNDARIES", "Gatherer", "Index", "Transform"]
 
 #: Boundary modes: ``zero`` pads with 0, ``clamp`` replicates the edge, ``error`` raises IndexError.
 BOUNDARIES = ("zero", "clamp", "error")
@@ -315,6 +315,10 @@ class Transform:
             out = np.where(np.broadcast_to(valid, out.shape), out, out.dtype.type(0))
         return out
 
+    def gatherer(self, A, p_shape, a_shape):
+        """A :class:`Gatherer` reading ``M(A)`` for batches of steps (what ``execute`` uses)."""
+        return Gatherer(self, A, p_shape, a_shape)
+
     def apply(self, A, p_shape, a_shape):
         """Materialize ``M(A)`` of shape ``p_shape + a_shape`` (a reference; memory grows fast)."""
         p_shape, a_shape = self.check_shapes(p_shape, a_shape)
@@ -328,3 +332,67 @@ class Transform:
         g = np.broadcast_to(g, g.shape[:1] + p_shape)
         g = np.moveaxis(g, 0, -1)
         return g.reshape(p_shape + a_shape)
+
+
+class Gatherer:
+    """Reads ``M(A)`` for batches of accumulation steps, as ``Transform.gather`` does, faster.
+
+    The source is padded once by the overshoot of ``M(A)`` on each axis (zeros for ``"zero"``,
+    edge copies for ``"clamp"``), so that every element is one flat index
+    ``base[p] + sum_j a_j * coef_j`` in the padded array: one add and one ``take`` per batch.
+    When the padding would be large (more than 4x the source), it falls back to
+    ``Transform.gather``.
+    """
+
+    #: padded sizes up to ``PAD_FACTOR * size + PAD_SLACK`` elements take the fast path
+    PAD_FACTOR, PAD_SLACK = 4, 1 << 20
+
+    def __init__(self, transform, A, p_shape, a_shape):
+        p_shape, a_shape = transform.check_shapes(p_shape, a_shape)
+        transform.check_bounds(p_shape, a_shape)
+        self.transform, self.A, self.p_shape = transform, np.asarray(A), p_shape
+        shape = transform.source_shape
+        pads = [(max(0, -lo), max(0, hi - n + 1))
+                for (lo, hi), n in zip(transform.bounds(p_shape, a_shape), shape, strict=True)]
+        padded = [n + lo + hi for n, (lo, hi) in zip(shape, pads, strict=True)]
+        self.fast = np.prod(padded, dtype=np.float64) <= (
+            self.PAD_FACTOR * np.prod(shape, dtype=np.float64) + self.PAD_SLACK)
+        if not self.fast:
+            return
+        src = self.A
+        for axis, (lo, hi) in enumerate(pads):
+            if lo or hi:
+                width = [(0, 0)] * len(shape)
+                width[axis] = (lo, hi)
+                mode = "constant" if transform.boundary[axis] == "zero" else "edge"
+                src = np.pad(src, width, mode=mode)
+        self.src = np.ascontiguousarray(src).reshape(-1)
+        cs = [int(np.prod(padded[i + 1:], dtype=np.int64)) for i in range(len(shape))]
+        rp = transform.reduced_p_shape(p_shape)
+        n_p = len(transform.p)
+        base = np.full((1,) * len(rp), sum((o + lo) * c for o, (lo, _), c
+                                            in zip(transform.offset, pads, cs, strict=True)),
+                       dtype=np.intp)
+        self.coef = [0] * len(transform.a)
+        for axis, terms in enumerate(transform.terms):
+            for pos, stride in terms:
+                if pos < n_p:
+                    view = [1] * len(rp)
+                    view[pos] = rp[pos]
+                    base = base + (np.arange(rp[pos], dtype=np.intp) * (stride * cs[axis])
+                                   ).reshape(view)
+                else:
+                    self.coef[pos - n_p] = stride * cs[axis]
+        self.base = np.broadcast_to(base, rp)
+
+    def __call__(self, a_steps):
+        """``M(A)`` at ``c`` steps (one int array of shape ``(c,)`` per accumulation index),
+        shape ``(c,) + reduced_p_shape``."""
+        if not self.fast:
+            return self.transform.gather(self.A, self.p_shape, a_steps)
+        c = len(a_steps[0]) if len(a_steps) else 1
+        off = np.zeros(c, dtype=np.intp)
+        for steps, coef in zip(a_steps, self.coef, strict=True):
+            if coef:
+                off = off + np.asarray(steps, dtype=np.intp) * coef
+        return self.src.take(off.reshape((c,) + (1,) * self.base.ndim) + self.base)

@@ -7,6 +7,7 @@ import pytest
 
 from merit import Index, Transform, execute
 from merit import strategies as S
+from merit.transform import Gatherer
 
 
 def elements(transform, source, p_shape, a_shape, rule):
@@ -142,3 +143,50 @@ def test_per_axis_boundary():
     np.testing.assert_array_equal(out[0], 0)
     np.testing.assert_array_equal(out[1], [1, 1, 2, 3, 3])
     np.testing.assert_array_equal(out[3], 0)
+
+
+def _reference_element(A, entries, boundary, k):
+    """Eq. 5 for one element, straight from the Index entries (no Transform code)."""
+    x = [0] * A.ndim
+    for kj, idx in zip(k, entries, strict=True):
+        if idx is not None:
+            x[idx.axis] += kj * idx.stride + idx.offset
+    for i, n in enumerate(A.shape):
+        if not 0 <= x[i] < n:
+            if boundary[i] == "zero":
+                return 0
+            x[i] = min(max(x[i], 0), n - 1)
+    return A[tuple(x)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("fast", [True, False])
+def test_gather_paths_match_eq5(seed, fast, monkeypatch):
+    rng = np.random.default_rng(100 + seed)
+    ndim = int(rng.integers(1, 4))
+    shape = tuple(int(n) for n in rng.integers(2, 6, ndim))
+    A = rng.integers(1, 100, shape)
+    boundary = tuple(str(b) for b in rng.choice(["zero", "clamp"], ndim))
+
+    def entry():
+        if rng.random() < 0.25:
+            return None
+        return Index(int(rng.integers(ndim)), int(rng.choice([-2, -1, 1, 3])),
+                     int(rng.integers(-4, 5)))
+    np_, na = int(rng.integers(1, 3)), int(rng.integers(0, 3))
+    p, a = [entry() for _ in range(np_)], [entry() for _ in range(na)]
+    m = Transform(shape, p, a, boundary=boundary)
+    p_shape = tuple(int(n) for n in rng.integers(1, 5, np_))
+    a_shape = tuple(int(n) for n in rng.integers(1, 5, na))
+    if not fast:
+        monkeypatch.setattr(Gatherer, "PAD_FACTOR", 0)
+        monkeypatch.setattr(Gatherer, "PAD_SLACK", 0)
+    reader = m.gatherer(A, p_shape, a_shape)
+    assert reader.fast == fast
+    grid = list(np.indices(a_shape).reshape(na, -1)) if na else []
+    got = np.broadcast_to(reader(grid), (len(grid[0]) if na else 1,) + p_shape)
+    whole = m.apply(A, p_shape, a_shape)
+    for t, ka in enumerate(itertools.product(*map(range, a_shape))):
+        for kp in itertools.product(*map(range, p_shape)):
+            want = _reference_element(A, p + a, boundary, kp + ka)
+            assert got[(t,) + kp] == want and whole[kp + ka] == want
