@@ -28,7 +28,7 @@ from .encoding import (
     encode,
     is_legal,
 )
-from .interp import Trace, execute
+from .interp import Trace, execute, operand_value, step
 from .program import Program, check_range_table, range_select, step_ranges
 from .programs import bilateral_tables, program_for, run, supported
 
@@ -38,5 +38,6 @@ __all__ = [
     "AsmError", "IndexKind", "Instruction", "IsaError", "Logic", "Op", "Program", "Trace",
     "alu", "assemble", "check_range_table", "decode", "disassemble", "disassemble_word",
     "encode", "execute", "is_legal", "lut_interp", "out_value", "range_select", "sat16",
-    "step_ranges", "wrap32", "program_for", "run", "supported", "bilateral_tables",
+    "step_ranges", "wrap32", "operand_value", "step", "program_for", "run", "supported",
+    "bilateral_tables",
 ]

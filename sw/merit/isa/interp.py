@@ -21,7 +21,7 @@ from .encoding import (
 )
 from .program import Program, step_ranges
 
-__all__ = ["Trace", "execute"]
+__all__ = ["Trace", "execute", "operand_value", "step"]
 
 
 @dataclass
@@ -41,6 +41,41 @@ class Trace:
     outputs: list
     regs: np.ndarray
     ops: int
+
+
+def operand_value(code, regs, *, i0=None, i1=None, consts=(0, 0, 0, 0)):
+    """The 32-bit value (int64) of operand ``code`` for every lane."""
+    if code < N_REGS:
+        return regs[code]
+    if code in (OPERAND_RP0, OPERAND_RP1):
+        value = i0 if code == OPERAND_RP0 else i1
+        if value is None:
+            raise IsaError(f"operand i{code - OPERAND_RP0} read but no RP element given")
+        return np.asarray(value, dtype=np.int64)
+    if OPERAND_CONST <= code < OPERAND_CONST + 4:
+        return np.int64(consts[code - OPERAND_CONST])
+    if code >= OPERAND_IMM:
+        return np.int64(((code & 15) ^ 8) - 8)
+    raise IsaError(f"reserved operand code {code}")
+
+
+def step(ins, regs, *, i0=None, i1=None, consts=(0, 0, 0, 0), luts=(), index=None):
+    """Execute one instruction on every lane: update ``regs`` (int64, (8, lanes)) in place.
+
+    Returns the int16 values sent by ``out`` (None for the other instructions). ``i0`` / ``i1``
+    are the RP elements the instruction reads; ``index`` the selected loop index of ``index``.
+    """
+    a = operand_value(ins.a, regs, i0=i0, i1=i1, consts=consts)
+    if ins.op == Op.OUT:
+        return out_value(ins, a, operand_value(ins.b, regs, i0=i0, i1=i1, consts=consts))
+    if ins.op == Op.INDEX:
+        regs[ins.d] = alu(ins, a, None, None, index=index)
+        return None
+    b = operand_value(ins.b, regs, i0=i0, i1=i1, consts=consts)
+    c = (operand_value(ins.c, regs, i0=i0, i1=i1, consts=consts)
+         if len(ins.reads()) == 3 else None)
+    regs[ins.d] = alu(ins, a, b, c, luts=luts)
+    return None
 
 
 def _as_rp(arrays, port, program, shape, lanes):
@@ -107,26 +142,13 @@ def execute(program: Program, acc_shape, *, rp0=(), rp1=(), pindex=None, lanes=N
     consts = np.asarray(program.consts, dtype=np.int64)
     ops = 0
 
-    def operand(value, addr, index):
-        if value < N_REGS:
-            return regs[value]
-        if value in (OPERAND_RP0, OPERAND_RP1):
-            port = value - OPERAND_RP0
-            return rps[port][slot[(port, addr)]][index].astype(np.int64)
-        if OPERAND_CONST <= value < OPERAND_CONST + 4:
-            return consts[value - OPERAND_CONST]
-        if value >= OPERAND_IMM:
-            return np.int64(((value & 15) ^ 8) - 8)
-        raise IsaError(f"address {addr}: reserved operand code {value}")
-
     for index, start, end in step_ranges(program, acc_shape):
         for addr in range(start, end):
             ins = code[addr]
-            a = operand(ins.a, addr, index)
-            if ins.op == Op.OUT:
-                outs[addr].append(np.broadcast_to(out_value(ins, a, operand(ins.b, addr, index)),
-                                                  (lanes,)))
-            elif ins.op == Op.INDEX:
+            i0 = rps[0][slot[(0, addr)]][index] if (0, addr) in slot else None
+            i1 = rps[1][slot[(1, addr)]][index] if (1, addr) in slot else None
+            idx = None
+            if ins.op == Op.INDEX:
                 if ins.b == IndexKind.ACC:
                     if ins.fn >= len(acc_shape):
                         raise IsaError(f"address {addr}: index a{ins.fn} but the accumulation "
@@ -137,11 +159,9 @@ def execute(program: Program, acc_shape, *, rp0=(), rp1=(), pindex=None, lanes=N
                         raise IsaError(f"address {addr}: index p{ins.fn} needs pindex with at "
                                        f"least {ins.fn + 1} parallel dimension(s)")
                     idx = pindex[ins.fn]
-                regs[ins.d] = alu(ins, a, None, None, index=idx)
-            else:
-                b = operand(ins.b, addr, index)
-                c = operand(ins.c, addr, index) if len(ins.reads()) == 3 else None
-                regs[ins.d] = alu(ins, a, b, c, luts=program.luts)
+            value = step(ins, regs, i0=i0, i1=i1, consts=consts, luts=program.luts, index=idx)
+            if ins.op == Op.OUT:
+                outs[addr].append(np.broadcast_to(value, (lanes,)))
             ops += lanes
     outputs = [np.array(v, dtype=np.int16).reshape(len(v), lanes) for v in outs.values()]
     return Trace(outputs, regs.astype(np.int32), ops)
