@@ -122,6 +122,16 @@ class Problem:
         if len(self.outputs) != len(strategy.outputs):
             raise ValueError(f"problem {name!r}: {len(self.outputs)} outputs given, "
                              f"{strategy!r} has {len(strategy.outputs)}")
+        lanes = int(np.prod(self.p_shape, dtype=np.int64))
+        for o in self.outputs:
+            if o.reshape is not None and int(np.prod(o.reshape, dtype=np.int64)) != lanes:
+                raise ValueError(f"problem {name!r}: output {o.name!r} reshapes p_shape "
+                                 f"{self.p_shape} to {o.reshape}, which has a different size")
+
+    def notation(self):
+        """One line per operand in the paper's notation, e.g. ``M(I) = I[a0, p1 + a1]``."""
+        return "\n".join(f"M({op.tensor}) = {op.transform.notation()}  ({op.stage})"
+                          for op in self.operands)
 
     def __repr__(self):
         return (f"Problem({self.name!r}, {self.strategy!r}, p_shape={self.p_shape}, "

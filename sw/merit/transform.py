@@ -179,6 +179,25 @@ class Transform:
         return (f"Transform({self.source_shape}, p={list(self.p)}, a={list(self.a)}, "
                 f"boundary={b!r}" + (f", name={self.name!r})" if self.named else ")"))
 
+    def notation(self):
+        """The transform as the paper writes it (Eq. 6-8), e.g. ``"I[a0, 4*p1 + a1 - 5]"``.
+
+        Parallel indices are ``p0, p1, ...``, accumulation indices ``a0, a1, ...`` (0-based).
+        """
+        coords = []
+        for axis, terms in enumerate(self.terms):
+            parts = []
+            for pos, s in terms:
+                k = self._label(pos).replace("[", "").replace("]", "")
+                term = k if abs(s) == 1 else f"{abs(s)}*{k}"
+                parts.append(("- " if s < 0 else "+ ") + term)
+            off = self.offset[axis]
+            if off or not parts:
+                parts.append(("- " if off < 0 else "+ ") + str(abs(off)))
+            text = " ".join(parts)
+            coords.append(text[2:] if text.startswith("+ ") else "-" + text[2:])
+        return f"{self.name}[{', '.join(coords)}]"
+
     # ---- shape checks -------------------------------------------------------------------------
 
     def check_shapes(self, p_shape, a_shape):

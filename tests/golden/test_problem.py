@@ -60,3 +60,17 @@ def test_values_must_match_a_tensor():
     with pytest.raises(ValueError, match=r"problem 'c': value of tensor 'x' has shape \(4,\), "
                                          r"expected \(3,\)"):
         Problem("c", S.Copy(), (3,), (), [t], values={"x": np.zeros(4)})
+
+
+def test_output_reshape_must_keep_the_size():
+    t = Transform((6,), [Index(0)], [], name="x")
+    with pytest.raises(ValueError, match=r"problem 'c': output 'y' reshapes p_shape \(6,\) to "
+                                         r"\(4, 2\), which has a different size"):
+        Problem("c", S.Copy(), (6,), (), [t], outputs=[Output("y", (4, 2), reshape=(4, 2))])
+
+
+def test_problem_notation():
+    assert wl.residual(1, 2, 5, 5, 3, 3, padding=1).notation().splitlines() == [
+        "M(I) = I[p0, a0, p2 + a1 - 1, p3 + a2 - 1]  (loop)",
+        "M(W) = W[p1, a0, a1, a2]  (loop)",
+        "M(R) = R[p0, p1, p2, p3]  (post)"]

@@ -190,3 +190,15 @@ def test_gather_paths_match_eq5(seed, fast, monkeypatch):
         for kp in itertools.product(*map(range, p_shape)):
             want = _reference_element(A, p + a, boundary, kp + ka)
             assert got[(t,) + kp] == want and whole[kp + ka] == want
+
+
+def test_notation_reads_like_the_paper():
+    # Eq. 6 with 0-based names: I[a1, 4 p2 + a2 - 5, 4 p3 + a3 - 5] -> I[a0, 4*p1 + a1 - 5, ...]
+    mI = Transform((3, 227, 227), p=[None, Index(1, 4), Index(2, 4)],
+                   a=[Index(0), Index(1, 1, -5), Index(2, 1, -5)], name="I")
+    assert mI.notation() == "I[a0, 4*p1 + a1 - 5, 4*p2 + a2 - 5]"
+    m2 = Transform((3, 5, 6), p=[Index(1), Index(2), Index(1), Index(2)], a=[Index(0)],
+                   name="I2")
+    assert m2.notation() == "I2[a0, p0 + p2, p1 + p3]"  # Eq. 8
+    flip = Transform((4, 4), p=[Index(0, -1, 3)], a=[Index(1, -2)], name="B")
+    assert flip.notation() == "B[-p0 + 3, -2*a0]"
