@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["CELL_AREAS", "FPGA_FAMILIES", "liberty", "yosys_version", "synthesize",
-           "synthesize_verilog", "fpga_fit", "fpga_fit_verilog", "main"]
+__all__ = ["CELL_AREAS", "FPGA_FAMILIES", "SynthesisError", "liberty", "yosys_version",
+           "synthesize", "synthesize_verilog", "fpga_fit", "fpga_fit_verilog", "run", "main"]
 
 #: Area of each cell of the generic library in NAND2 equivalents: (area, Liberty function, inputs).
 #: The ratios are those of the X1 cells of an open 45 nm library (NanGate FreePDK45 Open Cell
@@ -285,11 +285,9 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
             kind, weight = "ff", 1
         if kind is not None:
             counts[kind] += weight * count
-    fits = next((device for device, luts, ffs, brams in spec["devices"]
-                 if counts["lut"] <= luts and counts["ff"] <= ffs and counts["bram"] <= brams),
-                None)
     return {"module": top, "family": family, **counts,
-            "cells_by_type": dict(sorted(by_type.items())), "fits": fits,
+            "cells_by_type": dict(sorted(by_type.items())),
+            "fits": _smallest_device(family, counts),
             "seconds": round(seconds, 1)}
 
 
@@ -315,8 +313,12 @@ def fpga_fit(component, name, work_dir, **kwargs):
 #: class: the read butterfly (SRAM banks to lanes) and the collector (DRAM words to banks).
 NETWORK_MODULES = {"butterfly": "meritz.butterfly", "collector": "meritz.collector"}
 
-#: Used when no row of ``meritz.configs.BLOCKS`` has a butterfly: the class itself.
-_BUTTERFLY_FALLBACK = ("butterfly", "meritz.butterfly:Butterfly", {"lanes": PAPER_LANES})
+#: Used when no row of ``meritz.configs.BLOCKS`` holds a network: its class with the parameters of
+#: RP0 (256 rows of ``lanes`` words).
+_FALLBACK_ROWS = {
+    "butterfly": ("butterfly", "meritz.butterfly:Butterfly", {"lanes": PAPER_LANES}),
+    "collector": ("collector", "meritz.collector:Collector", {"lanes": PAPER_LANES, "row_bits": 8}),
+}
 
 
 def _rows():
@@ -331,13 +333,11 @@ def _network_row(key):
     row = next((row for row in _rows() if row[1].partition(":")[0] == module), None)
     if row is not None:
         return row, True
-    if key == "butterfly":
-        try:
-            __import__(module)
-        except ImportError:
-            return None, False
-        return _BUTTERFLY_FALLBACK, False
-    return None, False
+    try:
+        __import__(module)
+    except ImportError:
+        return None, False
+    return _FALLBACK_ROWS[key], False
 
 
 def _build_row(row, lanes, taus=None):
@@ -387,6 +387,12 @@ def _sweep(lanes_list, work, memories, log):
     return points
 
 
+def _smallest_device(family, counts):
+    return next((device for device, luts, ffs, brams in FPGA_FAMILIES[family]["devices"]
+                 if counts["lut"] <= luts and counts["ff"] <= ffs and counts["bram"] <= brams),
+                None)
+
+
 def _fpga(lanes, family, work, log):
     results = []
     for row in _rows():
@@ -394,7 +400,9 @@ def _fpga(lanes, family, work, log):
         log(f"{FPGA_FAMILIES[family]['command']}  {name}")
         results.append({"block": row[0], **fpga_fit(component, name, work / f"{name}_{family}",
                                                     family=family)})
-    return results
+    total = {kind: sum(b[kind] for b in results) for kind in ("lut", "ff", "bram", "lutram", "dsp")}
+    return {"lanes": lanes, "family": family, "blocks": results,
+            "total": {**total, "fits": _smallest_device(family, total)}}
 
 
 def _pct(value):
@@ -533,6 +541,10 @@ def _fpga_table(report):
     for b in fpga["blocks"]:
         lines.append(f"| {b['block']} | {b['lut']:,} | {b['ff']:,} | {b['bram']} | {b['lutram']} "
                      f"| {b['dsp']} | {b['fits'] or 'none listed'} |")
+    total = fpga["total"]
+    lines.append(f"| **all blocks together** | {total['lut']:,} | {total['ff']:,} "
+                 f"| {total['bram']} | {total['lutram']} | {total['dsp']} "
+                 f"| {total['fits'] or 'none listed'} |")
     devices = ", ".join(f"{name} ({luts:,} LUT4, {brams} BRAM)"
                         for name, luts, _ffs, brams in FPGA_FAMILIES[fpga["family"]]["devices"])
     return lines + ["", f"Devices considered (data-sheet capacities): {devices}.", ""]
@@ -548,8 +560,9 @@ def _discussion(report):
             missing.append(f"no `{NETWORK_MODULES[key]}` component is registered in "
                            "`meritz.configs.BLOCKS` (or importable), so it is not in this report.")
         elif not registered:
+            params = ", ".join(f"{k}={v!r}" for k, v in row[2].items())
             missing.append(f"`{row[1]}` is not registered in `meritz.configs.BLOCKS`; the "
-                           "report used the class with its default parameters.")
+                           f"report used the class with {params}.")
     if not any(row[0].startswith("tau") for row in _rows()):
         missing.append("no TAU is registered yet (a `tau` row in `meritz.configs.BLOCKS`): the "
                        "per-TAU breakdown of Table VII cannot be compared.")
@@ -638,8 +651,7 @@ def run(args, argv, log=print):
     report["sweep"] = _sweep(sorted(set(args.lanes)), work, args.memories, log)
     report["blocks"] = _blocks(args.block_lanes, work, args.memories, log)
     if not args.no_fpga:
-        report["fpga"] = {"lanes": args.fpga_lanes, "family": args.family,
-                          "blocks": _fpga(args.fpga_lanes, args.family, work, log)}
+        report["fpga"] = _fpga(args.fpga_lanes, args.family, work, log)
     report["discussion"], report["missing"] = _discussion(report)
     (out / "area.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "area.md").write_text(_markdown(report))
