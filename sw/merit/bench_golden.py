@@ -5,7 +5,7 @@
 2. Expressiveness (the paper's Table IV): lexical tokens of a MERIT definition of each kernel
    (transforms + the strategy's Pre/Loop/Post) against a naive nested-loop version
    -> ``docs/results/tokens.md``.  The definitions and loops below are checked against the
-   workload library in ``tests/golden/test_bench.py``.
+   workload library in ``tests/golden/test_golden_bench.py``.
 """
 
 from __future__ import annotations
@@ -398,7 +398,7 @@ def main(argv=None):
              "for the GPU (`c_body`, C tokens, type keywords not counted; closest to the paper's "
              "'MERIT on GPU'). Naive = the nested-loop Python function next to the definition. "
              "Definitions and loops are checked against the workload library in "
-             "`tests/golden/test_bench.py`. The paper counts C++/CUDA: compare ratios, not "
+             "`tests/golden/test_golden_bench.py`. The paper counts C++/CUDA: compare ratios, not "
              "absolutes. Format: identifiers / operators.", "",
              "| kernel | strategy | MERIT, Python strategy | MERIT, C body | definition alone | "
              "naive loops | paper MERIT | paper naive |", "|---|---|---:|---:|---:|---:|---:|---:|"]
