@@ -1,0 +1,192 @@
+"""CuPy back end: one generated CUDA kernel per MERIT problem (paper §IV, UMI §4).
+
+``merit.gpu.run(problem, *arrays)`` runs a :class:`merit.Problem` on the GPU: the transform and the
+strategy's C bodies become one tiled kernel (see :mod:`merit.gpu.codegen`), its tile is chosen by
+a cost model and a small autotuner (:mod:`merit.gpu.tiling`, cached on disk per device and
+specialization), and the result comes back as CuPy arrays.  Importing this package and generating
+source (:func:`kernel_source`, :func:`plan`) needs neither CuPy nor a GPU.
+"""
+
+from dataclasses import dataclass
+
+from .codegen import kernel_name, source
+from .spec import Spec, spec_of
+from .tile import Tile
+from .tiling import check_tile, rank
+
+__all__ = ["Plan", "Tile", "plan", "kernel_source", "run", "tune", "prepare", "dtype_of"]
+
+_DTYPES = {"float32": "float32", "int32": "int32"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A problem specialized for one element type and one tile, with its kernel source."""
+
+    spec: Spec
+    tile: Tile
+
+    @property
+    def name(self):
+        return kernel_name(self.spec, self.tile)
+
+    @property
+    def source(self):
+        return source(self.spec, self.tile)[1]
+
+    @property
+    def launch(self):
+        """``(blocks, threads per block, dynamic shared memory bytes)``."""
+        _, _, nb, nt, smem = source(self.spec, self.tile)
+        return nb, nt, smem
+
+
+def _check_problem(problem):
+    from merit.problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a merit.Problem, not {problem!r}")
+
+
+def plan(problem, dtype="float32", tile=None):
+    """Specialize ``problem`` for ``dtype`` ("float32" or "int32") and a tile.
+
+    ``tile`` is a :class:`Tile`, a dict of some of its fields (``threads`` required), or None for
+    the cost model's first choice (no timing; :func:`run` autotunes).
+    """
+    _check_problem(problem)
+    if dtype not in _DTYPES:
+        raise TypeError(f"dtype must be 'float32' or 'int32', not {dtype!r}")
+    spec = spec_of(problem, dtype)
+    t = rank(spec, count=1)[0] if tile is None else check_tile(spec, tile)
+    return Plan(spec, t)
+
+
+def kernel_source(problem, dtype="float32", tile=None):
+    """CUDA source of the kernel :func:`run` would launch for ``problem`` (no GPU needed)."""
+    return plan(problem, dtype, tile).source
+
+
+def dtype_of(arrays, names):
+    """The kernel element type for the given arrays: all float32 or all int32."""
+    kinds = set()
+    for a, n in zip(arrays, names, strict=True):
+        dt = str(a.dtype)
+        if dt not in _DTYPES:
+            raise TypeError(f"tensor {n!r} has dtype {dt}; merit.gpu computes in float32 or "
+                            f"int32 (cast the array first)")
+        kinds.add(dt)
+    if len(kinds) > 1:
+        raise TypeError(f"the arrays mix dtypes {sorted(kinds)}; give all float32 or all int32")
+    return kinds.pop() if kinds else "float32"
+
+
+def _check_arrays(problem, arrays):
+    if len(arrays) != len(problem.tensors):
+        raise ValueError(
+            f"problem {problem.name!r} takes {len(problem.tensors)} arrays "
+            f"({', '.join(t.name for t in problem.tensors)}), got {len(arrays)}")
+    for t, a in zip(problem.tensors, arrays, strict=True):
+        if tuple(a.shape) != tuple(t.shape):
+            raise ValueError(f"tensor {t.name!r}: array has shape {tuple(a.shape)}, "
+                             f"expected {tuple(t.shape)}")
+
+
+def _check_out(spec, out, cp):
+    if len(out) != spec.outputs:
+        raise ValueError(f"out must hold {spec.outputs} arrays, not {len(out)}")
+    for o, a in enumerate(out):
+        if not isinstance(a, cp.ndarray) or tuple(a.shape) != spec.pshape \
+                or str(a.dtype) != spec.out_dtype or not a.flags.c_contiguous:
+            raise ValueError(f"out[{o}] must be a C-contiguous cupy array of shape {spec.pshape} "
+                             f"and dtype {spec.out_dtype}")
+
+
+def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None):
+    """Check the arguments, choose the tile and allocate outputs, without launching.
+
+    Returns ``(plan, go, raw_outputs)``: ``go()`` launches the kernel on these arrays and writes
+    ``raw_outputs`` (shape ``problem.p_shape``).  Arguments as :func:`run`.
+    """
+    from . import runtime
+
+    _check_problem(problem)
+    cp = runtime.cupy()
+    names = [t.name for t in problem.tensors]
+    if len(arrays) == len(names):
+        arrays = [runtime.to_device(a, n) for a, n in zip(arrays, names, strict=True)]
+    _check_arrays(problem, arrays)
+    dtype = dtype_of(arrays, names)
+    for op in problem.operands:
+        op.transform.check_bounds(problem.p_shape, problem.a_shape)
+    spec = spec_of(problem, dtype)
+    by_name = dict(zip(names, arrays, strict=True))
+    inputs = [by_name[op.tensor] for op in problem.operands]
+    if out is None:
+        out = tuple(cp.empty(spec.pshape, dtype=spec.out_dtype) for _ in range(spec.outputs))
+    else:
+        out = tuple(out)
+        _check_out(spec, out, cp)
+    t = _choose(spec, inputs, out, tile, tune, cache)
+    return Plan(spec, t), runtime.launcher(spec, t, inputs, out), out
+
+
+def tune(problem, *arrays, cache=None):
+    """The :class:`Plan` whose tile the autotuner picks for these arrays (cached on disk)."""
+    return prepare(problem, *arrays, cache=cache)[0]
+
+
+def run(problem, *arrays, tile=None, out=None, tune=True, cache=None):
+    """Run ``problem`` on the current CUDA device.
+
+    Parameters
+    ----------
+    problem : merit.Problem
+    *arrays : CuPy, NumPy or DLPack (e.g. torch) arrays
+        One per tensor, in ``problem.tensors`` order; all float32 or all int32.
+    tile : Tile or dict, optional
+        Override the automatic tile choice.
+    out : sequence of cupy arrays, optional
+        Where to write the raw outputs (shape ``problem.p_shape``); allocated when omitted.
+    tune : bool
+        Time the cost model's best candidates on first use of a specialization (and remember the
+        winner on disk); otherwise take the model's first choice.
+    cache : merit.gpu.runtime.TileCache, optional
+        Where tuned tiles are remembered (default: ``$MERIT_GPU_CACHE`` or
+        ``~/.cache/merit/gpu-tiles.json``).
+
+    Returns
+    -------
+    cupy array, or a tuple of them for several outputs (after each Output's reshape/crop).
+    """
+    _, go, out = prepare(problem, *arrays, tile=tile, out=out, tune=tune, cache=cache)
+    go()
+    res = tuple(o.finish(r) for o, r in zip(problem.outputs, out, strict=True))
+    return res[0] if len(res) == 1 else res
+
+
+def _choose(spec, inputs, out, tile, tune, cache):
+    from . import runtime
+
+    if tile is not None:
+        return check_tile(spec, tile)
+    cache = cache if cache is not None else runtime.TileCache()
+    _, device = runtime.device_key()
+    hit = cache.get(device, spec)
+    if hit is not None:
+        return hit
+    cands = rank(spec, count=6 if tune else 1)
+    best = cands[0]
+    if tune and len(cands) > 1:
+        times = []
+        for t in cands:
+            try:
+                ms = runtime.time_launch(runtime.launcher(spec, t, inputs, out), min_ms=5.0,
+                                         batches=3)
+            except Exception:  # a candidate that fails to compile or launch is skipped
+                continue
+            times.append((ms, t))
+        if times:
+            best = min(times, key=lambda mt: mt[0])[1]
+        cache.put(device, spec, best)
+    return best

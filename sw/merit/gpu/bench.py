@@ -1,0 +1,533 @@
+"""Check and time every GPU workload against its peers in one run: ``python -m merit.gpu.bench``.
+
+For each row the generated kernel (autotuned, tiles cached in ``<out>/gpu-tiles.json``) is
+checked against a float64 reference computed on the device by an implementation that does not use
+MERIT (relative error < 1e-5, outputs poisoned with NaN first), then timed with CUDA events over
+batches of back-to-back launches (median of 5 batches of >= 20 ms).  In the same process the peers
+are timed the same way: cuDNN fp32 through torch (TF32 off), im2col + cuBLAS through CuPy
+(Caffe-style), cupyx.scipy.ndimage where it has the operation, and plain torch operations.  The
+floor of a row is the larger of (bytes of its tensors read once and written once) / (measured copy
+bandwidth) and (2 x inner-product steps) / (measured SGEMM rate).  Results go to
+``<out>/gpu.json`` and ``<out>/gpu.md``.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from merit import Index, Problem, Transform
+from merit import strategies as S
+from merit import workloads as W
+
+TOL = 1e-5
+
+
+# ---- workloads that need more than one problem or a batch axis --------------------------------
+
+def correlation_batched(n, c, h, w, d):
+    """FlowNet correlation with a batch axis: p = (n, y, x, dy, dx), a = (c,), zero outside I2."""
+    i1 = Transform((n, c, h, w), p=[Index(0), Index(2), Index(3), None, None], a=[Index(1)],
+                   name="I1")
+    i2 = Transform((n, c, h, w), p=[Index(0), Index(2), Index(3), Index(2, 1, -d),
+                                    Index(3, 1, -d)], a=[Index(1)], name="I2")
+    return Problem("correlation", S.Dot(), (n, h, w, 2 * d + 1, 2 * d + 1), (c,), [i1, i2])
+
+
+def integral_passes(h, w, block=32):
+    """Integral image as six MERIT problems: per axis a blocked scan.
+
+    On the image viewed as (h, w / B, B): block totals ``T[y, q] = sum_j I[y, q, j]``; carries
+    ``C[y, q] = sum_{q' < q} T[y, q']`` (a backwards walk cut by the zero boundary); then
+    ``R[y, q, r] = sum_{j <= r} I[y, q, r - j] + C[y, q]`` (DotResidual with a broadcast weight of
+    one, the carry read in PostLoop).  The same three on the columns of ``R``.
+    Returns a function ``(image, one) -> (result, launches)`` built on ``merit.gpu.prepare``.
+    """
+    if w % block or h % block:
+        raise ValueError(f"integral_passes needs sides divisible by {block}")
+    nb_x, nb_y = w // block, h // block
+    # rows: view (h, nb_x, B)
+    rows_t = Problem("integral_rows_totals", S.Sum(), (h, nb_x), (block,),
+                     [Transform((h, nb_x, block), p=[Index(0), Index(1)], a=[Index(2)], name="I")])
+    rows_c = Problem("integral_rows_carry", S.Sum(), (h, nb_x), (nb_x,),
+                     [Transform((h, nb_x), p=[Index(0), Index(1, 1, -1)], a=[Index(1, -1)],
+                                name="T")])
+    rows_r = Problem(
+        "integral_rows_scan", S.DotResidual(), (h, nb_x, block), (block,),
+        [Transform((h, nb_x, block), p=[Index(0), Index(1), Index(2)], a=[Index(2, -1)],
+                   name="I"),
+         Transform((1,), p=[None, None, None], a=[None], name="one"),
+         Transform((h, nb_x), p=[Index(0), Index(1), None], a=[None], name="C")])
+    # columns: view (nb_y, B, w)
+    cols_t = Problem("integral_cols_totals", S.Sum(), (nb_y, w), (block,),
+                     [Transform((nb_y, block, w), p=[Index(0), Index(2)], a=[Index(1)],
+                                name="R")])
+    cols_c = Problem("integral_cols_carry", S.Sum(), (nb_y, w), (nb_y,),
+                     [Transform((nb_y, w), p=[Index(0, 1, -1), Index(1)], a=[Index(0, -1)],
+                                name="T")])
+    cols_r = Problem(
+        "integral_cols_scan", S.DotResidual(), (nb_y, block, w), (block,),
+        [Transform((nb_y, block, w), p=[Index(0), Index(1), Index(2)], a=[Index(1, -1)],
+                   name="R"),
+         Transform((1,), p=[None, None, None], a=[None], name="one"),
+         Transform((nb_y, w), p=[Index(0), None, Index(1)], a=[None], name="C")])
+    return [rows_t, rows_c, rows_r, cols_t, cols_c, cols_r], (nb_x, nb_y)
+
+
+def integral_chain(h, w, image, cache, block=32):
+    """Prepare the six launches of :func:`integral_passes` on ``image``; returns (go, result)."""
+    import cupy as cp
+
+    from merit.gpu import prepare
+
+    probs, (nb_x, nb_y) = integral_passes(h, w, block)
+    one = cp.ones((1,), dtype=cp.float32)
+    img = image.reshape(h, nb_x, block)
+    _, g1, (t1,) = prepare(probs[0], img, cache=cache)
+    g1()
+    _, g2, (c1,) = prepare(probs[1], t1, cache=cache)
+    g2()
+    _, g3, (r1,) = prepare(probs[2], img, one, c1, cache=cache)
+    g3()
+    rv = r1.reshape(nb_y, block, w)
+    _, g4, (t2,) = prepare(probs[3], rv, cache=cache)
+    g4()
+    _, g5, (c2,) = prepare(probs[4], t2, cache=cache)
+    g5()
+    _, g6, (out,) = prepare(probs[5], rv, one, c2, cache=cache)
+
+    def go():
+        g1(), g2(), g3(), g4(), g5(), g6()
+
+    return go, out.reshape(h, w), [g1, g2, g3, g4, g5, g6]
+
+
+# ---- peers and references ---------------------------------------------------------------------
+
+def _torch():
+    import torch
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    return torch
+
+
+def im2col_gemm(x, w, stride, padding):
+    """Caffe-style convolution: unfold the padded image into columns, then one cuBLAS GEMM per
+    batch (batched through cupy.matmul)."""
+    import cupy as cp
+    from cupy.lib.stride_tricks import as_strided
+
+    n, c, h, wd = x.shape
+    m, _, k, _ = w.shape
+    xp = cp.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding))) if padding else x
+    ho = (h + 2 * padding - k) // stride + 1
+    wo = (wd + 2 * padding - k) // stride + 1
+    s = xp.strides
+    cols = as_strided(xp, (n, c, k, k, ho, wo),
+                      (s[0], s[1], s[2], s[3], s[2] * stride, s[3] * stride))
+    cols = cp.ascontiguousarray(cols).reshape(n, c * k * k, ho * wo)
+    return cp.matmul(w.reshape(m, c * k * k), cols).reshape(n, m, ho, wo)
+
+
+def _conv_peers(prob, arrays, stride, padding):
+    torch = _torch()
+    import cupy as cp
+
+    x, w = arrays
+    tx, tw = torch.as_tensor(x, device="cuda"), torch.as_tensor(w, device="cuda")
+    peers = {
+        "cuDNN fp32 (torch)": lambda: torch.nn.functional.conv2d(tx, tw, stride=stride,
+                                                                 padding=padding),
+        "im2col + cuBLAS (cupy)": lambda: im2col_gemm(x, w, stride, padding),
+    }
+    ref = torch.nn.functional.conv2d(tx.double(), tw.double(), stride=stride, padding=padding)
+    return peers, (cp.asarray(ref),)
+
+
+def _gemm_peers(prob, arrays):
+    torch = _torch()
+    import cupy as cp
+
+    a, b = arrays
+    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+    peers = {"cuBLAS SGEMM (torch)": lambda: ta @ tb, "cuBLAS SGEMM (cupy)": lambda: a @ b}
+    return peers, (cp.asarray(ta.double() @ tb.double()),)
+
+
+def _filter3x3_peers(prob, arrays):
+    torch = _torch()
+    import cupy as cp
+    from cupyx.scipy import ndimage
+
+    img, wt = arrays
+    ti, tw = torch.as_tensor(img, device="cuda"), torch.as_tensor(wt, device="cuda")
+    peers = {
+        "cupyx.scipy.ndimage.correlate": lambda: ndimage.correlate(img, wt, mode="constant"),
+        "cuDNN fp32 (torch conv2d)": lambda: torch.nn.functional.conv2d(
+            ti[None, None], tw[None, None], padding=1),
+    }
+    ref = torch.nn.functional.conv2d(ti.double()[None, None], tw.double()[None, None],
+                                     padding=1)[0, 0]
+    return peers, (cp.asarray(ref),)
+
+
+def _separable_peers(prob, arrays, k):
+    torch = _torch()
+    import cupy as cp
+    from cupyx.scipy import ndimage
+
+    img, hk, v = arrays
+    r = k // 2
+    ti = torch.as_tensor(img, device="cuda")[None, None]
+    th = torch.as_tensor(hk, device="cuda").reshape(1, 1, 1, k)
+    tv = torch.as_tensor(v, device="cuda").reshape(1, 1, k, 1)
+
+    def nd():
+        tmp = ndimage.correlate1d(img, hk, axis=1, mode="constant")
+        return ndimage.correlate1d(tmp, v, axis=0, mode="constant")
+
+    def tconv(x, a, b):
+        return torch.nn.functional.conv2d(torch.nn.functional.conv2d(x, a, padding=(0, r)), b,
+                                          padding=(r, 0))
+
+    peers = {"cupyx.scipy.ndimage.correlate1d x2": nd,
+             "cuDNN fp32 (torch conv2d 1xk, kx1)": lambda: tconv(ti, th, tv)}
+    ref = tconv(ti.double(), th.double(), tv.double())[0, 0]
+    return peers, (cp.asarray(ref),)
+
+
+def _integral_peers(image):
+    torch = _torch()
+    import cupy as cp
+
+    ti = torch.as_tensor(image, device="cuda")
+    peers = {"torch.cumsum x2": lambda: torch.cumsum(torch.cumsum(ti, 0), 1),
+             "cupy.cumsum x2": lambda: cp.cumsum(cp.cumsum(image, 0), 1)}
+    ref = torch.cumsum(torch.cumsum(ti.double(), 0), 1)
+    return peers, (cp.asarray(ref),)
+
+
+def _motion_peers(prob, arrays, block, search):
+    torch = _torch()
+    import cupy as cp
+
+    cur, ref = arrays
+    tc, tr = torch.as_tensor(cur, device="cuda"), torch.as_tensor(ref, device="cuda")
+    h, w = cur.shape
+    d = 2 * search + 1
+
+    def sad(c, r):
+        rp = torch.nn.functional.pad(r[None, None], (search,) * 4, mode="replicate")[0, 0]
+        out = []
+        for dy in range(d):
+            rows = rp[dy:dy + h]
+            win = rows.unfold(1, w, 1)                        # (h, d, w): dx windows
+            diff = (c[:, None, :] - win).abs()                  # (h, d, w)
+            s = diff.reshape(h // block, block, d, w // block, block).sum(dim=(1, 4))
+            out.append(s)                                       # (by, d, bx)
+        v = torch.stack(out, 0)                                 # (dy, by, dx, bx)
+        return v.permute(1, 3, 0, 2)
+
+    peers = {"torch ops (per dy, unfold + block sums)": lambda: sad(tc, tr)}
+    return peers, (cp.asarray(sad(tc.double(), tr.double()).contiguous()),)
+
+
+def _bilateral_peers(prob, arrays, sigma_r, radius):
+    torch = _torch()
+    import cupy as cp
+
+    img, g = arrays
+    ti, tg = torch.as_tensor(img, device="cuda"), torch.as_tensor(g, device="cuda")
+    inv = 1.0 / (2 * sigma_r * sigma_r)
+    k = 2 * radius + 1
+    h, w = img.shape
+
+    def bil(x, gg):
+        xp = torch.nn.functional.pad(x[None, None], (radius,) * 4, mode="replicate")[0, 0]
+        num = torch.zeros_like(x)
+        den = torch.zeros_like(x)
+        for i in range(k):
+            for j in range(k):
+                nb = xp[i:i + h, j:j + w]
+                kk = gg[i, j] * torch.exp(-(nb - x) ** 2 * inv)
+                num += kk * nb
+                den += kk
+        return num / den
+
+    peers = {"torch ops (81 shifted taps)": lambda: bil(ti, tg)}
+    return peers, (cp.asarray(bil(ti.double(), tg.double())),)
+
+
+def _correlation_peers(prob, arrays, d):
+    torch = _torch()
+    import cupy as cp
+
+    i1, i2 = arrays
+    t1, t2 = torch.as_tensor(i1, device="cuda"), torch.as_tensor(i2, device="cuda")
+    n, c, h, w = i1.shape
+    D = 2 * d + 1
+
+    def corr(a, b):
+        bp = torch.nn.functional.pad(b, (d,) * 4)
+        out = torch.empty((n, h, w, D, D), dtype=a.dtype, device=a.device)
+        for dy in range(D):
+            for dx in range(D):
+                out[:, :, :, dy, dx] = (a * bp[:, :, dy:dy + h, dx:dx + w]).sum(1)
+        return out
+
+    peers = {"torch ops (121 shifted products)": lambda: corr(t1, t2)}
+    return peers, (cp.asarray(corr(t1.double(), t2.double())),)
+
+
+# ---- rows -------------------------------------------------------------------------------------
+
+def rows(quick=False):
+    """(key, label, kind, builder) for every benchmark row; kind selects the target."""
+    out = []
+    for k, s in ((3, 1), (9, 1), (3, 2), (9, 2)):
+        out.append((f"conv_{k}+{s}", f"conv fprop N16 C32 M32 128x128, k{k} s{s} (Table V)",
+                    "tableV", ("conv", dict(n=16, c=32, h=128, w=128, m=32, k=k, stride=s,
+                                            padding=k // 2))))
+    out.append(("ece408", "ECE408 layer B10000 C1 M50 28x28 K5", "ece408",
+                ("conv", dict(n=10000, c=1, h=28, w=28, m=50, k=5, stride=1, padding=0))))
+    out.append(("alexnet_conv1", "AlexNet CONV1 N32 (3->96, 227x227, k11 s4)", "conv",
+                ("conv", dict(n=32, c=3, h=227, w=227, m=96, k=11, stride=4, padding=0))))
+    out.append(("vgg_conv3_1", "VGG conv3_1 N16 (128->256, 56x56, k3)", "conv",
+                ("conv", dict(n=16, c=128, h=56, w=56, m=256, k=3, stride=1, padding=1))))
+    out.append(("gemm", "GEMM 4096^3", "gemm", ("gemm", dict(n=4096))))
+    out.append(("filter3x3", "3x3 filter 2048^2", "vision", ("filter3x3", dict(n=2048))))
+    out.append(("separable_3", "separable filter k=3, 4096^2", "vision",
+                ("separable", dict(n=4096, k=3))))
+    out.append(("separable_31", "separable filter k=31 (k=30 is even; ours is 'same'), 4096^2",
+                "vision", ("separable", dict(n=4096, k=31))))
+    out.append(("integral", "integral image 4096^2 (6 blocked-scan problems)", "vision",
+                ("integral", dict(n=4096))))
+    out.append(("motion", "motion estimation 720p, 8x8 blocks, +-16 (SAD volume)", "vision",
+                ("motion", dict(h=720, w=1280, block=8, search=16))))
+    out.append(("bilateral", "bilateral filter 2048^2, 9x9", "vision",
+                ("bilateral", dict(n=2048, radius=4))))
+    out.append(("correlation", "FlowNet correlation N8 C256 64x64 d=5 (11x11)", "vision",
+                ("correlation", dict(n=8, c=256, h=64, w=64, d=5))))
+    if quick:
+        out = [r for r in out if r[0] in ("conv_3+1", "ece408", "filter3x3", "separable_31",
+                                          "bilateral", "motion")]
+    return out
+
+
+def build(kind, a, rng):
+    """(problem or None, cupy arrays, peers, references, bytes, steps, ours-factory)."""
+    import cupy as cp
+
+    if kind == "conv":
+        prob = W.conv2d(a["n"], a["c"], a["h"], a["w"], a["m"], a["k"], stride=a["stride"],
+                        padding=a["padding"])
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
+        peers, refs = _conv_peers(prob, arrays, a["stride"], a["padding"])
+    elif kind == "gemm":
+        prob = W.gemm(a["n"], a["n"], a["n"])
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
+        peers, refs = _gemm_peers(prob, arrays)
+    elif kind == "filter3x3":
+        prob = W.filter3x3(a["n"], a["n"])
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
+        peers, refs = _filter3x3_peers(prob, arrays)
+    elif kind == "separable":
+        prob = W.separable_filter(a["n"], a["n"], a["k"])
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
+        peers, refs = _separable_peers(prob, arrays, a["k"])
+    elif kind == "motion":
+        prob = W.motion_estimation(a["h"], a["w"], block=a["block"], search=a["search"])
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
+        peers, refs = _motion_peers(prob, arrays, a["block"], a["search"])
+    elif kind == "bilateral":
+        prob = W.bilateral(a["n"], a["n"], sigma_s=a["radius"] / 2, sigma_r=0.5,
+                           radius=a["radius"])
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
+        peers, refs = _bilateral_peers(prob, arrays, 0.5, a["radius"])
+    elif kind == "correlation":
+        prob = correlation_batched(a["n"], a["c"], a["h"], a["w"], a["d"])
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
+        peers, refs = _correlation_peers(prob, arrays, a["d"])
+    elif kind == "integral":
+        image = cp.asarray(rng.standard_normal((a["n"], a["n"])).astype(np.float32))
+        peers, refs = _integral_peers(image)
+        return None, [image], peers, refs, 2 * image.nbytes, None
+    else:
+        raise ValueError(kind)
+    nbytes = sum(int(np.prod(t.shape)) * 4 for t in prob.tensors)
+    nbytes += sum(int(np.prod(o.shape)) * 4 for o in prob.outputs)
+    return prob, arrays, peers, refs, nbytes, prob.steps
+
+
+def _relerr(got, want):
+    import cupy as cp
+
+    got = cp.asarray(got, dtype=cp.float64)
+    want = cp.asarray(want, dtype=cp.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    if bool(cp.isnan(got).any()):
+        return float("nan")
+    return float(cp.linalg.norm(got - want) / cp.maximum(cp.linalg.norm(want), 1e-30))
+
+
+def ceilings(time_launch):
+    """Measured copy bandwidth (bytes read + written per s) and SGEMM rate (flop/s, TF32 off)."""
+    import cupy as cp
+
+    torch = _torch()
+    src = cp.ones(1 << 28, dtype=cp.float32)
+    dst = cp.empty_like(src)
+    ms = time_launch(lambda: cp.copyto(dst, src))
+    bw = 2 * src.nbytes / (ms * 1e-3)
+    n = 8192
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    ms = time_launch(lambda: a @ b)
+    sgemm = 2 * n ** 3 / (ms * 1e-3)
+    return bw, sgemm
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m merit.gpu.bench",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="docs/results", help="folder for gpu.json and gpu.md")
+    ap.add_argument("--only", default="", help="comma-separated row keys")
+    ap.add_argument("--quick", action="store_true", help="a few representative rows")
+    args = ap.parse_args(argv)
+
+    import cupy as cp
+
+    from merit.gpu import prepare
+    from merit.gpu.runtime import TileCache, device_key, time_launch
+
+    outdir = Path(args.out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    cache = TileCache(os.environ.get("MERIT_GPU_CACHE") or outdir / "gpu-tiles.json")
+    _, device = device_key()
+    bw, sgemm = ceilings(time_launch)
+    print(f"device {device}: copy {bw / 1e12:.2f} TB/s, SGEMM {sgemm / 1e12:.1f} TFLOP/s",
+          flush=True)
+    rng = np.random.default_rng(2026)
+    only = set(filter(None, args.only.split(",")))
+    results = []
+    for key, label, target, (kind, params) in rows(args.quick):
+        if only and key not in only:
+            continue
+        t0 = time.time()
+        row = {"key": key, "label": label, "target": target}
+        try:
+            prob, arrays, peers, refs, nbytes, steps = build(kind, params, rng)
+            if prob is None:
+                go, result, _ = integral_chain(params["n"], params["n"], arrays[0], cache)
+                def finish(result=result):
+                    return (result,)
+
+                row["tile"] = "6 kernels (autotuned each)"
+                poison = [result]
+            else:
+                plan, go, outs = prepare(prob, *arrays, cache=cache)
+                row["tile"] = plan.tile.label()
+                row["kernel"] = plan.name
+                poison = list(outs)
+
+                def finish(prob=prob, outs=outs):
+                    return tuple(o.finish(r) for o, r in zip(prob.outputs, outs, strict=True))
+            for o in poison:
+                o.fill(cp.nan)
+            go()
+            cp.cuda.Device().synchronize()
+            errs = [_relerr(g, r) for g, r in zip(finish(), refs, strict=True)]
+            row["rel_err"] = max(errs)
+            row["ok"] = all(e < TOL for e in errs)
+            row["ours_ms"] = time_launch(go)
+            row["peers_ms"] = {name: time_launch(fn) for name, fn in peers.items()}
+            flops = 2 * steps if steps else 0
+            row["bytes"] = nbytes
+            row["flops"] = flops
+            row["floor_ms"] = max(nbytes / bw, flops / sgemm) * 1e3
+        except Exception as exc:  # a failing row is reported, the others still run
+            row["error"] = f"{type(exc).__name__}: {exc}"
+        row["wall_s"] = round(time.time() - t0, 1)
+        results.append(row)
+        print(json.dumps(row), flush=True)
+        cp.get_default_memory_pool().free_all_blocks()
+
+    meta = {"command": "python -m merit.gpu.bench " + " ".join(argv or sys.argv[1:]),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": device, "copy_bandwidth_Bps": bw, "sgemm_flops": sgemm,
+            "cupy": cp.__version__, "torch": _torch().__version__,
+            "python": platform.python_version(), "tolerance": TOL}
+    (outdir / "gpu.json").write_text(json.dumps({"meta": meta, "rows": results}, indent=1))
+    (outdir / "gpu.md").write_text(report(meta, results))
+    print(report(meta, results))
+
+
+def _verdict(row):
+    """Target check of one row: (met, text)."""
+    ours = row["ours_ms"]
+    peers = row["peers_ms"]
+    t = row["target"]
+    if t in ("tableV", "conv", "ece408"):
+        im2col = peers["im2col + cuBLAS (cupy)"]
+        cudnn = peers["cuDNN fp32 (torch)"]
+        need = [("faster than im2col+cuBLAS", ours < im2col)]
+        if t == "tableV":
+            need.append((">= 1/2 cuDNN throughput", ours <= 2 * cudnn))
+        if t == "ece408":
+            need.append(("faster than cuDNN", ours < cudnn))
+    elif t == "vision":
+        best = min(peers.values())
+        need = [(">= 5x best peer", ours * 5 <= best),
+                ("within 3x of floor", ours <= 3 * row["floor_ms"])]
+    else:
+        return True, "(no target)"
+    return all(ok for _, ok in need), "; ".join(f"{n}: {'yes' if ok else 'NO'}"
+                                               for n, ok in need)
+
+
+def report(meta, results):
+    lines = ["# merit.gpu benchmark", "",
+             f"Command: `{meta['command']}` (run from the repository root with `PYTHONPATH=sw`)  ",
+             f"Date: {meta['date']}  ",
+             f"Device: {meta['device']}; measured copy bandwidth "
+             f"{meta['copy_bandwidth_Bps'] / 1e12:.2f} TB/s (read + write), SGEMM "
+             f"{meta['sgemm_flops'] / 1e12:.1f} TFLOP/s (fp32, TF32 off)  ",
+             f"CuPy {meta['cupy']}, torch {meta['torch']}; every row checked against a float64 "
+             f"reference (relative error < {meta['tolerance']:g}, outputs poisoned with NaN).", "",
+             "Times are milliseconds per call (median of 5 batches of back-to-back launches). "
+             "Ratios > 1 mean merit.gpu is faster.", "",
+             "| workload | ours ms | rel. err | best peer (ms) | peer / ours | floor ms | "
+             "ours / floor | target |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['label']} | error: {r['error']} | | | | | | NO |")
+            continue
+        peers = r["peers_ms"]
+        best = min(peers, key=peers.get)
+        met, text = _verdict(r)
+        if not r["ok"]:
+            met, text = False, "WRONG RESULT; " + text
+        ratios = ", ".join(f"{n} {v:.3f} ({v / r['ours_ms']:.2f}x)" for n, v in peers.items())
+        lines.append(
+            f"| {r['label']} | {r['ours_ms']:.3f} | {r['rel_err']:.1e} | {ratios} | "
+            f"{peers[best] / r['ours_ms']:.2f} | {r['floor_ms']:.3f} | "
+            f"{r['ours_ms'] / r['floor_ms']:.1f} | {'met' if met else 'MISSED'}: {text} |")
+    lines += ["", "Tiles chosen by the autotuner:", ""]
+    for r in results:
+        if "tile" in r:
+            lines.append(f"- {r['key']}: `{r['tile']}`")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,393 @@
+"""CUDA source for one MERIT problem and one tile: the whole kernel assembled from snippets.
+
+The kernel follows the paper's tiled execution (§IV-A, UMI Procedure 2):
+
+- one thread block per tile of the parallel space (blocks numbered in C order of the tile grid);
+- the strategy's functions become member functions of a ``Strat`` struct holding its state; each
+  thread owns ``prod(regs)`` of them (register tiling) in an array indexed only by unrolled loops;
+- for each accumulation tile, the footprint (Eq. 9) of every shared input is copied into shared
+  memory by all threads with ``cp.async`` (zero-fill for ``zero`` boundaries, clamped source
+  coordinates for ``clamp``), double-buffered when the tile asks, and the transform is unrolled on
+  the fly: an element's shared address is an affine function of (thread, register copy, loop
+  indices), so the compiler folds it into immediate offsets;
+- other inputs (pre/post inputs, and loop inputs without reuse) are read through the read-only
+  cache with the boundary mode applied per element;
+- outputs (shape ``pshape``) are stored once, after the outermost PostLoop.
+"""
+
+import re
+
+from .tile import extents, geometry
+
+__all__ = ["source", "kernel_name"]
+
+_CTYPE = {"float32": "float", "int32": "int"}
+_LIMITS = {"float32": ("(-__int_as_float(0x7f800000))", "(__int_as_float(0x7f800000))"),
+           "int32": ("(-2147483647 - 1)", "2147483647")}
+
+_PRELUDE = r"""
+__device__ __forceinline__ void merit_cp_async4(void* dst, const void* src, int bytes) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void merit_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void merit_cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
+}
+"""
+
+
+def kernel_name(spec, tile):
+    """``merit_<problem>_<tile>_<digest>``: the specialization, readable in profiles."""
+    base = re.sub(r"[^0-9A-Za-z_]", "_", spec.name)[:40]
+    return f"merit_{base}_{tile.label()}_{spec.digest()}"
+
+
+def _stage_inputs(spec, stage):
+    return [k for k, op in enumerate(spec.inputs) if op.stage == stage]
+
+
+def _mentions(text, name):
+    return re.search(rf"\b{name}\b", text) is not None
+
+
+def _global_index_type(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return "int" if n < 2**31 else "long long"
+
+
+def _gstrides(shape):
+    st = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        st[i] = st[i + 1] * shape[i + 1]
+    return st
+
+
+def _coord_code(axis, mode, n, var, ok):
+    """C statements applying a boundary mode to coordinate ``var`` of an axis of size ``n``."""
+    if mode == "zero":
+        return (f"{ok} = {ok} && ((unsigned){var} < {n}u); "
+                f"{var} = min(max({var}, 0), {n - 1});")
+    # clamp, and "error" (proved in range on the host; clamped so partial tiles stay in bounds)
+    return f"{var} = min(max({var}, 0), {n - 1});"
+
+
+def _load_function(spec, k, ctype):
+    """``T merit_ld<k>(const T* g, int k0, ...)``: M(A_k) at k, read through the read-only cache."""
+    tr = spec.inputs[k].transform
+    npos = spec.np + spec.na
+    idx = _global_index_type(tr.source_shape)
+    args = ", ".join(f"int k{j}" for j in range(npos))
+    lines = [f"__device__ __forceinline__ {ctype} merit_ld{k}(const {ctype}* __restrict__ g"
+             f"{', ' + args if args else ''}) {{", "    bool ok = true;"]
+    strides = _gstrides(tr.source_shape)
+    lin = []
+    for axis, terms in enumerate(tr.terms):
+        expr = " + ".join([str(tr.offset[axis])] + [f"k{pos} * {s}" for pos, s in terms])
+        lines.append(f"    int x{axis} = {expr};")
+        lines.append("    " + _coord_code(axis, tr.boundary[axis], tr.source_shape[axis],
+                                          f"x{axis}", "ok"))
+        lin.append(f"({idx})x{axis} * {strides[axis]}")
+    lines.append(f"    {idx} at = {' + '.join(lin) if lin else '0'};")
+    lines.append(f"    return ok ? __ldg(g + at) : ({ctype})0;")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _strategy_struct(spec, ctype):
+    body = spec.body
+    idx_args = [f"int p{j}" for j in range(spec.np)] + [f"int a{i}" for i in range(spec.na)]
+    levels = len(spec.levels)
+
+    def params(stage):
+        return ", ".join([f"{ctype} in{k}" for k in _stage_inputs(spec, stage)] + idx_args)
+
+    lines = ["struct Strat {", f"    {body.get('state', '')}"]
+    lines += [f"    {_CTYPE[spec.out_dtype]} out{o};" for o in range(spec.outputs)]
+    for lv in range(levels):
+        lines.append(f"    __device__ __forceinline__ void pre{lv}({params('pre')}) "
+                     f"{{ {body['pre'][lv]} }}")
+    lines.append(f"    __device__ __forceinline__ void loop({params('loop')}) {{ {body['loop']} }}")
+    for lv in range(levels):
+        lines.append(f"    __device__ __forceinline__ void post{lv}({params('post')}) "
+                     f"{{ {body['post'][lv]} }}")
+    lines.append("};")
+    return "\n".join(lines)
+
+
+class _Writer:
+    def __init__(self):
+        self.lines = []
+        self.depth = 1
+
+    def __call__(self, text=""):
+        for line in text.split("\n"):
+            self.lines.append("    " * self.depth + line if line else "")
+
+    def open(self, text):
+        self(text + " {")
+        self.depth += 1
+
+    def close(self, text="}"):
+        self.depth -= 1
+        self(text)
+
+
+def source(spec, tile):
+    """CUDA C++ source of the kernel and its launch geometry.
+
+    Returns
+    -------
+    (name, code, nblocks, nthreads, smem_bytes)
+    """
+    ctype = _CTYPE[spec.dtype]
+    name = kernel_name(spec, tile)
+    P, A = spec.np, spec.na
+    block = tile.block
+    grid = [-(-n // b) for n, b in zip(spec.pshape, block, strict=True)]
+    nblocks = 1
+    for g in grid:
+        nblocks *= g
+    nt = tile.nthreads
+    R = tile.nregs
+    ext = extents(spec, tile)
+    shared = [k for k in range(len(spec.inputs)) if tile.shared and tile.shared[k]]
+    geo = {k: geometry(spec, tile, k) for k in shared}
+    nbuf = 2 if tile.double else 1
+    offs, total = {}, 0
+    for k in shared:
+        offs[k] = total
+        total += -(-geo[k].words * nbuf // 4) * 4
+    smem_bytes = total * 4
+    strided = tile.strided or (False,) * P
+    order = tile.order or tuple(range(P - 1, -1, -1))
+    chunk = ext[P] if A else 1
+    ntiles = -(-spec.ashape[0] // chunk) if A else 1
+    full_chunks = (not A) or spec.ashape[0] % chunk == 0
+    levels = len(spec.levels)
+    first = [0]
+    for n in spec.levels:
+        first.append(first[-1] + n)
+
+    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
+           f"  levels={spec.levels}", f"// tile: {tile}", f"typedef {ctype} T;",
+           f"#define T_LOWEST {_LIMITS[spec.dtype][0]}",
+           f"#define T_HIGHEST {_LIMITS[spec.dtype][1]}",
+           f"#define A_SIZE {_prod(spec.ashape)}"]
+    for pname, value in spec.params:
+        cty = "int" if isinstance(value, int) else "float"
+        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
+        out.append(f"constexpr {cty} {pname} = {lit};")
+    out.append(_PRELUDE)
+    out.append(_strategy_struct(spec, ctype))
+    for k in range(len(spec.inputs)):
+        if k not in shared:
+            out.append(_load_function(spec, k, ctype))
+
+    params = [f"const T* __restrict__ g_in{k}" for k in range(len(spec.inputs))]
+    params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
+    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {name}({", ".join(params)}) {{')
+    w = _Writer()
+    if shared:
+        w("extern __shared__ __align__(16) T smem[];")
+    w("const int tid = threadIdx.x;")
+    w("int bq = blockIdx.x;")
+    for j in range(P - 1, -1, -1):
+        w(f"const int pb{j} = (bq % {grid[j]}) * {block[j]}; bq /= {grid[j]};")
+    w("int tq = tid;")
+    for j in order:
+        w(f"const int t{j} = tq % {tile.threads[j]}; tq /= {tile.threads[j]};")
+    for j in range(P):
+        w(f"const int tl{j} = t{j}{'' if strided[j] else f' * {tile.regs[j]}'};")
+
+    # register copy r -> per-index offsets (constants once loops are unrolled)
+    rdiv = []
+    d = 1
+    for j in range(P - 1, -1, -1):
+        rdiv.insert(0, d)
+        d *= tile.regs[j]
+
+    def rl(j):
+        base = f"((r / {rdiv[j]}) % {tile.regs[j]})"
+        return f"{base} * {tile.threads[j]}" if strided[j] else base
+
+    def pidx(j):
+        return f"(pb{j} + tl{j} + {rl(j)})"
+
+    w(f"Strat s[{R}];")
+
+    # thread part of each shared input's address
+    for k in shared:
+        tr, g = spec.inputs[k].transform, geo[k]
+        parts = [str(sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides))))]
+        for ax, terms in enumerate(tr.terms):
+            for pos, s in terms:
+                if pos < P:
+                    parts.append(f"tl{pos} * {s * g.pitches[ax]}")
+        w(f"const int so{k} = {' + '.join(parts)};")
+
+    def aval(i, mode):
+        """C expression of accumulation index i: current loop value, first or last value."""
+        if mode == "first":
+            return "0"
+        if mode == "last":
+            return str(spec.ashape[i] - 1)
+        return "(ab0 + l0)" if i == 0 else f"l{i}"
+
+    def call(fn, stage, amodes):
+        args = []
+        for k in _stage_inputs(spec, stage):
+            kargs = [pidx(j) for j in range(P)] + [aval(i, amodes[i]) for i in range(A)]
+            if k in shared:
+                args.append(_shared_read(spec, tile, k, geo[k], offs[k], nbuf))
+            else:
+                args.append(f"merit_ld{k}(g_in{k}{''.join(', ' + a for a in kargs)})")
+        args += [pidx(j) for j in range(P)] + [aval(i, amodes[i]) for i in range(A)]
+        w("#pragma unroll")
+        w(f"for (int r = 0; r < {R}; ++r) s[r].{fn}({', '.join(args)});")
+
+    def modes(level_from, value):
+        """amodes: indices of levels >= level_from take ``value``; others the loop value."""
+        return ["cur" if i < first[level_from] else value for i in range(A)]
+
+    if A == 0:
+        for lv in range(levels):
+            call(f"pre{lv}", "pre", [])
+        call("loop", "loop", [])
+        for lv in range(levels - 1, -1, -1):
+            call(f"post{lv}", "post", [])
+    else:
+        call("pre0", "pre", modes(0, "first"))
+        if shared and tile.double and ntiles > 1:
+            _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "0", "0")
+            w("merit_cp_commit();")
+        w("#pragma unroll 1")
+        w.open(f"for (int at = 0; at < {ntiles}; ++at)")
+        w(f"const int ab0 = at * {chunk};")
+        if shared:
+            if tile.double and ntiles > 1:
+                w.open(f"if (at + 1 < {ntiles})")
+                _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {chunk}",
+                           "((at + 1) & 1)")
+                w("merit_cp_commit(); merit_cp_wait<1>();")
+                w.close("} else {")
+                w.depth += 1
+                w("merit_cp_wait<0>();")
+                w.close()
+                w("const int buf = at & 1;")
+            else:
+                _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
+                w("merit_cp_commit(); merit_cp_wait<0>();")
+                w("const int buf = 0;")
+            w("__syncthreads();")
+        n0 = str(chunk) if full_chunks else f"min({chunk}, {spec.ashape[0]} - ab0)"
+        inner_unrolled = set(range(A - tile.unroll, A)) if tile.unroll else set()
+
+        def nest(lv):
+            for i in range(first[lv], first[lv + 1]):
+                extent = n0 if i == 0 else str(spec.ashape[i])
+                w("#pragma unroll" if i in inner_unrolled and (i != 0 or full_chunks)
+                  else "#pragma unroll 1")
+                w.open(f"for (int l{i} = 0; l{i} < {extent}; ++l{i})")
+            if lv + 1 < levels:
+                call(f"pre{lv + 1}", "pre", modes(lv + 1, "first"))
+                nest(lv + 1)
+                call(f"post{lv + 1}", "post", modes(lv + 1, "last"))
+            else:
+                call("loop", "loop", ["cur"] * A)
+            for _ in range(first[lv], first[lv + 1]):
+                w.close()
+
+        nest(0)
+        if shared:
+            w("__syncthreads();")
+        w.close()
+        call("post0", "post", modes(0, "last"))
+
+    # stores
+    ostr = _gstrides(spec.pshape)
+    oidx = _global_index_type(spec.pshape)
+    w("#pragma unroll")
+    w.open(f"for (int r = 0; r < {R}; ++r)")
+    conds = [f"{pidx(j)} < {spec.pshape[j]}" for j in range(P) if spec.pshape[j] % block[j]]
+    lin = " + ".join(f"({oidx}){pidx(j)} * {ostr[j]}" for j in range(P)) or "0"
+    w(f"const {oidx} at = {lin};")
+    stores = " ".join(f"g_out{o}[at] = s[r].out{o};" for o in range(spec.outputs))
+    w(f"if ({' && '.join(conds)}) {{ {stores} }}" if conds else stores)
+    w.close()
+    out.append("\n".join(w.lines))
+    out.append("}")
+    return name, "\n".join(out) + "\n", nblocks, nt, smem_bytes
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _shared_read(spec, tile, k, g, off, nbuf):
+    """C expression reading input k's element for register copy ``r`` from shared memory."""
+    tr = spec.inputs[k].transform
+    P = spec.np
+    strided = tile.strided or (False,) * P
+    rdiv = []
+    d = 1
+    for j in range(P - 1, -1, -1):
+        rdiv.insert(0, d)
+        d *= tile.regs[j]
+    parts = [f"so{k}"]
+    if nbuf > 1:
+        parts.append(f"buf * {g.words}")
+    for ax, terms in enumerate(tr.terms):
+        for pos, s in terms:
+            mult = s * g.pitches[ax]
+            if pos < P:
+                if tile.regs[pos] > 1:
+                    step = mult * (tile.threads[pos] if strided[pos] else 1)
+                    parts.append(f"((r / {rdiv[pos]}) % {tile.regs[pos]}) * {step}")
+            else:
+                parts.append(f"l{pos - P} * {mult}")
+    base = f"smem + {off}" if off else "smem"
+    return f"({base})[{' + '.join(parts)}]"
+
+
+def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
+    """Cooperative copy of every shared footprint of the tile starting at a0 = ``abase``."""
+    P = spec.np
+    for k in shared:
+        tr, g = spec.inputs[k].transform, geo[k]
+        idx = _global_index_type(tr.source_shape)
+        strides = _gstrides(tr.source_shape)
+        w.open("")
+        # low corner of the box in source coordinates
+        for ax, terms in enumerate(tr.terms):
+            parts = [str(tr.offset[ax] - g.shift[ax])]
+            for pos, s in terms:
+                if pos < P:
+                    parts.append(f"pb{pos} * {s}")
+                elif pos == P:
+                    parts.append(f"({abase}) * {s}")
+            w(f"const int org{ax} = {' + '.join(parts)};")
+        dst = f"smem + {offs[k]}" + (f" + {bufexpr} * {g.words}" if nbuf > 1 else "")
+        w(f"T* dst = {dst};")
+        w("#pragma unroll 4")
+        w.open(f"for (int e = tid; e < {g.elements}; e += {nt})")
+        w("int q = e; bool ok = true;")
+        nax = len(g.sides)
+        for ax in range(nax - 1, -1, -1):
+            if ax > 0:
+                w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
+            else:
+                w("const int c0 = q;")
+        for ax in range(nax):
+            w(f"int x{ax} = org{ax} + c{ax};")
+            w(_coord_code(ax, tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+        src = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax)) or "0"
+        sad = " + ".join(f"c{ax} * {g.pitches[ax]}" for ax in range(nax)) or "0"
+        w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({src}), ok ? 4 : 0);")
+        w.close()
+        w.close()

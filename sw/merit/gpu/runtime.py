@@ -1,0 +1,150 @@
+"""Running generated kernels with CuPy: arrays in, compiled modules per device, the autotuner.
+
+CuPy is imported on first use, so that generating and checking kernel source needs no GPU.
+Compiled kernels are memoized per (device, source); the autotuner's choice per (device,
+specialization) is kept in a JSON file (``$MERIT_GPU_CACHE``, default
+``~/.cache/merit/gpu-tiles.json``) so a later process starts with the tuned tile.
+"""
+
+import json
+import os
+import threading
+from pathlib import Path
+
+from .codegen import source
+from .tile import Tile
+
+__all__ = ["cupy", "to_device", "compiled", "launcher", "launch", "TileCache", "time_launch"]
+
+_lock = threading.Lock()
+_modules = {}
+
+
+def cupy():
+    """The ``cupy`` module, imported lazily; a clear error when it is missing."""
+    try:
+        import cupy as cp
+    except ImportError:
+        raise ImportError("merit.gpu.run needs CuPy and a CUDA GPU (pip install cupy-cuda12x); "
+                          "kernel source generation works without them") from None
+    return cp
+
+
+def to_device(array, name):
+    """A C-contiguous CuPy array from a CuPy, NumPy or DLPack (e.g. torch) array."""
+    cp = cupy()
+    if isinstance(array, cp.ndarray):
+        out = array
+    elif hasattr(array, "__dlpack__") and not hasattr(array, "__array_interface__"):
+        out = cp.from_dlpack(array)
+    else:
+        out = cp.asarray(array)
+    return cp.ascontiguousarray(out)
+
+
+def device_key():
+    cp = cupy()
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    return dev.id, f"{name} sm_{props['major']}{props['minor']}"
+
+
+def compiled(spec, tile):
+    """``(kernel, nblocks, nthreads, smem_bytes)``, compiled once per device and specialization."""
+    cp = cupy()
+    dev = cp.cuda.Device().id
+    key = (dev, spec.key(), tile)
+    with _lock:
+        hit = _modules.get(key)
+    if hit is None:
+        name, code, nblocks, nthreads, smem = source(spec, tile)
+        module = cp.RawModule(code=code, options=("-std=c++17",))
+        kernel = module.get_function(name)
+        if smem > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = smem
+        hit = (kernel, nblocks, nthreads, smem)
+        with _lock:
+            _modules[key] = hit
+    return hit
+
+
+def launcher(spec, tile, inputs, outputs):
+    """A no-argument function launching the kernel of (spec, tile) on these device arrays."""
+    kernel, nblocks, nthreads, smem = compiled(spec, tile)
+    args = tuple(inputs) + tuple(outputs)
+
+    def go():
+        kernel((nblocks,), (nthreads,), args, shared_mem=smem)
+
+    return go
+
+
+def launch(spec, tile, inputs, outputs):
+    """Launch the kernel of (spec, tile) on device arrays ``inputs`` (one per operand)."""
+    launcher(spec, tile, inputs, outputs)()
+
+
+def time_launch(fn, min_ms=20.0, batches=5):
+    """Device time (ms) of one ``fn()``: CUDA events around batches of back-to-back calls sized
+    to at least ``min_ms`` each, median over ``batches`` (after a warm-up)."""
+    cp = cupy()
+    fn()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    once = max(cp.cuda.get_elapsed_time(start, stop), 1e-3)
+    n = int(max(1, min(1000, min_ms / once)))
+    times = []
+    for _ in range(batches):
+        start.record()
+        for _ in range(n):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop) / n)
+    times.sort()
+    return times[len(times) // 2]
+
+
+class TileCache:
+    """Autotuned tiles on disk, keyed by device name and specialization digest."""
+
+    def __init__(self, path=None):
+        path = path or os.environ.get("MERIT_GPU_CACHE")
+        self.path = Path(path) if path else Path.home() / ".cache" / "merit" / "gpu-tiles.json"
+        self._data = None
+
+    def _load(self):
+        if self._data is None:
+            try:
+                self._data = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                self._data = {}
+        return self._data
+
+    def get(self, device, spec):
+        entry = self._load().get(f"{device}|{spec.digest()}")
+        if entry is None:
+            return None
+        return Tile(**{k: _tuplify(v) for k, v in entry.items()})
+
+    def put(self, device, spec, tile):
+        data = self._load()
+        data[f"{device}|{spec.digest()}"] = {
+            k: getattr(tile, k) for k in Tile.__dataclass_fields__}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+            tmp.replace(self.path)
+        except OSError:
+            pass
+
+
+def _tuplify(v):
+    if isinstance(v, list):
+        return tuple(_tuplify(x) for x in v)
+    return v

@@ -1,0 +1,116 @@
+"""The GPU back end's view of a MERIT problem: transforms, extents and strategy text.
+
+A :class:`Spec` is what the code generator specializes a kernel on: the extents of the parallel and
+accumulation indices, how the accumulation indices group into levels, every operand's
+:class:`merit.Transform` with the stage it is read in, the number of outputs, the element
+type and the strategy's C bodies.  Array contents are not part of it.
+"""
+
+import hashlib
+from dataclasses import dataclass, field
+
+__all__ = ["Operand", "Spec", "DTYPES", "STAGES", "spec_of"]
+
+DTYPES = ("float32", "int32")
+STAGES = ("pre", "loop", "post")
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One input tensor seen through its transform, read by the strategy in ``stage``.
+
+    As in the golden model, a "pre" input is read with every index of the level being entered (and
+    of the levels inside it) at its first value, a "post" input with them at their last value.
+    """
+
+    transform: object
+    stage: str = "loop"
+
+    @property
+    def shape(self):
+        return self.transform.source_shape
+
+    @property
+    def name(self):
+        return self.transform.name
+
+    def moves(self, pos):
+        """Whether index ``pos`` of k = (p, a) moves this operand."""
+        return any(p == pos for terms in self.transform.terms for p, _ in terms)
+
+    def signature(self):
+        t = self.transform
+        return (t.source_shape, t.terms, t.offset, t.boundary, self.stage)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A problem as the generator sees it.
+
+    ``pshape`` / ``ashape``: extents of p and a (position ``len(pshape) + i`` of k is ``a[i]``).
+    ``levels``: how many consecutive accumulation indices each level holds, outermost first.
+    ``outputs``: the number of outputs; each has the shape ``pshape`` (C order).
+    ``body``: the strategy's ``c_body`` (keys "state", "pre", "loop", "post").
+    ``params``: ``(name, value)`` constants the bodies use.
+    """
+
+    name: str
+    pshape: tuple
+    ashape: tuple
+    levels: tuple
+    inputs: tuple
+    outputs: int
+    body: dict = field(hash=False, compare=False)
+    dtype: str = "float32"
+    out_dtype: str = "float32"
+    params: tuple = ()
+
+    @property
+    def np(self):
+        return len(self.pshape)
+
+    @property
+    def na(self):
+        return len(self.ashape)
+
+    def key(self):
+        """A string identifying the specialization (kernel names, the tile cache)."""
+        cached = self.__dict__.get("_key")
+        if cached is not None:
+            return cached
+        parts = [self.name, self.dtype, self.out_dtype, repr(self.pshape), repr(self.ashape),
+                 repr(self.levels),
+                 repr([op.signature() for op in self.inputs]),
+                 repr(self.outputs),
+                 repr(sorted((k, repr(v)) for k, v in self.body.items())), repr(self.params)]
+        key = "|".join(parts)
+        object.__setattr__(self, "_key", key)
+        return key
+
+    def digest(self):
+        return hashlib.sha1(self.key().encode()).hexdigest()[:10]
+
+
+def spec_of(problem, dtype):
+    """The :class:`Spec` of a :class:`merit.Problem` computed in ``dtype`` ("float32"/"int32")."""
+    import numpy as np
+
+    if dtype not in DTYPES:
+        raise TypeError(f"merit.gpu computes in {' or '.join(DTYPES)}, not {dtype}")
+    strategy = problem.strategy
+    odt = np.dtype(strategy.output_dtype(np.dtype(dtype)))
+    out_dtype = "float32" if odt.kind == "f" else "int32"
+    body = dict(strategy.c_body)
+    for key in ("state", "loop"):
+        body.setdefault(key, "")
+    for key in ("pre", "post"):
+        value = body.get(key, [""] * len(problem.levels))
+        body[key] = [value] if isinstance(value, str) else list(value)
+        if len(body[key]) != len(problem.levels):
+            raise ValueError(
+                f"problem {problem.name!r}: c_body[{key!r}] has {len(body[key])} entries but the "
+                f"strategy has {len(problem.levels)} accumulation levels")
+    return Spec(name=problem.name, pshape=tuple(problem.p_shape), ashape=tuple(problem.a_shape),
+                levels=tuple(problem.levels),
+                inputs=tuple(Operand(op.transform, op.stage) for op in problem.operands),
+                outputs=len(strategy.outputs), body=body, dtype=dtype, out_dtype=out_dtype)

@@ -1,0 +1,117 @@
+"""How a kernel is tiled: thread block, register tile, accumulation tile and shared-memory layout.
+
+A :class:`Tile` fixes every choice the code generator makes besides the problem itself.  The
+block covers ``threads[j] * regs[j]`` values of parallel index ``j``; each thread computes
+``prod(regs)`` outputs (register tiling).  Accumulation tiles hold ``chunk`` consecutive values of
+the outermost accumulation index and every value of the others.  Inputs marked ``shared`` have the
+footprint of each (block, accumulation tile) pair (Eq. 9) copied into shared memory once; the others
+are read through the read-only data cache.
+"""
+
+from dataclasses import dataclass
+
+__all__ = ["Tile", "Geometry", "geometry"]
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One point of the tiling space.
+
+    Attributes
+    ----------
+    threads : tuple of int
+        Threads of the block along each parallel index.
+    regs : tuple of int
+        Register tile: outputs per thread along each parallel index.
+    chunk : int
+        Steps of accumulation index 0 per accumulation tile (1 when there is no accumulation).
+    shared : tuple of bool
+        Per input: its footprint goes through shared memory.
+    pads : tuple of tuple of int
+        Per input: words of padding added to the pitch of each footprint axis (bank conflicts).
+    order : tuple of int
+        Parallel indices from the fastest-varying to the slowest in the thread number (re-tiling).
+    strided : tuple of bool
+        Per parallel index: a thread's register copies are ``threads[j]`` apart (True) or adjacent.
+    double : bool
+        Double-buffer the shared footprints across accumulation tiles (asynchronous copies).
+    unroll : int
+        Number of innermost accumulation indices whose loops are fully unrolled.
+    """
+
+    threads: tuple
+    regs: tuple
+    chunk: int = 1
+    shared: tuple = ()
+    pads: tuple = ()
+    order: tuple = ()
+    strided: tuple = ()
+    double: bool = False
+    unroll: int = 0
+
+    @property
+    def block(self):
+        return tuple(t * r for t, r in zip(self.threads, self.regs, strict=True))
+
+    @property
+    def nthreads(self):
+        n = 1
+        for t in self.threads:
+            n *= t
+        return n
+
+    @property
+    def nregs(self):
+        n = 1
+        for r in self.regs:
+            n *= r
+        return n
+
+    def label(self):
+        """Short text naming the tile in kernel names and reports."""
+        t = "x".join(map(str, self.threads))
+        r = "x".join(map(str, self.regs))
+        sh = "".join("s" if s else "g" for s in self.shared)
+        return f"t{t}_r{r}_c{self.chunk}_{sh}{'_db' if self.double else ''}"
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Shared-memory layout of one input's footprint for a tile.
+
+    ``sides``: footprint side per source axis (Eq. 9); ``pitches``: words between neighbours along
+    each axis (padding included); ``shift``: per axis, how far the box's low corner lies below the
+    coordinate of the tile's first element (non-zero only on axes walked by negative strides);
+    ``words``: buffer size; ``elements``: footprint elements actually loaded.
+    """
+
+    sides: tuple
+    pitches: tuple
+    shift: tuple
+    words: int
+    elements: int
+
+
+def extents(spec, tile):
+    """Per position of k = (p, a): how many values one block / accumulation tile covers."""
+    a = tuple(spec.ashape)
+    if a:
+        a = (min(tile.chunk, a[0]),) + a[1:]
+    return tuple(tile.block) + a
+
+
+def geometry(spec, tile, k):
+    """The :class:`Geometry` of input ``k`` for ``tile``."""
+    tr = spec.inputs[k].transform
+    ext = extents(spec, tile)
+    sides = tuple(1 + sum((ext[pos] - 1) * abs(s) for pos, s in terms) for terms in tr.terms)
+    shift = tuple(-sum((ext[pos] - 1) * s for pos, s in terms if s < 0) for terms in tr.terms)
+    pads = tile.pads[k] if tile.pads and tile.pads[k] else (0,) * len(sides)
+    pitches = [1] * len(sides)
+    for axis in range(len(sides) - 2, -1, -1):
+        pitches[axis] = pitches[axis + 1] * sides[axis + 1] + pads[axis]
+    words = pitches[0] * sides[0] if sides else 1
+    elements = 1
+    for n in sides:
+        elements *= n
+    return Geometry(sides, tuple(pitches), shift, words, elements)

@@ -1,0 +1,467 @@
+"""Choosing a :class:`Tile`: candidates, a cost model, bank-conflict padding and argument checks.
+
+The tile space is searched in two passes.  A cheap model ranks every candidate (register tile on
+up to two parallel indices, threads per block, accumulation chunk) by its estimated time on the
+device: fused multiply-adds, shared-memory loads (counted with Eq. 9 applied to the register tile
+and the unrolled accumulation loops, whose overlapping windows the compiler loads once), footprint
+copies, global bytes, and occupancy.  The best few then get their shared-memory padding and thread
+order chosen to remove bank conflicts, measured with :class:`merit.mapping.BankFunction` on the
+lanes of a warp.  :func:`rank` returns them best first; the autotuner times the top ones.
+
+Rule for shared memory: a loop input goes through shared memory when each footprint element is
+read at least twice per tile (``reuse >= 2``) and the footprints fit; otherwise (no reuse, or a
+footprint too large for the smallest tile) it is read through the read-only data cache.  Pre and
+post inputs are read once per output and always go through the cache.
+"""
+
+import itertools
+import math
+import re
+
+from .tile import Tile, extents, geometry
+
+__all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts"]
+
+
+class Device:
+    """The limits and rates the cost model needs (per SM, per clock)."""
+
+    def __init__(self, name="NVIDIA H100 80GB HBM3", sms=132, smem_block=232448, smem_sm=233472,
+                 regs_sm=65536, threads_sm=2048, fma_rate=4.0, lds_rate=1.0, dram_bytes_clk=1700.0):
+        self.name = name
+        self.sms = sms
+        self.smem_block = smem_block
+        self.smem_sm = smem_sm
+        self.regs_sm = regs_sm
+        self.threads_sm = threads_sm
+        self.fma_rate = fma_rate          # warp instructions per clock per SM (128 FP32 lanes)
+        self.lds_rate = lds_rate          # warp shared loads per clock per SM (128 B/clk)
+        self.dram_bytes_clk = dram_bytes_clk  # whole chip, bytes per SM clock (~3 TB/s at 1.75 GHz)
+
+
+H100 = Device()
+
+#: Shared memory a tile may use: leaves room for two blocks per SM.
+SMEM_CAP = 100 * 1024
+#: Innermost accumulation steps unrolled at most (with the register tile: code size).
+UNROLL_CAP = 64
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def _state_words(spec):
+    decls = re.sub(r"\[[^\]]*\]", "", spec.body.get("state", ""))
+    n = 0
+    for stmt in decls.split(";"):
+        stmt = stmt.strip()
+        if stmt:
+            n += stmt.count(",") + 1
+    return n + spec.outputs
+
+
+def shared_inputs(spec, tile, device=H100):
+    """Per input, whether the rule in the module docstring sends it through shared memory."""
+    lanes = tile.nthreads * tile.nregs
+    ext = extents(spec, tile)
+    steps = _prod(ext[spec.np:])
+    out = []
+    for k, op in enumerate(spec.inputs):
+        if op.stage != "loop" or spec.na == 0:
+            out.append(False)
+            continue
+        probe = Tile(tile.threads, tile.regs, tile.chunk)
+        g = geometry(spec, probe, k)
+        out.append(lanes * steps >= 2 * g.elements and g.elements * 4 <= SMEM_CAP)
+    return tuple(out)
+
+
+def _unroll(spec, chunk):
+    """How many innermost accumulation indices to unroll fully, and their steps."""
+    if spec.na == 0:
+        return 0, 1
+    full = spec.ashape[0] % chunk == 0
+    ext = (chunk,) + tuple(spec.ashape[1:])
+    u, steps = 0, 1
+    for i in range(spec.na - 1, -1, -1):
+        if i == 0 and not full:
+            break
+        if steps * ext[i] > UNROLL_CAP:
+            break
+        steps *= ext[i]
+        u += 1
+    return u, steps
+
+
+def _reg_footprint(spec, tile, k, unroll):
+    """Distinct elements of input k one thread touches per unrolled region (Eq. 9 on registers)."""
+    tr = spec.inputs[k].transform
+    P = spec.np
+    strided = tile.strided or (False,) * P
+    n = {}
+    for j in range(P):
+        n[j] = tile.regs[j]
+    ext = extents(spec, tile)
+    for i in range(spec.na - unroll, spec.na):
+        n[P + i] = ext[P + i]
+    total = 1
+    for terms in tr.terms:
+        side, copies = 1, 1
+        for pos, s in terms:
+            if pos in n and n[pos] > 1:
+                if pos < P and strided[pos]:
+                    copies *= n[pos]
+                else:
+                    side += (n[pos] - 1) * abs(s)
+        total *= side * copies
+    return total
+
+
+def estimate(spec, tile, device=H100):
+    """Cost-model time of ``tile`` in SM clocks (lower is better), or None if it cannot run."""
+    P = spec.np
+    nt, R = tile.nthreads, tile.nregs
+    if nt > 1024:
+        return None
+    grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
+    nb = _prod(grid)
+    ext = extents(spec, tile)
+    chunk = ext[P] if spec.na else 1
+    ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
+    tile_steps = _prod(ext[P:])
+    u, usteps = _unroll(spec, chunk)
+    shared = tile.shared or shared_inputs(spec, tile, device)
+    nbuf = 2 if tile.double else 1
+    smem = 0
+    lds = 0.0          # shared loads per thread per step
+    ldg = 0.0          # cached global loads per thread per step
+    copy_elems = 0
+    gl_bytes = 0
+    regs = R * _state_words(spec) + 24
+    for k, op in enumerate(spec.inputs):
+        if op.stage != "loop":
+            continue
+        rf = _reg_footprint(spec, tile, k, u)
+        regs += min(rf, 64)
+        if shared[k]:
+            g = geometry(spec, tile, k)
+            smem += g.words * 4 * nbuf
+            lds += rf / usteps
+            copy_elems += g.elements
+            gl_bytes += g.elements * 4
+        else:
+            ldg += rf / usteps
+            gl_bytes += g_bytes_global(spec, tile, k)
+    if smem > min(SMEM_CAP, device.smem_block) or regs > 255:
+        return None
+    regs = -(-regs // 8) * 8
+    per_sm = min(device.regs_sm // (nt * regs), device.threads_sm // nt, 32,
+                 device.smem_sm // smem if smem else 32)
+    if per_sm < 1:
+        return None
+    warps = nb * nt / 32
+    steps = tile_steps * ntiles
+    body = 1.0 + 0.5 * sum(1 for op in spec.inputs if op.stage == "loop")
+    issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_elems / nt * 12)
+    lsu = warps * steps * (lds + 2 * ldg)
+    out_bytes = _prod(spec.pshape) * 4 * spec.outputs
+    dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
+    resident = per_sm * nt / 32
+    eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
+    slots = device.sms * per_sm
+    waves = nb / slots
+    tail = math.ceil(waves) / waves if waves < 4 else 1.0
+    sm_time = max(issue / device.fma_rate, lsu / device.lds_rate) / device.sms / eff * tail
+    return max(sm_time, dram) + 2000.0 + 200.0 * ntiles
+
+
+def g_bytes_global(spec, tile, k):
+    """Bytes a block pulls from L2 for a cached input per accumulation tile (its footprint)."""
+    return geometry(spec, Tile(tile.threads, tile.regs, tile.chunk), k).elements * 4
+
+
+def _options(n, cap=16):
+    opts = {1, 2, 4, 8}
+    opts |= {d for d in range(1, min(n, cap) + 1) if n % d == 0}
+    return sorted(e for e in opts if e <= max(n, 1))
+
+
+def _thread_layouts(spec, regs, totals=(32, 64, 128, 256)):
+    """Thread counts per index (powers of two, or the exact need when small) with the given
+    products; at most the block needs along each index."""
+    P = spec.np
+    opts = []
+    for j in range(P):
+        need = -(-spec.pshape[j] // regs[j])
+        o = {t for t in (1, 2, 4, 8, 16, 32, 64, 128, 256) if t < 2 * need}
+        if need <= 32:
+            o.add(need)
+        opts.append(sorted(o))
+    whole = _prod(-(-n // e) for n, e in zip(spec.pshape, regs, strict=True))
+
+    def rec(j, prod):
+        if j == P:
+            if prod in totals or (64 <= prod <= 256 and prod % 32 == 0) or prod == whole:
+                yield ()
+            return
+        for t in opts[j]:
+            if prod * t <= max(totals):
+                for rest in rec(j + 1, prod * t):
+                    yield (t,) + rest
+
+    yield from rec(0, 1)
+
+
+def _footprint_elems(spec, k, ext):
+    n = 1
+    for terms in spec.inputs[k].transform.terms:
+        n *= 1 + sum((ext[pos] - 1) * abs(s) for pos, s in terms)
+    return n
+
+
+def _chunk(spec, tile):
+    """Largest power-of-two chunk (or all of a_0) whose loop footprints fit half the shared
+    budget (so that two buffers fit)."""
+    if spec.na == 0:
+        return 1
+    a0 = spec.ashape[0]
+    block = tile.block
+    loop = [k for k, op in enumerate(spec.inputs) if op.stage == "loop"]
+    best = 1
+    for c in (2, 4, 8, 16, 32, a0):
+        if c > a0:
+            break
+        ext = tuple(block) + (c,) + tuple(spec.ashape[1:])
+        words = sum(_footprint_elems(spec, k, ext) for k in loop)
+        if words * 4 * 1.1 <= SMEM_CAP // 2:
+            best = c
+    return best
+
+
+def _waste(spec, tile):
+    padded = _prod(-(-n // b) * b for n, b in zip(spec.pshape, tile.block, strict=True))
+    return padded / _prod(spec.pshape)
+
+
+def _candidates(spec):
+    P = spec.np
+    idx = [j for j in range(P) if spec.pshape[j] > 1]
+    regsets = [tuple([1] * P)]
+    for j in idx:
+        for e in _options(spec.pshape[j]):
+            if e > 1:
+                r = [1] * P
+                r[j] = e
+                regsets.append(tuple(r))
+    for j1, j2 in itertools.combinations(idx, 2):
+        for e1 in _options(spec.pshape[j1]):
+            for e2 in _options(spec.pshape[j2]):
+                if e1 > 1 and e2 > 1 and e1 * e2 <= 64:
+                    r = [1] * P
+                    r[j1], r[j2] = e1, e2
+                    regsets.append(tuple(r))
+    for regs in regsets:
+        for threads in _thread_layouts(spec, regs):
+            t = Tile(threads, regs, 1)
+            if _waste(spec, t) <= 1.3:
+                yield Tile(threads, regs, _chunk(spec, t))
+
+
+def complete(spec, tile, device=H100):
+    """Fill the fields a caller left out of ``tile`` (shared, pads, order, double, unroll)."""
+    P = spec.np
+    chunk = min(tile.chunk, spec.ashape[0]) if spec.na else 1
+    t = Tile(tuple(tile.threads), tuple(tile.regs), chunk, tile.shared, tile.pads,
+             tuple(tile.order) or tuple(range(P - 1, -1, -1)),
+             tuple(tile.strided) or (False,) * P, tile.double, tile.unroll)
+    if not t.shared:
+        t = _replace(t, shared=shared_inputs(spec, t, device))
+    if not tile.unroll:
+        t = _replace(t, unroll=_unroll(spec, chunk)[0])
+    ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
+    if not t.pads:
+        t = _tune_banks(spec, t)
+    if not tile.double and ntiles > 1 and any(t.shared):
+        dbl = _replace(t, double=True)
+        if _smem_bytes(spec, dbl) <= min(SMEM_CAP, device.smem_block):
+            t = dbl
+    return t
+
+
+def _replace(tile, **kw):
+    fields = dict(threads=tile.threads, regs=tile.regs, chunk=tile.chunk, shared=tile.shared,
+                  pads=tile.pads, order=tile.order, strided=tile.strided, double=tile.double,
+                  unroll=tile.unroll)
+    fields.update(kw)
+    return Tile(**fields)
+
+
+def _smem_bytes(spec, tile):
+    nbuf = 2 if tile.double else 1
+    total = 0
+    for k in range(len(spec.inputs)):
+        if tile.shared and tile.shared[k]:
+            total += -(-geometry(spec, tile, k).words * nbuf // 4) * 4
+    return total * 4
+
+
+def _lane_coords(tile, order):
+    """Thread coordinates (t_j) of the 32 lanes of warp 0."""
+    lanes = []
+    for tid in range(min(32, tile.nthreads)):
+        q, t = tid, [0] * len(tile.threads)
+        for j in order:
+            t[j] = q % tile.threads[j]
+            q //= tile.threads[j]
+        lanes.append(t)
+    return lanes
+
+
+def conflicts(spec, tile, k):
+    """Bank-conflict degree of input k's shared reads: the most distinct words one bank serves
+    to warp 0 in one step (1 = conflict-free; equal words are broadcast)."""
+    from merit.mapping.bank import BankFunction
+
+    tr = spec.inputs[k].transform
+    g = geometry(spec, tile, k)
+    strided = tile.strided or (False,) * spec.np
+    order = tile.order or tuple(range(spec.np - 1, -1, -1))
+    addrs = []
+    for t in _lane_coords(tile, order):
+        a = 0
+        for ax, terms in enumerate(tr.terms):
+            for pos, s in terms:
+                if pos < spec.np:
+                    tl = t[pos] if strided[pos] else t[pos] * tile.regs[pos]
+                    a += tl * s * g.pitches[ax]
+        addrs.append(a)
+    banks = BankFunction(32).bank(addrs)
+    per_bank = {}
+    for a, b in zip(addrs, banks.tolist(), strict=True):
+        per_bank.setdefault(b, set()).add(a)
+    return max(len(v) for v in per_bank.values())
+
+
+def _tune_banks(spec, tile):
+    """Pick the thread order (re-tiling) and per-axis padding that minimize bank conflicts."""
+    shared = [k for k in range(len(spec.inputs)) if tile.shared and tile.shared[k]]
+    if not shared:
+        return tile
+    P = spec.np
+    default = tile.order
+    active = [j for j in default if tile.threads[j] > 1]
+    rest = [j for j in default if tile.threads[j] == 1]
+    best = None
+    for perm in itertools.permutations(active):
+        order = tuple(perm) + tuple(rest)
+        t = _replace(tile, order=order, pads=tuple(() for _ in spec.inputs))
+        pads = []
+        total_pad = 0
+        score = 0
+        for k in range(len(spec.inputs)):
+            if k not in shared:
+                pads.append(())
+                continue
+            nax = len(spec.inputs[k].transform.source_shape)
+            cur = [0] * nax
+            tk = _with_pad(t, k, cur)
+            deg = conflicts(spec, tk, k)
+            for ax in range(nax - 2, -1, -1):
+                if deg == 1:
+                    break
+                for pad in range(1, 33):
+                    trial = list(cur)
+                    trial[ax] = pad
+                    d = conflicts(spec, _with_pad(t, k, trial), k)
+                    if d < deg:
+                        deg, cur = d, trial
+                        if d == 1:
+                            break
+            pads.append(tuple(cur))
+            total_pad += sum(cur)
+            score += deg
+        key = (score, order != default, total_pad)
+        if best is None or key < best[0]:
+            best = (key, _replace(tile, order=order, pads=tuple(pads)))
+    del P
+    return best[1]
+
+
+def _with_pad(tile, k, pad):
+    pads = list(tile.pads) if tile.pads else [()] * (k + 1)
+    while len(pads) <= k:
+        pads.append(())
+    pads[k] = tuple(pad)
+    return _replace(tile, pads=tuple(pads))
+
+
+def rank(spec, count=6, device=H100):
+    """The ``count`` best complete tiles by the cost model, best first (distinct shapes)."""
+    scored = []
+    for t in _candidates(spec):
+        cost = estimate(spec, t, device)
+        if cost is not None:
+            scored.append((cost, t))
+    scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
+    out = []
+    for cost, t in scored[: count * 4]:
+        full = complete(spec, t, device)
+        if _smem_bytes(spec, full) > min(SMEM_CAP, device.smem_block):
+            continue
+        out.append((cost, full))
+        if len(out) == count:
+            break
+    if not out:
+        raise ValueError(f"problem {spec.name!r}: no tile fits the device "
+                         f"(shared memory or registers)")
+    return [t for _, t in out]
+
+
+def check_tile(spec, tile, device=H100):
+    """Validate a caller's tile (a Tile or a dict of its fields); return it completed."""
+    if isinstance(tile, dict):
+        unknown = set(tile) - set(Tile.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"tile has unknown fields {sorted(unknown)}; expected some of "
+                            f"{list(Tile.__dataclass_fields__)}")
+        fields = dict(tile)
+        P = spec.np
+        fields.setdefault("regs", (1,) * P)
+        if "threads" not in fields:
+            raise TypeError("tile must give 'threads' (one count per parallel index)")
+        tile = Tile(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+    if not isinstance(tile, Tile):
+        raise TypeError(f"tile must be a merit.gpu.Tile or a dict, not {tile!r}")
+    P = spec.np
+    for what in ("threads", "regs"):
+        v = getattr(tile, what)
+        if len(v) != P:
+            raise ValueError(f"tile.{what} must have one entry per parallel index ({P}), "
+                             f"not {len(v)}")
+        for j, n in enumerate(v):
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"tile.{what}[{j}] must be a positive integer, not {n!r}")
+    if tile.nthreads > 1024:
+        raise ValueError(f"tile uses {tile.nthreads} threads per block; the limit is 1024")
+    if tile.nregs > 256:
+        raise ValueError(f"tile gives each thread {tile.nregs} outputs; the limit is 256")
+    if not isinstance(tile.chunk, int) or tile.chunk < 1:
+        raise ValueError(f"tile.chunk must be a positive integer, not {tile.chunk!r}")
+    if tile.shared:
+        if len(tile.shared) != len(spec.inputs):
+            raise ValueError(f"tile.shared must have one entry per input ({len(spec.inputs)}), "
+                             f"not {len(tile.shared)}")
+        for k, s in enumerate(tile.shared):
+            if s and spec.inputs[k].stage != "loop":
+                raise ValueError(f"tile.shared[{k}]: input {k} is read in the "
+                                 f"{spec.inputs[k].stage} stage; only loop inputs can be shared")
+    full = complete(spec, tile, device)
+    need = _smem_bytes(spec, full)
+    if need > device.smem_block:
+        raise ValueError(f"tile needs {need} bytes of shared memory; the device allows "
+                         f"{device.smem_block} per block")
+    return full

@@ -1,0 +1,29 @@
+"""Small instances of every workload, shared by the GPU tests (source checks and device runs)."""
+
+from merit import workloads as W
+
+CASES = {
+    "gemm": lambda: W.gemm(64, 48, 40),
+    "fc": lambda: W.fc(8, 30, 20),
+    "conv": lambda: W.conv2d(2, 3, 17, 19, 5, 3, padding=1),
+    "conv_s2_dil_groups": lambda: W.conv2d(2, 4, 16, 16, 6, 3, stride=2, padding=1, dilation=2,
+                                           groups=2),
+    "conv_relu": lambda: W.conv_relu(2, 3, 12, 12, 4, 3),
+    "residual": lambda: W.residual(2, 3, 12, 12, 4, 3, padding=1),
+    "depthwise": lambda: W.depthwise(2, 4, 12, 12, 3, padding=1),
+    "deconv": lambda: W.deconv2d(2, 3, 7, 7, 4, 3, stride=2, padding=1),
+    "max_pool": lambda: W.max_pool2d(2, 3, 13, 13, 3, stride=2, padding=1),
+    "avg_pool": lambda: W.avg_pool2d(2, 3, 12, 12, 2),
+    "pixel_shuffle": lambda: W.pixel_shuffle(2, 3, 5, 6, 2),
+    "correlation": lambda: W.correlation(8, 12, 12, 2),
+    "motion": lambda: W.motion_estimation(32, 48, block=8, search=3),
+    "motion_best": lambda: W.motion_estimation(32, 48, block=8, search=3, best=True),
+    "bilateral": lambda: W.bilateral(20, 24, sigma_s=1.5, sigma_r=0.5),
+    "integral": lambda: W.integral_image(12, 10),
+    "separable": lambda: W.separable_filter(20, 24, 5),
+    "filter3x3": lambda: W.filter3x3(20, 24),
+    "ece408": lambda: W.ece408(4, 1, 6, 12, 12, 5),
+}
+
+#: Cases that also run in int32 (fixed point); the others use float-only strategy bodies.
+INT_CASES = ("gemm", "conv", "max_pool", "motion", "motion_best", "separable", "integral")
