@@ -1,4 +1,8 @@
-"""Verilator runs of the tile buffer bench (``bench_banks``): 8 lanes in CI, one 32-lane smoke."""
+"""Verilator runs of the tile buffer bench (``bench_banks``).
+
+CI (``make test``): 8 lanes with single-port banks, and a 32-lane RP1-sized smoke run. The
+regression (``make regress``) adds two-port banks, the RP0 size and longer runs.
+"""
 
 import pytest
 
@@ -7,24 +11,28 @@ from meritz.banks import TileBuffer
 
 pytestmark = pytest.mark.sim
 
-#: everything the random bench must have seen at least once in a CI-length run
+#: everything the random bench must have seen at least once in a run of CI length
 COVER = ["grants", "refusals", "wraps", "full", "empty", "conflicts", "bad_reads", "bad_writes",
          "misfrees", "frees"]
+COVER_TP = [name for name in COVER if name != "conflicts"]
+SMOKE = ["grants", "wraps", "conflicts", "bad_reads", "bad_writes", "frees"]
 
-CASES = {
-    # lanes, depth, ports, max_tiles, cycles, cover
-    "n8_sp": (8, 32, 1, 8, 6000, COVER),
-    "n8_tp": (8, 16, 2, 4, 3000, [c for c in COVER if c != "conflicts"]),
-    "n32_rp1_smoke": (32, 128, 1, 8, 1500, ["grants", "reads", "frees"]),
-}
+slow = pytest.mark.slow
+CASES = [
+    # name, lanes, depth, ports, max_tiles, cycles, cover
+    pytest.param("n8_sp", 8, 32, 1, 8, 6000, COVER, id="n8_sp"),
+    pytest.param("n32_rp1", 32, 128, 1, 8, 1500, SMOKE, id="n32_rp1_smoke"),
+    pytest.param("n8_tp", 8, 16, 2, 4, 3000, COVER_TP, id="n8_tp", marks=slow),
+    pytest.param("n8_sp_long", 8, 32, 1, 8, 100_000, COVER, id="n8_sp_long", marks=slow),
+    pytest.param("n32_rp0", 32, 256, 1, 16, 20_000, COVER, id="n32_rp0", marks=slow),
+]
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_tile_buffer_random(case):
-    lanes, depth, ports, max_tiles, cycles, cover = CASES[case]
+@pytest.mark.parametrize("name, lanes, depth, ports, max_tiles, cycles, cover", CASES)
+def test_tile_buffer(name, lanes, depth, ports, max_tiles, cycles, cover):
     top = TileBuffer(lanes=lanes, depth=depth, ports=ports, max_tiles=max_tiles)
     config = {"lanes": lanes, "depth": depth, "width": 16, "ports": ports,
-              "max_tiles": max_tiles, "cycles": cycles, "cover": cover}
-    if lanes == 32:
-        config["max_rows"] = 16
-    run_bench(top, bench="bench_banks", config=config, name=f"banks_{case}")
+              "max_tiles": max_tiles, "cycles": cycles, "cover": cover,
+              # tiles of up to half the SRAM, or 16 rows on the big ones (more tiles per run)
+              "max_rows": min(depth // 2, 16 if lanes == 32 else depth)}
+    run_bench(top, bench="bench_banks", config=config)
