@@ -57,16 +57,18 @@ def im2col_conv(img, weights, stride, padding):
     return (weights.reshape(m, -1) @ cols).reshape(n, m, ho, wo)
 
 
-def _best_time(fn, repeat):
-    best = float("inf")
+def _best_times(fns, repeat):
+    """Best wall time of each function, the calls interleaved so that both see the same load."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t)
     return best
 
 
-def measure_speed(repeat=5, seed=0):
+def measure_speed(repeat=10, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
     for name, (n, c, h, w, m, k, stride, padding) in SPEED_CASES.items():
@@ -74,9 +76,9 @@ def measure_speed(repeat=5, seed=0):
         img, weights = prob.random_inputs(rng, np.float32)
         ours = prob.run(img, weights)
         ref = im2col_conv(img, weights, stride, padding)
-        t_golden = _best_time(lambda p=prob, a=img, b=weights: p.run(a, b), repeat)
-        t_ref = _best_time(lambda a=img, b=weights, s=stride, p=padding: im2col_conv(a, b, s, p),
-                           repeat)
+        t_golden, t_ref = _best_times(
+            [lambda: prob.run(img, weights),  # noqa: B023 (called before the loop moves on)
+             lambda: im2col_conv(img, weights, stride, padding)], repeat)  # noqa: B023
         rows.append({
             "layer": name, "input": [n, c, h, w], "weights": [m, c, k, k], "stride": stride,
             "padding": padding, "output": list(ours.shape), "macs": prob.steps,
@@ -351,19 +353,31 @@ def _machine():
     return {
         "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
+        "blas_threads": os.environ.get(_THREADS_VAR, "default"),
     }
+
+
+#: numpy's OpenBLAS reads its thread count at import; the bench re-executes itself to set it
+_THREADS_VAR = "OPENBLAS_NUM_THREADS"
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m merit.bench_golden", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="docs/results", help="output folder (docs/results)")
-    parser.add_argument("--repeat", type=int, default=5, help="timing repetitions (best kept)")
+    parser.add_argument("--repeat", type=int, default=10,
+                        help="timing repetitions, golden and im2col interleaved (best kept)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS threads for both sides (default 1: multi-threaded OpenBLAS on "
+                             "a shared machine gives 10x swings between runs)")
     args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if os.environ.get(_THREADS_VAR) != str(args.threads):
+        env = dict(os.environ, **{_THREADS_VAR: str(args.threads)})
+        os.execve(sys.executable, [sys.executable, "-m", "merit.bench_golden", *argv], env)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = "python -m merit.bench_golden " + shlex.join(argv if argv is not None
-                                                            else sys.argv[1:])
+    command = "python -m merit.bench_golden " + shlex.join(argv)
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = _machine()
     speed = measure_speed(args.repeat)
@@ -374,12 +388,12 @@ def main(argv=None):
 
     head = (f"Command: `{command.strip()}`  \nDate: {date}  \nMachine: {machine['processor']}, "
             f"{machine['cpus']} CPUs, {machine['platform']}, Python {machine['python']}, "
-            f"numpy {machine['numpy']}\n")
+            f"numpy {machine['numpy']}, {_THREADS_VAR}={machine['blas_threads']}\n")
     lines = ["# Golden model speed", "", head,
-             "Batch 1, float32 inputs, best of "
-             f"{args.repeat}. `golden` = `merit.workloads.conv2d(...).run` (gathers per block of "
-             "accumulation steps, one batched matmul each); `im2col` = patches unrolled with "
-             "`sliding_window_view` and one `matmul`, same process, same data.", "",
+             f"Batch 1, float32 inputs, best of {args.repeat}, the two interleaved. `golden` = "
+             "`merit.workloads.conv2d(...).run` (gathers per block of accumulation steps, one "
+             "batched matmul each); `im2col` = patches unrolled with `sliding_window_view` and one "
+             "`matmul`, same process, same data, same BLAS threads.", "",
              "| layer | output | MACs | golden (s) | im2col + matmul (s) | golden / im2col | "
              "max abs diff |", "|---|---|---:|---:|---:|---:|---:|"]
     for r in speed:

@@ -126,7 +126,7 @@ class State:
 
 
 def _contract(x, w):
-    """``sum(x * w, axis=0)`` with broadcasting over the other axes, as one batched matmul."""
+    """``sum(x * w, axis=0)`` with broadcasting over the other axes, as one (batched) matmul."""
     c = x.shape[0]
     rx, rw = x.shape[1:], w.shape[1:]
     both = [d for d in range(len(rx)) if rx[d] > 1 and rw[d] > 1]
@@ -137,9 +137,14 @@ def _contract(x, w):
     nb = int(np.prod([size[d] for d in both], dtype=np.int64))
     nx = int(np.prod([size[d] for d in xo], dtype=np.int64))
     nw = int(np.prod([size[d] for d in wo], dtype=np.int64))
-    xm = x.transpose([d + 1 for d in both + xo] + [0] + [d + 1 for d in wo + rest])
-    wm = w.transpose([d + 1 for d in both] + [0] + [d + 1 for d in wo + xo + rest])
-    r = np.matmul(xm.reshape(nb, nx, c), wm.reshape(nb, c, nw))
+    # keep the step axis first: the big operand is then contracted in place (BLAS on a transposed
+    # view) instead of being copied into a step-last layout
+    xm = x.transpose([0] + [d + 1 for d in both + xo + wo + rest]).reshape(c, nb, nx)
+    wm = w.transpose([0] + [d + 1 for d in both + wo + xo + rest]).reshape(c, nb, nw)
+    if nb == 1:
+        r = (wm[:, 0].T @ xm[:, 0]).T
+    else:
+        r = np.matmul(xm.transpose(1, 2, 0), wm.transpose(1, 0, 2))
     order = both + xo + wo
     r = r.reshape([size[d] for d in order]).transpose(np.argsort(order))
     return r.reshape([size[d] if d in order else 1 for d in range(len(size))])
