@@ -1,5 +1,7 @@
 """The measured code of merit.bench_golden computes what it claims (small sizes)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -59,3 +61,15 @@ def test_token_counters():
     rows = bench.measure_tokens()
     assert {r["kernel"] for r in rows} == set(bench.TOKEN_CASES)
     assert all(r["merit_identifiers"] > 0 and r["naive_operators"] > 0 for r in rows)
+
+
+def test_main_writes_the_reports(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")  # as asked: no re-execution
+    assert bench.main(["--out", str(tmp_path), "--repeat", "1"]) == 0
+    data = json.loads((tmp_path / "golden.json").read_text())
+    assert data["command"] == f"python -m merit.bench_golden --out {tmp_path} --repeat 1"
+    assert {"date", "machine", "speed", "tokens"} <= set(data)
+    assert [r["layer"] for r in data["speed"]] == list(bench.SPEED_CASES)
+    assert all(r["max_abs_diff"] < 1e-3 for r in data["speed"])
+    assert "| AlexNet CONV1 |" in (tmp_path / "golden.md").read_text()
+    assert "| GEMM | Dot |" in (tmp_path / "tokens.md").read_text()
