@@ -121,10 +121,8 @@ def execute(strategy, p_shape, a_shape, inputs, levels=None):
         return np.unravel_index(t, a_shape) if a_shape else ()
 
     for t0 in range(0, a_size, run):
-        k = at(t0)
-        s.a = tuple(int(v) for v in k)
-        step = [np.array([v]) for v in s.a]
-        pre_in = [g[0] for g in gather("pre", step)] if stage["pre"] else []
+        s.a = tuple(int(v) for v in at(t0))
+        pre_in = [g[0] for g in gather("pre", [np.array([v]) for v in s.a])]
         for level in range(len(levels)):
             if all(v == 0 for v in s.a[first[level]:]):
                 strategy.pre(s, level, *pre_in)
@@ -138,10 +136,8 @@ def execute(strategy, p_shape, a_shape, inputs, levels=None):
             else:
                 s.a = tuple(int(v[0]) for v in steps)
                 strategy.loop(s, *[g[0] for g in ins])
-        t1 = t0 + run - 1
-        s.a = tuple(int(v) for v in at(t1))
-        step = [np.array([v]) for v in s.a]
-        post_in = [g[0] for g in gather("post", step)] if stage["post"] else []
+        s.a = tuple(int(v) for v in at(t0 + run - 1))
+        post_in = [g[0] for g in gather("post", [np.array([v]) for v in s.a])]
         for level in reversed(range(len(levels))):
             if all(v == n - 1 for v, n in zip(s.a[first[level]:], a_shape[first[level]:],
                                                 strict=True)):
