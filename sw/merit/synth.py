@@ -370,6 +370,7 @@ def _sweep(lanes_list, work, memories, log):
                 width = getattr(component, "width", width) if key == "butterfly" else width
                 log(f"synth  {name}")
                 point[key] = synthesize(component, name, work / name, memories=memories)
+        point["width"] = width
         for key, component in (("crossbar", Crossbar(lanes=lanes, width=width)),
                                ("macs", MacArray(lanes=lanes, width=16))):
             name = f"compare_{key}_n{lanes}"
@@ -417,28 +418,31 @@ def _plot(points, path):
 
     lanes = [p["lanes"] for p in points]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for key, label, marker in (("crossbar", "crossbar (N x N)", "s"),
-                               ("butterfly", "butterfly (MERIT-z)", "o"),
+    for key, label, marker in (("crossbar", "full crossbar (N x N)", "s"),
+                               ("butterfly", "read butterfly", "o"),
+                               ("collector", "collector (butterfly + omega)", "D"),
                                ("macs", "N MAC units", "^")):
         xs = [p["lanes"] for p in points if key in p]
         if xs:
             left.plot(xs, [p[key]["area_nand2"] for p in points if key in p], marker=marker,
                       label=label)
-    left.set(xscale="log", yscale="log", xlabel="lanes N", ylabel="logic area (NAND2 eq.)",
-             title="Area vs lanes (generic cells)")
-    left.set_xticks(lanes, [str(n) for n in lanes])
-    left.grid(True, which="both", alpha=0.3)
-    left.legend()
-    ratio = [(p["lanes"], p["butterfly_vs_crossbar"]) for p in points
-             if "butterfly_vs_crossbar" in p]
-    if ratio:
-        right.plot(*zip(*ratio, strict=True), marker="o", label="ours")
-    right.axhline(PAPER_CROSSBAR_RATIO, color="gray", linestyle="--", label="paper (N=32)")
-    right.set(xscale="log", xlabel="lanes N", ylabel="butterfly / crossbar area",
-              title="Butterfly cost relative to a crossbar", ylim=(0, 1))
-    right.set_xticks(lanes, [str(n) for n in lanes])
-    right.grid(True, alpha=0.3)
-    right.legend()
+    left.set(yscale="log", xlabel="lanes N", ylabel="logic area (NAND2 eq.)",
+             title="Area vs lanes (generic cells, Yosys)")
+    for key, label, paper, color in (
+            ("butterfly_vs_crossbar", "butterfly / crossbar", PAPER_CROSSBAR_RATIO, "C0"),
+            ("networks_vs_macs", "two networks / N MACs", PAPER_MAC_RATIO, "C1")):
+        ours = [(p["lanes"], p[key]) for p in points if key in p]
+        if ours:
+            right.plot(*zip(*ours, strict=True), marker="o", color=color, label=f"{label}, ours")
+        right.plot([PAPER_LANES], [paper], marker="*", markersize=14, linestyle="none",
+                   color=color, label=f"{label}, paper (28 nm)")
+    right.set(xlabel="lanes N", ylabel="area ratio", ylim=(0, 1.05),
+              title="Network cost relative to a crossbar / to the MACs")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(lanes, [str(n) for n in lanes])
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -550,6 +554,39 @@ def _fpga_table(report):
     return lines + ["", f"Devices considered (data-sheet capacities): {devices}.", ""]
 
 
+def _crossbar_discussion(sweep, at32):
+    n, width = PAPER_LANES, at32["width"]
+    stages = n.bit_length() - 1
+    ratio = at32["butterfly_vs_crossbar"]
+    bfly, xbar = at32["butterfly"], at32["crossbar"]
+    mux_ratio = stages / (n - 1)
+    per_bfly = bfly["area_nand2"] / (n * stages * width)
+    per_xbar = xbar["area_nand2"] / (n * (n - 1) * width)
+    trend = ", ".join(f"{_pct(p['butterfly_vs_crossbar'])} at N = {p['lanes']}" for p in sweep
+                      if "butterfly_vs_crossbar" in p)
+    text = (
+        f"Butterfly / crossbar at N = {n}: ours {_pct(ratio)}, the paper's "
+        f"{_pct(PAPER_CROSSBAR_RATIO)}: ours is "
+        f"{'lower' if ratio < PAPER_CROSSBAR_RATIO else 'higher'}. Per bit of a {width}-bit word "
+        f"the butterfly is N log2 N = {n * stages} 2:1 multiplexers and costs {per_bfly:.2f} "
+        f"NAND2 eq. per multiplexer; the crossbar is N (N - 1) = {n * (n - 1)} 2:1 equivalents, "
+        f"which ABC builds as AOI/NAND trees sharing the decoded selects at {per_xbar:.2f} each, "
+        f"so our ratio is {'above' if ratio > mux_ratio else 'below'} the bare multiplexer ratio "
+        f"log2 N / (N - 1) = {_pct(mux_ratio)}. It falls with N as those counts predict: "
+        f"{trend}.")
+    if bfly["sequential_nand2"] or xbar["sequential_nand2"]:
+        text += (f" Flip-flops are {_pct(bfly['sequential_nand2'] / bfly['area_nand2'])} of our "
+                 f"butterfly and {_pct(xbar['sequential_nand2'] / xbar['area_nand2'])} of our "
+                 "crossbar.")
+    return text + (
+        " Why the paper's figure can differ: it does not describe its crossbar (registered or "
+        "not, how the selects are encoded); the authors' read network sends the lane addresses "
+        "forward through one butterfly and the data back through a mirror butterfly with "
+        "registered routing bits (reference/mimori-notes.md §3.5), more logic than our "
+        "select-routed data butterfly; and a 28 nm library prices multiplexers, AOI cells and "
+        "flip-flops differently from our generic weights.")
+
+
 def _discussion(report):
     """Plain statements, computed from the run, on where and why we differ from the paper."""
     texts, missing = [], []
@@ -567,32 +604,22 @@ def _discussion(report):
         missing.append("no TAU is registered yet (a `tau` row in `meritz.configs.BLOCKS`): the "
                        "per-TAU breakdown of Table VII cannot be compared.")
     if at32 and "butterfly_vs_crossbar" in at32:
-        ratio = at32["butterfly_vs_crossbar"]
-        bfly, xbar = at32["butterfly"], at32["crossbar"]
-        mux_ratio = (PAPER_LANES.bit_length() - 1) / (PAPER_LANES - 1)
-        texts.append(
-            f"Butterfly / crossbar at N = {PAPER_LANES}: ours {_pct(ratio)}, the paper's "
-            f"{_pct(PAPER_CROSSBAR_RATIO)} — ours is "
-            f"{'lower' if ratio < PAPER_CROSSBAR_RATIO else 'higher'}. Counting 2:1 multiplexers "
-            f"alone, log2 N / (N - 1) = {_pct(mux_ratio)}; registers and routing control, which "
-            f"both networks need, pull the ratio up: flip-flops are "
-            f"{_pct(bfly['sequential_nand2'] / bfly['area_nand2'])} of our butterfly and "
-            f"{_pct(xbar['sequential_nand2'] / xbar['area_nand2'])} of our crossbar. ABC builds "
-            "the crossbar's 32:1 multiplexers from AOI/OAI/NAND cells more cheaply than 31 MUX2s, "
-            "a 28 nm library has denser mux cells and larger flip-flops than our weights, and "
-            "the paper does not say which crossbar (registered or not, which select encoding) "
-            "it synthesized.")
+        texts.append(_crossbar_discussion(report["sweep"], at32))
     if at32 and "networks_vs_macs" in at32:
         ratio = at32["networks_vs_macs"]
         mac = at32["macs"]["area_nand2"] / PAPER_LANES
+        parts = " + ".join(f"{key} {at32[key]['area_nand2']:,.0f}" for key in NETWORK_MODULES
+                           if key in at32)
         texts.append(
-            f"Networks / {PAPER_LANES} MACs: ours {_pct(ratio)} ({at32['networks_counted']}), "
-            f"the paper's {_pct(PAPER_MAC_RATIO)} — ours is "
+            f"Networks / {PAPER_LANES} MACs: ours {_pct(ratio)} ({at32['networks_counted']}: "
+            f"{parts} NAND2 eq.), the paper's {_pct(PAPER_MAC_RATIO)}: ours is "
             f"{'lower' if ratio < PAPER_MAC_RATIO else 'higher'}. One of our MAC units is "
-            f"{mac:,.0f} NAND2 eq. (Booth multiplier from Yosys; Design Compiler uses its own "
-            "DesignWare multipliers), and the paper does not define its MAC unit (operand and "
-            "accumulator widths, pipeline registers); the ratio moves with that definition as "
-            "much as with the networks.")
+            f"{mac:,.0f} NAND2 eq.: a 16 x 16 radix-4 Booth multiplier, a 32-bit adder and a "
+            "32-bit accumulator register (SPEC's 32-bit accumulators). The authors' RTL keeps "
+            "20-bit internal values (reference/mimori-notes.md §7), so their MAC unit has a "
+            "narrower adder and accumulator, and Design Compiler picks its own multiplier "
+            "architecture; the paper does not define its MAC unit, and the ratio moves with that "
+            "definition as much as with the networks (a smaller MAC unit raises it).")
     texts.append("All our numbers are logic area without wires, in a generic library; absolute "
                  "values are not comparable to the paper's 4.08 M gates (Table VII, 4 TAUs, "
                  "28 nm), only ratios are.")
