@@ -257,12 +257,11 @@ def integral_image(h, w):
 def separable_filter(h, w, k):
     """Separable 'same' filter ``out = sum_i v[i] sum_j hk[j] I[y + i - r, x + j - r]``, one
     problem with two levels (Fig. 4a): level 0 = vertical taps, level 1 = horizontal taps.
-    Zero padding; ``k`` odd, ``r = k // 2``.
+    Zero padding, ``r = (k - 1) // 2`` (an even ``k`` is centred like
+    ``scipy.signal.correlate2d(mode="same")``).
     """
     _pos(h=h, w=w, k=k)
-    if k % 2 == 0:
-        raise ValueError(f"k must be odd, not {k}")
-    r = k // 2
+    r = (k - 1) // 2
     image = Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, 1, -r), Index(1, 1, -r)],
                       name="I")
     hk = Transform((k,), p=[None, None], a=[None, Index(0)], name="hk")

@@ -105,7 +105,7 @@ def test_problem_errors():
     (lambda: wl.gemm(2, 2.5, 2), TypeError, r"n must be an integer, not 2.5"),
     (lambda: wl.motion_estimation(12, 16, block=8), ValueError,
      r"image 12x16 is not a whole number of 8x8 blocks"),
-    (lambda: wl.separable_filter(8, 8, 4), ValueError, r"k must be odd, not 4"),
+    (lambda: wl.separable_filter(8, 8, 0), ValueError, r"k must be positive, not 0"),
     (lambda: wl.bilateral(8, 8, sigma_s=0, sigma_r=1), ValueError,
      r"sigma_s must be positive, not 0"),
     (lambda: S.Bilateral(-1), ValueError, r"Bilateral sigma_r must be positive, not -1.0"),
