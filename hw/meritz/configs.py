@@ -17,6 +17,7 @@ BLOCKS = [
     ("rp0_sram", "meritz.banks:TileBuffer", {"lanes": 32, "depth": 256}),  # RP0 16 KB tile FIFO
     ("rp1_sram", "meritz.banks:TileBuffer", {"lanes": 32, "depth": 128}),  # RP1 8 KB tile FIFO
     ("sram_bank_256x16", "meritz.banks:SramBank", {"depth": 256}),  # bank model for macro swaps
+    ("cp_simd", "meritz.simd:SimdArray", {"lanes": 32, "sram_bytes": 5120}),  # CP ALUs + 5 KB
 ]
 
 
