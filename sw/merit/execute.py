@@ -103,8 +103,9 @@ def execute(strategy, p_shape, a_shape, inputs, levels=None):
     first = np.cumsum((0,) + levels)
     run = int(np.prod(a_shape[first[-2]:], dtype=np.int64))
     lanes = max(int(np.prod(p_shape, dtype=np.int64)), 1)
+    chunked = getattr(strategy, "loop_chunk", None) is not None and strategy.chunk_by
     chunk = 1
-    if getattr(strategy, "loop_chunk", None) is not None and strategy.chunk_by:
+    if chunked:
         if strategy.chunk_by == "inputs":
             width = max([int(np.prod(transforms[i].reduced_p_shape(p_shape), dtype=np.int64))
                          for i in stage["loop"]] + [1])
@@ -130,7 +131,7 @@ def execute(strategy, p_shape, a_shape, inputs, levels=None):
             c1 = min(c0 + chunk, t0 + run)
             steps = list(np.unravel_index(np.arange(c0, c1), a_shape)) if a_shape else []
             ins = gather("loop", steps)
-            if chunk > 1:
+            if chunked:
                 s.a = tuple(steps)
                 strategy.loop_chunk(s, *ins)
             else:

@@ -65,15 +65,21 @@ def _problems():
 
 @pytest.mark.parametrize("prob", _problems(), ids=lambda p: p.name)
 def test_chunked_loop_equals_per_step(prob, monkeypatch):
+    """loop_chunk over big blocks, over blocks of one step, and plain loop agree exactly."""
     rng = np.random.default_rng(7)
     arrays = prob.random_inputs(rng, np.int32)
-    chunked = prob.run(*arrays)
+
+    def run():
+        res = prob.run(*arrays)
+        return res if isinstance(res, tuple) else (res,)
+    big = run()
     monkeypatch.setattr(EXECUTE, "CHUNK_BUDGET", 1)
-    single = prob.run(*arrays)
-    for a, b in zip(np.atleast_1d(chunked) if not isinstance(chunked, tuple) else chunked,
-                    np.atleast_1d(single) if not isinstance(single, tuple) else single,
-                    strict=True):
+    ones = run()
+    monkeypatch.setattr(prob.strategy, "loop_chunk", None, raising=False)
+    plain = run()
+    for a, b, c in zip(big, ones, plain, strict=True):
         np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
 
 
 def test_vectorized_steps_not_lanes(monkeypatch):
