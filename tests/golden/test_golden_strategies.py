@@ -127,3 +127,34 @@ def test_import_needs_only_numpy():
             "bad = [m for m in ('scipy', 'amaranth', 'cocotb', 'cupy') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _random_transform(rng, shape, np_, na, name):
+    def entry():
+        if rng.random() < 0.35:
+            return None
+        return Index(int(rng.integers(len(shape))), int(rng.choice([-2, -1, 1, 2])),
+                     int(rng.integers(-2, 3)))
+    return Transform(shape, [entry() for _ in range(np_)], [entry() for _ in range(na)],
+                     boundary=str(rng.choice(["zero", "clamp"])), name=name)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_execute_matches_materialized_reduction(seed):
+    """Random transforms (broadcasts anywhere): execute == reduce over the materialized M(A)."""
+    rng = np.random.default_rng(500 + seed)
+    np_, na = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    p_shape = tuple(int(n) for n in rng.integers(1, 5, np_))
+    a_shape = tuple(int(n) for n in rng.integers(1, 5, na))
+    xs, ys = tuple(rng.integers(2, 6, 2)), tuple(rng.integers(2, 6, 3))
+    tx = _random_transform(rng, xs, np_, na, "x")
+    ty = _random_transform(rng, ys, np_, na, "y")
+    x, y = rng.integers(-9, 9, xs), rng.integers(-9, 9, ys)
+    mx, my = tx.apply(x, p_shape, a_shape), ty.apply(y, p_shape, a_shape)
+    axes = tuple(range(np_, np_ + na))
+    for strategy, want in [(S.Dot(), (mx * my).sum(axis=axes)),
+                           (S.L1(), np.abs(mx - my).sum(axis=axes))]:
+        got = execute(strategy, p_shape, a_shape, [(x, tx), (y, ty)])
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(execute(S.Max(), p_shape, a_shape, [(x, tx)]),
+                                  mx.max(axis=axes))
