@@ -34,6 +34,7 @@ from meritz.banks import BankedSram, SramBank, TileBuffer, TileFifo
      "width must be an integer, not True"),
     (SramBank, {"depth": 100}, ValueError, "depth must be a power of two, not 100"),
 ])
+@pytest.mark.filterwarnings("ignore:.*created but never used")
 def test_bad_parameters_are_refused(cls, params, error, message):
     with pytest.raises(error, match=f"^{message}$"):
         cls(**params)
