@@ -2,8 +2,8 @@
 
 import pytest
 
+from harness import run_bench
 from meritz.wp import WritePipeline
-from tau_harness import run_bench
 
 CASES = {
     # odd 2-D output, 4x2 lanes per warp, unaligned base
