@@ -21,10 +21,12 @@ from benchlib import (
 from merit.mapping import BankFunction, butterfly, route
 
 
-class TB:
-    """Clock, reset, a driver of ``i`` and a monitor of ``o`` with random pauses on both.
+class StreamTB:
+    """Clock, reset, a driver of stream ``i`` and a monitor of stream ``o``, with random pauses
+    on both (also used by ``bench_collector``).
 
-    A combinational configuration has no clock; the bench then steps in 10 ns intervals.
+    The configuration names the payload field offsets (``in`` / ``out``) and whether the design
+    is ``clocked``; a combinational one is stepped in 10 ns intervals.
     """
 
     def __init__(self, dut):
@@ -44,29 +46,17 @@ class TB:
         return RisingEdge(self.dut.clk) if self.clocked else Timer(10, unit="ns")
 
     def field(self, side, name, value, bits):
+        """``value`` (``bits`` wide) placed at the offset of payload field ``name``."""
         offset = self.cfg[side][name]
         return (int(value) & ((1 << bits) - 1)) << offset
 
-    def pack(self, words, select=None, banks=None, rows=None):
-        payload = self.field("in", "data", pack_lanes(words, self.width), self.lanes * self.width)
-        if select is not None:
-            payload |= self.field("in", "select", pack_lanes(select, self.lanes),
-                                  self.bits * self.lanes)
-        if banks is not None:
-            payload |= self.field("in", "bank", pack_lanes(banks, self.bits),
-                                  self.bits * self.lanes)
-        if rows is not None:
-            row_bits = self.cfg["row_bits"]
-            payload |= self.field("in", "row", pack_lanes(rows, row_bits), row_bits * self.lanes)
-        return payload
+    def get(self, value, name, bits):
+        """Field ``name`` (``bits`` wide) of an output payload."""
+        return (int(value) >> self.cfg["out"][name]) & ((1 << bits) - 1)
 
-    def unpack(self, value):
-        value = int(value)
-        words = unpack_lanes(value >> self.cfg["out"]["data"], self.lanes, self.width,
-                             signed=self.cfg["signed"])
-        conflict = (value >> self.cfg["out"]["conflict"]) & 1 if "conflict" in self.cfg["out"] \
-            else 0
-        return words, conflict
+    def words(self):
+        low = -(1 << (self.width - 1)) if self.cfg["signed"] else 0
+        return self.np_rand.integers(low, low + (1 << self.width), self.lanes).tolist()
 
     async def drive(self, payloads):
         dut = self.dut
@@ -91,20 +81,47 @@ class TB:
             dut.o__ready.value = 0 if next(self.out_pause) else 1
             await ReadOnly()
             if int(dut.o__valid.value) and int(dut.o__ready.value):
-                received.append(self.unpack(dut.o__payload.value))
+                received.append(int(dut.o__payload.value))
             await self.edge()
         return received
 
-    async def run(self, vectors):
-        """``vectors``: ``(payload, expected words or None, expected conflict)``; checks them all
-        in order and returns the number of conflicts seen."""
+    async def transfer(self, payloads):
+        """Reset, send every payload through the design, return the output payloads in order."""
         dut = self.dut
         dut.i__valid.value = 0
         dut.o__ready.value = 0
         if self.clocked:
             await setup(dut)
-        cocotb.start_soon(self.drive([v[0] for v in vectors]))
-        received = await self.collect(len(vectors))
+        cocotb.start_soon(self.drive(payloads))
+        return await self.collect(len(payloads))
+
+
+class TB(StreamTB):
+    """The butterfly's stimulus, and the check of its outputs against the model."""
+
+    def pack(self, words, select=None, banks=None, rows=None):
+        payload = self.field("in", "data", pack_lanes(words, self.width), self.lanes * self.width)
+        if select is not None:
+            payload |= self.field("in", "select", pack_lanes(select, self.lanes),
+                                  self.bits * self.lanes)
+        if banks is not None:
+            payload |= self.field("in", "bank", pack_lanes(banks, self.bits),
+                                  self.bits * self.lanes)
+        if rows is not None:
+            row_bits = self.cfg["row_bits"]
+            payload |= self.field("in", "row", pack_lanes(rows, row_bits), row_bits * self.lanes)
+        return payload
+
+    def unpack(self, value):
+        words = unpack_lanes(self.get(value, "data", self.lanes * self.width), self.lanes,
+                             self.width, signed=self.cfg["signed"])
+        conflict = self.get(value, "conflict", 1) if "conflict" in self.cfg["out"] else 0
+        return words, conflict
+
+    async def run(self, vectors):
+        """``vectors``: ``(payload, expected words or None, expected conflict)``; checks them all
+        in order and returns the number of conflicts seen."""
+        received = [self.unpack(v) for v in await self.transfer([v[0] for v in vectors])]
         conflicts = 0
         for k, ((words, conflict), (_, want, want_conflict)) in enumerate(
                 zip(received, vectors, strict=True)):
@@ -116,10 +133,6 @@ class TB:
         return conflicts
 
     # ---- stimulus ----------------------------------------------------------------------------
-
-    def words(self):
-        low = -(1 << (self.width - 1)) if self.cfg["signed"] else 0
-        return self.np_rand.integers(low, low + (1 << self.width), self.lanes).tolist()
 
     def random_bank_function(self):
         m = self.bits

@@ -42,16 +42,22 @@ def _check_routing(routing):
     return routing
 
 
-def butterfly_stage(stage, values, select):
-    """Stage ``stage`` of the network: a list of ``len(values)`` multiplexer outputs.
+def butterfly_stage(m, stage, values, select, name="bf"):
+    """Stage ``stage`` of the network: a list of ``len(values)`` multiplexer outputs (signals, so
+    that the next stage does not duplicate the expressions).
 
     ``select`` is a ``len(values)``-bit value; bit ``p`` makes output ``p`` take ``p ^ 2**stage``.
     """
     bit = 1 << stage
-    return [Mux(select[p], values[p ^ bit], values[p]) for p in range(len(values))]
+    outputs = []
+    for p in range(len(values)):
+        out = Signal(len(values[p]), name=f"{name}{stage}_{p}")
+        m.d.comb += out.eq(Mux(select[p], values[p ^ bit], values[p]))
+        outputs.append(out)
+    return outputs
 
 
-def self_route(m, lanes, sources, tags=None):
+def self_route(m, lanes, sources, tags=None, valid=None):
     """Backward request propagation (the RTL form of :func:`merit.mapping.network.route`).
 
     Parameters
@@ -62,6 +68,8 @@ def self_route(m, lanes, sources, tags=None):
         Per output, the input it needs (``log2 lanes`` bits).
     tags : list of Value, optional
         Per output, a tag that must agree where two paths meet (e.g. the SRAM row).
+    valid : list of Value, optional
+        Per output, whether it needs an input at all (default: all do).
 
     Returns
     -------
@@ -71,7 +79,7 @@ def self_route(m, lanes, sources, tags=None):
         when two different requests met.
     """
     stages = lanes.bit_length() - 1
-    valid = [1] * lanes
+    valid = [1] * lanes if valid is None else list(valid)
     src = list(sources)
     tag = list(tags) if tags is not None else None
     selects = [None] * stages
@@ -206,7 +214,7 @@ class Butterfly(wiring.Component):
 
         if not self._pipelined:
             for s in range(stages):
-                values = butterfly_stage(s, values, selects[s])
+                values = butterfly_stage(m, s, values, selects[s])
             m.d.comb += [self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready)]
             for p in range(n):
                 m.d.comb += self.o.payload.data[p].eq(values[p])
@@ -220,7 +228,7 @@ class Butterfly(wiring.Component):
         pending = list(selects)
         flag = conflict
         for s in range(stages):
-            out_values = butterfly_stage(s, values, pending[0])
+            out_values = butterfly_stage(m, s, values, pending[0])
             reg_values = [Signal(self.word_shape, name=f"st{s}_d{p}") for p in range(n)]
             reg_selects = [Signal(n, name=f"st{s}_sel{t}") for t in range(s + 1, stages)]
             reg_valid = Signal(name=f"st{s}_valid")
