@@ -4,10 +4,15 @@ CI (``make test``): 8 lanes with single-port banks, and a 32-lane RP1-sized smok
 regression (``make regress``) adds two-port banks, the RP0 size and longer runs.
 """
 
+import os
+import subprocess
+
 import pytest
 
-from harness import run_bench
-from meritz.banks import TileBuffer
+from harness import VERILATOR_ARGS, run_bench
+from merit.toolchain import verilator_env
+from meritz.banks import SramBank, TileBuffer
+from meritz.emit import to_verilog
 
 pytestmark = pytest.mark.sim
 
@@ -36,3 +41,17 @@ def test_tile_buffer(name, lanes, depth, ports, max_tiles, cycles, cover):
               # tiles of up to half the SRAM, or 16 rows on the big ones (more tiles per run)
               "max_rows": min(depth // 2, 16 if lanes == 32 else depth)}
     run_bench(top, bench="bench_banks", config=config)
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+def test_bank_macro_links_with_the_bank_model(tmp_path, ports):
+    """Banks built as ``bank_macro`` instances link with the emitted bank model of that name."""
+    (tmp_path / "top.v").write_text(to_verilog(
+        TileBuffer(lanes=4, depth=16, ports=ports, bank_macro="my_sram"), "top")[0])
+    (tmp_path / "my_sram.v").write_text(to_verilog(
+        SramBank(depth=16, ports=ports), "my_sram")[0])
+    result = subprocess.run(
+        ["verilator", "--lint-only", *VERILATOR_ARGS, "--top-module", "top",
+         str(tmp_path / "top.v"), str(tmp_path / "my_sram.v")],
+        env={**os.environ, **verilator_env()}, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
