@@ -20,7 +20,15 @@ from dataclasses import dataclass
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from benchlib import bench_config, pack_lanes, pause_generator, rng, setup, unpack_lanes
+from benchlib import (
+    bench_config,
+    pack_lanes,
+    pause_generator,
+    record_metric,
+    rng,
+    setup,
+    unpack_lanes,
+)
 
 REQUEST_BITS = 16
 
@@ -194,7 +202,7 @@ class TB:
         self.writing = None           # (tile base, rows, per-bank remaining rows)
         self.open = deque()           # announced tiles not yet freed: [base, rows, reads left]
         self.count = dict.fromkeys(
-            ("grants", "refusals", "wraps", "full", "empty", "conflicts", "bad_reads",
+            ("grants", "refusals", "whole", "wraps", "full", "empty", "conflicts", "bad_reads",
              "bad_writes", "misfrees", "reads", "frees"), 0)
 
     # stimulus
@@ -204,6 +212,8 @@ class TB:
             return 0
         if r < 0.06:
             return self.rand.randrange(self.depth + 1, 2 ** REQUEST_BITS)
+        if r < 0.08:
+            return self.depth
         return self.rand.randint(1, self.cfg.get("max_rows", self.depth // 2))
 
     def make_write(self):
@@ -374,6 +384,7 @@ class TB:
                 self.count["refusals"] += 1
             else:
                 self.count["grants"] += 1
+                self.count["whole"] += rows == self.depth
                 self.count["wraps"] += base + rows > self.depth
                 self.to_write.append((base, rows))
         if write is not None:
@@ -410,6 +421,8 @@ async def random_traffic(dut):
         tb.check_cycle(cycle)
         await RisingEdge(dut.clk)
     dut._log.info("coverage %s", tb.count)
+    for name in ("grants", "reads", "frees"):
+        record_metric(name, tb.count[name])
     for name in cfg.get("cover", []):
         assert tb.count[name] > 0, f"no {name} in {cfg['cycles']} cycles: {tb.count}"
 
@@ -481,5 +494,6 @@ async def write_costs_one_read_per_row(dut):
     dut._log.info("%d-lane %d-port banks: %d reads in %d cycles while %d rows were written "
                   "(%.1f%% of the read bandwidth)", lanes, ports, reads, cycles, written,
                   100 * reads / cycles)
+    record_metric("read_bw_filling_pct", round(100 * reads / cycles, 1))
     assert lost == (written if ports == 1 else 0), f"{lost} read cycles lost, {written} rows"
     assert int(dut.errors.value) == 0

@@ -17,8 +17,8 @@ from meritz.emit import to_verilog
 pytestmark = pytest.mark.sim
 
 #: everything the random bench must have seen at least once in a run of CI length
-COVER = ["grants", "refusals", "wraps", "full", "empty", "conflicts", "bad_reads", "bad_writes",
-         "misfrees", "frees"]
+COVER = ["grants", "refusals", "whole", "wraps", "full", "empty", "conflicts", "bad_reads",
+         "bad_writes", "misfrees", "frees"]
 COVER_TP = [name for name in COVER if name != "conflicts"]
 SMOKE = ["grants", "wraps", "conflicts", "bad_reads", "bad_writes", "frees"]
 
@@ -34,13 +34,15 @@ CASES = [
 
 
 @pytest.mark.parametrize("name, lanes, depth, ports, max_tiles, cycles, cover", CASES)
-def test_tile_buffer(name, lanes, depth, ports, max_tiles, cycles, cover):
+def test_tile_buffer(name, lanes, depth, ports, max_tiles, cycles, cover, record_property):
     top = TileBuffer(lanes=lanes, depth=depth, ports=ports, max_tiles=max_tiles)
     config = {"lanes": lanes, "depth": depth, "width": 16, "ports": ports,
               "max_tiles": max_tiles, "cycles": cycles, "cover": cover,
               # tiles of up to half the SRAM, or 16 rows on the big ones (more tiles per run)
               "max_rows": min(depth // 2, 16 if lanes == 32 else depth)}
-    run_bench(top, bench="bench_banks", config=config)
+    metrics = run_bench(top, bench="bench_banks", config=config)
+    for key, value in metrics.items():
+        record_property(key, value)
 
 
 @pytest.mark.parametrize("ports", [1, 2])
