@@ -18,6 +18,7 @@ BLOCKS = [
     ("rp1_sram", "meritz.banks:TileBuffer", {"lanes": 32, "depth": 128}),  # RP1 8 KB tile FIFO
     ("sram_bank_256x16", "meritz.banks:SramBank", {"depth": 256}),  # bank model for macro swaps
     ("cp_simd", "meritz.simd:SimdArray", {"lanes": 32, "sram_bytes": 5120}),  # CP ALUs + 5 KB
+    ("cp_sequencer", "meritz.sequencer:Sequencer", {"lanes": 32, "program_depth": 32}),  # ranges
     ("rp_router", "meritz.butterfly:ButterflyRouter", {"lanes": 32, "row_bits": 8}),  # RP reads
     ("rp_butterfly", "meritz.butterfly:Butterfly", {"lanes": 32, "pipelined": True}),  # to lanes
     ("rp_collector", "meritz.collector:Collector", {"lanes": 32, "row_bits": 8}),  # line->banks
