@@ -108,6 +108,35 @@ def integral_chain(h, w, image, cache, block=32):
     return go, out.reshape(h, w), [g1, g2, g3, g4, g5, g6]
 
 
+def separable_passes(h, w, k):
+    """A separable filter as two MERIT problems of k steps each (rows, then columns), the
+    intermediate zero-padded like the image: the same result as the one two-level problem of
+    ``merit.workloads.separable_filter`` with 2k instead of k^2 steps per pixel."""
+    r = k // 2
+    rows = Problem("separable_rows", S.Dot(), (h, w), (k,),
+                   [Transform((h, w), p=[Index(0), Index(1)], a=[Index(1, 1, -r)], name="I"),
+                    Transform((k,), p=[None, None], a=[Index(0)], name="hk")])
+    cols = Problem("separable_cols", S.Dot(), (h, w), (k,),
+                   [Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, 1, -r)], name="T"),
+                    Transform((k,), p=[None, None], a=[Index(0)], name="v")])
+    return rows, cols
+
+
+def separable_chain(h, w, k, image, hk, v, cache):
+    """Prepare the two launches of :func:`separable_passes`; returns (go, result)."""
+    from merit.gpu import prepare
+
+    rows, cols = separable_passes(h, w, k)
+    _, g1, (tmp,) = prepare(rows, image, hk, cache=cache)
+    g1()
+    _, g2, (out,) = prepare(cols, tmp, v, cache=cache)
+
+    def go():
+        g1(), g2()
+
+    return go, out
+
+
 # ---- peers and references ---------------------------------------------------------------------
 
 def _torch():
@@ -304,10 +333,12 @@ def rows(quick=False):
                 ("conv", dict(n=16, c=128, h=56, w=56, m=256, k=3, stride=1, padding=1))))
     out.append(("gemm", "GEMM 4096^3", "gemm", ("gemm", dict(n=4096))))
     out.append(("filter3x3", "3x3 filter 2048^2", "vision", ("filter3x3", dict(n=2048))))
-    out.append(("separable_3", "separable filter k=3, 4096^2", "vision",
+    out.append(("separable_3", "separable filter k=3, 4096^2 (faster of 1 and 2 problems)",
+                "vision",
                 ("separable", dict(n=4096, k=3))))
-    out.append(("separable_31", "separable filter k=31 (k=30 is even; ours is 'same'), 4096^2",
-                "vision", ("separable", dict(n=4096, k=31))))
+    out.append(("separable_31", "separable filter k=31 (k=30 is even; 'same' needs odd k), "
+                "4096^2 (faster of 1 and 2 problems)", "vision",
+                ("separable", dict(n=4096, k=31))))
     out.append(("integral", "integral image 4096^2 (6 blocked-scan problems)", "vision",
                 ("integral", dict(n=4096))))
     out.append(("motion", "motion estimation 720p, 8x8 blocks, +-16 (SAD volume)", "vision",
@@ -449,6 +480,20 @@ def main(argv=None):
             row["rel_err"] = max(errs)
             row["ok"] = all(e < TOL for e in errs)
             row["ours_ms"] = time_launch(go)
+            if kind == "separable":
+                # the same filter as two 1-D problems; "ours" is the faster formulation
+                n, k = params["n"], params["k"]
+                go2, res2 = separable_chain(n, n, k, *arrays, cache)
+                res2.fill(cp.nan)
+                go2()
+                row["two_pass_rel_err"] = _relerr(res2, refs[0])
+                row["two_pass_ms"] = time_launch(go2)
+                row["one_problem_ms"] = row["ours_ms"]
+                if row["two_pass_ms"] < row["ours_ms"]:
+                    row["ours_ms"] = row["two_pass_ms"]
+                    row["rel_err"] = max(row["rel_err"], row["two_pass_rel_err"])
+                    row["ok"] = row["ok"] and row["two_pass_rel_err"] < TOL
+                    row["tile"] = f"two 1-D problems (faster than one problem, {row['tile']})"
             row["peers_ms"] = {name: time_launch(fn) for name, fn in peers.items()}
             flops = 2 * steps if steps else 0
             row["bytes"] = nbytes

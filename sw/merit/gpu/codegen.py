@@ -30,6 +30,10 @@ __device__ __forceinline__ void merit_cp_async4(void* dst, const void* src, int 
     unsigned s = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(src), "r"(bytes));
 }
+__device__ __forceinline__ void merit_cp_async16(void* dst, const void* src, int bytes) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(src), "r"(bytes));
+}
 __device__ __forceinline__ void merit_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void merit_cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(N));
@@ -281,6 +285,10 @@ def source(spec, tile):
                 _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
                 w("merit_cp_commit(); merit_cp_wait<0>();")
                 w("const int buf = 0;")
+            for k in shared:
+                if geo[k].vector:
+                    org = _org_expr(spec, k, geo[k], len(geo[k].sides) - 1, "ab0")
+                    w(f"const int sh{k} = ({org}) & 3;")
             w("__syncthreads();")
         n0 = str(chunk) if full_chunks else f"min({chunk}, {spec.ashape[0]} - ab0)"
         inner_unrolled = set(range(A - tile.unroll, A)) if tile.unroll else set()
@@ -340,6 +348,8 @@ def _shared_read(spec, tile, k, g, off, nbuf):
         rdiv.insert(0, d)
         d *= tile.regs[j]
     parts = [f"so{k}"]
+    if g.vector:
+        parts.append(f"sh{k}")
     if nbuf > 1:
         parts.append(f"buf * {g.words}")
     for ax, terms in enumerate(tr.terms):
@@ -355,39 +365,84 @@ def _shared_read(spec, tile, k, g, off, nbuf):
     return f"({base})[{' + '.join(parts)}]"
 
 
+def _org_expr(spec, k, g, ax, abase):
+    """C expression of the box's low corner on axis ``ax`` for the tile starting at ``abase``."""
+    tr = spec.inputs[k].transform
+    parts = [str(tr.offset[ax] - g.shift[ax])]
+    for pos, s in tr.terms[ax]:
+        if pos < spec.np:
+            parts.append(f"pb{pos} * {s}")
+        elif pos == spec.np:
+            parts.append(f"({abase}) * {s}")
+    return " + ".join(parts)
+
+
 def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
     """Cooperative copy of every shared footprint of the tile starting at a0 = ``abase``."""
-    P = spec.np
     for k in shared:
         tr, g = spec.inputs[k].transform, geo[k]
         idx = _global_index_type(tr.source_shape)
         strides = _gstrides(tr.source_shape)
+        nax = len(g.sides)
         w.open("")
-        # low corner of the box in source coordinates
-        for ax, terms in enumerate(tr.terms):
-            parts = [str(tr.offset[ax] - g.shift[ax])]
-            for pos, s in terms:
-                if pos < P:
-                    parts.append(f"pb{pos} * {s}")
-                elif pos == P:
-                    parts.append(f"({abase}) * {s}")
-            w(f"const int org{ax} = {' + '.join(parts)};")
+        for ax in range(nax):
+            w(f"const int org{ax} = {_org_expr(spec, k, g, ax, abase)};")
         dst = f"smem + {offs[k]}" + (f" + {bufexpr} * {g.words}" if nbuf > 1 else "")
         w(f"T* dst = {dst};")
-        w("#pragma unroll 4")
-        w.open(f"for (int e = tid; e < {g.elements}; e += {nt})")
-        w("int q = e; bool ok = true;")
-        nax = len(g.sides)
-        for ax in range(nax - 1, -1, -1):
-            if ax > 0:
-                w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
-            else:
-                w("const int c0 = q;")
-        for ax in range(nax):
-            w(f"int x{ax} = org{ax} + c{ax};")
-            w(_coord_code(ax, tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
-        src = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax)) or "0"
-        sad = " + ".join(f"c{ax} * {g.pitches[ax]}" for ax in range(nax)) or "0"
-        w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({src}), ok ? 4 : 0);")
+        if g.vector:
+            _emit_vector_rows(w, tr, g, nt, idx, strides, k)
+        else:
+            w("#pragma unroll 4")
+            w.open(f"for (int e = tid; e < {g.elements}; e += {nt})")
+            w("int q = e; bool ok = true;")
+            for ax in range(nax - 1, -1, -1):
+                if ax > 0:
+                    w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
+                else:
+                    w("const int c0 = q;")
+            for ax in range(nax):
+                w(f"int x{ax} = org{ax} + c{ax};")
+                w(_coord_code(ax, tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+            src = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax)) or "0"
+            sad = " + ".join(f"c{ax} * {g.pitches[ax]}" for ax in range(nax)) or "0"
+            w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({src}), ok ? 4 : 0);")
+            w.close()
         w.close()
+
+
+def _emit_vector_rows(w, tr, g, nt, idx, strides, k):
+    """Copy the box row by row in aligned 16-byte pieces (see :class:`Geometry`)."""
+    nax = len(g.sides)
+    inner = nax - 1
+    n_in = tr.source_shape[inner]
+    nv = g.row // 4
+    rows = 1
+    for side in g.sides[:-1]:
+        rows *= side
+    w(f"const int a0c = org{inner} & ~3;")
+    w("#pragma unroll 2")
+    w.open(f"for (int e = tid; e < {rows * nv}; e += {nt})")
+    w(f"int q = e; bool ok = true; const int v = q % {nv}; q /= {nv};")
+    for ax in range(nax - 2, -1, -1):
+        if ax > 0:
+            w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
+        else:
+            w("const int c0 = q;")
+    for ax in range(nax - 1):
+        w(f"int x{ax} = org{ax} + c{ax};")
+        w(_coord_code(ax, tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+    rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
+    sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])
+    w(f"const T* src = g_in{k} + ({rowp});")
+    w(f"T* d = dst + {sad};")
+    w("const int xi = a0c + 4 * v;")
+    w(f"if ((unsigned)xi < {n_in}u) merit_cp_async16(d, src + xi, ok ? 16 : 0);")
+    if tr.boundary[inner] == "zero":
+        w("else merit_cp_async16(d, src, 0);")
+    else:
+        w.open("else")
+        w(f"const T* e = src + (xi < 0 ? 0 : {n_in - 1});")
+        w("merit_cp_async4(d, e, ok ? 4 : 0); merit_cp_async4(d + 1, e, ok ? 4 : 0);")
+        w("merit_cp_async4(d + 2, e, ok ? 4 : 0); merit_cp_async4(d + 3, e, ok ? 4 : 0);")
         w.close()
+    w.close()

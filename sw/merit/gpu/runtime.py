@@ -39,7 +39,10 @@ def to_device(array, name):
         out = cp.from_dlpack(array)
     else:
         out = cp.asarray(array)
-    return cp.ascontiguousarray(out)
+    out = cp.ascontiguousarray(out)
+    if out.data.ptr % 16:
+        out = out.copy()  # 16-byte copies into shared memory need aligned rows
+    return out
 
 
 def device_key():

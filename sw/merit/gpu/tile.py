@@ -37,6 +37,9 @@ class Tile:
         Double-buffer the shared footprints across accumulation tiles (asynchronous copies).
     unroll : int
         Number of innermost accumulation indices whose loops are fully unrolled.
+    vector : tuple of bool
+        Per input: copy its footprint rows in 16-byte pieces when eligible (see
+        :class:`Geometry`); empty = wherever eligible.
     """
 
     threads: tuple
@@ -48,6 +51,7 @@ class Tile:
     strided: tuple = ()
     double: bool = False
     unroll: int = 0
+    vector: tuple = ()
 
     @property
     def block(self):
@@ -82,7 +86,11 @@ class Geometry:
     ``sides``: footprint side per source axis (Eq. 9); ``pitches``: words between neighbours along
     each axis (padding included); ``shift``: per axis, how far the box's low corner lies below the
     coordinate of the tile's first element (non-zero only on axes walked by negative strides);
-    ``words``: buffer size; ``elements``: footprint elements actually loaded.
+    ``words``: buffer size; ``elements``: footprint elements.
+
+    ``vector``: the innermost axis is copied in aligned 16-byte pieces (the source rows are a
+    multiple of 4 words and the box is at least 8 wide); each smem row then holds ``row`` words
+    starting at the 4-aligned column below the box, so reads add the box's misalignment (0..3).
     """
 
     sides: tuple
@@ -90,6 +98,8 @@ class Geometry:
     shift: tuple
     words: int
     elements: int
+    vector: bool = False
+    row: int = 0
 
 
 def extents(spec, tile):
@@ -107,11 +117,16 @@ def geometry(spec, tile, k):
     sides = tuple(1 + sum((ext[pos] - 1) * abs(s) for pos, s in terms) for terms in tr.terms)
     shift = tuple(-sum((ext[pos] - 1) * s for pos, s in terms if s < 0) for terms in tr.terms)
     pads = tile.pads[k] if tile.pads and tile.pads[k] else (0,) * len(sides)
-    pitches = [1] * len(sides)
-    for axis in range(len(sides) - 2, -1, -1):
-        pitches[axis] = pitches[axis + 1] * sides[axis + 1] + pads[axis]
-    words = pitches[0] * sides[0] if sides else 1
+    n = len(sides)
+    vector = n >= 1 and tr.source_shape[-1] % 4 == 0 and sides[-1] >= 8
+    vector = vector and (not tile.vector or bool(tile.vector[k]))
+    row = -(-(sides[-1] + 3) // 4) * 4 if vector else (sides[-1] if n else 1)
+    widths = sides[:-1] + (row,) if n else ()
+    pitches = [1] * n
+    for axis in range(n - 2, -1, -1):
+        pitches[axis] = pitches[axis + 1] * widths[axis + 1] + pads[axis]
+    words = pitches[0] * widths[0] if n else 1
     elements = 1
-    for n in sides:
-        elements *= n
-    return Geometry(sides, tuple(pitches), shift, words, elements)
+    for m in sides:
+        elements *= m
+    return Geometry(sides, tuple(pitches), shift, words, elements, vector, row)

@@ -139,7 +139,7 @@ def estimate(spec, tile, device=H100):
     smem = 0
     lds = 0.0          # shared loads per thread per step
     ldg = 0.0          # cached global loads per thread per step
-    copy_elems = 0
+    copy_instr = 0.0
     gl_bytes = 0
     regs = R * _state_words(spec) + 24
     for k, op in enumerate(spec.inputs):
@@ -151,7 +151,7 @@ def estimate(spec, tile, device=H100):
             g = geometry(spec, tile, k)
             smem += g.words * 4 * nbuf
             lds += rf / usteps
-            copy_elems += g.elements
+            copy_instr += g.words / 4 * 20 if g.vector else g.elements * 25
             gl_bytes += g.elements * 4
         else:
             ldg += rf / usteps
@@ -166,7 +166,7 @@ def estimate(spec, tile, device=H100):
     warps = nb * nt / 32
     steps = tile_steps * ntiles
     body = 1.0 + 0.5 * sum(1 for op in spec.inputs if op.stage == "loop")
-    issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_elems / nt * 12)
+    issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_instr / nt)
     lsu = warps * steps * (lds + 2 * ldg)
     out_bytes = _prod(spec.pshape) * 4 * spec.outputs
     dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
@@ -277,7 +277,7 @@ def complete(spec, tile, device=H100):
     chunk = min(tile.chunk, spec.ashape[0]) if spec.na else 1
     t = Tile(tuple(tile.threads), tuple(tile.regs), chunk, tile.shared, tile.pads,
              tuple(tile.order) or tuple(range(P - 1, -1, -1)),
-             tuple(tile.strided) or (False,) * P, tile.double, tile.unroll)
+             tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector))
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -295,7 +295,7 @@ def complete(spec, tile, device=H100):
 def _replace(tile, **kw):
     fields = dict(threads=tile.threads, regs=tile.regs, chunk=tile.chunk, shared=tile.shared,
                   pads=tile.pads, order=tile.order, strided=tile.strided, double=tile.double,
-                  unroll=tile.unroll)
+                  unroll=tile.unroll, vector=tile.vector)
     fields.update(kw)
     return Tile(**fields)
 
@@ -351,44 +351,69 @@ def _tune_banks(spec, tile):
     shared = [k for k in range(len(spec.inputs)) if tile.shared and tile.shared[k]]
     if not shared:
         return tile
-    P = spec.np
     default = tile.order
     active = [j for j in default if tile.threads[j] > 1]
     rest = [j for j in default if tile.threads[j] == 1]
     best = None
     for perm in itertools.permutations(active):
         order = tuple(perm) + tuple(rest)
-        t = _replace(tile, order=order, pads=tuple(() for _ in spec.inputs))
-        pads = []
+        t = _replace(tile, order=order, pads=tuple(() for _ in spec.inputs),
+                     vector=(True,) * len(spec.inputs))
+        pads, vec = [], []
         total_pad = 0
         score = 0
         for k in range(len(spec.inputs)):
             if k not in shared:
                 pads.append(())
+                vec.append(False)
                 continue
-            nax = len(spec.inputs[k].transform.source_shape)
-            cur = [0] * nax
-            tk = _with_pad(t, k, cur)
-            deg = conflicts(spec, tk, k)
-            for ax in range(nax - 2, -1, -1):
-                if deg == 1:
-                    break
-                for pad in range(1, 33):
-                    trial = list(cur)
-                    trial[ax] = pad
-                    d = conflicts(spec, _with_pad(t, k, trial), k)
-                    if d < deg:
-                        deg, cur = d, trial
-                        if d == 1:
-                            break
+            options = []
+            for v in (True, False):
+                tv = _with_vector(t, k, v)
+                if v and not geometry(spec, tv, k).vector:
+                    continue
+                cur, deg = _pad_search(spec, tv, k)
+                # 16-byte rows cost a quarter of the copy instructions: worth a 2-way conflict
+                options.append((deg / 2 if v else deg, not v, sum(cur), cur, v, deg))
+            _, _, _, cur, v, deg = min(options)
+            t = _with_vector(_with_pad(t, k, cur), k, v)
             pads.append(tuple(cur))
+            vec.append(v)
             total_pad += sum(cur)
             score += deg
         key = (score, order != default, total_pad)
         if best is None or key < best[0]:
-            best = (key, _replace(tile, order=order, pads=tuple(pads)))
-    del P
+            best = (key, _replace(tile, order=order, pads=tuple(pads), vector=tuple(vec)))
     return best[1]
+
+
+def _pad_search(spec, t, k):
+    """Greedy per-axis padding (outer axes, innermost last) minimizing input k's conflicts;
+    steps of 4 words when rows are copied in 16-byte pieces."""
+    nax = len(spec.inputs[k].transform.source_shape)
+    cur = [0] * nax
+    deg = conflicts(spec, _with_pad(t, k, cur), k)
+    step = 4 if geometry(spec, t, k).vector else 1
+    for ax in range(nax - 2, -1, -1):
+        if deg == 1:
+            break
+        for pad in range(step, 33, step):
+            trial = list(cur)
+            trial[ax] = pad
+            d = conflicts(spec, _with_pad(t, k, trial), k)
+            if d < deg:
+                deg, cur = d, trial
+                if d == 1:
+                    break
+    return cur, deg
+
+
+def _with_vector(tile, k, v):
+    vec = list(tile.vector) if tile.vector else [True] * (k + 1)
+    while len(vec) <= k:
+        vec.append(True)
+    vec[k] = v
+    return _replace(tile, vector=tuple(vec))
 
 
 def _with_pad(tile, k, pad):
