@@ -1,0 +1,314 @@
+"""The control port of MERIT-z: AXI4-Lite slave, register file, run control (SPEC §5).
+
+The register map is :mod:`merit.regmap`, itself generated from :mod:`meritz.kernelcfg`; this block
+only implements it. Run control:
+
+* ``CTRL.start`` (while not busy) checks the configuration (:data:`merit.regmap.CHECKS`). A failed
+  check refuses the kernel at once: ``STATUS`` shows done, error CONFIG and the check's number;
+  ``run`` never pulses, so nothing is read or written. Otherwise ``run`` pulses and the run is busy.
+* The run ends when ``finished`` pulses (every tile handed out and every TAU idle, i.e. every write
+  response received): done.
+* ``CTRL.abort`` or an error input stops it: ``flush`` is held (the dispatcher stops, the TAUs are
+  held in reset, the DRAM port drains what DRAM already accepted) until ``quiet``; then done with
+  the error code. A stopped run therefore never hangs the bus.
+* ``irq`` = ``STATUS.done`` and ``CTRL.irq_enable``; writing 1 to ``STATUS.done`` or starting
+  clears it.
+"""
+
+from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from merit.isa import LUT_ENTRIES, N_LUTS
+from merit.regmap import CHECKS, ID_MAGIC, Error, register_map
+from meritz import kernelcfg
+from meritz.configs import check_lanes, check_taus
+
+__all__ = ["Regs", "axi_lite_signature", "error_layout", "lut_layout", "ADDR_WIDTH"]
+
+#: Byte-address bits of the control port (1 KB: registers, then the LUT window).
+ADDR_WIDTH = 10
+OKAY, SLVERR = 0b00, 0b10
+
+
+def axi_lite_signature(addr_width=ADDR_WIDTH, data_width=32):
+    """An AXI4-Lite manager's signals (the slave uses ``In(...)`` of it)."""
+    return wiring.Signature({
+        "awvalid": Out(1), "awready": In(1), "awaddr": Out(addr_width), "awprot": Out(3),
+        "wvalid": Out(1), "wready": In(1), "wdata": Out(data_width),
+        "wstrb": Out(data_width // 8),
+        "bvalid": In(1), "bready": Out(1), "bresp": In(2),
+        "arvalid": Out(1), "arready": In(1), "araddr": Out(addr_width), "arprot": Out(3),
+        "rvalid": In(1), "rready": Out(1), "rdata": In(data_width), "rresp": In(2),
+    })
+
+
+def error_layout(taus):
+    """Error inputs: AXI error responses (pulses) and per-TAU error flags."""
+    return data.StructLayout({
+        "axi_read": unsigned(1),
+        "axi_write": unsigned(1),
+        "conflict": unsigned(taus),
+        "tau": unsigned(taus),
+    })
+
+
+def lut_layout():
+    """The ISA's lookup tables (``merit.isa``: N_LUTS x LUT_ENTRIES int16)."""
+    return data.ArrayLayout(data.ArrayLayout(signed(16), LUT_ENTRIES), N_LUTS)
+
+
+def _check_rows(name, value):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not 1 <= value <= 65535:
+        raise ValueError(f"{name} must be between 1 and 65535, not {value}")
+    return value
+
+
+def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
+    """One Value per entry of :data:`merit.regmap.CHECKS`: 1 when the check passes."""
+    P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
+    bits = lanes.bit_length() - 1
+    sizes = Cat(*(cfg.p_size[j] != 0 for j in range(P)),
+                *(cfg.a_size[j] != 0 for j in range(A))).all()
+    tiles = Cat(*(cfg.p_tile[j] != 0 for j in range(P)),
+                *(cfg.a_tile[j] != 0 for j in range(A))).all()
+    lane_terms = [cfg.lane_index[i] < P for i in range(bits)]
+    for j in range(P):
+        count = sum((cfg.lane_index[i] == j).as_unsigned() for i in range(bits))
+        lane_terms.append((cfg.p_tile[j] & ((Const(1, 17) << count) - 1)) == 0)
+    lanes_ok = Cat(*lane_terms).all()
+    range_terms = [cfg.ends[k] <= instructions for k in range(A + 1)]
+    range_terms += [cfg.begs[k] <= cfg.begs[k - 1] for k in range(1, A + 1)]
+    range_terms += [cfg.ends[k] >= cfg.ends[k - 1] for k in range(1, A + 1)]
+    range_terms.append(cfg.begs[0] <= cfg.ends[0])
+    range_ok = Cat(*range_terms).all()
+    slot_terms = []
+    for port, cap in (("rp0", rp0_rows), ("rp1", rp1_rows)):
+        slots = getattr(cfg, port)
+        for k in range(len(slots)):
+            s = slots[k]
+            ok = Cat(*(s.extent[a] != 0 for a in range(kernelcfg.AXES)),
+                     *(s.box[a] != 0 for a in range(kernelcfg.AXES)),
+                     s.rows != 0, s.rows <= cap, s.rotate < bits, ~s.base[0]).all()
+            slot_terms.append(~s.enable | ok)
+    slots_ok = Cat(*slot_terms).all()
+    outputs_ok = Cat(~cfg.out_base[k][0] for k in range(len(cfg.out_base))).all()
+    checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
+              "slots": slots_ok, "outputs": outputs_ok}
+    return [checks[name] for name, _ in CHECKS]
+
+
+class Regs(wiring.Component):
+    """AXI4-Lite register bank and run control of MERIT-z.
+
+    Parameters
+    ----------
+    lanes, taus : int
+        Reported in ``ID``; ``lanes`` also bounds the lane map and the bank rotation checks.
+    rp0_rows, rp1_rows : int
+        SRAM rows of RP0 / RP1 (a tile with more ``rows`` is refused).
+    rp0_slots, rp1_slots, outputs, instructions : int
+        As for :func:`meritz.kernelcfg.layout`.
+
+    Members
+    -------
+    s_axil : In(axi_lite_signature())
+        The control port.
+    config : Out(kernelcfg.layout(...))
+        The configuration registers (held stable while busy: writes are refused).
+    luts : Out(lut_layout())
+        The LUT window.
+    run : Out(1)
+        Pulse: a checked kernel starts.
+    flush : Out(1)
+        The run is being stopped (abort or error): stop dispatching, reset the TAUs, drain DRAM.
+    finished : In(1)
+        Pulse: every tile of the run is handed out and every TAU is idle.
+    quiet : In(1)
+        The DRAM port has nothing outstanding.
+    tiles : In(32)
+        Tiles handed out in this run (``TILES``).
+    errors : In(error_layout(taus))
+    busy, irq : Out(1)
+    """
+
+    def __init__(self, *, lanes, taus, rp0_rows, rp1_rows, rp0_slots=2, rp1_slots=1, outputs=3,
+                 instructions=16):
+        self._lanes = check_lanes(lanes)
+        self._taus = check_taus(taus)
+        self._rp0_rows = _check_rows("rp0_rows", rp0_rows)
+        self._rp1_rows = _check_rows("rp1_rows", rp1_rows)
+        self._instructions = instructions
+        self.map = register_map(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
+                                instructions=instructions)
+        super().__init__({
+            "s_axil": In(axi_lite_signature()),
+            "config": Out(self.map.layout),
+            "luts": Out(lut_layout()),
+            "run": Out(1),
+            "flush": Out(1),
+            "finished": In(1),
+            "quiet": In(1),
+            "tiles": In(32),
+            "errors": In(error_layout(taus)),
+            "busy": Out(1),
+            "irq": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.s_axil
+        rmap = self.map
+        cfg_bits = Signal(rmap.config_bits)
+        lut_bits = Signal(N_LUTS * LUT_ENTRIES * 16)
+        m.d.comb += [self.config.as_value().eq(cfg_bits), self.luts.as_value().eq(lut_bits)]
+
+        # ---- run state -------------------------------------------------------------------------
+        busy = Signal()
+        done = Signal()
+        flushing = Signal()
+        irq_enable = Signal()
+        error = Signal(4)
+        info = Signal(8)
+        cycles = Signal(32)
+        m.d.comb += [self.busy.eq(busy), self.flush.eq(flushing), self.irq.eq(done & irq_enable)]
+
+        checks = _checks(self.config, lanes=self._lanes, instructions=self._instructions,
+                         rp0_rows=self._rp0_rows, rp1_rows=self._rp1_rows)
+        passed = Signal(len(checks))    # one cycle behind the registers (see module docstring)
+        m.d.sync += passed.eq(Cat(checks))
+        failed = Signal(range(len(checks) + 1))     # number of the first failed check, 0 = none
+        for n in reversed(range(len(checks))):
+            with m.If(~passed[n]):
+                m.d.comb += failed.eq(n + 1)
+
+        # ---- AXI4-Lite write side: AW and W held until both are there ---------------------------
+        aw_full, w_full = Signal(), Signal()
+        aw_addr = Signal(ADDR_WIDTH)
+        w_data, w_strb = Signal(32), Signal(4)
+        m.d.comb += [bus.awready.eq(~aw_full), bus.wready.eq(~w_full)]
+        with m.If(bus.awvalid & bus.awready):
+            m.d.sync += [aw_full.eq(1), aw_addr.eq(bus.awaddr)]
+        with m.If(bus.wvalid & bus.wready):
+            m.d.sync += [w_full.eq(1), w_data.eq(bus.wdata), w_strb.eq(bus.wstrb)]
+        with m.If(bus.bvalid & bus.bready):
+            m.d.sync += bus.bvalid.eq(0)
+        write = Signal()
+        m.d.comb += write.eq(aw_full & w_full & (~bus.bvalid | bus.bready))
+        byte_mask = Cat(*(Mux(w_strb[b], 0xFF, 0) for b in range(4)))
+        start = Signal()
+        abort = Signal()
+        clear_done = Signal()
+        write_ok = Signal()
+        with m.If(write):
+            m.d.sync += [aw_full.eq(0), w_full.eq(0), bus.bvalid.eq(1),
+                         bus.bresp.eq(Mux(write_ok, OKAY, SLVERR))]
+        word = aw_addr[2:]
+        with m.Switch(word):
+            with m.Case(rmap["CTRL"].offset // 4):
+                m.d.comb += write_ok.eq(1)
+                with m.If(write & w_strb[0]):
+                    m.d.comb += [start.eq(w_data[0]), abort.eq(w_data[1])]
+                    m.d.sync += irq_enable.eq(w_data[2])
+            with m.Case(rmap["STATUS"].offset // 4):
+                m.d.comb += write_ok.eq(1)
+                with m.If(write & w_strb[0]):
+                    m.d.comb += clear_done.eq(w_data[1])
+            for name in ("ID", "TILES", "CYCLES"):
+                with m.Case(rmap[name].offset // 4):
+                    m.d.comb += write_ok.eq(1)      # read-only: writes are ignored
+            for reg in rmap.config_registers:
+                with m.Case(reg.offset // 4):
+                    m.d.comb += write_ok.eq(~busy)
+                    with m.If(write & ~busy):
+                        for f in reg.fields:
+                            old = cfg_bits[f.config:f.config + f.width]
+                            new = w_data[f.lsb:f.lsb + f.width]
+                            mask = byte_mask[f.lsb:f.lsb + f.width]
+                            m.d.sync += old.eq((old & ~mask) | (new & mask))
+            for w in range(rmap.lut_words):
+                t, half = divmod(w, rmap.lut_words_per_table)
+                with m.Case((rmap.lut_base + 4 * w) // 4):
+                    m.d.comb += write_ok.eq(~busy)
+                    for h in range(2):
+                        e = 2 * half + h
+                        if e >= LUT_ENTRIES:
+                            continue
+                        entry = lut_bits[16 * (t * LUT_ENTRIES + e):16 * (t * LUT_ENTRIES + e + 1)]
+                        with m.If(write & ~busy):
+                            new = w_data[16 * h:16 * h + 16]
+                            mask = byte_mask[16 * h:16 * h + 16]
+                            m.d.sync += entry.eq((entry & ~mask) | (new & mask))
+
+        # ---- AXI4-Lite read side -------------------------------------------------------------
+        m.d.comb += bus.arready.eq(~bus.rvalid)
+        with m.If(bus.rvalid & bus.rready):
+            m.d.sync += bus.rvalid.eq(0)
+        rdata = Signal(32)
+        read_ok = Signal()
+        with m.Switch(bus.araddr[2:]):
+            with m.Case(rmap["ID"].offset // 4):
+                m.d.comb += [read_ok.eq(1),
+                             rdata.eq(ID_MAGIC | self._lanes << 16 | self._taus << 24)]
+            with m.Case(rmap["CTRL"].offset // 4):
+                m.d.comb += [read_ok.eq(1), rdata.eq(irq_enable << 2)]
+            with m.Case(rmap["STATUS"].offset // 4):
+                m.d.comb += [read_ok.eq(1), rdata.eq(Cat(busy, done, Const(0, 2), error, info))]
+            with m.Case(rmap["TILES"].offset // 4):
+                m.d.comb += [read_ok.eq(1), rdata.eq(self.tiles)]
+            with m.Case(rmap["CYCLES"].offset // 4):
+                m.d.comb += [read_ok.eq(1), rdata.eq(cycles)]
+            for reg in rmap.config_registers:
+                with m.Case(reg.offset // 4):
+                    m.d.comb += [read_ok.eq(1), rdata.eq(Cat(
+                        *(cfg_bits[f.config:f.config + f.width] for f in reg.fields)))]
+            for w in range(rmap.lut_words):
+                t, half = divmod(w, rmap.lut_words_per_table)
+                lo = 16 * (t * LUT_ENTRIES + 2 * half)
+                width = 16 * min(2, LUT_ENTRIES - 2 * half)
+                with m.Case((rmap.lut_base + 4 * w) // 4):
+                    m.d.comb += [read_ok.eq(1), rdata.eq(lut_bits[lo:lo + width])]
+        with m.If(bus.arvalid & bus.arready):
+            m.d.sync += [bus.rvalid.eq(1), bus.rdata.eq(rdata),
+                         bus.rresp.eq(Mux(read_ok, OKAY, SLVERR))]
+
+        # ---- run control ---------------------------------------------------------------------
+        errs = self.errors
+        code = Signal(4)
+        which = Signal(8)
+        for flags, value in ((errs.tau, Error.TAU), (errs.conflict, Error.CONFLICT)):
+            with m.If(flags.any()):
+                m.d.comb += code.eq(value)
+                for n in reversed(range(self._taus)):
+                    with m.If(flags[n]):
+                        m.d.comb += which.eq(n)
+        with m.If(errs.axi_write):
+            m.d.comb += [code.eq(Error.AXI_WRITE), which.eq(0)]
+        with m.If(errs.axi_read):
+            m.d.comb += [code.eq(Error.AXI_READ), which.eq(0)]
+
+        with m.If(busy & (cycles != 0xFFFF_FFFF)):
+            m.d.sync += cycles.eq(cycles + 1)
+        with m.If(clear_done):
+            m.d.sync += done.eq(0)
+        with m.If(~busy):
+            with m.If(start):
+                m.d.sync += [done.eq(0), error.eq(Error.NONE), info.eq(0), cycles.eq(0)]
+                with m.If(failed != 0):
+                    m.d.sync += [done.eq(1), error.eq(Error.CONFIG), info.eq(failed)]
+                with m.Else():
+                    m.d.sync += busy.eq(1)
+                    m.d.comb += self.run.eq(1)
+        with m.Elif(~flushing):
+            with m.If(abort):
+                m.d.sync += [flushing.eq(1), error.eq(Error.ABORTED)]
+            with m.Elif(code != 0):
+                m.d.sync += [flushing.eq(1), error.eq(code), info.eq(which)]
+            with m.Elif(self.finished):
+                m.d.sync += [busy.eq(0), done.eq(1)]
+        with m.Elif(self.quiet):
+            m.d.sync += [flushing.eq(0), busy.eq(0), done.eq(1)]
+        return m
+
