@@ -437,9 +437,11 @@ def rank(spec, count=6, device=H100):
         full = complete(spec, t, device)
         if _smem_bytes(spec, full) > min(SMEM_CAP, device.smem_block):
             continue
-        out.append((cost, full))
-        if len(out) == count:
-            break
+        # bank conflicts slow the shared loads: re-rank with the tuned layout's worst degree
+        degree = max([conflicts(spec, full, k) for k in range(len(spec.inputs))
+                      if full.shared[k]] + [1])
+        out.append((cost * (1 + 0.25 * (degree - 1)), full))
+    out = sorted(out, key=lambda ct: ct[0])[:count]
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
