@@ -1,0 +1,200 @@
+"""The DRAM port of MERIT-z: several AXI4 managers (the TAUs) onto one AXI4 port (SPEC §5).
+
+* AR and AW each go through a one-entry register slice fed by a **round-robin** arbiter (a
+  manager that keeps its request up waits at most ``managers - 1`` grants, one per cycle at full
+  rate). The manager's number is appended above its ID bits, so the DRAM port's IDs are
+  ``id_width + ceil(log2 managers)`` wide and responses (R, B) are routed back by their ID alone:
+  any order DRAM answers in is delivered correctly.
+* AXI4 has no WID, so W beats follow the order of the AW grants: each grant queues
+  ``(manager, awlen)``; the head of the queue selects whose beats pass, and the arbiter counts the
+  beats itself (``wlast`` comes from the count). A manager may present W before its AW.
+* ``drain`` (a stopped run, the TAUs held in reset): no new request is accepted from the managers;
+  what DRAM already accepted is completed: owed W beats are sent with empty strobes (nothing is
+  written), R and B are accepted and dropped. ``quiet`` = nothing accepted and not answered.
+* ``read_error`` / ``write_error`` pulse on an R beat / B response other than OKAY.
+"""
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Arbiter", "axi_signature", "DATA_WIDTH", "ID_WIDTH"]
+
+ID_WIDTH = 4            # IDs of one TAU's requests (meritz.dma / meritz.wp)
+DATA_WIDTH = 64         # DRAM data bus (SPEC §5)
+
+
+def axi_signature(*, id_width=ID_WIDTH, addr_width=32, data_width=DATA_WIDTH):
+    """The read and write channels of an AXI4 manager (flattened as ``<member>__araddr`` ...),
+    the union of :func:`meritz.dma.axi_read_signature` and :func:`meritz.wp.axi_write_signature`
+    with a parametric ID width."""
+    return wiring.Signature({
+        "arvalid": Out(1), "arready": In(1), "arid": Out(id_width), "araddr": Out(addr_width),
+        "arlen": Out(8), "arsize": Out(3), "arburst": Out(2),
+        "rvalid": In(1), "rready": Out(1), "rid": In(id_width), "rdata": In(data_width),
+        "rresp": In(2), "rlast": In(1),
+        "awvalid": Out(1), "awready": In(1), "awid": Out(id_width), "awaddr": Out(addr_width),
+        "awlen": Out(8), "awsize": Out(3), "awburst": Out(2),
+        "wvalid": Out(1), "wready": In(1), "wdata": Out(data_width),
+        "wstrb": Out(data_width // 8), "wlast": Out(1),
+        "bvalid": In(1), "bready": Out(1), "bid": In(id_width), "bresp": In(2),
+    })
+
+
+def _check_int(name, value, low, high):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+    return value
+
+
+def _round_robin(m, requests, last, n, name):
+    """``(any, grant)``: the first requesting manager after ``last``, cyclically."""
+    grant = Signal(range(max(n, 2)), name=name)
+    with m.Switch(last):
+        for start in range(n):
+            with m.Case(start):
+                for k in reversed(range(n)):
+                    i = (start + 1 + k) % n
+                    with m.If(requests[i]):
+                        m.d.comb += grant.eq(i)
+    return requests.any(), grant
+
+
+class Arbiter(wiring.Component):
+    """``managers`` AXI4 managers onto one AXI4 port.
+
+    Parameters
+    ----------
+    managers : int
+        Number of upstream managers (1..16).
+    id_width : int
+        ID bits of each manager.
+    write_queue : int
+        AW grants whose W beats may be pending (depth of the W order queue).
+
+    Members
+    -------
+    s_axi : In(axi_signature(id_width=id_width)).array(managers)
+        The managers' ports (this block is their subordinate).
+    m_axi : Out(axi_signature(id_width=id_width + log2 managers))
+        The DRAM port.
+    drain : In(1)
+        Accept nothing new; finish what DRAM accepted (empty-strobe W beats), drop responses.
+    quiet : Out(1)
+        Nothing accepted from a manager is still waiting for DRAM or its answer.
+    read_error, write_error : Out(1)
+        Pulse: an R beat / a B response with RRESP / BRESP other than OKAY.
+    """
+
+    def __init__(self, *, managers, id_width=ID_WIDTH, write_queue=8):
+        self._n = _check_int("managers", managers, 1, 16)
+        self._id = _check_int("id_width", id_width, 1, 16)
+        self._queue = _check_int("write_queue", write_queue, 1, 256)
+        self._sel = (managers - 1).bit_length()
+        super().__init__({
+            "s_axi": In(axi_signature(id_width=id_width)).array(managers),
+            "m_axi": Out(axi_signature(id_width=id_width + self._sel)),
+            "drain": In(1),
+            "quiet": Out(1),
+            "read_error": Out(1),
+            "write_error": Out(1),
+        })
+
+    def _tag(self, up_id, index):
+        return Cat(up_id, index[:self._sel]) if self._sel else up_id
+
+    def _owner(self, down_id):
+        return down_id[self._id:] if self._sel else Const(0, 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        n, s, d = self._n, self.s_axi, self.m_axi
+        drain = self.drain
+
+        # ---- AR: round-robin into a register slice ---------------------------------------------
+        ar_last = Signal(range(max(n, 2)))
+        ar_req = Cat(s[i].arvalid for i in range(n)) & ~drain.replicate(n)
+        ar_any, ar_grant = _round_robin(m, ar_req, ar_last, n, "ar_grant")
+        ar_load = Signal()
+        m.d.comb += ar_load.eq(~d.arvalid | d.arready)
+        with m.If(ar_load):
+            m.d.sync += d.arvalid.eq(ar_any)
+            with m.If(ar_any):
+                m.d.sync += ar_last.eq(ar_grant)
+                for i in range(n):
+                    with m.If(ar_grant == i):
+                        m.d.comb += s[i].arready.eq(1)
+                        m.d.sync += [d.arid.eq(self._tag(s[i].arid, Const(i, 4))),
+                                     d.araddr.eq(s[i].araddr), d.arlen.eq(s[i].arlen),
+                                     d.arsize.eq(s[i].arsize), d.arburst.eq(s[i].arburst)]
+
+        # ---- R: routed by ID ---------------------------------------------------------------------
+        r_owner = self._owner(d.rid)
+        for i in range(n):
+            m.d.comb += [s[i].rvalid.eq(d.rvalid & (r_owner == i) & ~drain),
+                         s[i].rid.eq(d.rid[:self._id]), s[i].rdata.eq(d.rdata),
+                         s[i].rresp.eq(d.rresp), s[i].rlast.eq(d.rlast)]
+        m.d.comb += d.rready.eq(drain | Array(s[i].rready for i in range(n))[r_owner])
+
+        # ---- AW: round-robin into a register slice, W order queued ----------------------------
+        order = SyncFIFO(width=max(self._sel, 1) + 8, depth=self._queue)
+        m.submodules.w_order = order
+        aw_last = Signal(range(max(n, 2)))
+        aw_req = Cat(s[i].awvalid for i in range(n)) & (~drain & order.w_rdy).replicate(n)
+        aw_any, aw_grant = _round_robin(m, aw_req, aw_last, n, "aw_grant")
+        aw_load = Signal()
+        m.d.comb += aw_load.eq(~d.awvalid | d.awready)
+        with m.If(aw_load):
+            m.d.sync += d.awvalid.eq(aw_any)
+            with m.If(aw_any):
+                m.d.sync += aw_last.eq(aw_grant)
+                m.d.comb += order.w_en.eq(1)
+                for i in range(n):
+                    with m.If(aw_grant == i):
+                        m.d.comb += [s[i].awready.eq(1),
+                                     order.w_data.eq(Cat(s[i].awlen, Const(i, max(self._sel, 1))))]
+                        m.d.sync += [d.awid.eq(self._tag(s[i].awid, Const(i, 4))),
+                                     d.awaddr.eq(s[i].awaddr), d.awlen.eq(s[i].awlen),
+                                     d.awsize.eq(s[i].awsize), d.awburst.eq(s[i].awburst)]
+
+        # ---- W: beats of the queue's head --------------------------------------------------------
+        w_len = order.r_data[:8]
+        w_owner = order.r_data[8:]
+        beat = Signal(8)
+        up_valid = Array(s[i].wvalid for i in range(n))[w_owner]
+        m.d.comb += [
+            d.wvalid.eq(order.r_rdy & (drain | up_valid)),
+            d.wdata.eq(Mux(drain, 0, Array(s[i].wdata for i in range(n))[w_owner])),
+            d.wstrb.eq(Mux(drain, 0, Array(s[i].wstrb for i in range(n))[w_owner])),
+            d.wlast.eq(beat == w_len),
+        ]
+        for i in range(n):
+            m.d.comb += s[i].wready.eq(order.r_rdy & (w_owner == i) & d.wready & ~drain)
+        with m.If(d.wvalid & d.wready):
+            m.d.sync += beat.eq(beat + 1)
+            with m.If(d.wlast):
+                m.d.sync += beat.eq(0)
+                m.d.comb += order.r_en.eq(1)
+
+        # ---- B: routed by ID ---------------------------------------------------------------------
+        b_owner = self._owner(d.bid)
+        for i in range(n):
+            m.d.comb += [s[i].bvalid.eq(d.bvalid & (b_owner == i) & ~drain),
+                         s[i].bid.eq(d.bid[:self._id]), s[i].bresp.eq(d.bresp)]
+        m.d.comb += d.bready.eq(drain | Array(s[i].bready for i in range(n))[b_owner])
+
+        # ---- outstanding bursts, errors ----------------------------------------------------------
+        reads, writes = Signal(16), Signal(16)
+        m.d.sync += [
+            reads.eq(reads + (d.arvalid & d.arready) - (d.rvalid & d.rready & d.rlast)),
+            writes.eq(writes + (d.awvalid & d.awready) - (d.bvalid & d.bready)),
+        ]
+        m.d.comb += [
+            self.quiet.eq(~d.arvalid & ~d.awvalid & ~order.r_rdy & (reads == 0) & (writes == 0)),
+            self.read_error.eq(d.rvalid & d.rready & (d.rresp != 0)),
+            self.write_error.eq(d.bvalid & d.bready & (d.bresp != 0)),
+        ]
+        return m
