@@ -12,6 +12,7 @@ by an XOR hash X and a rotation R (Eq. 16, :func:`find_hash`), which the collect
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 from dataclasses import dataclass
@@ -109,7 +110,10 @@ def reduce_property_matrix(H):
     NOT of a row clears the columns of its ``'1'``s, so the steps commute; using a row before it is
     a unit row only clears more, which can never help reach I.)
     """
-    rows = _check_matrix(H)
+    return _reduce(_check_matrix(H))
+
+
+def _reduce(rows):
     used = set()
     changed = True
     while changed:
@@ -137,8 +141,11 @@ def is_routable(H):
             raise ValueError(f"H must have at least as many rows (address bits) as columns "
                              f"(lane bits), not {len(rows)}x{len(rows[0])}")
         return find_hash(rows) is not None
-    reduced = reduce_property_matrix(rows)
-    return all(cell == ("1" if i == j else "0") for j, row in enumerate(reduced)
+    return _is_identity(_reduce(rows))
+
+
+def _is_identity(rows):
+    return all(cell == ("1" if i == j else "0") for j, row in enumerate(rows)
                for i, cell in enumerate(row))
 
 
@@ -191,13 +198,27 @@ class HashChoice:
     reduced: list
 
 
-def find_hash(H, lanes=None):
+def _routable_on(reduced, keep):
+    """``reduced`` restricted to rows and columns ``keep`` reduces to the identity."""
+    if len(keep) != len(reduced):
+        reduced = [[reduced[j][i] for i in keep] for j in keep]
+    return not keep or _is_identity(_reduce(reduced))
+
+
+def find_hash(H, lanes=None, broadcast=()):
     """Find an X (upper triangular, at most one off-diagonal term per row) and a rotation R such
     that ``R X H`` reduces to the identity (Eq. 16). Return a :class:`HashChoice`, or ``None``.
 
     ``H`` has ``K >= m`` rows (address bits) and ``m`` columns (lane bits); the bank function has
     ``2**m`` banks unless ``lanes`` says otherwise. Candidates are tried with the fewest XOR terms
-    first, then the smallest rotation, so the identity is returned when it already works.
+    first, then the smallest rotation, so the identity is returned when it already works. Only
+    address bits whose row of H holds a ``'1'`` are XOR sources (any other source only adds
+    ``'x'``s or nothing).
+
+    ``broadcast`` names lane bits whose coefficient is exactly 0 (all those lanes read one
+    address, a free multicast): their column and the bank bit of the same index are left out of
+    the identity check (the other bank bits then determine the lanes' banks, so the multicast
+    routes; the bank bit at a broadcast position may be anything).
     """
     rows = _check_matrix(H)
     m = len(rows[0])
@@ -208,13 +229,30 @@ def find_hash(H, lanes=None):
     if k < m:
         raise ValueError(f"H must have at least as many rows (address bits) as columns "
                          f"(lane bits), not {k}x{m}")
-    options = [[None] + list(range(j + 1, k)) for j in range(m)]
-    candidates = sorted(itertools.product(itertools.product(*options), range(m)),
-                        key=lambda c: (sum(s is not None for s in c[0]), c[1]))
-    for xor, rotate in candidates:
-        bank = BankFunction(lanes, xor=xor, rotate=rotate)
-        x, r = bank.xor_matrix(k), bank.rotation_matrix()
-        reduced = hash_property_matrix(rows, x, r)
-        if is_routable(reduced):
-            return HashChoice(bank=bank, xor=x, rotation=r, reduced=reduced)
+    keep = tuple(i for i in range(m) if i not in set(broadcast))
+    found = _search_hash(tuple(tuple(r) for r in rows), keep)
+    if found is None:
+        return None
+    xor, rotate = found
+    bank = BankFunction(lanes, xor=xor, rotate=rotate)
+    x, r = bank.xor_matrix(k), bank.rotation_matrix()
+    return HashChoice(bank=bank, xor=x, rotation=r, reduced=hash_property_matrix(rows, x, r))
+
+
+@functools.lru_cache(maxsize=4096)
+def _search_hash(rows, keep):
+    """``(xor, rotate)`` of the first candidate (fewest XOR terms, then smallest rotation), or
+    None. ``rows`` is a tuple of tuples of symbols."""
+    k, m = len(rows), len(rows[0])
+    # XORing in an address bit whose row holds no '1' cannot create a pivot: skip those sources
+    useful = [t for t in range(k) if "1" in rows[t]]
+    options = [[None] + [t for t in useful if t > j] for j in range(m)]
+    for xor in sorted(itertools.product(*options), key=lambda x: sum(s is not None for s in x)):
+        hashed = [rows[j] if s is None else tuple(_xor(a, b) for a, b in zip(rows[j], rows[s],
+                                                                              strict=True))
+                  for j, s in enumerate(xor)]
+        for rotate in range(m):
+            rotated = [hashed[(j + rotate) % m] for j in range(m)]
+            if _routable_on(rotated, keep):
+                return xor, rotate
     return None

@@ -22,8 +22,9 @@ import numpy as np
 
 from .bank import BankFunction, check_lanes
 
-__all__ = ["Route", "RoutingConflict", "route", "butterfly", "route_read", "read_network",
-           "rotation_stages", "rotate_positions", "route_collector", "collector_network"]
+__all__ = ["Route", "RoutingConflict", "route", "route_many", "butterfly", "route_read",
+           "read_network", "rotation_stages", "rotate_positions", "route_collector",
+           "collector_network"]
 
 
 class RoutingConflict(ValueError):
@@ -80,14 +81,23 @@ def route(sources, tags=None):
     tag = np.zeros(n, np.int64) if tags is None else np.asarray(tags, dtype=np.int64)
     if tag.shape != src.shape:
         raise ValueError(f"tags must have one entry per output ({n}), not shape {tag.shape}")
+    select, conflict, used, tag = route_many(src, tag)
+    return Route(select=select, conflict=bool(conflict), used=used, tag=tag)
+
+
+def route_many(sources, tags):
+    """:func:`route` of many requests at once, without argument checks: ``sources`` and ``tags``
+    of shape ``(..., N)``. Returns ``(select (..., m, N), conflict (...), used, tag)``."""
+    src, tag = sources, tags
+    n = src.shape[-1]
     m = _bits(n)
     pos = np.arange(n)
     valid = src >= 0
-    select = np.zeros((m, n), np.uint8)
-    conflict = False
+    select = np.zeros(src.shape[:-1] + (m, n), np.uint8)
+    conflict = np.zeros(src.shape[:-1], bool)
     for s in reversed(range(m)):
         bit = 1 << s
-        select[s] = valid & (((src ^ pos) & bit) != 0)
+        select[..., s, :] = valid & (((src ^ pos) & bit) != 0)
         # the input of stage s that each output takes; the other node of the pair is its partner
         target = (pos & ~bit) | (src & bit)
         stay = valid & (target == pos)        # output p takes node p
@@ -95,15 +105,15 @@ def route(sources, tags=None):
         partner = pos ^ bit
         # node q receives from output q (stay) and from output q ^ bit (that one crossing)
         from_self = stay
-        from_partner = cross[partner]
+        from_partner = cross[..., partner]
         both = from_self & from_partner
-        clash = both & ((src != src[partner]) | (tag != tag[partner]))
-        conflict = conflict or bool(clash.any())
+        clash = both & ((src != src[..., partner]) | (tag != tag[..., partner]))
+        conflict |= clash.any(axis=-1)
         new_valid = from_self | from_partner
-        src = np.where(from_self, src, np.where(from_partner, src[partner], -1))
-        tag = np.where(from_self, tag, np.where(from_partner, tag[partner], 0))
+        src = np.where(from_self, src, np.where(from_partner, src[..., partner], -1))
+        tag = np.where(from_self, tag, np.where(from_partner, tag[..., partner], 0))
         valid = new_valid
-    return Route(select=select, conflict=conflict, used=valid, tag=np.where(valid, tag, -1))
+    return select, conflict, valid, np.where(valid, tag, -1)
 
 
 def butterfly(inputs, select):

@@ -1,0 +1,234 @@
+"""Choose tile shape, lane grouping, padding and XOR hash for a problem (paper §IV-B, §V-C).
+
+:func:`search` walks tile shapes from the cheapest in DRAM traffic, and for each tries lane
+groupings (re-tilings) and, per operand, paddings from none upwards with the identity bank function
+and the X/R hashes that :func:`~merit.mapping.matrix.find_hash` derives from the property matrix of
+the lane coefficients. Every candidate is verified step by step with
+:func:`~merit.mapping.analysis.analyze_operand`; the first tile with a conflict-free mapping is
+returned with its least-padding choice, or :class:`NoMapping` says why there is none.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .analysis import (
+    LaneGrouping,
+    MappingReport,
+    analyze_operand,
+    default_grouping,
+    lane_coefficients,
+)
+from .bank import BankFunction, TileLayout, check_lanes
+from .matrix import find_hash, property_matrix
+
+__all__ = ["NoMapping", "search", "hash_candidates", "tile_candidates"]
+
+
+class NoMapping(ValueError):
+    """No tile, grouping and layout within the limits is conflict-free."""
+
+
+def hash_candidates(coeffs, lanes, max_bits=16):
+    """Bank functions to try for lane coefficients ``coeffs``: the identity, then the X/R of
+    Eq. 16 found for property matrices over ``m`` up to the address bits that the coefficients
+    flip (at most ``max_bits``)."""
+    lanes = check_lanes(lanes)
+    m = lanes.bit_length() - 1
+    out = [BankFunction(lanes)]
+    broadcast = [i for i, c in enumerate(coeffs) if c == 0]
+    top = max([m] + [(abs(c) & -abs(c)).bit_length() for c in coeffs if c])
+    for k in range(m, min(top, max_bits) + 1):
+        choice = find_hash(property_matrix(coeffs, k), lanes, broadcast=broadcast)
+        if choice is not None and choice.bank not in out:
+            out.append(choice.bank)
+    return out
+
+
+def _pitches(box, max_pad):
+    """Row-major pitches with ``0 .. max_pad`` unused words after every innermost row."""
+    if len(box) == 1:
+        yield (1,)
+        return
+    for pad in range(max_pad + 1):
+        pitch = [box[-1] + pad, 1]
+        for b in reversed(box[1:-1]):
+            pitch.insert(0, pitch[0] * b)
+        yield tuple(pitch)
+
+
+def _best_layout(transform, tile_p, tile_a, grouping, budget, max_pad, cache):
+    """Least-padding conflict-free layout of one operand (padding at most ``max_pad`` words per
+    row), or ``(None, reason)``."""
+    key = (id(transform), tile_p, tile_a, grouping.bits, max_pad)
+    if key in cache:
+        return cache[key]
+    box = transform.footprint(tile_p, tile_a)
+    lanes = grouping.lanes
+    result, reason = None, None
+    for pitch in _pitches(box, max_pad):
+        layout = TileLayout(box, BankFunction(lanes), pitch=pitch)
+        if layout.words > budget:
+            reason = reason or (f"tensor {transform.name!r}: box {box} needs {layout.words} "
+                                f"words with pitch {pitch}, the SRAM has {budget}")
+            break
+        coeffs = lane_coefficients(transform, tile_p, tile_a, grouping, layout)
+        for bank in hash_candidates(coeffs, lanes):
+            report = analyze_operand(transform, tile_p, tile_a, grouping,
+                                     TileLayout(box, bank, pitch=pitch))
+            if report.ok:
+                result = report
+                break
+            reason = str(report)
+        if result is not None:
+            break
+    cache[key] = (result, reason)
+    return result, reason
+
+
+def _groupings(tile_p, lanes):
+    """Lane groupings of ``tile_p``: the native one first, then every other choice of lane bits
+    (low bits and inner indices first), each in canonical order."""
+    m = lanes.bit_length() - 1
+    available = [(j, b) for j in reversed(range(len(tile_p)))
+                 for b in range(int(tile_p[j]).bit_length() - 1)]
+    native = default_grouping(tile_p, lanes)
+    yield native
+    for combo in itertools.combinations(sorted(available, key=lambda jb: (jb[1], -jb[0])), m):
+        bits = tuple(sorted(combo, key=lambda jb: (-jb[0], jb[1])))
+        grouping = LaneGrouping(bits)
+        if bits != native.bits:
+            try:
+                grouping.check(tile_p, lanes)
+            except ValueError:
+                continue
+            yield grouping
+
+
+def _shrink(a_shape):
+    """Accumulation tiles from ``a_shape`` downwards: halve the outermost index above 1."""
+    t = list(a_shape)
+    yield tuple(t)
+    while any(v > 1 for v in t):
+        j = next(i for i, v in enumerate(t) if v > 1)
+        t[j] = (t[j] + 1) // 2
+        yield tuple(t)
+
+
+def tile_candidates(problem, lanes, budgets, max_outputs):
+    """``(cost, tile_p, tile_a)`` for power-of-two parallel tiles of ``lanes .. max_outputs``
+    outputs, each with the largest accumulation tile whose dense footprints fit ``budgets``;
+    ``cost`` = DRAM words loaded per output (lower first)."""
+    transforms = [op.transform for op in problem.operands]
+    sizes = [[1 << e for e in range(max(0, math.ceil(math.log2(p))) + 1)]
+             for p in problem.p_shape]
+    out = []
+    for tile_p in itertools.product(*sizes):
+        count = int(np.prod(tile_p))
+        if count < lanes or count > max_outputs:
+            continue
+        for tile_a in _shrink(problem.a_shape):
+            words = [int(np.prod(tr.footprint(tile_p, tile_a))) for tr in transforms]
+            if all(w <= b for w, b in zip(words, budgets, strict=True)):
+                break
+        else:
+            continue
+        useful = int(np.prod([min(t, p) for t, p in zip(tile_p, problem.p_shape, strict=True)]))
+        a_tiles = int(np.prod([math.ceil(a / t) for a, t in zip(problem.a_shape, tile_a,
+                                                                  strict=True)]))
+        cost = sum(words) * a_tiles / useful
+        out.append((cost, -count, tile_p, tile_a))
+    out.sort()
+    return [(cost, tile_p, tile_a) for cost, _, tile_p, tile_a in out]
+
+
+def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, max_tiles=30):
+    """Pick tile shape, lane grouping and per-operand layout (padding, XOR hash) so that every
+    SIMD step of a tile is conflict-free and routable through the butterfly.
+
+    Parameters
+    ----------
+    problem : merit.Problem
+    lanes : int
+        ``N``, a power of two.
+    sram_words : int or sequence of int
+        Words of SRAM per operand (one Read Pipeline each): one value for all, or one per operand.
+    max_outputs : int, optional
+        Largest parallel tile (default ``16 * lanes``).
+    max_pad : int, optional
+        Most unused words after each innermost box row (default ``lanes``).
+    max_tiles : int
+        Tile shapes tried, cheapest first.
+
+    Returns
+    -------
+    MappingReport
+        The chosen tile (cheapest DRAM traffic per output that maps), its grouping and layouts
+        (least total padding among that tile's groupings).
+
+    Raises
+    ------
+    NoMapping
+        With the reason: nothing fits the SRAM, or the best tiles all conflict (an example).
+    """
+    lanes = check_lanes(lanes)
+    transforms = [op.transform for op in problem.operands]
+    budgets = _budgets(sram_words, len(transforms))
+    max_outputs = 16 * lanes if max_outputs is None else max_outputs
+    max_pad = lanes if max_pad is None else max_pad
+    candidates = tile_candidates(problem, lanes, budgets, max_outputs)
+    if not candidates:
+        total = int(np.prod(problem.p_shape))
+        if total < lanes:
+            raise NoMapping(f"problem {problem.name!r} has {total} parallel outputs, fewer than "
+                            f"the {lanes} lanes of one step")
+        raise NoMapping(f"problem {problem.name!r}: no tile of {lanes}..{max_outputs} outputs "
+                        f"fits SRAMs of {budgets} words")
+    cache = {}
+    reason = None
+    for _cost, tile_p, tile_a in candidates[:max_tiles]:
+        best = None
+        for grouping in _groupings(tile_p, lanes):
+            reports = []
+            for tr in transforms:
+                # a grouping needing more padding per row than the best so far cannot win
+                limit = max_pad if best is None else min(max_pad, best.padding)
+                report, why = _best_layout(tr, tile_p, tile_a, grouping, budgets[len(reports)],
+                                           limit, cache)
+                if report is None:
+                    reason = reason or (f"tile p={tile_p} a={tile_a}, lane bits "
+                                        f"{grouping.bits}: {why}")
+                    break
+                reports.append(report)
+            else:
+                mapping = MappingReport(tile_p=tile_p, tile_a=tile_a, lanes=lanes,
+                                        grouping=grouping, operands=tuple(reports))
+                if best is None or mapping.padding < best.padding:
+                    best = mapping
+                if best.padding == 0:
+                    break
+        if best is not None:
+            return best
+    raise NoMapping(f"problem {problem.name!r} on {lanes} lanes: none of the "
+                    f"{min(len(candidates), max_tiles)} cheapest tiles maps without conflicts; "
+                    f"first failure: {reason}")
+
+
+def _budgets(sram_words, count):
+    if isinstance(sram_words, (int, np.integer)) and not isinstance(sram_words, bool):
+        budgets = [int(sram_words)] * count
+    else:
+        try:
+            budgets = [int(b) for b in sram_words]
+        except TypeError:
+            raise TypeError(f"sram_words must be an integer or one per operand, "
+                            f"not {sram_words!r}") from None
+        if len(budgets) != count:
+            raise ValueError(f"sram_words must have one entry per operand ({count}), "
+                             f"not {len(budgets)}")
+    if any(b <= 0 for b in budgets):
+        raise ValueError(f"sram_words must be positive, not {sram_words!r}")
+    return budgets
