@@ -202,8 +202,8 @@ class TB:
         self.writing = None           # (tile base, rows, per-bank remaining rows)
         self.open = deque()           # announced tiles not yet freed: [base, rows, reads left]
         self.count = dict.fromkeys(
-            ("grants", "refusals", "whole", "wraps", "full", "empty", "conflicts", "bad_reads",
-             "bad_writes", "misfrees", "reads", "frees"), 0)
+            ("grants", "refusals", "whole", "wraps", "full", "full_tiles", "empty", "conflicts",
+             "bad_reads", "bad_writes", "misfrees", "reads", "frees"), 0)
 
     # stimulus
     def make_alloc(self):
@@ -318,6 +318,7 @@ class TB:
         assert s("full") == m.full(), f"{where}: full {s('full')}, model {m.full()}"
         assert s("empty") == (not m.tiles), f"{where}: empty {s('empty')}"
         self.count["full"] += m.full()
+        self.count["full_tiles"] += m.used < self.depth and len(m.tiles) == m.max_tiles
         self.count["empty"] += not m.tiles
         got_errors = s("errors")
         want = sum(m.errors[k] << b for b, k in enumerate(("read", "write", "alloc", "free")))

@@ -17,15 +17,15 @@ from meritz.emit import to_verilog
 pytestmark = pytest.mark.sim
 
 #: everything the random bench must have seen at least once in a run of CI length
-COVER = ["grants", "refusals", "whole", "wraps", "full", "empty", "conflicts", "bad_reads",
-         "bad_writes", "misfrees", "frees"]
+COVER = ["grants", "refusals", "whole", "wraps", "full", "full_tiles", "empty", "conflicts",
+         "bad_reads", "bad_writes", "misfrees", "frees"]
 COVER_TP = [name for name in COVER if name != "conflicts"]
 SMOKE = ["grants", "wraps", "conflicts", "bad_reads", "bad_writes", "frees"]
 
 slow = pytest.mark.slow
 CASES = [
     # name, lanes, depth, ports, max_tiles, cycles, cover
-    pytest.param("n8_sp", 8, 32, 1, 8, 6000, COVER, id="n8_sp"),
+    pytest.param("n8_sp", 8, 32, 1, 4, 6000, COVER, id="n8_sp"),
     pytest.param("n32_rp1", 32, 128, 1, 8, 1500, SMOKE, id="n32_rp1_smoke"),
     pytest.param("n8_tp", 8, 16, 2, 4, 3000, COVER_TP, id="n8_tp", marks=slow),
     pytest.param("n8_sp_long", 8, 32, 1, 8, 100_000, COVER, id="n8_sp_long", marks=slow),
