@@ -152,7 +152,7 @@ def estimate(spec, tile, device=H100):
             smem += g.words * 4 * nbuf
             lds += rf / usteps
             copy_instr += g.words / 4 * 20 if g.vector else g.elements * 25
-            gl_bytes += g.elements * 4
+            gl_bytes += g.elements * 4 * _coalescing(g.sides[-1] if g.sides else 1)
         else:
             ldg += rf / usteps
             gl_bytes += g_bytes_global(spec, tile, k)
@@ -168,7 +168,7 @@ def estimate(spec, tile, device=H100):
     body = 1.0 + 0.5 * sum(1 for op in spec.inputs if op.stage == "loop")
     issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_instr / nt)
     lsu = warps * steps * (lds + 2 * ldg)
-    out_bytes = _prod(spec.pshape) * 4 * spec.outputs
+    out_bytes = _prod(spec.pshape) * 4 * spec.outputs * _coalescing(tile.block[-1])
     dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
     resident = per_sm * nt / 32
     eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
@@ -177,6 +177,11 @@ def estimate(spec, tile, device=H100):
     tail = math.ceil(waves) / waves if waves < 4 else 1.0
     sm_time = max(issue / device.fma_rate, lsu / device.lds_rate) / device.sms / eff * tail
     return max(sm_time, dram) + 2000.0 + 200.0 * ntiles
+
+
+def _coalescing(run):
+    """DRAM traffic factor of rows of ``run`` contiguous words (short rows waste bursts)."""
+    return max(1.0, 16.0 / max(run, 1))
 
 
 def g_bytes_global(spec, tile, k):
@@ -232,9 +237,7 @@ def _chunk(spec, tile):
     block = tile.block
     loop = [k for k, op in enumerate(spec.inputs) if op.stage == "loop"]
     best = 1
-    for c in (2, 4, 8, 16, 32, a0):
-        if c > a0:
-            break
+    for c in sorted({c for c in (2, 4, 8, 16, 32, a0) if c <= a0}):
         ext = tuple(block) + (c,) + tuple(spec.ashape[1:])
         words = sum(_footprint_elems(spec, k, ext) for k in loop)
         if words * 4 * 1.1 <= SMEM_CAP // 2:
