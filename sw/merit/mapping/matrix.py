@@ -103,17 +103,23 @@ def _and_not(row, pivot):
 
 
 def reduce_property_matrix(H):
-    """The elimination of Eq. 14-15; return the matrix it ends with.
+    """The elimination of Eq. 14-15; return the identity if it can be reached, else the matrix the
+    safe steps end with.
 
-    A row without ``'x'`` whose only ``'1'`` is on the diagonal is a pivot; ANDing its NOT into
-    every other row clears its column there. Pivots are applied until nothing changes. (ANDing the
-    NOT of a row clears the columns of its ``'1'``s, so the steps commute; using a row before it is
-    a unit row only clears more, which can never help reach I.)
+    One step takes a row without ``'x'`` and ANDs its NOT into another row (clearing there the
+    columns of its ``'1'``s). Steps with a *unit* row (its only ``'1'`` on the diagonal) are always
+    safe (the identity needs those columns clear anyway) and are applied to a fixpoint; a row with
+    several ``'1'``s can still be needed, to clear an ``'x'`` that blocks every unit row (e.g.
+    ``[[1,1,x],[x,1,0],[0,1,1]]``), so those steps are searched exhaustively (cells only go down
+    to ``'0'``, so the search is finite and small).
     """
     return _reduce(_check_matrix(H))
 
 
-def _reduce(rows):
+def _unit_closure(rows):
+    """Apply every unit pivot (x-free row whose only '1' is on its diagonal) to every other row,
+    until nothing changes."""
+    rows = [list(r) for r in rows]
     used = set()
     changed = True
     while changed:
@@ -127,6 +133,35 @@ def _reduce(rows):
             changed = True
             rows = [r if q == j else _and_not(r, row) for q, r in enumerate(rows)]
     return rows
+
+
+def _reduce(rows):
+    start = _unit_closure(rows)
+    # cells never rise ('x' AND anything is never '1'), so a diagonal without '1' is final
+    if _is_identity(start) or any(row[j] != "1" for j, row in enumerate(start)):
+        return start
+    seen = set()
+    stack = [start]
+    while stack:
+        state = stack.pop()
+        for p, pivot in enumerate(state):
+            if "x" in pivot or pivot.count("1") < 2:
+                continue
+            for q in range(len(state)):
+                if q == p:
+                    continue
+                row = _and_not(state[q], pivot)
+                if row == state[q]:
+                    continue
+                new = _unit_closure(state[:q] + [row] + state[q + 1:])
+                key = tuple(map(tuple, new))
+                if key in seen:
+                    continue
+                if _is_identity(new):
+                    return new
+                seen.add(key)
+                stack.append(new)
+    return start
 
 
 def is_routable(H):
@@ -200,6 +235,8 @@ class HashChoice:
 
 def _routable_on(reduced, keep):
     """``reduced`` restricted to rows and columns ``keep`` reduces to the identity."""
+    if any(reduced[j][j] != "1" for j in keep):      # cells never rise to '1'
+        return False
     if len(keep) != len(reduced):
         reduced = [[reduced[j][i] for i in keep] for j in keep]
     return not keep or _is_identity(_reduce(reduced))
