@@ -19,7 +19,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Arbiter", "axi_signature", "DATA_WIDTH", "ID_WIDTH"]
+__all__ = ["Arbiter", "axi_signature", "round_robin", "DATA_WIDTH", "ID_WIDTH"]
 
 ID_WIDTH = 4            # IDs of one TAU's requests (meritz.dma / meritz.wp)
 DATA_WIDTH = 64         # DRAM data bus (SPEC §5)
@@ -50,7 +50,7 @@ def _check_int(name, value, low, high):
     return value
 
 
-def _round_robin(m, requests, last, n, name):
+def round_robin(m, requests, last, n, name):
     """``(any, grant)``: the first requesting manager after ``last``, cyclically."""
     grant = Signal(range(max(n, 2)), name=name)
     with m.Switch(last):
@@ -117,7 +117,7 @@ class Arbiter(wiring.Component):
         # ---- AR: round-robin into a register slice ---------------------------------------------
         ar_last = Signal(range(max(n, 2)))
         ar_req = Cat(s[i].arvalid for i in range(n)) & ~drain.replicate(n)
-        ar_any, ar_grant = _round_robin(m, ar_req, ar_last, n, "ar_grant")
+        ar_any, ar_grant = round_robin(m, ar_req, ar_last, n, "ar_grant")
         ar_load = Signal()
         m.d.comb += ar_load.eq(~d.arvalid | d.arready)
         with m.If(ar_load):
@@ -144,7 +144,7 @@ class Arbiter(wiring.Component):
         m.submodules.w_order = order
         aw_last = Signal(range(max(n, 2)))
         aw_req = Cat(s[i].awvalid for i in range(n)) & (~drain & order.w_rdy).replicate(n)
-        aw_any, aw_grant = _round_robin(m, aw_req, aw_last, n, "aw_grant")
+        aw_any, aw_grant = round_robin(m, aw_req, aw_last, n, "aw_grant")
         aw_load = Signal()
         m.d.comb += aw_load.eq(~d.awvalid | d.awready)
         with m.If(aw_load):
