@@ -175,7 +175,7 @@ def _choose(spec, inputs, out, tile, tune, cache):
     hit = cache.get(device, spec)
     if hit is not None:
         return hit
-    cands = rank(spec, count=6 if tune else 1)
+    cands = rank(spec, count=8 if tune else 1)
     best = cands[0]
     if tune and len(cands) > 1:
         times = []
