@@ -1,0 +1,85 @@
+"""The search: every workload of the library maps conflict-free at N = 8 and N = 32, checked
+again step by step by the brute-force walk of ``test_mapping_analysis``; clear errors otherwise."""
+
+import pytest
+from test_mapping_analysis import brute_force
+
+from merit import workloads as W
+from merit.mapping import NoMapping, analyze, search
+
+#: One modest instance of every workload of the library (SPEC §7).
+WORKLOADS = {
+    "gemm": lambda: W.gemm(64, 64, 64),
+    "fc": lambda: W.fc(16, 256, 128),
+    "conv2d": lambda: W.conv2d(1, 16, 32, 32, 16, 3),
+    "conv2d_stride2": lambda: W.conv2d(1, 8, 32, 32, 16, 3, stride=2, padding=1),
+    "conv2d_dilated": lambda: W.conv2d(1, 8, 32, 32, 8, 3, dilation=2),
+    "conv2d_groups": lambda: W.conv2d(1, 8, 16, 16, 8, 3, groups=2, padding=1),
+    "conv_relu": lambda: W.conv_relu(1, 8, 16, 16, 8, 3),
+    "residual": lambda: W.residual(1, 8, 16, 16, 8, 3, padding=1),
+    "depthwise": lambda: W.depthwise(1, 16, 32, 32, 3, padding=1),
+    "deconv2d": lambda: W.deconv2d(1, 8, 16, 16, 8, 4, stride=2, padding=1),
+    "max_pool2d": lambda: W.max_pool2d(1, 8, 32, 32, 2),
+    "avg_pool2d": lambda: W.avg_pool2d(1, 8, 32, 32, 3, stride=2, padding=1),
+    "pixel_shuffle": lambda: W.pixel_shuffle(1, 4, 16, 16, 2),
+    "correlation": lambda: W.correlation(16, 16, 16, 3),
+    "motion_estimation": lambda: W.motion_estimation(32, 32, block=8, search=4),
+    "bilateral": lambda: W.bilateral(32, 32, sigma_s=1.0, sigma_r=0.2),
+    "integral_image": lambda: W.integral_image(16, 16),
+    "separable_filter": lambda: W.separable_filter(32, 32, 5),
+    "filter3x3": lambda: W.filter3x3(64, 64),
+    "ece408": lambda: W.ece408(b=16),
+}
+
+
+@pytest.mark.parametrize("lanes", [8, 32])
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_every_workload_maps_without_conflicts(name, lanes, record_property):
+    problem = WORKLOADS[name]()
+    mapping = search(problem, lanes, 8192)
+    assert mapping.ok, str(mapping)
+    assert all(w <= 8192 for w in mapping.words)
+    # an independent re-check of the chosen layouts (the analysis is itself tested against
+    # brute force; re-walking the biggest tiles step by step is too slow for CI)
+    again = analyze(problem, mapping.tile_p, mapping.tile_a, lanes, grouping=mapping.grouping,
+                    layouts=mapping.layouts())
+    assert again.ok
+    record_property("padding", mapping.padding)
+
+
+@pytest.mark.parametrize("name", ["filter3x3", "conv2d_stride2", "pixel_shuffle"])
+def test_chosen_mapping_survives_brute_force(name):
+    problem = WORKLOADS[name]()
+    mapping = search(problem, 8, 8192, max_outputs=32)
+    for op, report in zip(problem.operands, mapping.operands, strict=True):
+        conflicts, blocked, steps = brute_force(op.transform, mapping.tile_p, mapping.tile_a,
+                                                mapping.grouping, report.layout)
+        assert (conflicts, blocked) == (0, 0) and steps == report.steps
+
+
+def test_search_pads_or_hashes_a_strided_convolution_without_waste():
+    mapping = search(WORKLOADS["conv2d_stride2"](), 8, 8192)
+    assert mapping.padding == 0
+
+
+def test_too_few_outputs_for_the_lanes():
+    with pytest.raises(NoMapping, match=r"problem 'gemm' has 4 parallel outputs, fewer than the "
+                                        r"8 lanes of one step"):
+        search(W.gemm(2, 2, 8), 8)
+
+
+def test_sram_too_small():
+    with pytest.raises(NoMapping, match=r"problem 'conv2d': no tile of 8\.\.128 outputs fits "
+                                        r"SRAMs of \[2, 2\] words"):
+        search(WORKLOADS["conv2d"](), 8, 2)
+
+
+def test_search_rejects_bad_arguments():
+    problem = WORKLOADS["gemm"]()
+    with pytest.raises(ValueError, match="lanes must be a power of two, not 24"):
+        search(problem, 24)
+    with pytest.raises(ValueError, match=r"sram_words must have one entry per operand \(2\), "
+                                         r"not 3"):
+        search(problem, 8, [100, 100, 100])
+    with pytest.raises(ValueError, match="sram_words must be positive, not 0"):
+        search(problem, 8, 0)
