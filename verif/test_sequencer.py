@@ -1,13 +1,14 @@
 """Verilator runs of the Compute Pipeline (sequencer + SIMD array) on whole programs."""
 
+import itertools
+
 import pytest
 
 from merit import workloads as W
-from merit.isa import assemble, program_for
-from meritz.sequencer import ComputePipeline, Sequencer
+from merit.isa import assemble, program_for, range_select
+from meritz.sequencer import ComputePipeline, Sequencer, sequencer_config
+from meritz.simd import Command
 from test_simd import run_bench
-
-pytestmark = pytest.mark.sim
 
 NESTED = """
 .levels 3
@@ -69,6 +70,7 @@ def _config(case):
     }
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("case", CASES)
 def test_compute_pipeline_runs_programs(case):
     lanes, config = _config(case)
@@ -86,3 +88,100 @@ def test_compute_pipeline_runs_programs(case):
 def test_sequencer_parameters_are_validated(kwargs, error, match):
     with pytest.raises(error, match=match):
         Sequencer(**kwargs)
+
+
+
+def _simulate_sequencer(config, job, *, max_cycles=400):
+    """Amaranth-level run of a lone Sequencer on one job, ``cmd`` ready every other cycle.
+
+    Returns the commands issued, as ``(kind, word, row)``, and the error flag at the end.
+    """
+    from amaranth.sim import Simulator
+
+    from meritz.sequencer import job_layout, sequencer_config_layout
+
+    dut = Sequencer(lanes=8, program_depth=32, sram_depth=160)
+    issued = []
+    result = {}
+
+    async def bench(ctx):
+        ctx.set(dut.config, sequencer_config_layout(32).const(config))
+        ctx.set(dut.job.payload, job_layout().const(job))
+        ctx.set(dut.job.valid, 1)
+        await ctx.tick().until(dut.job.ready)
+        ctx.set(dut.job.valid, 0)
+        for cycle in range(max_cycles):
+            ctx.set(dut.cmd.ready, cycle % 2)
+            valid, payload = ctx.get(dut.cmd.valid), ctx.get(dut.cmd.payload)
+            if valid and cycle % 2:
+                issued.append((Command(payload.kind), payload.word.as_value().value,
+                               int(payload.row)))
+            if ctx.get(dut.idle) and cycle > 1:
+                break
+            await ctx.tick()
+        result["error"] = ctx.get(dut.error)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return issued, result["error"]
+
+
+def _expected_commands(program, a_shape, a_origin, a_extent, groups, regs):
+    """The command order of docs/isa.md: groups -> restore -> steps -> ranges -> save."""
+    first = not any(a_origin)
+    last = all(o + e == n for o, e, n in zip(a_origin, a_extent, a_shape, strict=True))
+    cmds = []
+    for g in range(groups):
+        rows = [(g * regs + r) for r in range(regs)]
+        if first:
+            cmds.append((Command.CLEAR, 0, 0))
+        else:
+            cmds += [(Command.LOAD, r << 17, row) for r, row in enumerate(rows)]
+        tile = [range(o, o + e) for o, e in zip(a_origin, a_extent, strict=True)]
+        for index in itertools.product(*tile):
+            kf, kl = range_select(index, a_shape)
+            cmds += [(Command.EXEC, program.words[a], 0)
+                     for a in range(program.begs[kf], program.ends[kl])]
+        if not last:
+            cmds += [(Command.STORE, r << 17, row) for r, row in enumerate(rows)]
+    return cmds
+
+
+@pytest.mark.parametrize("a_origin, a_extent", [((0, 0), (2, 3)), ((1, 0), (1, 3)),
+                                                ((0, 0), (1, 3))])
+def test_sequencer_command_order(a_origin, a_extent):
+    program = assemble(NESTED.replace(".levels 3", ".levels 2").replace("pre3:", "")
+                       .replace("post3:", ""))
+    a_shape = (2, 3)
+    cfg = sequencer_config(program, a_shape, group_shape=[2], lane_bits=[3])
+    cfg["program"] += [0] * (32 - len(cfg["program"]))
+    job = {"a_origin": list(a_origin) + [0] * 4, "a_extent": list(a_extent) + [1] * 4,
+           "p_origin": [0] * 6}
+    issued, error = _simulate_sequencer(cfg, job)
+    want = _expected_commands(program.with_levels(2), a_shape, a_origin, a_extent, 2,
+                              program.regs)
+    # rows matter only to LOAD/STORE, whose words carry only the register number
+    mem = (Command.LOAD, Command.STORE)
+    got = [(k, w & (7 << 17) if k in mem else w if k == Command.EXEC else 0,
+            row if k in mem else 0) for k, w, row in issued]
+    assert got == want and not error
+
+
+@pytest.mark.parametrize("change, job_change", [
+    ({}, {"a_extent": [0, 3, 1, 1, 1, 1]}),                 # empty accumulation tile
+    ({"group_shape": [0, 1, 1, 1, 1, 1]}, {}),              # no lane group
+    ({"begs": [2, 3, 0, 0, 0, 0, 0]}, {}),                  # begs not non-increasing
+    ({"ends": [9, 40, 40, 40, 40, 40, 40]}, {}),            # range past the program
+])
+def test_sequencer_drops_bad_jobs_with_error(change, job_change):
+    program = assemble(NESTED.replace(".levels 3", ".levels 2").replace("pre3:", "")
+                       .replace("post3:", ""))
+    cfg = sequencer_config(program, (2, 3), group_shape=[2], lane_bits=[3])
+    cfg["program"] += [0] * (32 - len(cfg["program"]))
+    cfg.update(change)
+    job = {"a_origin": [0] * 6, "a_extent": [2, 3, 1, 1, 1, 1], "p_origin": [0] * 6}
+    job.update(job_change)
+    issued, error = _simulate_sequencer(cfg, job)
+    assert issued == [] and error == 1
