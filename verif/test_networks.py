@@ -1,12 +1,14 @@
-"""Verilator benches of the read butterfly and the collector, against the mapper's models."""
+"""The read butterfly, its request router and the collector: Verilator benches against the
+mapper's models, Amaranth-level simulation of the router, and parameter checks."""
 
+import numpy as np
 import pytest
+from amaranth.sim import Simulator
 
 from harness import run_bench
-from meritz.butterfly import Butterfly
+from merit.mapping import BankFunction, find_hash, property_matrix, route
+from meritz.butterfly import Butterfly, ButterflyRouter
 from meritz.collector import Collector
-
-pytestmark = pytest.mark.sim
 
 
 def _offsets(layout):
@@ -29,6 +31,7 @@ BUTTERFLIES = [
 ]
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("params", BUTTERFLIES)
 def test_butterfly(params, record_property):
     dut = Butterfly(**params)
@@ -39,6 +42,7 @@ def test_butterfly(params, record_property):
         record_property(key, value)
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize("lanes", [8, pytest.param(32, marks=pytest.mark.slow)], ids=["n8", "n32"])
 def test_collector(lanes, record_property):
     dut = Collector(lanes=lanes, row_bits=6)
@@ -52,3 +56,79 @@ def test_collector(lanes, record_property):
     metrics = run_bench(dut, bench="bench_collector", config=config)
     for key, value in metrics.items():
         record_property(key, value)
+
+
+@pytest.mark.parametrize("lanes", [8, 32])
+def test_router_matches_the_model(lanes):
+    """Per-bank enables and rows, select bits and the conflict flag equal ``route(banks, rows)``
+    for affine requests on hashed bank functions and for random ones."""
+    dut = ButterflyRouter(lanes=lanes, row_bits=4)
+    rand = np.random.default_rng(lanes)
+    m = lanes.bit_length() - 1
+    n = np.arange(lanes)
+
+    async def bench(ctx):
+        seen = {False: 0, True: 0}
+        for k in range(150):
+            if k % 2:
+                banks, rows = rand.integers(0, lanes, lanes), rand.integers(0, 3, lanes)
+            else:
+                coeffs = rand.integers(0, 2 * lanes, m)
+                coeffs[rand.random(m) < 0.2] = 0
+                choice = find_hash(property_matrix(coeffs, m + 2), lanes,
+                                   broadcast=np.flatnonzero(coeffs == 0).tolist())
+                bank = BankFunction(lanes) if choice is None else choice.bank
+                addresses = int(rand.integers(0, 64)) + sum(
+                    int(c) * ((n >> i) & 1) for i, c in enumerate(coeffs))
+                banks, rows = bank.locate(addresses)
+                rows = rows % 16
+            ctx.set(dut.bank, [int(b) for b in banks])
+            ctx.set(dut.row, [int(r) for r in rows])
+            await ctx.delay(1e-9)
+            want = route(banks, rows)
+            assert ctx.get(dut.conflict) == want.conflict
+            seen[want.conflict] += 1
+            if want.conflict:
+                continue
+            enable = ctx.get(dut.enable)
+            assert [(enable >> b) & 1 for b in range(lanes)] == want.used.astype(int).tolist()
+            for b in np.flatnonzero(want.used):
+                assert ctx.get(dut.bank_row[int(b)]) == want.tag[b]
+            for s in range(m):
+                sel = ctx.get(dut.select[s])
+                assert [(sel >> p) & 1 for p in range(lanes)] == want.select[s].tolist()
+        assert seen[False] >= 5 and seen[True] >= 5
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("cls,kwargs,error,message", [
+    (Butterfly, dict(lanes=24), ValueError, "lanes must be a power of two of at least 2, not 24"),
+    (Butterfly, dict(lanes=8, width=0), ValueError, "width must be a positive integer, not 0"),
+    (Butterfly, dict(lanes=8, width=16.0), TypeError, "width must be an integer, not 16.0"),
+    (Butterfly, dict(lanes=8, routing="crossbar"), ValueError,
+     "routing must be one of 'select', 'self', not 'crossbar'"),
+    (Butterfly, dict(lanes=8, pipelined=1), TypeError, "pipelined must be a bool, not 1"),
+    (Butterfly, dict(lanes=8, row_bits=4), ValueError,
+     "row_bits = 4 needs routing='self', not 'select'"),
+    (ButterflyRouter, dict(lanes=8, row_bits=0), ValueError,
+     "row_bits must be a positive integer, not 0"),
+    (Collector, dict(lanes=12, row_bits=4), ValueError,
+     "lanes must be a power of two of at least 2, not 12"),
+    (Collector, dict(lanes=8, row_bits="4"), TypeError, "row_bits must be an integer, not '4'"),
+])
+def test_parameters_are_validated(cls, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        cls(**kwargs)
+
+
+@pytest.mark.filterwarnings("ignore:.*created but never used")
+def test_latency_and_layouts():
+    assert Butterfly(lanes=8, pipelined=True).latency == 3
+    assert Butterfly(lanes=8).latency == 0
+    dut = Butterfly(lanes=8, routing="self", row_bits=5)
+    assert [name for name, _ in dut.i.payload.shape()] == ["data", "bank", "row"]
+    assert [name for name, _ in dut.o.payload.shape()] == ["data", "conflict"]
+    assert Collector(lanes=32, row_bits=8).rotation_stages == 3     # log2 5 -> 3 (§V-C)
