@@ -44,7 +44,21 @@ def test_every_workload_maps_without_conflicts(name, lanes, record_property):
     again = analyze(problem, mapping.tile_p, mapping.tile_a, lanes, grouping=mapping.grouping,
                     layouts=mapping.layouts())
     assert again.ok
+    # the lane fields MERIT-z can express: low bits of each index, inner indices on low lanes
+    index = [j for j, _ in mapping.grouping.bits]
+    assert index == sorted(index, reverse=True)
+    for j in set(index):
+        assert [b for jj, b in mapping.grouping.bits if jj == j] == list(range(index.count(j)))
     record_property("padding", mapping.padding)
+
+
+@pytest.mark.parametrize("name", ["filter3x3", "correlation", "integral_image"])
+def test_free_retiling_never_needs_more_padding(name):
+    problem = WORKLOADS[name]()
+    fields = search(problem, 8, 8192)
+    free = search(problem, 8, 8192, contiguous=False)
+    assert free.ok and free.tile_p == fields.tile_p
+    assert free.padding <= fields.padding
 
 
 @pytest.mark.parametrize("name", ["filter3x3", "conv2d_stride2", "pixel_shuffle"])

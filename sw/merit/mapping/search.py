@@ -89,9 +89,20 @@ def _best_layout(transform, tile_p, tile_a, grouping, budget, max_pad, cache):
     return result, reason
 
 
-def _groupings(tile_p, lanes):
+def _is_contiguous(grouping):
+    """Each index's lane bits are its low tile-coordinate bits in order, and inner indices take
+    the low lane bits (the lane fields of the TAU and the CP)."""
+    index = [j for j, _ in grouping.bits]
+    if index != sorted(index, reverse=True):
+        return False
+    return all([b for jj, b in grouping.bits if jj == j] == list(range(index.count(j)))
+               for j in set(index))
+
+
+def _groupings(tile_p, lanes, contiguous):
     """Lane groupings of ``tile_p``: the native one first, then every other choice of lane bits
-    (low bits and inner indices first), each in canonical order."""
+    (low bits and inner indices first), each in canonical order; only lane fields when
+    ``contiguous``."""
     m = lanes.bit_length() - 1
     available = [(j, b) for j in reversed(range(len(tile_p)))
                  for b in range(int(tile_p[j]).bit_length() - 1)]
@@ -100,6 +111,8 @@ def _groupings(tile_p, lanes):
     for combo in itertools.combinations(sorted(available, key=lambda jb: (jb[1], -jb[0])), m):
         bits = tuple(sorted(combo, key=lambda jb: (-jb[0], jb[1])))
         grouping = LaneGrouping(bits)
+        if contiguous and not _is_contiguous(grouping):
+            continue
         if bits != native.bits:
             try:
                 grouping.check(tile_p, lanes)
@@ -145,7 +158,8 @@ def tile_candidates(problem, lanes, budgets, max_outputs):
     return [(cost, tile_p, tile_a) for cost, _, tile_p, tile_a in out]
 
 
-def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, max_tiles=30):
+def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, max_tiles=30,
+           contiguous=True):
     """Pick tile shape, lane grouping and per-operand layout (padding, XOR hash) so that every
     SIMD step of a tile is conflict-free and routable through the butterfly.
 
@@ -162,6 +176,10 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
         Most unused words after each innermost box row (default ``lanes``).
     max_tiles : int
         Tile shapes tried, cheapest first.
+    contiguous : bool
+        Only lane groupings that MERIT-z's lane fields can express: each parallel index takes its
+        low tile-coordinate bits, inner indices the low lane bits (``merit.compile`` needs this).
+        ``False`` also tries the paper's other re-tilings (e.g. Fig. 6 (iii): rows 0 and 2).
 
     Returns
     -------
@@ -191,7 +209,7 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
     reason = None
     for _cost, tile_p, tile_a in candidates[:max_tiles]:
         best = None
-        for grouping in _groupings(tile_p, lanes):
+        for grouping in _groupings(tile_p, lanes, contiguous):
             reports = []
             for tr in transforms:
                 # a grouping needing more padding per row than the best so far cannot win
