@@ -27,8 +27,8 @@ P = kernelcfg.P_INDICES
 
 
 def tile_layout():
-    """One parallel tile for a TAU: its origin per parallel index."""
-    return data.StructLayout({"p_origin": data.ArrayLayout(unsigned(16), P)})
+    """One parallel tile for a TAU: its origin per parallel index (``meritz.tau.Tau.tiles``)."""
+    return data.ArrayLayout(unsigned(16), P)
 
 
 class Dispatcher(wiring.Component):
@@ -95,7 +95,7 @@ class Dispatcher(wiring.Component):
             for i in range(n):
                 with m.If(pick == i):
                     m.d.sync += [self.tiles[i].valid.eq(1),
-                                 *(self.tiles[i].payload.p_origin[j].eq(origin[j])
+                                 *(self.tiles[i].payload[j].eq(origin[j])
                                    for j in range(P))]
             for j in range(P):
                 inner_wrap = Cat(wraps[j + 1:]).all() if j + 1 < P else 1

@@ -1,0 +1,249 @@
+"""The MERIT-z processor (SPEC §5, paper §V-A, Fig. 7): control port, dispatcher, TAUs, DRAM port.
+
+```
+ s_axil (AXI4-Lite) --> Regs --config/luts--> every TAU, Dispatcher
+                          | run / flush          |
+                          v                      v tiles (one slot per TAU)
+                      Dispatcher ----------> TAU 0 .. TAU T-1 --m_axi--> Arbiter --> m_axi (AXI4)
+                          ^ finished             | idle, errors             | quiet, AXI errors
+                          +----------------------+--------------------------+--> Regs (status, irq)
+```
+
+* ``Regs`` (:mod:`meritz.regs`) holds the configuration, checks it at START and runs the status
+  register and the ``irq`` line.
+* The ``Dispatcher`` (:mod:`meritz.dispatcher`) deals the parallel tiles; a run is done when every
+  tile is taken and every TAU is idle (its last write response arrived).
+* The ``Arbiter`` (:mod:`meritz.arbiter`) merges the TAUs' AXI4 ports (the TAU number goes above
+  the 4 ID bits of each TAU) and reports AXI error responses.
+* A stopped run (abort or error) holds the TAUs in reset while the arbiter drains the DRAM port.
+
+The TAU is a parameter: ``tau`` is a class (or any callable) taking ``lanes`` and the kernel
+layout parameters, returning a component with the members of :func:`check_tau` (by default
+:class:`meritz.tau.Tau`; :class:`StubTau` is a small stand-in that exercises the rest of Top).
+"""
+
+from amaranth import Cat, Const, Module, ResetInserter, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from meritz import kernelcfg
+from meritz.arbiter import ID_WIDTH, Arbiter, axi_signature
+from meritz.configs import check_lanes, check_taus
+from meritz.dispatcher import Dispatcher, tile_layout
+from meritz.regs import Regs, axi_lite_signature, lut_layout
+
+__all__ = ["Top", "StubTau", "check_tau"]
+
+#: Members every TAU must have (name -> flow); ``luts`` is optional.
+TAU_MEMBERS = {"config": In, "tiles": In, "m_axi": Out, "idle": Out, "errors": Out}
+
+
+def check_tau(tau):
+    """Raise TypeError unless ``tau`` has the TAU's interface."""
+    if not isinstance(tau, wiring.Component):
+        raise TypeError(f"tau must build an amaranth.lib.wiring.Component, not {tau!r}")
+    members = tau.signature.members
+    for name, flow in TAU_MEMBERS.items():
+        if name not in members or members[name].flow != flow:
+            raise TypeError(f"tau must have a member {name!r} of flow {flow.name}, "
+                            f"not {members.get(name)!r}")
+    return tau
+
+
+def _error_bits(view):
+    """``(conflict, other)`` bits of a TAU's ``errors``: fields named ``conflict``, and every
+    other flag except ``dma`` / ``wp`` (AXI error responses, which the arbiter reports)."""
+    if not isinstance(view, data.View) or not isinstance(view.shape(), data.StructLayout):
+        return [], [view.as_value() if isinstance(view, data.View) else view]
+    conflict, other = [], []
+    for name, _ in view.shape():
+        field = getattr(view, name)
+        if name == "conflict":
+            conflict.append(field.as_value() if isinstance(field, data.View) else field)
+        elif name not in ("dma", "wp"):
+            c, o = _error_bits(field)
+            conflict += c
+            other += o
+    return conflict, other
+
+
+def _any(values):
+    return Cat(*values).any() if values else 0
+
+
+class Top(wiring.Component):
+    """MERIT-z: ``taus`` TAUs of ``lanes`` lanes behind one control port and one DRAM port.
+
+    Parameters
+    ----------
+    lanes : int
+        Lanes per TAU (power of two).
+    taus : int
+        Number of TAUs (1..16).
+    rp0_bytes, rp1_bytes, cp_bytes : int
+        SRAM per TAU (SPEC §5 defaults 16 KB, 8 KB, 5 KB).
+    rp0_slots, rp1_slots, outputs, instructions : int
+        As for :func:`meritz.kernelcfg.layout`.
+    tau : callable, optional
+        Builds one TAU (keyword arguments: ``lanes``, the SRAM sizes that it accepts, the layout
+        parameters). Default :class:`meritz.tau.Tau`.
+
+    Members
+    -------
+    s_axil : In(axi_lite_signature())
+        Control port (``docs/registers.md``).
+    m_axi : Out(axi_signature(id_width=4 + ceil(log2 taus)))
+        DRAM port, 64-bit data.
+    irq : Out(1)
+        ``STATUS.done`` when ``CTRL.irq_enable``.
+    """
+
+    def __init__(self, *, lanes=32, taus=4, rp0_bytes=16384, rp1_bytes=8192, cp_bytes=5120,
+                 rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, tau=None):
+        self._lanes = check_lanes(lanes)
+        self._taus = check_taus(taus)
+        for name, value in (("rp0_bytes", rp0_bytes), ("rp1_bytes", rp1_bytes),
+                            ("cp_bytes", cp_bytes)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if value < 2 * lanes:
+                raise ValueError(f"{name} must hold at least one row of {lanes} words, "
+                                 f"not {value}")
+        self._params = dict(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
+                            instructions=instructions)
+        kernelcfg.check_params(**self._params)
+        self._rows = (rp0_bytes // (2 * lanes), rp1_bytes // (2 * lanes))
+        if tau is None:
+            from meritz.tau import Tau as tau
+        if not callable(tau):
+            raise TypeError(f"tau must be a callable building a TAU, not {tau!r}")
+        sizes = dict(rp0_bytes=rp0_bytes, rp1_bytes=rp1_bytes, cp_bytes=cp_bytes)
+        self.tau_units = [check_tau(tau(lanes=lanes, **sizes, **self._params))
+                          for _ in range(taus)]
+        self._sel = (taus - 1).bit_length()
+        super().__init__({
+            "s_axil": In(axi_lite_signature()),
+            "m_axi": Out(axi_signature(id_width=ID_WIDTH + self._sel)),
+            "irq": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._taus
+        m.submodules.regs = regs = Regs(lanes=self._lanes, taus=n, rp0_rows=self._rows[0],
+                                        rp1_rows=self._rows[1], **self._params)
+        m.submodules.dispatcher = disp = Dispatcher(taus=n, **self._params)
+        m.submodules.arbiter = arb = Arbiter(managers=n)
+        wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)
+        wiring.connect(m, arb.m_axi, wiring.flipped(self.m_axi))
+        m.d.comb += [
+            disp.config.eq(regs.config),
+            disp.run.eq(regs.run),
+            disp.stop.eq(regs.flush),
+            arb.drain.eq(regs.flush),
+            regs.finished.eq(disp.finished),
+            regs.quiet.eq(arb.quiet),
+            regs.tiles.eq(disp.count),
+            regs.errors.axi_read.eq(arb.read_error),
+            regs.errors.axi_write.eq(arb.write_error),
+            self.irq.eq(regs.irq),
+        ]
+        for i, tau in enumerate(self.tau_units):
+            m.submodules[f"tau{i}"] = ResetInserter({"sync": regs.flush})(tau)
+            m.d.comb += tau.config.eq(regs.config)
+            if "luts" in tau.signature.members:
+                m.d.comb += tau.luts.eq(regs.luts)
+            m.d.comb += [tau.tiles.valid.eq(disp.tiles[i].valid),
+                         tau.tiles.payload.eq(disp.tiles[i].payload),
+                         disp.tiles[i].ready.eq(tau.tiles.ready),
+                         disp.idle[i].eq(tau.idle)]
+            up = arb.s_axi[i]
+            for name, member in axi_signature().members.items():
+                if member.flow == Out:
+                    m.d.comb += getattr(up, name).eq(getattr(tau.m_axi, name))
+                else:
+                    m.d.comb += getattr(tau.m_axi, name).eq(getattr(up, name))
+            conflict, other = _error_bits(tau.errors)
+            m.d.comb += [regs.errors.conflict[i].eq(_any(conflict)),
+                         regs.errors.tau[i].eq(_any(other))]
+        return m
+
+
+class StubTau(wiring.Component):
+    """A stand-in TAU with the TAU's interface, for benches of Top without the compute path.
+
+    For each parallel tile with origin ``p``: ``off = sum_j p_j * out_pitch[j]``; it reads the
+    16-bit element at ``rp0[0].base + 2 off`` and, after a delay that depends on ``p`` (0..31
+    cycles, so TAUs finish out of order), writes that element + 1 to ``out_base[0] + 2 off``.
+    ``idle`` follows the TAU contract; ``errors.other`` is set by a tile with ``p_origin[0] ==
+    0x7FFF`` (an injected error for the benches).
+    """
+
+    def __init__(self, *, lanes, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, **_sizes):
+        self._lanes = check_lanes(lanes)
+        super().__init__({
+            "config": In(kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots,
+                                          outputs=outputs, instructions=instructions)),
+            "luts": In(lut_layout()),
+            "tiles": In(stream.Signature(tile_layout())),
+            "m_axi": Out(axi_signature()),
+            "idle": Out(1),
+            "errors": Out(data.StructLayout({"conflict": 1, "other": 1})),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, bus = self.config, self.m_axi
+        p = [Signal(16, name=f"p{j}") for j in range(kernelcfg.P_INDICES)]
+        off = Signal(32)
+        m.d.comb += off.eq(sum(p[j] * cfg.out_pitch[j] for j in range(kernelcfg.P_INDICES)))
+        src = Signal(32)
+        dst = Signal(32)
+        m.d.comb += [src.eq(cfg.rp0[0].base + 2 * off), dst.eq(cfg.out_base[0] + 2 * off)]
+        value = Signal(16)
+        delay = Signal(5)
+        m.d.comb += [bus.arlen.eq(0), bus.arsize.eq(3), bus.arburst.eq(1), bus.arid.eq(p[-1]),
+                     bus.awlen.eq(0), bus.awsize.eq(3), bus.awburst.eq(1), bus.awid.eq(p[-1]),
+                     bus.araddr.eq(src & ~7), bus.awaddr.eq(dst & ~7), bus.wlast.eq(1),
+                     bus.wdata.eq((value + 1)[:16] << (dst[1:3] * 16)),
+                     bus.wstrb.eq(Const(0b11, 8) << (dst[1:3] * 2))]
+        aw_done, w_done = Signal(), Signal()
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [self.tiles.ready.eq(1),
+                             self.idle.eq(~self.tiles.valid)]
+                with m.If(self.tiles.valid):
+                    m.d.sync += [p[j].eq(self.tiles.payload[j]) for j in range(len(p))]
+                    m.d.sync += delay.eq(self.tiles.payload[-1] * 7 + self.tiles.payload[-2] * 3)
+                    with m.If(self.tiles.payload[0] == 0x7FFF):
+                        m.d.sync += self.errors.other.eq(1)
+                    m.next = "READ"
+            with m.State("READ"):
+                m.d.comb += bus.arvalid.eq(1)
+                with m.If(bus.arready):
+                    m.next = "DATA"
+            with m.State("DATA"):
+                m.d.comb += bus.rready.eq(1)
+                with m.If(bus.rvalid):
+                    m.d.sync += value.eq(bus.rdata.word_select(src[1:3], 16))
+                    with m.If(bus.rlast):
+                        m.next = "WAIT"
+            with m.State("WAIT"):
+                m.d.sync += delay.eq(delay - 1)
+                with m.If(delay == 0):
+                    m.d.sync += [aw_done.eq(0), w_done.eq(0)]
+                    m.next = "WRITE"
+            with m.State("WRITE"):
+                m.d.comb += [bus.awvalid.eq(~aw_done), bus.wvalid.eq(~w_done)]
+                with m.If(bus.awvalid & bus.awready):
+                    m.d.sync += aw_done.eq(1)
+                with m.If(bus.wvalid & bus.wready):
+                    m.d.sync += w_done.eq(1)
+                with m.If((aw_done | (bus.awvalid & bus.awready)) &
+                          (w_done | (bus.wvalid & bus.wready))):
+                    m.next = "RESPONSE"
+            with m.State("RESPONSE"):
+                m.d.comb += bus.bready.eq(1)
+                with m.If(bus.bvalid):
+                    m.next = "IDLE"
+        return m
