@@ -210,11 +210,11 @@ def _thread_layouts(spec, regs, totals=(32, 64, 128, 256)):
 
     def rec(j, prod):
         if j == P:
-            if prod in totals or (64 <= prod <= 256 and prod % 32 == 0) or prod == whole:
+            if prod in totals or (64 <= prod <= 384 and prod % 16 == 0) or prod == whole:
                 yield ()
             return
         for t in opts[j]:
-            if prod * t <= max(totals):
+            if prod * t <= 384:
                 for rest in rec(j + 1, prod * t):
                     yield (t,) + rest
 
