@@ -44,9 +44,10 @@ def check_tau(tau):
         raise TypeError(f"tau must build an amaranth.lib.wiring.Component, not {tau!r}")
     members = tau.signature.members
     for name, flow in TAU_MEMBERS.items():
-        if name not in members or members[name].flow != flow:
+        member = members[name] if name in members else None
+        if member is None or member.flow != flow:
             raise TypeError(f"tau must have a member {name!r} of flow {flow.name}, "
-                            f"not {members.get(name)!r}")
+                            f"not {member!r}")
     return tau
 
 
