@@ -1,11 +1,11 @@
 """cocotb bench of meritz.top.Top: control through AXI4-Lite, DRAM through the throttled AXI RAM.
 
 Runs with the stand-in TAU (``meritz.top.StubTau``: out[p] = in[p] + 1 at the origin ``p`` of each
-parallel tile) or the real one. The bench writes the registers with ``merit.regmap``, starts, waits
-for the interrupt and checks STATUS, TILES and the whole DRAM image (every tile's element written
-once, nothing else touched), with random backpressure on every AXI channel. Also: a refused
-configuration makes no DRAM request, an abort in the middle of a run drains and the next run is
-correct, an error inside a TAU stops the run.
+parallel tile; the real TAUs run in ``bench_top_kernel``). The bench writes the registers with
+``merit.regmap``, starts, waits for the interrupt and checks STATUS, TILES and the whole DRAM image
+(every tile's element written once, nothing else touched), with random backpressure on every AXI
+channel. Also: a refused configuration makes no DRAM request, an abort in the middle of a run
+drains and the next run is correct, an error inside a TAU or an AXI error response stops the run.
 """
 
 import itertools
@@ -158,8 +158,6 @@ async def abort_drains_then_runs_again(dut):
 
 @cocotb.test()
 async def tau_error_stops_the_run(dut):
-    if not tb_is_stub():
-        return
     tb = TB(dut)
     await tb.start()
     tb.fill_input()
@@ -171,5 +169,34 @@ async def tau_error_stops_the_run(dut):
     assert st["error"] == Error.TAU and st["busy"] == 0, st
 
 
-def tb_is_stub():
-    return bench_config().get("stub", True)
+@cocotb.test()
+async def axi_error_responses_stop_the_run(dut):
+    """SLVERR on a read, then on a write response: error AXI_READ / AXI_WRITE, done, and the
+    next run is clean."""
+    tb = TB(dut)
+    await tb.start()
+    poison = {"r": False, "b": False}
+    for key, channel in (("r", tb.dram.reader.r_channel), ("b", tb.dram.writer.b_channel)):
+        send = channel.send
+
+        async def poisoned(beat, key=key, send=send):
+            if poison[key]:
+                setattr(beat, f"{key}resp", 2)
+            await send(beat)
+        channel.send = poisoned
+    size, tile = [1, 1, 1, 1, 4, 16], [1, 1, 1, 1, 1, 8]
+    values, pitch = stub_kernel(size, tile)
+    for key, code in (("r", Error.AXI_READ), ("b", Error.AXI_WRITE)):
+        tb.fill_input()
+        poison[key] = True
+        await tb.launch(values)
+        await tb.wait_irq(20000)
+        poison[key] = False
+        st = await tb.status()
+        assert st["error"] == code and st["busy"] == 0, st
+    inp = tb.fill_input()
+    await tb.launch(values)
+    await tb.wait_irq()
+    assert (await tb.status())["error"] == Error.NONE
+    image, _ = expected_image(inp, size, tile, pitch)
+    assert tb.dram.read(OUT, DRAM_BYTES - OUT) == image

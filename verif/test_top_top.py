@@ -10,7 +10,7 @@ from meritz.top import StubTau, Top
 def _run(taus):
     lanes = 8
     return run_bench(Top(lanes=lanes, taus=taus, tau=StubTau), bench="bench_top",
-                     config={"lanes": lanes, "taus": taus, "backpressure": 0.3, "stub": True})
+                     config={"lanes": lanes, "taus": taus, "backpressure": 0.3})
 
 
 @pytest.mark.sim
