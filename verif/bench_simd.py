@@ -19,7 +19,15 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from benchlib import bench_config, pack_lanes, pause_generator, rng, setup, unpack_lanes
+from benchlib import (
+    bench_config,
+    pack_lanes,
+    pause_generator,
+    record_metric,
+    rng,
+    setup,
+    unpack_lanes,
+)
 from merit.isa import (
     LUT_ENTRIES,
     N_REGS,
@@ -298,13 +306,19 @@ async def _start(dut, pause_prob):
 async def random_program_no_backpressure(dut):
     """Back-to-back commands: every read-after-write goes through the forwarding path."""
     tb, cfg = await _start(dut, 0.0)
-    tb.feed(tb.stim.command(0.0) for _ in range(cfg["commands"]))
+    commands = [tb.stim.command(0.0) for _ in range(cfg["commands"])]
+    tb.feed(commands)
+    # the only stall without backpressure: a LOAD right behind a STORE (single-port SRAM)
+    stalls = sum(a[0] == Command.STORE and b[0] == Command.LOAD
+                 for a, b in zip(commands, commands[1:], strict=False))
     cycles = await tb.run(20 * cfg["commands"])
     dut._log.info("coverage %s", dict(tb.count))
     for op in Op:
         assert any(k.startswith(op.name) for k in tb.count), f"no {op.name}: {tb.count}"
     assert tb.count["raw_back_to_back"] > 0 and tb.count["STORE"] and tb.count["LOAD"]
-    assert cycles <= cfg["commands"] + 8, f"{cycles} cycles for {cfg['commands']} commands"
+    assert cycles <= cfg["commands"] + stalls + 4, \
+        f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls)"
+    record_metric("commands_per_cycle", round(cfg["commands"] / cycles, 4))
 
 
 @cocotb.test()
