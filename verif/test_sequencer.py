@@ -83,7 +83,8 @@ def test_compute_pipeline_runs_programs(case):
     ({"lanes": 24}, ValueError, "lanes must be a power of two of at least 2, not 24"),
     ({"program_depth": 0}, ValueError, "program_depth must be between 1 and 64, not 0"),
     ({"program_depth": "32"}, TypeError, "program_depth must be an integer, not '32'"),
-    ({"sram_depth": 4}, ValueError, "sram_depth must be at least 8, not 4"),
+    ({"lanes": 32, "sram_bytes": 512}, ValueError,
+     r"sram_bytes must hold at least one group of 8 registers \(1024 bytes for 32 lanes\)"),
 ])
 def test_sequencer_parameters_are_validated(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -100,7 +101,7 @@ def _simulate_sequencer(config, job, *, max_cycles=400):
 
     from meritz.sequencer import job_layout, sequencer_config_layout
 
-    dut = Sequencer(lanes=8, program_depth=32, sram_depth=160)
+    dut = Sequencer(lanes=8, program_depth=32)
     issued = []
     result = {}
 

@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 
 from merit.isa import MAX_LEVELS, N_REGS
 from meritz.configs import check_lanes
-from meritz.simd import Command, SimdArray, cmd_layout, simd_config_layout
+from meritz.simd import Command, SimdArray, cmd_layout, simd_config_layout, sram_depth
 
 __all__ = ["Sequencer", "ComputePipeline", "job_layout", "sequencer_config_layout",
            "sequencer_config"]
@@ -97,8 +97,9 @@ class Sequencer(wiring.Component):
         N, a power of two.
     program_depth : int
         Instruction words the program memory holds (default 32).
-    sram_depth : int
-        Rows of the partial-result SRAM (as :attr:`SimdArray.depth`).
+    sram_bytes : int
+        Capacity of the SIMD array's partial-result SRAM (default 5 KB); the sequencer addresses
+        its ``sram_depth = 8 * sram_bytes / (32 N)`` rows.
 
     Members
     -------
@@ -116,17 +117,13 @@ class Sequencer(wiring.Component):
         No job in progress.
     """
 
-    def __init__(self, *, lanes=32, program_depth=32, sram_depth=40):
+    def __init__(self, *, lanes=32, program_depth=32, sram_bytes=5120):
         self.lanes = check_lanes(lanes)
         self.program_depth = _check_depth(program_depth)
-        if not isinstance(sram_depth, int) or isinstance(sram_depth, bool):
-            raise TypeError(f"sram_depth must be an integer, not {sram_depth!r}")
-        if sram_depth < N_REGS:
-            raise ValueError(f"sram_depth must be at least {N_REGS}, not {sram_depth}")
-        self.sram_depth = sram_depth
+        self.sram_depth = sram_depth(lanes, sram_bytes)
         super().__init__({
             "job": In(stream.Signature(job_layout())),
-            "cmd": Out(stream.Signature(cmd_layout(lanes, sram_depth))),
+            "cmd": Out(stream.Signature(cmd_layout(lanes, self.sram_depth))),
             "config": In(sequencer_config_layout(program_depth)),
             "error": Out(1),
             "idle": Out(1),
@@ -311,8 +308,7 @@ class ComputePipeline(wiring.Component):
 
     def __init__(self, *, lanes=32, program_depth=32, sram_bytes=5120):
         self.simd = SimdArray(lanes=lanes, sram_bytes=sram_bytes)
-        self.seq = Sequencer(lanes=lanes, program_depth=program_depth,
-                             sram_depth=self.simd.depth)
+        self.seq = Sequencer(lanes=lanes, program_depth=program_depth, sram_bytes=sram_bytes)
         self.lanes, self.program_depth = lanes, program_depth
         vec = stream.Signature(data.ArrayLayout(signed(16), lanes))
         super().__init__({

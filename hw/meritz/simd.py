@@ -33,7 +33,8 @@ from merit.isa import (
 )
 from meritz.configs import check_lanes
 
-__all__ = ["Opcode", "LogicFn", "Command", "SimdArray", "cmd_layout", "simd_config_layout"]
+__all__ = ["Opcode", "LogicFn", "Command", "SimdArray", "cmd_layout", "simd_config_layout",
+           "sram_depth"]
 
 
 class Opcode(enum.Enum, shape=4):
@@ -91,13 +92,14 @@ def simd_config_layout():
     })
 
 
-def _check_sram_bytes(sram_bytes, lanes):
+def sram_depth(lanes, sram_bytes):
+    """Rows of N 32-bit registers in a partial-result SRAM of ``sram_bytes`` (validated)."""
     if not isinstance(sram_bytes, int) or isinstance(sram_bytes, bool):
         raise TypeError(f"sram_bytes must be an integer, not {sram_bytes!r}")
     if sram_bytes < lanes * 4 * N_REGS:
         raise ValueError(f"sram_bytes must hold at least one group of {N_REGS} registers "
                          f"({lanes * 4 * N_REGS} bytes for {lanes} lanes), not {sram_bytes}")
-    return sram_bytes
+    return sram_bytes * 8 // (lanes * 32)
 
 
 def _sat16(v):
@@ -154,8 +156,8 @@ class SimdArray(wiring.Component):
 
     def __init__(self, *, lanes=32, sram_bytes=5120):
         self.lanes = check_lanes(lanes)
-        self.sram_bytes = _check_sram_bytes(sram_bytes, lanes)
-        self.depth = sram_bytes * 8 // (lanes * 32)
+        self.sram_bytes = sram_bytes
+        self.depth = sram_depth(lanes, sram_bytes)
         vec16 = data.ArrayLayout(signed(16), lanes)
         super().__init__({
             "cmd": In(stream.Signature(cmd_layout(lanes, self.depth))),
