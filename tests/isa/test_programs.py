@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from merit import workloads as W
-from merit.isa import IsaError, disassemble, program_for, run, supported
+from merit.isa import IsaError, disassemble, operand_ports, program_for, run, supported
 
 EXACT = {
     "gemm": lambda: W.gemm(8, 12, 20),
@@ -101,6 +101,20 @@ def test_programs_fit_the_hardware():
         assert disassemble(prog)
     bil = program_for(W.bilateral(8, 8, sigma_s=1.0, sigma_r=10.0))
     assert len(bil.words) <= 32 and bil.rp0 == ("I", "I") and bil.rp1 == ("G",)
+
+
+def test_operand_ports_name_the_rp_slot_of_every_operand():
+    bil = W.bilateral(8, 8, sigma_s=1.0, sigma_r=10.0)
+    assert operand_ports(bil) == ((0, 0), (0, 1), (1, 0))
+    res = W.residual(1, 2, 5, 5, 2, 3)
+    assert operand_ports(res) == ((0, 0), (1, 0), (0, 1))
+    for name, make in EXACT.items():
+        problem = make()
+        prog = program_for(problem)
+        ports = operand_ports(problem)
+        for op, (port, slot) in zip(problem.operands, ports, strict=True):
+            assert (prog.rp0, prog.rp1)[port][slot] == op.tensor, name
+        assert sorted(ports) == [(p, k) for p in (0, 1) for k in range(len(prog.reads(p)))]
 
 
 def test_run_errors():

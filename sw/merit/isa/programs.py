@@ -18,7 +18,7 @@ from .asm import assemble
 from .encoding import LUT_ENTRIES, LUT_FRAC, IsaError
 from .interp import execute
 
-__all__ = ["program_for", "run", "supported", "bilateral_tables"]
+__all__ = ["program_for", "operand_ports", "run", "supported", "bilateral_tables"]
 
 # strategy class name -> builder(problem, shift) -> (pre, loop, post, ports, consts, luts)
 #   pre / post: one list of lines per golden level (outermost first)
@@ -245,6 +245,24 @@ def program_for(problem, *, shift=0):
                            f"{len(names[port])} operand(s) are bound to it")
     return replace(prog, rp0=tuple(names[0]), rp1=tuple(names[1]),
                    outputs=tuple(o.name for o in problem.outputs))
+
+
+def operand_ports(problem, *, shift=0):
+    """``(port, slot)`` of every operand of ``problem`` (``problem.operands`` order).
+
+    Operand ``k`` is read by the ``slot``-th instruction (address order) of
+    ``program_for(problem)`` that reads ``i<port>``: the RP tensor configuration it needs.
+    """
+    name = type(problem.strategy).__name__
+    if name not in _BUILDERS:
+        raise IsaError(f"no MERIT-z program for strategy {name}")
+    used = {0: 0, 1: 0}
+    out = []
+    for port in _BUILDERS[name](problem, shift)[3]:
+        r = int(port[1])
+        out.append((r, used[r]))
+        used[r] += 1
+    return tuple(out)
 
 
 def _operand_arrays(problem, ports, arrays):
