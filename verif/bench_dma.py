@@ -64,8 +64,8 @@ async def dma_loads_footprints(dut):
                     tuple(cfg["tiling"]["lane_index"]))
     slot = slot_config(tr, tiling, lanes, base=BASE, lpitch=cfg.get("lpitch"))
     n_p, n_a = len(tr.p), len(tr.a)
-    values = {"p_tile": [1] * (6 - n_p) + list(tiling.p_tile),
-              "a_tile": [1] * (6 - n_a) + list(tiling.a_tile),
+    values = {"p_tile": list(tiling.p_tile) + [1] * (6 - n_p),
+              "a_tile": list(tiling.a_tile) + [1] * (6 - n_a),
               "rp0": [slot, {}], "rp1": [{}]}
     dut.config.value = kernelcfg.pack(values)
     dut.requests__valid.value = 0
@@ -96,8 +96,8 @@ async def dma_loads_footprints(dut):
             dut.requests__valid.value = 1
             dut.requests__payload.value = req_layout.const({
                 "slot": 0, "base": base,
-                "tile": {"p_origin": [0] * (6 - n_p) + list(p_org),
-                         "a_origin": [0] * (6 - n_a) + list(a_org)}}).as_bits()
+                "tile": {"p_origin": list(p_org) + [0] * (6 - n_p),
+                         "a_origin": list(a_org) + [0] * (6 - n_a)}}).as_bits()
         else:
             dut.requests__valid.value = 0
         ready = int(not bp or rand.random() >= bp)

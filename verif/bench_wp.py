@@ -24,7 +24,7 @@ from meritz import kernelcfg
 
 
 def _pad(values, fill, n=6):
-    return [fill] * (n - len(values)) + list(values)
+    return list(values) + [fill] * (n - len(values))
 
 
 @cocotb.test()
@@ -36,10 +36,9 @@ async def wp_writes_exactly_the_output(dut):
     lane_index = cfg["lane_index"]
     base, size = cfg["base"], cfg["dram_bytes"]
     n_p = len(p_size)
-    shift = 6 - n_p
     values = {
         "p_size": _pad(p_size, 1), "p_tile": _pad(p_tile, 1),
-        "lane_index": [shift + j for j in lane_index] + [0] * (6 - len(lane_index)),
+        "lane_index": list(lane_index) + [0] * (6 - len(lane_index)),
         "out_base": [base, 0, 0], "out_pitch": _pad(pitch, 0),
     }
     dut.config.value = kernelcfg.pack(values)

@@ -1,7 +1,7 @@
 """Address generation of a TAU: the one loop nest (``StepLooper``) and the lane addresses (Eq. 10).
 
 - :class:`StepLooper` walks the ordering rule of ``docs/tau.md`` §2 for each accumulation tile it
-  is given: steps of the tile (outer), warps of the parallel tile (inner). For every (step, warp) it
+  is given: warps of the parallel tile (outer), steps of the tile (inner). For every (warp, step) it
   emits one *beat*: the instruction range of the step, the global accumulation index, the warp's
   parallel coordinates and, per input slot, the tile address of the warp's lane 0 (and the output
   element offset for the WP). Those addresses are kept as one running sum per loop level, so no
@@ -9,8 +9,8 @@
 - :func:`lane_offsets` builds the ``N`` constant lane offsets ``sum_i b_{n,i} c_i`` of Eq. 10 with
   ``N - 1`` adders, from the per-index steps and the lane map of the configuration.
 - :class:`LaneAddressGenerator` is the address generator of one Read Pipeline: it expands each beat
-  into one read per instruction of the range that reads this RP and adds the tile base and the lane
-  offsets, giving ``N`` SRAM word addresses per read.
+  into one read per instruction of the range that reads this RP and adds the lane offsets, giving
+  ``N`` tile addresses (and the tile's base row) per read.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
@@ -100,7 +100,7 @@ def tile_layout():
 
 
 def beat_layout(channels, pc_bits):
-    """One (step, warp) of the ordering rule."""
+    """One (warp, step) of the ordering rule."""
     return data.StructLayout({
         "beg": unsigned(pc_bits),              # instruction range of the step
         "end": unsigned(pc_bits),
@@ -130,7 +130,7 @@ class StepLooper(wiring.Component):
     tiles : In(stream.Signature(tile_layout()))
         Accumulation tiles, in the order of the rule.
     beats : Out(stream.Signature(beat_layout(...)))
-        One per (step, warp); channels: RP0 slots, then RP1 slots.
+        One per (warp, step); channels: RP0 slots, then RP1 slots.
     """
 
     def __init__(self, *, lanes, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
@@ -151,7 +151,8 @@ class StepLooper(wiring.Component):
         slots = [cfg.rp0[k] for k in range(self._slots[0])] + \
                 [cfg.rp1[k] for k in range(self._slots[1])]
         _, _, lanelog = lane_map(m, cfg, self._lanes)
-        levels = A + P                       # accumulation indices outer, warp indices inner
+        levels = P + A                       # warp indices outer, accumulation indices inner
+        # level lv < P: warp index lv; level P + j: accumulation index j
 
         # per level: size (registered at tile start), step per channel
         size = [Signal(16, name=f"size{lv}") for lv in range(levels)]
@@ -161,22 +162,20 @@ class StepLooper(wiring.Component):
         for k, slot in enumerate(slots):
             steps = []
             for lv in range(levels):
-                if lv < A:
-                    steps.append(slot.lstep[P + lv])
+                if lv >= P:
+                    steps.append(slot.lstep[lv])
                 else:
-                    j = lv - A
-                    s = Signal(ADDRESS_BITS, name=f"wstep{k}_{j}")
-                    m.d.comb += s.eq(slot.lstep[j] << lanelog[j])
+                    s = Signal(ADDRESS_BITS, name=f"wstep{k}_{lv}")
+                    m.d.comb += s.eq(slot.lstep[lv] << lanelog[lv])
                     steps.append(s)
             chan_steps.append(steps)
         out_steps = []
         for lv in range(levels):
-            if lv < A:
+            if lv >= P:
                 out_steps.append(Const(0, 32))
             else:
-                j = lv - A
-                s = Signal(32, name=f"ostep{j}")
-                m.d.comb += s.eq(cfg.out_pitch[j] << lanelog[j])
+                s = Signal(32, name=f"ostep{lv}")
+                m.d.comb += s.eq(cfg.out_pitch[lv] << lanelog[lv])
                 out_steps.append(s)
 
         count = [Signal(16, name=f"k{lv}") for lv in range(levels)]
@@ -196,11 +195,11 @@ class StepLooper(wiring.Component):
             for j in range(A):
                 rest = cfg.a_size[j] - tile.a_origin[j]
                 m.d.sync += [
-                    size[j].eq(Mux(rest < cfg.a_tile[j], rest, cfg.a_tile[j])),
+                    size[P + j].eq(Mux(rest < cfg.a_tile[j], rest, cfg.a_tile[j])),
                     a_origin[j].eq(tile.a_origin[j]),
                 ]
             for j in range(P):
-                m.d.sync += [size[A + j].eq(cfg.p_tile[j] >> lanelog[j]),
+                m.d.sync += [size[j].eq(cfg.p_tile[j] >> lanelog[j]),
                              p_origin[j].eq(tile.p_origin[j])]
             for lv in range(levels):
                 m.d.sync += [count[lv].eq(0), osums[lv].eq(base)]
@@ -212,7 +211,7 @@ class StepLooper(wiring.Component):
         wrap = [count[lv] + 1 >= size[lv] for lv in range(levels)]
         done = Cat(wrap).all()
         g = [Signal(16, name=f"g{j}") for j in range(A)]
-        m.d.comb += [g[j].eq(a_origin[j] + count[j]) for j in range(A)]
+        m.d.comb += [g[j].eq(a_origin[j] + count[P + j]) for j in range(A)]
         is_first = [g[j] == 0 for j in range(A)]
         is_last = [g[j] + 1 == cfg.a_size[j] for j in range(A)]
         kf = Signal(range(A + 1))
@@ -229,7 +228,7 @@ class StepLooper(wiring.Component):
             self.beats.valid.eq(busy),
         ]
         m.d.comb += [beat.a_index[j].eq(g[j]) for j in range(A)]
-        m.d.comb += [beat.p_warp[j].eq(p_origin[j] + (count[A + j] << lanelog[j]))
+        m.d.comb += [beat.p_warp[j].eq(p_origin[j] + (count[j] << lanelog[j]))
                      for j in range(P)]
         m.d.comb += [beat.addr[k].eq(sums[k][-1]) for k in range(len(slots))]
 
@@ -242,9 +241,7 @@ class StepLooper(wiring.Component):
             for lv in range(levels):
                 inner_wrap = Cat(wrap[lv + 1:]).all() if lv + 1 < levels else Const(1)
                 steps_here[lv] = ~wrap[lv] & inner_wrap
-            with m.If(Cat(wrap[A:]).all()):
-                m.d.sync += warp.eq(0)
-            with m.Else():
+            with m.If(Cat(wrap[P:]).all()):
                 m.d.sync += warp.eq(warp + 1)
             for lv in range(levels):
                 with m.If(steps_here[lv]):
@@ -271,9 +268,10 @@ def _trailing(flags):
 
 
 def read_layout(lanes, slot_bits):
-    """One read of an RP: the SRAM word address of every lane."""
+    """One read of an RP: the tile address of every lane, and the tile's base row."""
     return data.StructLayout({
         "addr": data.ArrayLayout(unsigned(ADDRESS_BITS), lanes),
+        "base": unsigned(16),
         "slot": unsigned(slot_bits),
         "last": unsigned(1),                  # last read of the accumulation tile
     })
@@ -283,8 +281,8 @@ class LaneAddressGenerator(wiring.Component):
     """The address generator of one Read Pipeline (Eq. 10).
 
     For each beat, one read per instruction of ``[beg, end)`` that reads this RP, in address
-    order; the k-th reader of the program reads slot k. Lane ``n`` of slot ``k`` reads
-    ``base[k] * lanes + origin[k] + beat.addr[k] + offset_k(n)``.
+    order; the k-th reader of the program reads slot k. Lane ``n`` of slot ``k`` reads tile
+    address ``origin[k] + beat.addr[k] + offset_k(n)`` of the tile at row ``base[k]``.
 
     Parameters
     ----------
@@ -356,15 +354,16 @@ class LaneAddressGenerator(wiring.Component):
         cur = Signal(range(n + 1))
         m.d.comb += cur.eq(Mux(started, k, k_lo))
 
-        # take the bases at the first beat of an accumulation tile
-        need_bases = self.beats.valid & beat.first & ~have_bases
+        # take the bases at the first beat of an accumulation tile (not while the previous
+        # tile's bases wait to be freed)
+        free_pending = Signal()
+        need_bases = self.beats.valid & beat.first & ~have_bases & ~free_pending
         m.d.comb += self.bases.ready.eq(need_bases)
         with m.If(self.bases.valid & self.bases.ready):
             m.d.sync += have_bases.eq(1)
             m.d.sync += [base[i].eq(self.bases.payload[i]) for i in range(self._slots)]
 
         # free after the last beat (one entry buffer)
-        free_pending = Signal()
         m.d.comb += [self.free.valid.eq(free_pending)]
         m.d.comb += [self.free.payload[i].eq(base[i]) for i in range(self._slots)]
         with m.If(self.free.valid & self.free.ready):
@@ -378,11 +377,12 @@ class LaneAddressGenerator(wiring.Component):
         chan_addr = Array(beat.addr[first_channel + i] for i in range(self._slots))
         origin = Array(s.origin for s in slots)
         lane_base = Signal(ADDRESS_BITS)
-        m.d.comb += lane_base.eq(base[slot] * lanes + origin[slot] + chan_addr[slot])
+        m.d.comb += lane_base.eq(origin[slot] + chan_addr[slot])
         table = [Array(offs[s][lane] for s in range(self._slots)) for lane in range(lanes)]
         m.d.comb += [read.addr[lane].eq(lane_base + table[lane][slot]) for lane in range(lanes)]
         m.d.comb += [
             read.slot.eq(slot),
+            read.base.eq(base[slot]),
             read.last.eq(beat.last & (cur + 1 >= k_end)),
             self.reads.valid.eq(ready_to_run & more),
         ]

@@ -69,6 +69,7 @@ def _fields(rp0_slots, rp1_slots, outputs, instructions):
         Field("begs", pc, A_INDICES + 1, "range table: first address by innermost-first count"),
         Field("ends", pc, A_INDICES + 1, "range table: end address by innermost-last count"),
         Field("consts", signed(32), 4, "program constants k0..k3"),
+        Field("regs", unsigned(4), None, "registers saved per warp (Program.regs)"),
         Field("rp0", _struct(_slot_fields()), rp0_slots, "input slots of RP0"),
         Field("rp1", _struct(_slot_fields()), rp1_slots, "input slots of RP1"),
         Field("out_base", unsigned(32), outputs, "DRAM byte address of each output tensor"),

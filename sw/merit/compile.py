@@ -5,8 +5,9 @@ does not import amaranth; ``meritz.kernelcfg.pack`` turns the dict into register
 
 Placement rules (``docs/tau.md`` §3-5):
 
-* a problem's P parallel indices are the hardware indices ``6 - P .. 5`` (innermost last), its A
-  accumulation indices ``6 - A .. 5``; unused outer indices have extent 1;
+* a problem's P parallel indices are the hardware indices ``0 .. P-1``, its A accumulation indices
+  ``0 .. A-1`` (the convention of ``merit.isa``: ``Program.with_levels`` pads inner levels); unused
+  inner indices have extent 1;
 * a tensor of D axes uses hardware axes ``4 - D .. 3``; unused outer axes have extent 1;
 * a slot's tile is the full footprint box (Eq. 9) of one (parallel tile, accumulation tile), laid
   out row-major with local pitches ``lpitch`` and hashed into banks by a ``BankFunction``.
@@ -14,6 +15,7 @@ Placement rules (``docs/tau.md`` §3-5):
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +23,8 @@ import numpy as np
 from .mapping.bank import BankFunction
 from .transform import Transform
 
-__all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Tiling", "lane_coords",
+__all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
+           "lane_coords",
            "slot_config", "tile_words", "hw_index"]
 
 P_INDICES = 6
@@ -65,8 +68,10 @@ class Tiling:
 
 
 def hw_index(count, limit, j):
-    """Hardware position of problem index ``j`` of ``count`` (innermost last)."""
-    return limit - count + j
+    """Hardware position of problem index ``j`` of ``count`` (padding after the last)."""
+    if not 0 <= j < count <= limit:
+        raise CompileError(f"index {j} of {count} does not fit {limit} hardware indices")
+    return j
 
 
 def lane_coords(lane_index, n_par):
@@ -187,3 +192,179 @@ def slot_config(transform: Transform, tiling: Tiling, lanes, *, base=0, bank=Non
         "xor": list(xor) + [0] * (6 - len(xor)),
         "rotate": rotate,
     }
+
+
+# ---- a whole kernel ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kernel:
+    """Everything a TAU run needs, from :func:`compile_problem`.
+
+    Attributes
+    ----------
+    problem, program, lanes, tiling
+    mapping : merit.mapping.MappingReport
+        The tile / layout / hash choice (conflict-free, routable).
+    config : dict
+        Values of ``meritz.kernelcfg.layout(...)`` (pack them with ``meritz.kernelcfg.pack``).
+    tensors : dict
+        Tensor name -> DRAM byte address (int16, dense row-major).
+    outputs : tuple of (name, address)
+        Output tensors (int16, dense, of ``problem.p_shape``), in ``out`` instruction order.
+    dram_bytes : int
+        Bytes of DRAM the layout spans.
+    tiles : tuple of tuple
+        Parallel tile origins, in dispatch order.
+    useful_ops : int
+        ALU operations of the problem (instructions executed x outputs), the utilization
+        numerator of SPEC §5.
+    """
+
+    problem: object
+    program: object
+    lanes: int
+    tiling: Tiling
+    mapping: object
+    config: dict
+    tensors: dict
+    outputs: tuple
+    dram_bytes: int
+    tiles: tuple
+    useful_ops: int
+
+
+def _ports(problem, program):
+    """RP port and slot of every operand: slot k of port r is the k-th operand bound to r."""
+    want = {0: list(program.rp0), 1: list(program.rp1)}
+    used = {0: 0, 1: 0}
+    out = []
+    for op in problem.operands:
+        fits = [r for r in (0, 1) if used[r] < len(want[r]) and want[r][used[r]] == op.tensor]
+        if len(fits) != 1:
+            raise CompileError(f"problem {problem.name!r}: cannot tell which RP reads operand "
+                               f"{op.tensor!r} (program binds i0 to {program.rp0}, i1 to "
+                               f"{program.rp1})")
+        out.append((fits[0], used[fits[0]]))
+        used[fits[0]] += 1
+    return out
+
+
+def _lane_index(grouping, n_par):
+    """The TAU's lane map of a mapping lane grouping, or CompileError if it has none."""
+    index = [j for j, _ in grouping.bits]
+    for j in range(n_par):
+        bits = [b for jj, b in grouping.bits if jj == j]
+        if bits != list(range(len(bits))):
+            raise CompileError(f"lane grouping {grouping.bits}: the lanes of parallel index {j} "
+                               f"must take its low tile-coordinate bits in order")
+    if index != sorted(index, reverse=True):
+        raise CompileError(f"lane grouping {grouping.bits}: inner parallel indices must take the "
+                           f"low lane bits (the CP's lane fields)")
+    return tuple(index)
+
+
+def _align(value, to=64):
+    return -(-value // to) * to
+
+
+def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_bytes=5120,
+                    rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
+                    max_outputs=None):
+    """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
+
+    Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
+    """
+    from .isa import IsaError, Program, step_ranges
+    from .isa.programs import program_for
+    from .mapping.search import search
+
+    try:
+        program = program_for(problem, shift=shift)
+    except IsaError as e:
+        raise CompileError(f"problem {problem.name!r}: {e}") from None
+    n_p, n_a = len(problem.p_shape), len(problem.a_shape)
+    if n_p > P_INDICES or n_a > A_INDICES:
+        raise CompileError(f"problem {problem.name!r} has {n_p} parallel and {n_a} accumulation "
+                           f"indices; the TAU has {P_INDICES} and {A_INDICES}")
+    if len(program.words) > instructions:
+        raise CompileError(f"problem {problem.name!r}: the program has {len(program.words)} "
+                           f"instructions, the TAU holds {instructions}")
+    if len(program.out_addresses) > outputs:
+        raise CompileError(f"problem {problem.name!r}: {len(program.out_addresses)} outputs, the "
+                           f"TAU writes at most {outputs}")
+    ports = _ports(problem, program)
+    slots = (rp0_slots, rp1_slots)
+    for r in (0, 1):
+        n = sum(1 for p, _ in ports if p == r)
+        if n > slots[r]:
+            raise CompileError(f"problem {problem.name!r}: {n} operands on RP{r}, which has "
+                               f"{slots[r]} slot(s)")
+    prog6 = program.with_levels(max(n_a, 1)).with_levels(A_INDICES)
+    regs = max(program.regs, 1)
+    cp_rows = cp_bytes * 8 // (32 * lanes)
+    limit = lanes * (cp_rows // regs)
+    max_outputs = limit if max_outputs is None else min(max_outputs, limit)
+    budgets = []
+    for r, _ in ports:
+        share = sum(1 for p, _ in ports if p == r)
+        budgets.append(rp_bytes[r] // 2 // 2 // share)      # words, double-buffered
+    mapping = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs)
+    tiling = Tiling(tuple(mapping.tile_p), tuple(mapping.tile_a),
+                    _lane_index(mapping.grouping, n_p))
+
+    # DRAM layout: inputs, then outputs
+    address = dram_base
+    tensors = {}
+    for t in problem.tensors:
+        tensors[t.name] = address
+        address = _align(address + 2 * int(np.prod(t.shape)))
+    out_list = []
+    for name in program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses))):
+        out_list.append((name, address))
+        address = _align(address + 2 * int(np.prod(problem.p_shape)))
+
+    rp = {0: [], 1: []}
+    for (r, _), op, layout in zip(ports, problem.operands, mapping.layouts(), strict=True):
+        depth = rp_bytes[r] // (2 * lanes)
+        rp[r].append(slot_config(op.transform, tiling, lanes, base=tensors[op.tensor],
+                                 bank=layout.bank, lpitch=layout.pitch, depth=depth))
+    rows = {r: sum(s["rows"] for s in rp[r]) for r in (0, 1)}
+    for r in (0, 1):
+        if rows[r] > rp_bytes[r] // (2 * lanes):
+            raise CompileError(f"problem {problem.name!r}: one accumulation tile needs "
+                               f"{rows[r]} rows of RP{r}, which has {rp_bytes[r] // (2 * lanes)}")
+        rp[r] += [{}] * (slots[r] - len(rp[r]))
+
+    pitch = [1]
+    for n in reversed(problem.p_shape[1:]):
+        pitch.insert(0, pitch[0] * n)
+
+    def pad(values, fill, n):
+        return [int(v) for v in values] + [fill] * (n - len(values))
+
+    config = {
+        "p_size": pad(problem.p_shape, 1, P_INDICES),
+        "a_size": pad(problem.a_shape, 1, A_INDICES),
+        "p_tile": pad(tiling.p_tile, 1, P_INDICES),
+        "a_tile": pad(tiling.a_tile, 1, A_INDICES),
+        "lane_index": pad(tiling.lane_index, 0, 6),
+        "program": pad(prog6.words, 0, instructions),
+        "begs": list(prog6.begs),
+        "ends": list(prog6.ends),
+        "consts": list(prog6.consts),
+        "regs": regs,
+        "rp0": rp[0],
+        "rp1": rp[1],
+        "out_base": pad([a for _, a in out_list], 0, outputs),
+        "out_pitch": pad(pitch, 0, P_INDICES),
+    }
+    grid = [range(0, n, t) for n, t in zip(problem.p_shape, tiling.p_tile, strict=True)]
+    tiles = tuple(tuple(o) for o in itertools.product(*grid))
+    acc = tuple(problem.a_shape) or (1,)
+    per_lane = sum(end - start for _, start, end in
+                   step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
+                               else program, acc))
+    useful = per_lane * int(np.prod(problem.p_shape))
+    assert isinstance(program, Program)
+    return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
+                  _align(address, 4096), tiles, useful)

@@ -38,15 +38,16 @@ def _config(p_size, a_size, tiling, slots0, slots1):
     words, begs, ends = _program_words()
     pad_p = [1] * (6 - len(p_size))
     pad_a = [1] * (6 - len(a_size))
+    extra = 7 - len(begs)
     return {
-        "p_size": pad_p + list(p_size), "a_size": pad_a + list(a_size),
-        "p_tile": pad_p + list(tiling.p_tile), "a_tile": pad_a + list(tiling.a_tile),
-        "lane_index": [6 - len(p_size) + j for j in tiling.lane_index] + [0] * 3,
+        "p_size": list(p_size) + pad_p, "a_size": list(a_size) + pad_a,
+        "p_tile": list(tiling.p_tile) + pad_p, "a_tile": list(tiling.a_tile) + pad_a,
+        "lane_index": list(tiling.lane_index) + [0] * 3,
         "program": words + [0] * (16 - len(words)),
-        "begs": list(begs) + [begs[-1]] * (7 - len(begs)),
-        "ends": list(ends) + [ends[-1]] * (7 - len(ends)),
+        "begs": [begs[0]] * extra + list(begs),
+        "ends": [ends[0]] * extra + list(ends),
         "rp0": slots0, "rp1": slots1,
-        "out_pitch": [0] * 4 + [p_size[1], 1],
+        "out_pitch": [p_size[1], 1, 0, 0, 0, 0],
     }
 
 
@@ -60,9 +61,9 @@ def _expected(tr, tiling, p_size, a_size, p_org, a_org, base):
     lanes_per = tiling.lanes_per_index()
     counts = [min(t, n - o) for t, n, o in zip(tiling.a_tile, a_size, a_org, strict=True)]
     out = []
-    for step in itertools.product(*[range(c) for c in counts]):
-        a = [o + s for o, s in zip(a_org, step, strict=True)]
-        for w in itertools.product(*[range(n) for n in tiling.warps()]):
+    for w in itertools.product(*[range(n) for n in tiling.warps()]):
+        for step in itertools.product(*[range(c) for c in counts]):
+            a = [o + s for o, s in zip(a_org, step, strict=True)]
             p = [o + wi * lp_ for o, wi, lp_ in zip(p_org, w, lanes_per, strict=True)]
             k = [np.full(LANES, v) for v in p]
             k = [k[j] + coords[j] for j in range(len(p))] + [np.full(LANES, v) for v in a]
@@ -71,7 +72,7 @@ def _expected(tr, tiling, p_size, a_size, p_org, a_org, base):
                 if idx is not None:
                     x[idx.axis] = x[idx.axis] + k[pos] * idx.stride
             local = sum((x[i] - low[i]) * lp[i] for i in range(len(box)))
-            out.append(list(base * LANES + local))
+            out.append((base, list(local)))
     return out
 
 
@@ -110,14 +111,15 @@ def test_lane_addresses_match_transform(port):
             ctx.set(looper.tiles.valid, bool(pending))
             if pending:
                 p_org, a_org = pending[0]
-                ctx.set(looper.tiles.payload, {"p_origin": [0] * 4 + list(p_org),
-                                               "a_origin": [0] * 3 + list(a_org)})
+                ctx.set(looper.tiles.payload, {"p_origin": list(p_org) + [0] * 4,
+                                               "a_origin": list(a_org) + [0] * 3})
             ctx.set(agu.bases.valid, bool(base_queue))
             if base_queue:
                 ctx.set(agu.bases.payload, [base_queue[0]] * (2 if port == 0 else 1))
             await ctx.delay(1e-9)
             if ctx.get(agu.reads.valid):
-                got.append([int(v) for v in ctx.get(agu.reads.payload.addr)])
+                got.append((ctx.get(agu.reads.payload.base),
+                            [int(v) for v in ctx.get(agu.reads.payload.addr)]))
             took_tile = pending and ctx.get(looper.tiles.ready)
             took_base = base_queue and ctx.get(agu.bases.ready)
             await ctx.tick()
@@ -135,4 +137,4 @@ def test_lane_addresses_match_transform(port):
     assert len(expected) == 2 * 27 * 4
     assert len(got) == len(expected)
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-        assert g == [v & 0xFFFF for v in e], f"read {i}: {g} != {e}"
+        assert g == (e[0], [v & 0xFFFF for v in e[1]]), f"read {i}: {g} != {e}"

@@ -1,0 +1,102 @@
+"""cocotb bench of :class:`meritz.tau.Tau`: one MERIT problem end to end, DRAM to DRAM.
+
+The bench is the dispatcher and the DRAM: it compiles the problem (``merit.compile``), writes the
+configuration, fills the whole DRAM with random bytes and the input tensors with random int16
+data, hands the TAU every parallel tile, and waits until the TAU is idle (every write answered).
+The reference is the golden ISA model (``merit.isa.programs.run``), never re-implemented here:
+every output must equal it bit for bit and **every other DRAM byte must be unchanged**. Records
+``cycles`` (first DRAM request to last write response) and ``utilization`` (useful ALU operations /
+(cycles x lanes), SPEC §5).
+"""
+
+import pickle
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ReadOnly, RisingEdge
+
+from axi import Dram
+from benchlib import bench_config, record_metric, rng, setup
+from merit.compile import compile_problem
+from merit.isa.programs import run as isa_run
+from meritz import kernelcfg
+from meritz.tau import luts_layout
+
+
+@cocotb.test()
+async def tau_matches_the_isa_model(dut):
+    cfg = bench_config()
+    rand = rng()
+    problem = pickle.loads(open(cfg["problem"], "rb").read())
+    lanes = cfg["lanes"]
+    kernel = compile_problem(problem, lanes=lanes, shift=cfg.get("shift", 0),
+                             rp_bytes=tuple(cfg["rp_bytes"]), cp_bytes=cfg["cp_bytes"],
+                             max_outputs=cfg.get("max_outputs"),
+                             instructions=cfg.get("instructions", 16))
+    layout = kernelcfg.layout(instructions=cfg.get("instructions", 16))
+    dut.config.value = kernelcfg.pack(kernel.config, layout)
+    luts = list(kernel.program.luts) + [[0] * 33] * (2 - len(kernel.program.luts))
+    dut.luts.value = luts_layout().const([list(t) for t in luts]).as_bits()
+    dut.tiles__valid.value = 0
+    await setup(dut)
+    dram = Dram(dut, "m_axi_", dut.clk, dut.rst, size=kernel.dram_bytes,
+                latency=cfg.get("latency", 20), bytes_per_cycle=cfg.get("bytes_per_cycle", 8),
+                rand=rand, backpressure=cfg.get("backpressure", 0.0))
+    nrng = np.random.default_rng(rand.randrange(1 << 30))
+    image = nrng.integers(0, 256, size=kernel.dram_bytes, dtype=np.uint8)
+    arrays = []
+    for t in problem.tensors:
+        if t.value is not None:
+            a = np.asarray(t.value).astype(np.int16)
+        else:
+            a = nrng.integers(-64, 64, size=t.shape).astype(np.int16)
+        arrays.append(a)
+        start = kernel.tensors[t.name]
+        image[start:start + a.nbytes] = np.frombuffer(a.astype("<i2").tobytes(), np.uint8)
+    dram.write(0, image.tobytes())
+
+    pending = list(kernel.tiles)
+    cycles = 0
+    limit = cfg.get("max_cycles", 2_000_000)
+    while cycles < limit:
+        dut.tiles__valid.value = int(bool(pending))
+        if pending:
+            origin = list(pending[0]) + [0] * (6 - len(pending[0]))
+            dut.tiles__payload.value = sum(v << (16 * j) for j, v in enumerate(origin))
+        await ReadOnly()
+        took = pending and int(dut.tiles__ready.value)
+        done = not pending and int(dut.idle.value)
+        await RisingEdge(dut.clk)
+        cycles += 1
+        if took:
+            pending.pop(0)
+        if done:
+            break
+    assert not pending and int(dut.idle.value), f"the TAU did not finish in {limit} cycles"
+    errors = int(dut.errors.value)
+    assert errors == 0, f"TAU error flags {errors:#x}"
+
+    expected = isa_run(problem, *arrays, shift=cfg.get("shift", 0))
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
+    untouched = np.ones(kernel.dram_bytes, dtype=bool)
+    n_out = int(np.prod(problem.p_shape))
+    for (name, address), out, want in zip(kernel.outputs, problem.outputs, expected,
+                                          strict=True):
+        untouched[address:address + 2 * n_out] = False
+        raw = got_image[address:address + 2 * n_out].view("<i2").reshape(problem.p_shape)
+        got = out.finish(raw)
+        bad = np.argwhere(got != want)
+        assert bad.size == 0, (f"output {name}: {len(bad)} of {got.size} values differ, first at "
+                               f"{tuple(bad[0])}: got {got[tuple(bad[0])]}, "
+                               f"expected {want[tuple(bad[0])]}")
+    changed = np.flatnonzero(untouched & (got_image != image))
+    assert changed.size == 0, f"{changed.size} DRAM bytes outside the outputs changed, first " \
+                              f"at {changed[0]:#x}"
+    span = dram.cycles
+    record_metric("cycles", span)
+    record_metric("utilization", round(kernel.useful_ops / (span * lanes), 4))
+    record_metric("useful_ops", kernel.useful_ops)
+    record_metric("read_beats", dram.read_beats)
+    record_metric("write_beats", dram.write_beats)
+    record_metric("tiling", f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}")
