@@ -32,14 +32,22 @@ BUTTERFLIES = [
     pytest.param(dict(lanes=8, routing="self", pipelined=True, signed=False, width=12),
                  id="n8-self-pipelined-u12"),
     pytest.param(dict(lanes=32, routing="self", pipelined=True), id="n32-self-pipelined"),
+    pytest.param(dict(lanes=16, routing="self", pipelined=True, row_bits=4),
+                 id="n16-self-rows-pipelined", marks=pytest.mark.slow),
+    pytest.param(dict(lanes=32, routing="select", pipelined=False),
+                 id="n32-select", marks=pytest.mark.slow),
+    pytest.param(dict(lanes=4, routing="self", pipelined=True, signed=False, width=8),
+                 id="n4-self-pipelined-u8", marks=pytest.mark.slow),
 ]
 
 
 @pytest.mark.sim
 @pytest.mark.parametrize("params", BUTTERFLIES)
-def test_butterfly(params, record_property):
+def test_butterfly(params, record_property, request):
     dut = Butterfly(**params)
     vectors = 100 if params["lanes"] > 8 else 300
+    if request.node.get_closest_marker("slow"):
+        vectors = 2000
     config = _butterfly_config(dut, vectors=vectors)
     metrics = run_bench(dut, bench="bench_butterfly", config=config)
     for key, value in metrics.items():

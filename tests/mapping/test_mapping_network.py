@@ -143,6 +143,18 @@ def test_paper_patterns_route_for_every_base_address():
             route_read(a0 + sum(c * ((n >> i) & 1) for i, c in enumerate(coeffs)), bank)
 
 
+def test_fig6_native_pattern_conflicts_for_some_base_addresses():
+    n = np.arange(8)
+    offsets = sum(c * ((n >> i) & 1) for i, c in enumerate((1, 2, 6)))
+    bad = 0
+    for a0 in range(64):
+        try:
+            route_read(a0 + offsets, BankFunction(8))
+        except RoutingConflict:
+            bad += 1
+    assert bad > 0
+
+
 def test_conflicting_lanes_are_named():
     with pytest.raises(RoutingConflict, match=r"lanes 0 and 6 need rows 0 and 1 of bank 0"):
         route_read([0, 1, 2, 3, 6, 7, 8, 9], BankFunction(8))

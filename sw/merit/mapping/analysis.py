@@ -270,7 +270,7 @@ class MappingReport:
         return tuple(op.layout.words for op in self.operands)
 
     def layouts(self):
-        """``{tensor name: TileLayout}`` (one per operand in order; names may repeat)."""
+        """The ``TileLayout`` of every operand, in the problem's operand order."""
         return [op.layout for op in self.operands]
 
     def __str__(self):
