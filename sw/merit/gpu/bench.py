@@ -518,7 +518,11 @@ def main(argv=None):
         print(json.dumps(row), flush=True)
         cp.get_default_memory_pool().free_all_blocks()
 
-    meta = {"command": "python -m merit.gpu.bench " + " ".join(argv or sys.argv[1:]),
+    shown = [a for a in (argv if argv is not None else sys.argv[1:])]
+    if "--out" in shown:   # where the files go does not change the numbers
+        i = shown.index("--out")
+        del shown[i:i + 2]
+    meta = {"command": " ".join(["python -m merit.gpu.bench"] + shown),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": device, "copy_bandwidth_Bps": bw, "sgemm_flops": sgemm,
             "cupy": cp.__version__, "torch": _torch().__version__,
