@@ -233,22 +233,6 @@ class Kernel:
     useful_ops: int
 
 
-def _ports(problem, program):
-    """RP port and slot of every operand: slot k of port r is the k-th operand bound to r."""
-    want = {0: list(program.rp0), 1: list(program.rp1)}
-    used = {0: 0, 1: 0}
-    out = []
-    for op in problem.operands:
-        fits = [r for r in (0, 1) if used[r] < len(want[r]) and want[r][used[r]] == op.tensor]
-        if len(fits) != 1:
-            raise CompileError(f"problem {problem.name!r}: cannot tell which RP reads operand "
-                               f"{op.tensor!r} (program binds i0 to {program.rp0}, i1 to "
-                               f"{program.rp1})")
-        out.append((fits[0], used[fits[0]]))
-        used[fits[0]] += 1
-    return out
-
-
 def _lane_index(grouping, n_par):
     """The TAU's lane map of a mapping lane grouping, or CompileError if it has none."""
     index = [j for j, _ in grouping.bits]
@@ -275,7 +259,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_by
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
     from .isa import IsaError, Program, step_ranges
-    from .isa.programs import program_for
+    from .isa.programs import operand_ports, program_for
     from .mapping.search import search
 
     try:
@@ -292,7 +276,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_by
     if len(program.out_addresses) > outputs:
         raise CompileError(f"problem {problem.name!r}: {len(program.out_addresses)} outputs, the "
                            f"TAU writes at most {outputs}")
-    ports = _ports(problem, program)
+    ports = operand_ports(problem, shift=shift)
     slots = (rp0_slots, rp1_slots)
     for r in (0, 1):
         n = sum(1 for p, _ in ports if p == r)

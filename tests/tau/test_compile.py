@@ -1,0 +1,58 @@
+"""merit.compile: kernel configuration values and the errors for problems a TAU cannot run."""
+
+import numpy as np
+import pytest
+
+from merit import workloads as W
+from merit.compile import CompileError, Tiling, compile_problem, lane_coords, slot_config
+from merit.transform import Index, Transform
+from meritz import kernelcfg
+
+
+def test_conv_kernel_packs_and_covers_the_output():
+    problem = W.conv2d(1, 3, 9, 13, 4, 3, padding=1)
+    k = compile_problem(problem, lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
+    kernelcfg.pack(k.config)                       # every value fits its field
+    covered = np.zeros(problem.p_shape, dtype=int)
+    for origin in k.tiles:
+        sl = tuple(slice(o, o + t) for o, t in zip(origin, k.tiling.p_tile, strict=True))
+        covered[sl] += 1
+    assert (covered == 1).all()
+    # pre (1) + 27 mac + post (1) per output
+    assert k.useful_ops == (27 + 2) * int(np.prod(problem.p_shape))
+    # the tensors and outputs do not overlap
+    spans = sorted([(a, a + 2 * int(np.prod(t.shape))) for t in problem.tensors
+                    for n, a in k.tensors.items() if n == t.name]
+                   + [(a, a + 2 * int(np.prod(problem.p_shape))) for _, a in k.outputs])
+    assert all(e <= s for (_, e), (s, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_lane_coords_follow_the_lane_map():
+    c = lane_coords((1, 1, 0), 2)
+    assert list(c[1]) == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert list(c[0]) == [0, 0, 0, 0, 1, 1, 1, 1]
+
+
+def test_program_too_long():
+    problem = W.bilateral(8, 10, sigma_s=1.5, sigma_r=20.0, radius=1)
+    with pytest.raises(CompileError, match="the program has 22 instructions, the TAU holds 16"):
+        compile_problem(problem, lanes=8)
+
+
+def test_too_many_operands_on_one_rp():
+    problem = W.residual(1, 2, 6, 6, 2, 3, padding=1)
+    with pytest.raises(CompileError, match="2 operands on RP0, which has 1 slot"):
+        compile_problem(problem, lanes=8, rp0_slots=1)
+
+
+def test_slot_errors():
+    tr = Transform((4, 400), p=[Index(1, stride=200)], a=[Index(0)], name="A")
+    tiling = Tiling((8,), (4,), (0, 0, 0))
+    with pytest.raises(CompileError, match="stride 200 does not fit the 8-bit stride field"):
+        slot_config(tr, tiling, 8)
+    with pytest.raises(CompileError, match="parallel tile size 4 of index p\\[0\\] must be a "
+                                           "multiple of its 8 lanes"):
+        slot_config(tr, Tiling((4,), (4,), (0, 0, 0)), 8)
+    big = Transform((64, 64), p=[Index(1)], a=[Index(0)], name="B")
+    with pytest.raises(CompileError, match="needs 64 SRAM rows, the RP has 16"):
+        slot_config(big, Tiling((64,), (8,), (0, 0, 0)), 8, depth=16)
