@@ -200,7 +200,7 @@ def _offsets(coeffs, lanes):
     return sum(np.int64(c) * ((n >> i) & 1) for i, c in enumerate(coeffs))
 
 
-def check_steps(bases, coeffs, bank):
+def _check_steps(bases, coeffs, bank):
     """``(conflict, blocked)`` boolean arrays for lane addresses ``bases[:, None] + offsets``."""
     addresses = np.asarray(bases, np.int64)[:, None] + _offsets(coeffs, bank.lanes)[None, :]
     banks, rows = bank.locate(addresses)
@@ -230,7 +230,7 @@ def analyze_operand(transform, tile_p, tile_a, grouping, layout):
     # shift the residues so that every lane address is non-negative (rows move together)
     low = min(0, int(_offsets(coeffs, bank.lanes).min()))
     shift = -(low // period) * period if low < 0 else 0
-    conflict, blocked, addresses = check_steps(residues + shift, coeffs, bank)
+    conflict, blocked, addresses = _check_steps(residues + shift, coeffs, bank)
     bad = np.flatnonzero(conflict) if conflict.any() else np.flatnonzero(blocked)
     example = tuple(int(a) for a in addresses[bad[0]]) if len(bad) else None
     return OperandReport(name=transform.name, coeffs=coeffs, layout=layout,

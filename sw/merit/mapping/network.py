@@ -23,7 +23,7 @@ import numpy as np
 from .bank import BankFunction, check_lanes
 
 __all__ = ["Route", "RoutingConflict", "route", "route_many", "butterfly", "route_read",
-           "read_network", "rotation_stages", "rotate_positions", "route_collector",
+           "rotation_stages", "rotate_positions", "route_collector",
            "collector_network"]
 
 
@@ -156,11 +156,6 @@ def route_read(addresses, bank):
                 else f"banks {banks.tolist()} are not routable through the butterfly")
         raise RoutingConflict(f"addresses {addresses.tolist()}: {what}")
     return result.select
-
-
-def read_network(bank_words, select):
-    """What the lanes receive: the bank outputs through the read butterfly."""
-    return butterfly(bank_words, select)
 
 
 def rotate_positions(positions, amount, m):
