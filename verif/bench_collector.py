@@ -76,8 +76,8 @@ async def random_lines(dut):
 
 @cocotb.test()
 async def paper_functions(dut):
-    """Identity, the XOR hash of Fig. 6 (ii-c) (bank bit 2 ^= address bit 3) and, for N = 8, the
-    X and R of Eq. 16; every row of a period."""
+    """Identity, the XOR hash of Fig. 6 (ii-c) (bank bit 2 ^= address bit 3), for N = 8 the X
+    and R of Eq. 16, and a chain of XOR sources; every row of a period."""
     tb = TB(dut)
     banks = [BankFunction(tb.lanes)]
     xor = [None] * tb.bits
@@ -85,6 +85,8 @@ async def paper_functions(dut):
     banks.append(BankFunction(tb.lanes, xor=xor))
     if tb.lanes == 8:
         banks.append(BankFunction(8, xor=(None, 2, 3), rotate=1))
+    # chained sources (bit j <- bit j + 1): what the authors' write network got wrong
+    banks.append(BankFunction(tb.lanes, xor=tuple(j + 1 for j in range(tb.bits)), rotate=1))
     for bank in banks:
         await tb.check(bank, list(range(min(16, 1 << tb.cfg["row_bits"]))))
 

@@ -186,6 +186,18 @@ def test_collector_places_every_word_in_its_bank(bank, row):
     assert route_collector(bank, row).shape == (bank.bits, bank.lanes)
 
 
+@pytest.mark.parametrize("lanes", [8, 32])
+def test_collector_handles_chained_xor_sources(lanes):
+    """Sources that are themselves XOR-modified (bit 1 <- 2 <- 3 ...): the case where the authors'
+    write network disagreed with their read-side bank function (mimori-notes §3.3)."""
+    m = lanes.bit_length() - 1
+    bank = BankFunction(lanes, xor=tuple(j + 1 for j in range(m)), rotate=m - 1)
+    for row in range(8):
+        placed = collector_network(np.arange(lanes) + row * lanes, row, bank)
+        assert (bank.locate(placed)[0] == np.arange(lanes)).all()
+        assert (bank.locate(placed)[1] == row).all()
+
+
 def test_collector_eq16_row_0():
     bank = BankFunction(8, xor=(None, 2, 3), rotate=1)
     placed = collector_network(np.arange(8), 0, bank)
