@@ -112,8 +112,12 @@ def time_launch(fn, min_ms=20.0, batches=5):
     return times[len(times) // 2]
 
 
+#: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
+CACHE_VERSION = 2
+
+
 class TileCache:
-    """Autotuned tiles on disk, keyed by device name and specialization digest."""
+    """Autotuned tiles on disk, keyed by generator version, device name and specialization."""
 
     def __init__(self, path=None):
         path = path or os.environ.get("MERIT_GPU_CACHE")
@@ -129,14 +133,17 @@ class TileCache:
         return self._data
 
     def get(self, device, spec):
-        entry = self._load().get(f"{device}|{spec.digest()}")
+        entry = self._load().get(f"v{CACHE_VERSION}|{device}|{spec.digest()}")
         if entry is None:
             return None
-        return Tile(**{k: _tuplify(v) for k, v in entry.items()})
+        try:
+            return Tile(**{k: _tuplify(v) for k, v in entry.items()})
+        except TypeError:   # written by another version of the Tile class
+            return None
 
     def put(self, device, spec, tile):
         data = self._load()
-        data[f"{device}|{spec.digest()}"] = {
+        data[f"v{CACHE_VERSION}|{device}|{spec.digest()}"] = {
             k: getattr(tile, k) for k in Tile.__dataclass_fields__}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

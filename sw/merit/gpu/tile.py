@@ -76,7 +76,7 @@ class Tile:
         t = "x".join(map(str, self.threads))
         r = "x".join(map(str, self.regs))
         sh = "".join("s" if s else "g" for s in self.shared)
-        return f"t{t}_r{r}_c{self.chunk}_{sh}{'_db' if self.double else ''}"
+        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{'_db' if self.double else ''}"
 
 
 @dataclass(frozen=True)

@@ -80,8 +80,9 @@ def shared_inputs(spec, tile, device=H100):
     return tuple(out)
 
 
-def _unroll(spec, chunk):
-    """How many innermost accumulation indices to unroll fully, and their steps."""
+def _unroll(spec, chunk, limit=None):
+    """How many innermost accumulation indices to unroll fully (at most ``limit``), and their
+    steps."""
     if spec.na == 0:
         return 0, 1
     full = spec.ashape[0] % chunk == 0
@@ -90,7 +91,7 @@ def _unroll(spec, chunk):
     for i in range(spec.na - 1, -1, -1):
         if i == 0 and not full:
             break
-        if steps * ext[i] > UNROLL_CAP:
+        if steps * ext[i] > UNROLL_CAP or (limit is not None and u == limit):
             break
         steps *= ext[i]
         u += 1
@@ -133,7 +134,7 @@ def estimate(spec, tile, device=H100):
     chunk = ext[P] if spec.na else 1
     ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
     tile_steps = _prod(ext[P:])
-    u, usteps = _unroll(spec, chunk)
+    u, usteps = _unroll(spec, chunk, tile.unroll or None)
     shared = tile.shared or shared_inputs(spec, tile, device)
     nbuf = 2 if tile.double else 1
     smem = 0
@@ -171,7 +172,7 @@ def estimate(spec, tile, device=H100):
     out_bytes = _prod(spec.pshape) * 4 * spec.outputs * _coalescing(tile.block[-1])
     dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
     resident = per_sm * nt / 32
-    eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
+    eff = min(1.0, resident * min(R, 8) / 64.0) ** 0.5
     slots = device.sms * per_sm
     waves = nb / slots
     tail = math.ceil(waves) / waves if waves < 4 else 1.0
@@ -271,7 +272,11 @@ def _candidates(spec):
         for threads in _thread_layouts(spec, regs):
             t = Tile(threads, regs, 1)
             if _waste(spec, t) <= 1.3:
-                yield Tile(threads, regs, _chunk(spec, t))
+                chunk = _chunk(spec, t)
+                yield Tile(threads, regs, chunk)
+                u = _unroll(spec, chunk)[0]
+                if u >= 2:   # fewer unrolled loops: fewer live registers, more shared loads
+                    yield Tile(threads, regs, chunk, unroll=u - 1)
 
 
 def complete(spec, tile, device=H100):
@@ -285,6 +290,8 @@ def complete(spec, tile, device=H100):
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
         t = _replace(t, unroll=_unroll(spec, chunk)[0])
+    else:
+        t = _replace(t, unroll=_unroll(spec, chunk, tile.unroll)[0])
     ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
     if not t.pads:
         t = _tune_banks(spec, t)
