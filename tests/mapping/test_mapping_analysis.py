@@ -5,6 +5,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from merit import Index, Transform
 from merit import workloads as W
@@ -150,3 +152,48 @@ def test_broadcast_only_operand_is_free():
     weights = Transform((3, 3), p=[None, None], a=[Index(0), Index(1)], name="W")
     report = analyze_operand(weights, (4, 4), (3, 3), NATIVE, TileLayout((3, 3), BankFunction(8)))
     assert report.ok and report.coeffs == (0, 0, 0)
+
+
+@st.composite
+def tiled_transforms(draw):
+    """A random 2-D transform (strides of both signs, several indices per axis, broadcasts), a
+    power-of-two parallel tile, a lane grouping of it, and a padded, hashed layout."""
+    n_p = draw(st.integers(1, 3))
+    n_a = draw(st.integers(0, 2))
+
+    def index():
+        return draw(st.one_of(st.none(), st.builds(
+            Index, st.integers(0, 1), st.sampled_from([-2, -1, 1, 2, 3]), st.integers(-2, 2))))
+
+    transform = Transform((64, 64), p=[index() for _ in range(n_p)],
+                          a=[index() for _ in range(n_a)], name="T")
+    tile_p = tuple(draw(st.sampled_from([1, 2, 4])) for _ in range(n_p))
+    tile_a = tuple(draw(st.integers(1, 3)) for _ in range(n_a))
+    available = [(j, b) for j in range(n_p) for b in range(tile_p[j].bit_length() - 1)]
+    lanes = draw(st.sampled_from([lane for lane in (2, 4, 8) if lane.bit_length() - 1
+                                  <= len(available)] or [0]))
+    if lanes == 0:
+        return None
+    bits = draw(st.permutations(available))[:lanes.bit_length() - 1]
+    grouping = LaneGrouping(tuple(bits))
+    try:
+        grouping.check(tile_p, lanes)
+    except ValueError:
+        return None
+    box = transform.footprint(tile_p, tile_a)
+    pitch = (box[1] + draw(st.integers(0, 3)), 1)
+    m = lanes.bit_length() - 1
+    bank = BankFunction(lanes, xor=[draw(st.one_of(st.none(), st.integers(j + 1, m + 3)))
+                                    for j in range(m)], rotate=draw(st.integers(0, m - 1)))
+    return transform, tile_p, tile_a, grouping, TileLayout(box, bank, pitch=pitch)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tiled_transforms())
+def test_analysis_matches_brute_force_on_random_transforms(case):
+    if case is None:
+        return
+    transform, tile_p, tile_a, grouping, lay = case
+    report = analyze_operand(transform, tile_p, tile_a, grouping, lay)
+    assert (report.conflict_steps, report.blocked_steps, report.steps) == brute_force(
+        transform, tile_p, tile_a, grouping, lay)
