@@ -16,7 +16,7 @@ import cocotb
 import numpy as np
 from amaranth.hdl import Shape
 from amaranth.lib import data
-from cocotb.triggers import ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from benchlib import (
     bench_config,
@@ -141,7 +141,8 @@ class Source:
         return fired
 
 
-async def run_scenario(dut, cfg, pause_prob):
+async def run_scenario(dut, cfg, pause_prob, first):
+    """Run one scenario from reset; ``first`` starts the clock (later ones only reset)."""
     rand = rng()
     sc = Scenario(cfg, rand)
     seq = sequencer_config(sc.program, sc.a_shape, cfg["group_shape"], cfg["lane_bits"])
@@ -160,7 +161,13 @@ async def run_scenario(dut, cfg, pause_prob):
     for name in ("job", "rp0", "rp1"):
         getattr(dut, f"{name}__valid").value = 0
     dut.out__ready.value = 0
-    await setup(dut)
+    if first:
+        await setup(dut)
+    else:
+        dut.rst.value = 1
+        await ClockCycles(dut.clk, 2)
+        dut.rst.value = 0
+        await RisingEdge(dut.clk)
     expected = deque(sc.expected)
     lanes = cfg["lanes"]
     started = None
@@ -175,7 +182,7 @@ async def run_scenario(dut, cfg, pause_prob):
             got = unpack_lanes(dut.out__payload.value, lanes, 16)
             assert expected, f"{where}: unexpected out {got}"
             want = expected.popleft()
-            assert got == want, f"{where}: out {got} != reference {want} " \
+            assert got == want, f"{cfg['name']}, {where}: out {got} != reference {want} " \
                                 f"({len(sc.expected) - len(expected)}-th)"
         for src in sources:
             if src.sample() and started is None:
@@ -188,24 +195,32 @@ async def run_scenario(dut, cfg, pause_prob):
         raise AssertionError(f"timeout: {len(expected)} outs pending, "
                              f"{[len(s.items) for s in sources]} items queued")
     cycles = cycle - started + 1
-    dut._log.info("%d jobs, %d outs, %d instructions in %d cycles", len(sc.jobs),
-                  len(sc.expected), sc.execs, cycles)
+    dut._log.info("%s: %d jobs, %d outs, %d instructions in %d cycles", cfg["name"],
+                  len(sc.jobs), len(sc.expected), sc.execs, cycles)
     return sc, cycles
 
 
-@cocotb.test()
-async def program_without_backpressure(dut):
-    """Every stream always ready: measures cycles per instruction (1 plus save/restore)."""
+def _scenarios():
     cfg = bench_config()
-    sc, cycles = await run_scenario(dut, cfg, 0.0)
-    overhead = len(sc.jobs) * sc.groups * (2 * sc.program.regs + 3)
-    assert cycles <= sc.execs + overhead + 10, f"{cycles} cycles for {sc.execs} instructions"
-    record_metric("cycles", cycles)
-    record_metric("instructions", sc.execs)
-    record_metric("alu_utilization", round(sc.execs / cycles, 4))
+    for scenario in cfg["scenarios"]:
+        yield dict(scenario, lanes=cfg["lanes"], program_depth=cfg["program_depth"])
 
 
 @cocotb.test()
-async def program_with_backpressure(dut):
+async def programs_without_backpressure(dut):
+    """Every stream always ready: cycles per instruction (1 plus save/restore per group)."""
+    for k, cfg in enumerate(_scenarios()):
+        sc, cycles = await run_scenario(dut, cfg, 0.0, k == 0)
+        overhead = len(sc.jobs) * sc.groups * (2 * sc.program.regs + 3)
+        assert cycles <= sc.execs + overhead + 10, \
+            f"{cfg['name']}: {cycles} cycles for {sc.execs} instructions"
+        record_metric(f"{cfg['name']}.cycles", cycles)
+        record_metric(f"{cfg['name']}.instructions", sc.execs)
+        record_metric(f"{cfg['name']}.alu_utilization", round(sc.execs / cycles, 4))
+
+
+@cocotb.test()
+async def programs_with_backpressure(dut):
     """Random gaps on job / rp0 / rp1 and random ready on out."""
-    await run_scenario(dut, bench_config(), 0.3)
+    for k, cfg in enumerate(_scenarios()):
+        await run_scenario(dut, cfg, 0.3, k == 0)
