@@ -195,17 +195,18 @@ def _module_stats(stat_path, top):
     return modules[key]
 
 
-def _memories(mem_path):
+def _memories(mem_path, top):
     """The memories that Yosys inferred, from its JSON dump of the ``$mem_v2`` cells."""
     memories = []
-    for module in json.loads(mem_path.read_text()).get("modules", {}).values():
+    for module_name, module in json.loads(mem_path.read_text()).get("modules", {}).items():
+        prefix = _submodule_path(module_name, top)
         for cell_name, cell in module.get("cells", {}).items():
             if cell["type"] != "$mem_v2":
                 continue
             params = cell["parameters"]
             width, depth = int(params["WIDTH"], 2), int(params["SIZE"], 2)
             memories.append({
-                "name": cell_name.lstrip("\\"),
+                "name": ".".join(filter(None, (prefix, cell_name.lstrip("\\")))),
                 "width": width, "depth": depth, "bits": width * depth,
                 "read_ports": int(params["RD_PORTS"], 2),
                 "write_ports": int(params["WR_PORTS"], 2),
@@ -213,8 +214,18 @@ def _memories(mem_path):
     return sorted(memories, key=lambda memory: memory["name"])
 
 
-def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_DEFAULT_TIMEOUT,
-                       cache=True):
+def _submodule_path(module_name, top):
+    """``"sram.bank3"`` for Amaranth's module ``\\<top>.sram.bank3``; ``""`` for the top."""
+    name = module_name.lstrip("\\")
+    return name[len(top) + 1:] if name.startswith(top + ".") else ""
+
+
+def _area(counts):
+    return round(sum(CELL_AREAS[name][0] * count for name, count in counts.items()), 1)
+
+
+def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", flatten=True,
+                       timeout=_DEFAULT_TIMEOUT, cache=True):
     """Map the Verilog module ``top`` to the generic NAND2-equivalent library; return its area.
 
     Parameters
@@ -228,6 +239,9 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_
     memories : ``"blackbox"`` or ``"flops"``
         ``"blackbox"``: memories stay SRAM macros, counted in bits, outside the logic area (as for
         a user swapping in SRAM macros). ``"flops"``: they are built from flip-flops and muxes.
+    flatten : bool
+        Optimize across module boundaries (default). ``False`` keeps Amaranth's hierarchy and adds
+        ``submodules``, the area of each first-level submodule (its whole subtree).
     timeout : float
         Seconds before Yosys is stopped.
     cache : bool
@@ -238,7 +252,9 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_
     dict
         ``module``, ``cells`` (logic cells), ``cells_by_type``, ``area_nand2`` (logic area),
         ``sequential_nand2`` (of which flip-flops), ``sram`` (one dict per memory: name, width,
-        depth, bits, read_ports, write_ports), ``sram_bits``, ``seconds``.
+        depth, bits, read_ports, write_ports), ``sram_bits``, ``seconds``; with
+        ``flatten=False`` also ``submodules``: ``{name: {cells, area_nand2, sequential_nand2,
+        sram_bits}}`` (``""`` is the top's own logic).
     """
     top = _check_top(top)
     if memories not in ("blackbox", "flops"):
@@ -248,8 +264,9 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_
     (work / "cells.lib").write_text(liberty())
     script = (
         f"hierarchy -check -top {top}\n"
-        f"synth -flatten -booth -top {top} -run :fine\n"
+        f"synth {'-flatten ' if flatten else ''}-booth -top {top} -run :fine\n"
         "delete t:$scopeinfo\n"
+        "memory_map t:$mem_v2 r:WR_PORTS=0 %i\n"
         "select t:$mem_v2\n"
         "write_json -selected mems.json\n"
         "select -clear\n"
@@ -265,24 +282,50 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", timeout=_
         "tee -q -o stat.json stat -json -liberty cells.lib\n"
     )
     seconds = _yosys_flow(names, top, script, work, timeout, "synthesis", cache)
-    stats = _module_stats(work / "stat.json", top)
-    by_type = {name.lstrip("\\"): count
-               for name, count in stats.get("num_cells_by_type", {}).items()}
+    modules = json.loads((work / "stat.json").read_text())["modules"]
+    instances = {}
+    groups = {}
+    for module_name, stats in modules.items():
+        group = _submodule_path(module_name, top).split(".")[0]
+        counts = groups.setdefault(group, {})
+        for name, count in stats.get("num_cells_by_type", {}).items():
+            name = name.lstrip("\\")
+            if name in modules or f"\\{name}" in modules:
+                instances[name] = instances.get(name, 0) + count
+                continue
+            counts[name] = counts.get(name, 0) + count
+    if any(count != 1 for count in instances.values()):
+        raise SynthesisError(f"synthesis of {top}: a submodule is instantiated more than once "
+                             f"({instances}); areas per module would not add up")
+    by_type = {}
+    for counts in groups.values():
+        for name, count in counts.items():
+            by_type[name] = by_type.get(name, 0) + count
     unknown = sorted(name for name in by_type if name not in CELL_AREAS and name != "$mem_v2")
     if unknown:
         raise SynthesisError(f"synthesis of {top} left cells outside the library: {unknown}")
     logic = {name: count for name, count in by_type.items() if name in CELL_AREAS}
-    sram = _memories(work / "mems.json") if memories == "blackbox" else []
-    return {
+    sram = _memories(work / "mems.json", top) if memories == "blackbox" else []
+    result = {
         "module": top,
         "cells": sum(logic.values()),
         "cells_by_type": dict(sorted(logic.items())),
-        "area_nand2": round(sum(CELL_AREAS[name][0] * count for name, count in logic.items()), 1),
-        "sequential_nand2": round(CELL_AREAS["DFF"][0] * logic.get("DFF", 0), 1),
+        "area_nand2": _area(logic),
+        "sequential_nand2": _area({"DFF": logic.get("DFF", 0)}),
         "sram": sram,
         "sram_bits": sum(memory["bits"] for memory in sram),
         "seconds": seconds,
     }
+    if not flatten:
+        result["submodules"] = {
+            group: {
+                "cells": sum(n for name, n in counts.items() if name in CELL_AREAS),
+                "area_nand2": _area({k: n for k, n in counts.items() if k in CELL_AREAS}),
+                "sequential_nand2": _area({"DFF": counts.get("DFF", 0)}),
+                "sram_bits": sum(m["bits"] for m in sram
+                                 if (m["name"].split(".")[0] if "." in m["name"] else "") == group),
+            } for group, counts in sorted(groups.items())}
+    return result
 
 
 def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_TIMEOUT,
@@ -336,16 +379,29 @@ def fpga_fit(component, name, work_dir, **kwargs):
 
 # --- the report ---------------------------------------------------------------------------------
 
-#: The two data networks of a Read Pipeline that Fig. 12 counts, by the module of their component
-#: class: the read butterfly (SRAM banks to lanes) and the collector (DRAM words to banks).
-NETWORK_MODULES = {"butterfly": "meritz.butterfly", "collector": "meritz.collector"}
-
-#: Used when no row of ``meritz.configs.BLOCKS`` holds a network: its class with the parameters of
-#: RP0 (256 rows of ``lanes`` words).
-_FALLBACK_ROWS = {
-    "butterfly": ("butterfly", "meritz.butterfly:Butterfly", {"lanes": PAPER_LANES}),
-    "collector": ("collector", "meritz.collector:Collector", {"lanes": PAPER_LANES, "row_bits": 8}),
+#: The networks of a Read Pipeline, by component class: the address side of the read network
+#: (router), its data side (butterfly, SRAM banks to lanes) and the collector (DRAM line to banks).
+#: A TAU has two Read Pipelines (RP0, RP1), so two of each.
+NETWORKS = {
+    "router": "meritz.butterfly:ButterflyRouter",
+    "butterfly": "meritz.butterfly:Butterfly",
+    "collector": "meritz.collector:Collector",
 }
+
+#: Parameters used when no row of ``meritz.configs.BLOCKS`` holds a network (RP0: 256 rows).
+_FALLBACK_PARAMS = {"router": {"lanes": PAPER_LANES, "row_bits": 8},
+                    "butterfly": {"lanes": PAPER_LANES},
+                    "collector": {"lanes": PAPER_LANES, "row_bits": 8}}
+
+#: Which networks are set against the MAC units: (key, label, networks counted).
+NETWORK_SETS = (
+    ("data_butterflies", "two data butterflies (RP0, RP1), combinational",
+     {"butterfly_comb": 2}),
+    ("read_networks", "two read networks (RP0, RP1): router + butterfly, as registered",
+     {"router": 2, "butterfly": 2}),
+    ("all_networks", "all networks of a TAU: 2 x (router + butterfly + collector)",
+     {"router": 2, "butterfly": 2, "collector": 2}),
+)
 
 
 def _rows():
@@ -356,15 +412,22 @@ def _rows():
 
 def _network_row(key):
     """The BLOCKS row of network ``key`` and whether it is registered (or a fallback, or None)."""
-    module = NETWORK_MODULES[key]
-    row = next((row for row in _rows() if row[1].partition(":")[0] == module), None)
+    path = NETWORKS[key]
+    row = next((row for row in _rows() if row[1] == path), None)
     if row is not None:
         return row, True
     try:
-        __import__(module)
-    except ImportError:
+        _component_class(path)
+    except (ImportError, AttributeError, SyntaxError):
         return None, False
-    return _FALLBACK_ROWS[key], False
+    return (key, path, _FALLBACK_PARAMS[key]), False
+
+
+def _component_class(path):
+    import importlib
+
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def _build_row(row, lanes, taus=None):
@@ -373,44 +436,65 @@ def _build_row(row, lanes, taus=None):
     return next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
 
 
-def _blocks(lanes, work, options, log):
+#: What a block that cannot be built or synthesized raises; the report records it and goes on.
+_BLOCK_ERRORS = (ImportError, AttributeError, SyntaxError, SynthesisError, ValueError, TypeError)
+
+
+def _each_row(lanes, log, label, measure):
+    """``measure(name, component)`` for every row of BLOCKS; a failure becomes an ``error``."""
     results = []
     for row in _rows():
-        name, component = _build_row(row, lanes, taus=1)
-        log(f"synth  {name}")
-        results.append({"block": row[0], "component": row[1],
-                        **synthesize(component, name, work / name, **options)})
+        entry = {"block": row[0], "component": row[1]}
+        try:
+            name, component = _build_row(row, lanes, taus=1)
+            log(f"{label}  {name}")
+            entry.update(measure(name, component))
+        except _BLOCK_ERRORS as exc:
+            log(f"{label}  {row[0]}: failed: {exc}")
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+        results.append(entry)
     return results
+
+
+def _blocks(lanes, work, options, log):
+    return _each_row(lanes, log, "synth", lambda name, component: synthesize(
+        component, name, work / "blocks" / name, flatten=False, **options))
 
 
 def _sweep(lanes_list, work, options, log):
     from meritz.compare import Crossbar, MacArray
 
-    rows = {key: _network_row(key)[0] for key in NETWORK_MODULES}
+    rows = {key: _network_row(key)[0] for key in NETWORKS}
+    if rows["butterfly"] is not None:
+        stem, path, params = rows["butterfly"]
+        rows["butterfly_comb"] = (f"{stem}_comb", path, {**params, "pipelined": False})
     points = []
     for lanes in lanes_list:
-        point = {"lanes": lanes}
-        width = 16
-        for key, row in rows.items():
-            if row is not None:
-                name, component = _build_row(row, lanes)
-                width = getattr(component, "width", width) if key == "butterfly" else width
-                log(f"synth  {name}")
-                point[key] = synthesize(component, name, work / name, **options)
-        point["width"] = width
-        for key, component in (("crossbar", Crossbar(lanes=lanes, width=width)),
-                               ("macs", MacArray(lanes=lanes, width=16))):
-            name = f"compare_{key}_n{lanes}"
+        point = {"lanes": lanes, "width": 16}
+
+        def run(key, name, component, point=point):
             log(f"synth  {name}")
-            point[key] = synthesize(component, name, work / name, **options)
-        if "butterfly" in point:
-            butterfly = point["butterfly"]["area_nand2"]
-            point["butterfly_vs_crossbar"] = round(butterfly / point["crossbar"]["area_nand2"], 4)
-            second = point["collector"]["area_nand2"] if "collector" in point else butterfly
-            point["networks_vs_macs"] = round((butterfly + second) / point["macs"]["area_nand2"],
-                                              4)
-            point["networks_counted"] = ("butterfly + collector" if "collector" in point
-                                         else "2 x butterfly: no collector registered")
+            point[key] = synthesize(component, name, work / "sweep" / name, **options)
+
+        for key, row in rows.items():
+            if row is None:
+                continue
+            if key == "butterfly_comb" and not rows["butterfly"][2].get("pipelined"):
+                point[key] = point["butterfly"]     # the registered butterfly is combinational
+                continue
+            name, component = _build_row(row, lanes)
+            if key == "butterfly":
+                point["width"] = component.width
+            run(key, name, component)
+        run("crossbar", f"compare_crossbar_n{lanes}", Crossbar(lanes=lanes, width=point["width"]))
+        run("macs", f"compare_macs_n{lanes}", MacArray(lanes=lanes, width=16))
+        if "butterfly_comb" in point:
+            point["butterfly_vs_crossbar"] = round(
+                point["butterfly_comb"]["area_nand2"] / point["crossbar"]["area_nand2"], 4)
+        point["vs_macs"] = {
+            key: round(sum(point[part]["area_nand2"] * count for part, count in parts.items())
+                       / point["macs"]["area_nand2"], 4)
+            for key, _label, parts in NETWORK_SETS if all(part in point for part in parts)}
         points.append(point)
     return points
 
@@ -422,13 +506,12 @@ def _smallest_device(family, counts):
 
 
 def _fpga(lanes, family, work, cache, log):
-    results = []
-    for row in _rows():
-        name, component = _build_row(row, lanes, taus=1)
-        log(f"{FPGA_FAMILIES[family]['command']}  {name}")
-        results.append({"block": row[0], **fpga_fit(component, name, work / f"{name}_{family}",
-                                                    family=family, cache=cache)})
-    total = {kind: sum(b[kind] for b in results) for kind in ("lut", "ff", "bram", "lutram", "dsp")}
+    results = _each_row(lanes, log, FPGA_FAMILIES[family]["command"],
+                        lambda name, component: fpga_fit(component, name,
+                                                         work / family / name,
+                                                         family=family, cache=cache))
+    total = {kind: sum(b[kind] for b in results if "error" not in b)
+             for kind in ("lut", "ff", "bram", "lutram", "dsp")}
     return {"lanes": lanes, "family": family, "blocks": results,
             "total": {**total, "fits": _smallest_device(family, total)}}
 
@@ -446,7 +529,7 @@ def _plot(points, path):
     lanes = [p["lanes"] for p in points]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for key, label, marker in (("crossbar", "full crossbar (N x N)", "s"),
-                               ("butterfly", "read butterfly", "o"),
+                               ("butterfly_comb", "butterfly (combinational)", "o"),
                                ("collector", "collector (butterfly + omega)", "D"),
                                ("macs", "N MAC units", "^")):
         xs = [p["lanes"] for p in points if key in p]
@@ -455,21 +538,26 @@ def _plot(points, path):
                       label=label)
     left.set(yscale="log", xlabel="lanes N", ylabel="logic area (NAND2 eq.)",
              title="Area vs lanes (generic cells, Yosys)")
-    for key, label, paper, color in (
-            ("butterfly_vs_crossbar", "butterfly / crossbar", PAPER_CROSSBAR_RATIO, "C0"),
-            ("networks_vs_macs", "two networks / N MACs", PAPER_MAC_RATIO, "C1")):
-        ours = [(p["lanes"], p[key]) for p in points if key in p]
+    ratios = [("butterfly / crossbar", PAPER_CROSSBAR_RATIO, "C0",
+               [(p["lanes"], p["butterfly_vs_crossbar"]) for p in points
+                if "butterfly_vs_crossbar" in p])]
+    for color, (key, label, _parts) in zip(("C1", "C2", "C3"), NETWORK_SETS, strict=True):
+        ratios.append((label.split(":")[0] + " / N MACs", PAPER_MAC_RATIO, color,
+                       [(p["lanes"], p["vs_macs"][key]) for p in points if key in p["vs_macs"]]))
+    for label, _paper, color, ours in ratios:
         if ours:
-            right.plot(*zip(*ours, strict=True), marker="o", color=color, label=f"{label}, ours")
+            right.plot(*zip(*ours, strict=True), marker="o", color=color, label=label)
+    for label, paper in (("paper: butterfly / crossbar", PAPER_CROSSBAR_RATIO),
+                         ("paper: two networks / 32 MACs", PAPER_MAC_RATIO)):
         right.plot([PAPER_LANES], [paper], marker="*", markersize=14, linestyle="none",
-                   color=color, label=f"{label}, paper (28 nm)")
+                   color="C0" if "crossbar" in label else "C2", label=label)
     right.set(xlabel="lanes N", ylabel="area ratio", ylim=(0, 1.05),
-              title="Network cost relative to a crossbar / to the MACs")
+              title="Network cost vs a crossbar / vs the MACs (ours)")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xticks(lanes, [str(n) for n in lanes])
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -504,34 +592,43 @@ def _markdown(report):
         "",
     ]
     sweep = report["sweep"]
-    at32 = next((p for p in sweep if p["lanes"] == PAPER_LANES), None)
+    at32 = next((p for p in sweep if p["lanes"] == PAPER_LANES), {})
     lines += ["## The paper's claims, side by side", "",
               f"| claim (N = {PAPER_LANES}, 16-bit words) | paper (TSMC 28 nm) "
               "| ours (generic cells) |",
               "|---|---|---|",
-              f"| butterfly network / full crossbar (§V-C) | {_pct(PAPER_CROSSBAR_RATIO)} | "
-              f"{_pct(at32.get('butterfly_vs_crossbar') if at32 else None)} |",
-              f"| two networks of a TAU / {PAPER_LANES} MAC units (Fig. 12) | "
-              f"{_pct(PAPER_MAC_RATIO)} | {_pct(at32.get('networks_vs_macs') if at32 else None)}"
-              + (f" ({at32['networks_counted']})" if at32 and "networks_counted" in at32 else "")
-              + " |", ""]
+              f"| a butterfly network / a full crossbar (§V-C) | {_pct(PAPER_CROSSBAR_RATIO)} | "
+              f"{_pct(at32.get('butterfly_vs_crossbar'))} |"]
+    for key, label, _parts in NETWORK_SETS:
+        lines.append(f"| {label} / {PAPER_LANES} MAC units (Fig. 12) | {_pct(PAPER_MAC_RATIO)} "
+                     f"| {_pct(at32.get('vs_macs', {}).get(key))} |")
+    lines += ["", "The paper says \"the two 32-to-32 butterfly networks\" of a TAU without saying "
+              "which; the rows above are the readings we can measure, the second is ours "
+              "(the networks that feed the two operands of the ALUs, with the address side that "
+              "the authors' RTL routes through a butterfly too).", ""]
     lines += ["## Butterfly vs crossbar, lanes swept", "",
               "![butterfly vs crossbar](area_butterfly_vs_crossbar.png)", "",
-              "| N | butterfly cells | butterfly NAND2 eq. | crossbar cells | crossbar NAND2 eq. "
-              "| butterfly / crossbar | collector NAND2 eq. | N MACs NAND2 eq. | networks / MACs |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "Logic area in NAND2 eq.", "",
+              "| N | butterfly (combinational) | crossbar | butterfly / crossbar | router "
+              "| butterfly (as registered) | collector | N MACs | "
+              + " | ".join(key.replace("_", " ") + " / MACs" for key, _l, _p in NETWORK_SETS)
+              + " |",
+              "|---" * (8 + len(NETWORK_SETS)) + "|"]
     for p in sweep:
-        def cell(key, field, p=p):
-            return f"{p[key][field]:,}" if key in p else "—"
+        def area(key, p=p):
+            return f"{p[key]['area_nand2']:,.0f}" if key in p else "—"
         lines.append(
-            f"| {p['lanes']} | {cell('butterfly', 'cells')} | {cell('butterfly', 'area_nand2')} "
-            f"| {cell('crossbar', 'cells')} | {cell('crossbar', 'area_nand2')} "
-            f"| {_pct(p.get('butterfly_vs_crossbar'))} | {cell('collector', 'area_nand2')} "
-            f"| {cell('macs', 'area_nand2')} | {_pct(p.get('networks_vs_macs'))} |")
+            f"| {p['lanes']} | {area('butterfly_comb')} | {area('crossbar')} "
+            f"| {_pct(p.get('butterfly_vs_crossbar'))} | {area('router')} | {area('butterfly')} "
+            f"| {area('collector')} | {area('macs')} | "
+            + " | ".join(_pct(p["vs_macs"].get(key)) for key, _l, _p in NETWORK_SETS) + " |")
     lines += ["", "The crossbar (`meritz.compare.Crossbar`) has the butterfly's word width, "
-              "stream handshake and number of select bits; a MAC unit (`meritz.compare."
-              "MacArray`) is a 16 x 16 signed multiplier, a 32-bit adder and a 32-bit "
-              "accumulator register.", ""]
+              "stream handshake and number of select bits, and is set against the "
+              "combinational butterfly (pipeline registers are a timing choice that a crossbar "
+              "would need as well). A MAC unit (`meritz.compare.MacArray`) is a 16 x 16 signed "
+              "multiplier, a 32-bit adder and a 32-bit accumulator register. Router, butterfly "
+              "and collector are the rows of `meritz.configs.BLOCKS` (their parameters there, "
+              "lanes swept).", ""]
     lines += _block_table(report)
     lines += _fpga_table(report)
     lines += ["## Where our numbers differ from the paper's, and why", ""]
@@ -541,6 +638,11 @@ def _markdown(report):
     return "\n".join(lines) + "\n"
 
 
+def _cell_text(text, limit=160):
+    text = " ".join(text.split()).replace("|", "/")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _block_table(report):
     lines = [f"## MERIT-z blocks ({report['block_lanes']} lanes, 1 TAU)", ""]
     if not report["blocks"]:
@@ -548,6 +650,9 @@ def _block_table(report):
     lines += ["| block | module | cells | logic NAND2 eq. | of which flip-flops | SRAM macros "
               "| SRAM bits | Yosys s |", "|---|---|---|---|---|---|---|---|"]
     for b in report["blocks"]:
+        if "error" in b:
+            lines.append(f"| {b['block']} | failed: {_cell_text(b['error'])} | | | | | | |")
+            continue
         kinds = {f"{m['depth']}x{m['width']} {m['read_ports']}R{m['write_ports']}W"
                  for m in b["sram"]}
         macros = ", ".join(sorted(kinds)) or "—"
@@ -555,7 +660,16 @@ def _block_table(report):
         lines.append(f"| {b['block']} | `{b['module']}` | {b['cells']:,} | {b['area_nand2']:,} "
                      f"| {b['sequential_nand2']:,} | {count}{macros} | {b['sram_bits']:,} "
                      f"| {b['seconds']} |")
-    return lines + [""]
+        parts = b.get("submodules", {})
+        if len(parts) > 1:
+            for part, area in parts.items():
+                share = area["area_nand2"] / b["area_nand2"] if b["area_nand2"] else 0
+                lines.append(f"| &nbsp;&nbsp;└ {f'`{part}`' if part else '(own logic)'} | | "
+                             f"{area['cells']:,} | {area['area_nand2']:,} ({_pct(share)}) "
+                             f"| {area['sequential_nand2']:,} | | {area['sram_bits']:,} | |")
+    return lines + ["", "Blocks keep Amaranth's hierarchy here, so that each splits into its "
+                    "first-level submodules (└ rows, with their share of the block's logic); "
+                    "the networks of the sweep are flattened.", ""]
 
 
 def _fpga_table(report):
@@ -570,11 +684,14 @@ def _fpga_table(report):
               "| smallest device |",
               "|---|---|---|---|---|---|---|"]
     for b in fpga["blocks"]:
+        if "error" in b:
+            lines.append(f"| {b['block']} | failed: {_cell_text(b['error'])} | | | | | |")
+            continue
         lines.append(f"| {b['block']} | {b['lut']:,} | {b['ff']:,} | {b['bram']} | {b['lutram']} "
                      f"| {b['dsp']} | {b['fits'] or 'none listed'} |")
     total = fpga["total"]
-    lines.append(f"| **all blocks together** | {total['lut']:,} | {total['ff']:,} "
-                 f"| {total['bram']} | {total['lutram']} | {total['dsp']} "
+    lines.append(f"| **all blocks together** (sum of the rows) | {total['lut']:,} "
+                 f"| {total['ff']:,} | {total['bram']} | {total['lutram']} | {total['dsp']} "
                  f"| {total['fits'] or 'none listed'} |")
     devices = ", ".join(f"{name} ({luts:,} LUT4, {brams} BRAM)"
                         for name, luts, _ffs, brams in FPGA_FAMILIES[fpga["family"]]["devices"])
@@ -585,7 +702,7 @@ def _crossbar_discussion(sweep, at32):
     n, width = PAPER_LANES, at32["width"]
     stages = n.bit_length() - 1
     ratio = at32["butterfly_vs_crossbar"]
-    bfly, xbar = at32["butterfly"], at32["crossbar"]
+    bfly, xbar = at32["butterfly_comb"], at32["crossbar"]
     mux_ratio = stages / (n - 1)
     per_bfly = bfly["area_nand2"] / (n * stages * width)
     per_xbar = xbar["area_nand2"] / (n * (n - 1) * width)
@@ -610,52 +727,67 @@ def _crossbar_discussion(sweep, at32):
         "not, how the selects are encoded); the authors' read network sends the lane addresses "
         "forward through one butterfly and the data back through a mirror butterfly with "
         "registered routing bits (reference/mimori-notes.md §3.5), more logic than our "
-        "select-routed data butterfly; and a 28 nm library prices multiplexers, AOI cells and "
-        "flip-flops differently from our generic weights.")
+        "select-routed data butterfly alone (our router is its own block); and a 28 nm library "
+        "prices multiplexers, AOI cells and flip-flops differently from our generic weights.")
 
 
 def _discussion(report):
     """Plain statements, computed from the run, on where and why we differ from the paper."""
     texts, missing = [], []
     at32 = next((p for p in report["sweep"] if p["lanes"] == PAPER_LANES), None)
-    for key in NETWORK_MODULES:
+    for key, path in NETWORKS.items():
         row, registered = _network_row(key)
         if row is None:
-            missing.append(f"no `{NETWORK_MODULES[key]}` component is registered in "
-                           "`meritz.configs.BLOCKS` (or importable), so it is not in this report.")
+            missing.append(f"`{path}` is neither registered in `meritz.configs.BLOCKS` nor "
+                           "importable, so it is not in this report.")
         elif not registered:
             params = ", ".join(f"{k}={v!r}" for k, v in row[2].items())
-            missing.append(f"`{row[1]}` is not registered in `meritz.configs.BLOCKS`; the "
+            missing.append(f"`{path}` is not registered in `meritz.configs.BLOCKS`; the "
                            f"report used the class with {params}.")
+    for section, entries in (("synthesis", report["blocks"]),
+                             ("FPGA fit", report.get("fpga", {}).get("blocks", []))):
+        for entry in entries:
+            if "error" in entry:
+                missing.append(f"{section} of `{entry['block']}` failed: "
+                               f"{_cell_text(entry['error'])}")
     if not any(row[0].startswith("tau") for row in _rows()):
         missing.append("no TAU is registered yet (a `tau` row in `meritz.configs.BLOCKS`): the "
                        "per-TAU breakdown of Table VII cannot be compared.")
     if at32 and "butterfly_vs_crossbar" in at32:
         texts.append(_crossbar_discussion(report["sweep"], at32))
-    if at32 and "networks_vs_macs" in at32:
-        ratio = at32["networks_vs_macs"]
+    if at32 and "read_networks" in at32["vs_macs"]:
+        ratio = at32["vs_macs"]["read_networks"]
         mac = at32["macs"]["area_nand2"] / PAPER_LANES
-        parts = " + ".join(f"{key} {at32[key]['area_nand2']:,.0f}" for key in NETWORK_MODULES
-                           if key in at32)
+        bfly_seq = at32["butterfly"]["sequential_nand2"] / at32["butterfly"]["area_nand2"]
+        parts = ", ".join(f"{key} {at32[key]['area_nand2']:,.0f}" for key in NETWORKS
+                          if key in at32)
         texts.append(
-            f"Networks / {PAPER_LANES} MACs: ours {_pct(ratio)} ({at32['networks_counted']}: "
-            f"{parts} NAND2 eq.), the paper's {_pct(PAPER_MAC_RATIO)}: ours is "
-            f"{'lower' if ratio < PAPER_MAC_RATIO else 'higher'}. One of our MAC units is "
-            f"{mac:,.0f} NAND2 eq.: a 16 x 16 radix-4 Booth multiplier, a 32-bit adder and a "
-            "32-bit accumulator register (SPEC's 32-bit accumulators). The authors' RTL keeps "
-            "20-bit internal values (reference/mimori-notes.md §7), so their MAC unit has a "
-            "narrower adder and accumulator, and Design Compiler picks its own multiplier "
-            "architecture; the paper does not define its MAC unit, and the ratio moves with that "
-            "definition as much as with the networks (a smaller MAC unit raises it).")
+            f"Read networks / {PAPER_LANES} MACs: ours {_pct(ratio)}, the paper's "
+            f"{_pct(PAPER_MAC_RATIO)}: ours is {'lower' if ratio < PAPER_MAC_RATIO else 'higher'} "
+            f"(per network, NAND2 eq.: {parts}; the other readings give "
+            + ", ".join(f"{_pct(value)} ({key.replace('_', ' ')})"
+                        for key, value in at32["vs_macs"].items() if key != "read_networks")
+            + "). "
+            + (f"The registered butterfly is {_pct(bfly_seq)} flip-flops (a register after "
+               "each of its log2 N stages, with the enables that backpressure needs): "
+               "pipelining for timing, not routing, costs most of it. " if bfly_seq > 0.25
+               else "")
+            + f"One of our MAC units is {mac:,.0f} NAND2 eq.: a 16 x 16 radix-4 Booth "
+            "multiplier, a 32-bit adder and a 32-bit accumulator register (SPEC's 32-bit "
+            "accumulators). The authors' RTL keeps 20-bit internal values "
+            "(reference/mimori-notes.md §7), so their MAC unit has a narrower adder and "
+            "accumulator, and Design Compiler picks its own multiplier architecture; the paper "
+            "does not define its MAC unit, and the ratio moves with that definition as much as "
+            "with the networks (a smaller MAC unit raises it).")
     simd = next((b for b in report["blocks"] if b["component"].startswith("meritz.simd:")), None)
     same = next((p for p in report["sweep"] if p["lanes"] == report["block_lanes"]), None)
-    if simd and same and "networks_vs_macs" in same:
-        networks = same["networks_vs_macs"] * same["macs"]["area_nand2"]
+    if simd and same and "all_networks" in same["vs_macs"]:
         macs = same["macs"]["area_nand2"]
+        networks = same["vs_macs"]["all_networks"] * macs
         texts.append(
             f"Against our own SIMD array at N = {same['lanes']} ({simd['area_nand2']:,.0f} NAND2 "
-            "eq. of logic: ALUs with every operation of the ISA, lane registers, pipeline), the "
-            f"two networks are {_pct(networks / simd['area_nand2'])} of its logic, and "
+            "eq. of logic: ALUs with every operation of the ISA, lane registers, pipeline), all "
+            f"networks of a TAU are {_pct(networks / simd['area_nand2'])} of its logic, and "
             f"{same['lanes']} of our MAC units {_pct(macs / simd['area_nand2'])}: a MERIT-z lane "
             "is much more than a MAC, so the networks' share of a real TAU is "
             "smaller than the Fig. 12 yardstick suggests.")
