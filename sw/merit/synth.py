@@ -239,6 +239,8 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", flatten=T
     memories : ``"blackbox"`` or ``"flops"``
         ``"blackbox"``: memories stay SRAM macros, counted in bits, outside the logic area (as for
         a user swapping in SRAM macros). ``"flops"``: they are built from flip-flops and muxes.
+        Read-only memories (constant tables, also those Yosys infers from constant multiplexers)
+        are always logic.
     flatten : bool
         Optimize across module boundaries (default). ``False`` keeps Amaranth's hierarchy and adds
         ``submodules``, the area of each first-level submodule (its whole subtree).
@@ -577,9 +579,9 @@ def _markdown(report):
         "",
         "Each component is emitted with `meritz.emit` (the same Verilog as `merit verilog`), then "
         "Yosys runs `synth -flatten -booth -run :fine` (coarse synthesis, radix-4 Booth "
-        "multipliers), keeps memories as SRAM macros (`$mem_v2` cells, reported in bits, no "
-        "logic area), maps flip-flops with `dfflibmap` and the logic with `abc -liberty` to the "
-        "generic library below, whose areas are NAND2 equivalents. Flip-flops with enable or "
+        "multipliers), keeps writable memories as SRAM macros (`$mem_v2` cells, reported in "
+        "bits, no logic area; read-only tables become logic), maps flip-flops with `dfflibmap` "
+        "and the logic with `abc -liberty` to the generic library below, whose areas are NAND2 equivalents. Flip-flops with enable or "
         "synchronous reset become a DFF plus gates. Wires are not counted (the authors' script "
         "uses a zero wire-load model too).",
         "",
