@@ -581,8 +581,9 @@ def _markdown(report):
         "Yosys runs `synth -flatten -booth -run :fine` (coarse synthesis, radix-4 Booth "
         "multipliers), keeps writable memories as SRAM macros (`$mem_v2` cells, reported in "
         "bits, no logic area; read-only tables become logic), maps flip-flops with `dfflibmap` "
-        "and the logic with `abc -liberty` to the generic library below, whose areas are NAND2 equivalents. Flip-flops with enable or "
-        "synchronous reset become a DFF plus gates. Wires are not counted (the authors' script "
+        "and the logic with `abc -liberty` to the generic library below, whose areas are "
+        "NAND2 equivalents. Flip-flops with enable or synchronous reset become a DFF plus "
+        "gates. Wires are not counted (the authors' script "
         "uses a zero wire-load model too).",
         "",
         "| cell | NAND2 eq. |",
