@@ -76,6 +76,10 @@ PAPER_CROSSBAR_RATIO = 0.30     # §V-C: a butterfly network is "30% of the area
 PAPER_MAC_RATIO = 0.40          # Fig. 12: two 32x32 butterflies cost "40% of the 32 MAC units"
 PAPER_LANES = 32
 
+#: Table VII (4-TAU MERIT-z, 28 nm): each part's logic and SRAM area in % of the chip's area.
+PAPER_TABLE_VII = {"Compute Pipeline": (15.7, 22.0), "Read Pipelines": (16.5, 36.5),
+                   "Write Pipeline + misc.": (9.3, 0.0)}
+
 _DEFAULT_TIMEOUT = 1200
 
 
@@ -399,10 +403,10 @@ _FALLBACK_PARAMS = {"router": {"lanes": PAPER_LANES, "row_bits": 8},
 NETWORK_SETS = (
     ("data_butterflies", "two data butterflies (RP0, RP1), combinational",
      {"butterfly_comb": 2}),
-    ("read_networks", "two read networks (RP0, RP1): router + butterfly, as registered",
-     {"router": 2, "butterfly": 2}),
+    ("read_networks", "two read networks (RP0, RP1): router + combinational butterfly",
+     {"router": 2, "butterfly_comb": 2}),
     ("all_networks", "all networks of a TAU: 2 x (router + butterfly + collector)",
-     {"router": 2, "butterfly": 2, "collector": 2}),
+     {"router": 2, "butterfly_comb": 2, "collector": 2}),
 )
 
 
@@ -608,7 +612,8 @@ def _markdown(report):
     lines += ["", "The paper says \"the two 32-to-32 butterfly networks\" of a TAU without saying "
               "which; the rows above are the readings we can measure, the second is ours "
               "(the networks that feed the two operands of the ALUs, with the address side that "
-              "the authors' RTL routes through a butterfly too).", ""]
+              "the authors' RTL routes through a butterfly too). The butterflies are "
+              "combinational, as `meritz.rp.ReadPipeline` instantiates them.", ""]
     lines += ["## Butterfly vs crossbar, lanes swept", "",
               "![butterfly vs crossbar](area_butterfly_vs_crossbar.png)", "",
               "Logic area in NAND2 eq.", "",
@@ -633,6 +638,7 @@ def _markdown(report):
               "and collector are the rows of `meritz.configs.BLOCKS` (their parameters there, "
               "lanes swept).", ""]
     lines += _block_table(report)
+    lines += _tau_table(report)
     lines += _fpga_table(report)
     lines += ["## Where our numbers differ from the paper's, and why", ""]
     lines += [f"- {text}" for text in report["discussion"]]
@@ -673,6 +679,47 @@ def _block_table(report):
     return lines + ["", "Blocks keep Amaranth's hierarchy here, so that each splits into its "
                     "first-level submodules (└ rows, with their share of the block's logic); "
                     "the networks of the sweep are flattened.", ""]
+
+
+def _tau_part(submodule):
+    """The Table VII part of a TAU submodule: by name, ``cp*`` / ``rp*`` / everything else."""
+    if submodule.startswith("cp"):
+        return "Compute Pipeline"
+    if submodule.startswith("rp"):
+        return "Read Pipelines"
+    return "Write Pipeline + misc."
+
+
+def _tau_table(report):
+    tau = next((b for b in report["blocks"] if b["block"].startswith("tau") and "error" not in b
+                and len(b.get("submodules", {})) > 1), None)
+    if tau is None:
+        return []
+    parts = {part: {"names": [], "logic": 0.0, "bits": 0} for part in PAPER_TABLE_VII}
+    for name, area in tau["submodules"].items():
+        part = parts[_tau_part(name)]
+        part["names"].append(f"`{name}`" if name else "(own logic)")
+        part["logic"] += area["area_nand2"]
+        part["bits"] += area["sram_bits"]
+    paper_logic = sum(logic for logic, _sram in PAPER_TABLE_VII.values())
+    paper_sram = sum(sram for _logic, sram in PAPER_TABLE_VII.values())
+    lines = [f"## The TAU split as in Table VII ({report['block_lanes']} lanes)", "",
+             "| part | our submodules | logic NAND2 eq. | share of logic | paper's share of "
+             "logic | SRAM bits | share of SRAM bits | paper's share of SRAM area |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, part in parts.items():
+        logic, sram = PAPER_TABLE_VII[name]
+        lines.append(
+            f"| {name} | {', '.join(part['names']) or '—'} | {part['logic']:,.0f} "
+            f"| {_pct(part['logic'] / tau['area_nand2'] if tau['area_nand2'] else None)} "
+            f"| {_pct(logic / paper_logic)} | {part['bits']:,} "
+            f"| {_pct(part['bits'] / tau['sram_bits'] if tau['sram_bits'] else None)} "
+            f"| {_pct(sram / paper_sram)} |")
+    return lines + ["", "The paper's shares are its Table VII percentages of chip area "
+                    "renormalized to its logic (41.5%) and its SRAM (58.5%); ours are of logic "
+                    "NAND2 eq. and of SRAM bits (SRAM area per bit falls with macro size, so "
+                    "bits are only a proxy). Submodules are assigned by name: `cp*`, `rp*`, the "
+                    "rest.", ""]
 
 
 def _fpga_table(report):
@@ -762,8 +809,8 @@ def _discussion(report):
         ratio = at32["vs_macs"]["read_networks"]
         mac = at32["macs"]["area_nand2"] / PAPER_LANES
         bfly_seq = at32["butterfly"]["sequential_nand2"] / at32["butterfly"]["area_nand2"]
-        parts = ", ".join(f"{key} {at32[key]['area_nand2']:,.0f}" for key in NETWORKS
-                          if key in at32)
+        parts = ", ".join(f"{key} {at32[key]['area_nand2']:,.0f}"
+                          for key in ("router", "butterfly_comb", "collector") if key in at32)
         texts.append(
             f"Read networks / {PAPER_LANES} MACs: ours {_pct(ratio)}, the paper's "
             f"{_pct(PAPER_MAC_RATIO)}: ours is {'lower' if ratio < PAPER_MAC_RATIO else 'higher'} "
@@ -771,10 +818,11 @@ def _discussion(report):
             + ", ".join(f"{_pct(value)} ({key.replace('_', ' ')})"
                         for key, value in at32["vs_macs"].items() if key != "read_networks")
             + "). "
-            + (f"The registered butterfly is {_pct(bfly_seq)} flip-flops (a register after "
-               "each of its log2 N stages, with the enables that backpressure needs): "
-               "pipelining for timing, not routing, costs most of it. " if bfly_seq > 0.25
-               else "")
+            + (f"The butterfly row of `BLOCKS` is pipelined ({at32['butterfly']['area_nand2']:,.0f}"
+               f" NAND2 eq., {_pct(bfly_seq)} flip-flops: a register after each of its log2 N "
+               "stages, with the enables that backpressure needs); counted that way, the "
+               "networks would cost far more than the paper says, so registers for timing, not "
+               "routing, are the expensive part. " if bfly_seq > 0.25 else "")
             + f"One of our MAC units is {mac:,.0f} NAND2 eq.: a 16 x 16 radix-4 Booth "
             "multiplier, a 32-bit adder and a 32-bit accumulator register (SPEC's 32-bit "
             "accumulators). The authors' RTL keeps 20-bit internal values "

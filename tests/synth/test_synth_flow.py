@@ -144,3 +144,18 @@ def test_command_line_reports_bad_lanes(tmp_path, capsys):
     assert synth.main(["--lanes", "6", "--out", str(tmp_path)]) == 2
     assert "merit.synth: error: lanes must be a power of two of at least 2, not 6" in \
         capsys.readouterr().err
+
+
+def test_tau_is_split_as_table_vii():
+    def part(area, bits=0):
+        return {"cells": 1, "area_nand2": area, "sequential_nand2": 0.0, "sram_bits": bits}
+
+    tau = {"block": "tau", "area_nand2": 1000.0, "sram_bits": 400,
+           "submodules": {"": part(50), "rp0": part(300, 200), "rp1": part(200, 100),
+                          "cp": part(400, 100), "wp": part(50)}}
+    lines = synth._tau_table({"block_lanes": 8, "blocks": [tau]})
+    rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| ")}
+    assert "| `rp0`, `rp1` | 500 | 50% | 40% | 300 | 75% | 62% |" in rows["| Read Pipelines"]
+    assert "| `cp` | 400 | 40% | 38% | 100 | 25% | 38% |" in rows["| Compute Pipeline"]
+    assert "(own logic), `wp` | 100 | 10% | 22% | 0 | 0% | 0% |" in rows["| Write Pipeline + misc."]
+    assert synth._tau_table({"block_lanes": 8, "blocks": [{**tau, "block": "rp0_sram"}]}) == []
