@@ -208,7 +208,10 @@ class StepLooper(wiring.Component):
 
         # the beat
         beat = self.beats.payload
-        wrap = [count[lv] + 1 >= size[lv] for lv in range(levels)]
+        bumped = [Signal(16, name=f"k{lv}_next") for lv in range(levels)]
+        m.d.comb += [bumped[lv].eq(count[lv] + 1) for lv in range(levels)]
+        wrap = [Signal(name=f"wrap{lv}") for lv in range(levels)]
+        m.d.comb += [wrap[lv].eq(bumped[lv] >= size[lv]) for lv in range(levels)]
         done = Cat(wrap).all()
         g = [Signal(16, name=f"g{j}") for j in range(A)]
         m.d.comb += [g[j].eq(a_origin[j] + count[P + j]) for j in range(A)]
@@ -233,6 +236,13 @@ class StepLooper(wiring.Component):
         m.d.comb += [beat.addr[k].eq(sums[k][-1]) for k in range(len(slots))]
 
         # advance: the innermost level that does not wrap steps, the levels inside restart
+        stepped = [[Signal(ADDRESS_BITS, name=f"sum{k}_{lv}_next") for lv in range(levels)]
+                   for k in range(len(slots))]
+        ostepped = [Signal(32, name=f"osum{lv}_next") for lv in range(levels)]
+        for lv in range(levels):
+            m.d.comb += [stepped[k][lv].eq(sums[k][lv] + chan_steps[k][lv])
+                         for k in range(len(slots))]
+            m.d.comb += ostepped[lv].eq(osums[lv] + out_steps[lv])
         with m.If(self.beats.valid & self.beats.ready):
             m.d.sync += first.eq(0)
             with m.If(done):
@@ -245,16 +255,14 @@ class StepLooper(wiring.Component):
                 m.d.sync += warp.eq(warp + 1)
             for lv in range(levels):
                 with m.If(steps_here[lv]):
-                    m.d.sync += count[lv].eq(count[lv] + 1)
+                    m.d.sync += count[lv].eq(bumped[lv])
                     for inner in range(lv + 1, levels):
                         m.d.sync += count[inner].eq(0)
                     for k in range(len(slots)):
-                        new = sums[k][lv] + chan_steps[k][lv]
                         for inner in range(lv, levels):
-                            m.d.sync += sums[k][inner].eq(new)
-                    onew = osums[lv] + out_steps[lv]
+                            m.d.sync += sums[k][inner].eq(stepped[k][lv])
                     for inner in range(lv, levels):
-                        m.d.sync += osums[inner].eq(onew)
+                        m.d.sync += osums[inner].eq(ostepped[lv])
         return m
 
 

@@ -137,8 +137,11 @@ class Dma(wiring.Component):
         slot_no = Signal(2)
         base_row = Signal(16)
         low = [Signal(signed(20), name=f"low{i}") for i in range(AXES)]
-        slot = Array(slots)[slot_no]
-        rslot = Array(slots)[req.slot]
+        # one multiplexer per selected slot (not one per use of a field)
+        slot = Signal(kernelcfg.slot_layout())
+        rslot = Signal(kernelcfg.slot_layout())
+        m.d.comb += [slot.eq(Array(s.as_value() for s in slots)[slot_no]),
+                     rslot.eq(Array(s.as_value() for s in slots)[req.slot])]
         origin = [req.tile.p_origin[j] for j in range(P)] + [req.tile.a_origin[j] for j in range(A)]
         tiles = [cfg.p_tile[j] for j in range(P)] + [cfg.a_tile[j] for j in range(A)]
         k = [Signal(16, name=f"k{i}") for i in range(3)]

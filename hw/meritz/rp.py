@@ -11,7 +11,7 @@ function, the router turns them into one row per bank (flagging conflicts), the 
 the read butterfly delivers one word per lane (multicast allowed).
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Array, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -35,15 +35,21 @@ rp_error_layout = data.StructLayout({
 })
 
 
-def bank_of(address, xor, rotate, bits):
+def bank_of(m, address, xor, rotate, bits, name="bank"):
     """Bank of a tile address (the bank function of ``merit.mapping.BankFunction``):
-    ``x_j = a_j ^ a_xor[j]`` (0 = no term), bank bit ``j`` = ``x_{(j + rotate) mod bits}``."""
+    ``x_j = a_j ^ a_xor[j]`` (0 = no term), bank bit ``j`` = ``x_{(j + rotate) mod bits}``.
+    Returns a signal of ``max(bits, 1)`` bits."""
+    bank = Signal(max(bits, 1), name=name)
     if bits == 0:
-        return Const(0, 1)
-    x = Cat(address[j] ^ Mux(xor[j] != 0, address.bit_select(xor[j], 1), 0) for j in range(bits))
-    rotated = [Cat(x[(j + r) % bits] for j in range(bits)) for r in range(1 << (bits - 1)
-                                                                          .bit_length())]
-    return Array(rotated)[rotate[:max(1, (bits - 1).bit_length())]]
+        return bank
+    x = Signal(bits, name=f"{name}_x")
+    m.d.comb += x.eq(Cat(address[j] ^ Mux(xor[j] != 0, address.bit_select(xor[j], 1), 0)
+                         for j in range(bits)))
+    with m.Switch(rotate):
+        for r in range(bits):
+            with m.Case(r):
+                m.d.comb += bank.eq(Cat(x[(j + r) % bits] for j in range(bits)))
+    return bank
 
 
 class ReadPipeline(wiring.Component):
@@ -122,12 +128,11 @@ class ReadPipeline(wiring.Component):
         # ---- write side: DMA rows -> collector -> banks -------------------------------------
         row = self.rows.payload
         padded = slots + [slots[-1]] * (4 - len(slots))
-        wsel = (row.slot - first_slot)[:2]
+        wslot = Signal(kernelcfg.slot_layout())
+        m.d.comb += wslot.eq(Array(s.as_value() for s in padded)[(row.slot - first_slot)[:2]])
+        m.d.comb += [coll.config.xor[j].eq(wslot.xor[j]) for j in range(bits)]
         m.d.comb += [
-            coll.config.xor[j].eq(Array(s.xor[j] for s in padded)[wsel]) for j in range(bits)
-        ]
-        m.d.comb += [
-            coll.config.rotate.eq(Array(s.rotate for s in padded)[wsel]),
+            coll.config.rotate.eq(wslot.rotate),
             coll.i.valid.eq(self.rows.valid),
             coll.i.payload.data.eq(row.data),
             coll.i.payload.valid.eq((1 << lanes) - 1),
@@ -162,9 +167,10 @@ class ReadPipeline(wiring.Component):
 
         # ---- read side: lane addresses -> (bank, row) -> router -> banks -> butterfly ----------
         reads = agu.reads.payload
-        rsel = reads.slot[:2] if len(reads.slot) >= 2 else reads.slot
-        rxor = [Array(s.xor[j] for s in padded)[rsel] for j in range(max(bits, 1))]
-        rrot = Array(s.rotate for s in padded)[rsel]
+        rslot = Signal(kernelcfg.slot_layout())
+        m.d.comb += rslot.eq(Array(s.as_value() for s in padded)[reads.slot])
+        rxor = [rslot.xor[j] for j in range(max(bits, 1))]
+        rrot = rslot.rotate
         r1_valid = Signal()
         r1_bank = [Signal(max(bits, 1), name=f"r1_bank{n}") for n in range(lanes)]
         r1_row = [Signal(row_bits, name=f"r1_row{n}") for n in range(lanes)]
@@ -174,7 +180,7 @@ class ReadPipeline(wiring.Component):
             m.d.sync += r1_valid.eq(agu.reads.valid)
             for n in range(lanes):
                 a = reads.addr[n]
-                m.d.sync += [r1_bank[n].eq(bank_of(a, rxor, rrot, bits)),
+                m.d.sync += [r1_bank[n].eq(bank_of(m, a, rxor, rrot, bits, name=f"bank{n}")),
                              r1_row[n].eq(reads.base + (a >> bits))]
         m.d.comb += [router.bank[n].eq(r1_bank[n]) for n in range(lanes)]
         m.d.comb += [router.row[n].eq(r1_row[n]) for n in range(lanes)]
