@@ -172,7 +172,7 @@ def estimate(spec, tile, device=H100):
     out_bytes = _prod(spec.pshape) * 4 * spec.outputs * _coalescing(tile.block[-1])
     dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
     resident = per_sm * nt / 32
-    eff = min(1.0, resident * min(R, 8) / 64.0) ** 0.5
+    eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
     slots = device.sms * per_sm
     waves = nb / slots
     tail = math.ceil(waves) / waves if waves < 4 else 1.0
@@ -272,11 +272,7 @@ def _candidates(spec):
         for threads in _thread_layouts(spec, regs):
             t = Tile(threads, regs, 1)
             if _waste(spec, t) <= 1.3:
-                chunk = _chunk(spec, t)
-                yield Tile(threads, regs, chunk)
-                u = _unroll(spec, chunk)[0]
-                if u >= 2:   # fewer unrolled loops: fewer live registers, more shared loads
-                    yield Tile(threads, regs, chunk, unroll=u - 1)
+                yield Tile(threads, regs, _chunk(spec, t))
 
 
 def complete(spec, tile, device=H100):
