@@ -15,7 +15,8 @@
   tile is taken and every TAU is idle (its last write response arrived).
 * The ``Arbiter`` (:mod:`meritz.arbiter`) merges the TAUs' AXI4 ports (the TAU number goes above
   the 4 ID bits of each TAU) and reports AXI error responses.
-* A stopped run (abort or error) holds the TAUs in reset while the arbiter drains the DRAM port.
+* The TAUs are held in reset between runs (each run starts from a clean TAU, whatever happened
+  while the registers were written) and while a stopped run (abort or error) drains the DRAM port.
 
 The TAU is a parameter: ``tau`` is a class (or any callable) taking ``lanes`` and the kernel
 layout parameters, returning a component with the members of :func:`check_tau` (by default
@@ -149,8 +150,10 @@ class Top(wiring.Component):
             regs.errors.axi_write.eq(arb.write_error),
             self.irq.eq(regs.irq),
         ]
+        hold = Signal()         # TAUs in reset: between runs (each run starts clean) and flushing
+        m.d.comb += hold.eq(~regs.busy | regs.flush)
         for i, tau in enumerate(self.tau_units):
-            m.submodules[f"tau{i}"] = ResetInserter({"sync": regs.flush})(tau)
+            m.submodules[f"tau{i}"] = ResetInserter({"sync": hold})(tau)
             m.d.comb += tau.config.eq(regs.config)
             if "luts" in tau.signature.members:
                 m.d.comb += tau.luts.eq(regs.luts)
