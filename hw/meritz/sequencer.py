@@ -202,6 +202,25 @@ class Sequencer(wiring.Component):
                 *[cfg.ends[k] < cfg.ends[k - 1] for k in range(1, DIMS + 1)],
                 cfg.begs[0] > cfg.ends[0]).any())
 
+        def finish_group():
+            """The group's last command issued: on to the next group, or to the next job."""
+            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0)]
+            restart_steps(job.a_origin)
+            for jj in range(DIMS):
+                with m.If(Cat(*gwrap[jj + 1:], Const(1, 1)).all()):
+                    m.d.sync += g_cur[jj].eq(Mux(gwrap[jj], 0, g_cur[jj] + 1))
+            with m.If(Cat(*gwrap).all()):
+                m.next = "IDLE"
+            with m.Else():
+                m.next = "RESTORE"
+
+        def end_steps():
+            with m.If(last_tile | (cfg.regs == 0)):
+                finish_group()
+            with m.Else():
+                m.d.sync += reg.eq(0)
+                m.next = "SAVE"
+
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += [self.job.ready.eq(1), self.idle.eq(1)]
@@ -230,18 +249,20 @@ class Sequencer(wiring.Component):
                     m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.CLEAR)]
                     with m.If(self.cmd.ready):
                         m.next = "STEPS"
-                with m.Elif(reg == cfg.regs):
-                    m.d.sync += reg.eq(0)
+                with m.Elif(cfg.regs == 0):
                     m.next = "STEPS"
                 with m.Else():
                     m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.LOAD)]
                     with m.If(self.cmd.ready):
                         m.d.sync += reg.eq(reg + 1)
+                        with m.If(reg + 1 == cfg.regs):
+                            m.d.sync += reg.eq(0)
+                            m.next = "STEPS"
             with m.State("STEPS"):
                 with m.If(addr >= end):            # empty range: next step, no command
                     advance_step()
                     with m.If(steps_done):
-                        m.next = "SAVE"
+                        end_steps()
                 with m.Else():
                     m.d.comb += [
                         self.cmd.valid.eq(1),
@@ -255,27 +276,15 @@ class Sequencer(wiring.Component):
                         with m.If(addr + 1 == end):
                             advance_step()
                             with m.If(steps_done):
-                                m.next = "SAVE"
+                                end_steps()
                         with m.Else():
                             m.d.sync += [pc.eq(addr + 1), fresh.eq(0)]
             with m.State("SAVE"):
-                with m.If(last_tile | (reg == cfg.regs)):
-                    m.d.sync += reg.eq(0)
-                    m.next = "NEXT"
-                with m.Else():
-                    m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.STORE)]
-                    with m.If(self.cmd.ready):
-                        m.d.sync += reg.eq(reg + 1)
-            with m.State("NEXT"):
-                m.d.sync += row_base.eq(row_base + cfg.regs)
-                restart_steps(job.a_origin)
-                for jj in range(DIMS):
-                    with m.If(Cat(*gwrap[jj + 1:], Const(1, 1)).all()):
-                        m.d.sync += g_cur[jj].eq(Mux(gwrap[jj], 0, g_cur[jj] + 1))
-                with m.If(Cat(*gwrap).all()):
-                    m.next = "IDLE"
-                with m.Else():
-                    m.next = "RESTORE"
+                m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.STORE)]
+                with m.If(self.cmd.ready):
+                    m.d.sync += reg.eq(reg + 1)
+                    with m.If(reg + 1 == cfg.regs):
+                        finish_group()
         return m
 
 
