@@ -1,11 +1,12 @@
 """Verilator runs of the Compute Pipeline (sequencer + SIMD array) on whole programs."""
 
 import itertools
+import random
 
 import pytest
 
 from merit import workloads as W
-from merit.isa import assemble, program_for, range_select
+from merit.isa import Instruction, Op, Program, assemble, encode, program_for, range_select
 from meritz.sequencer import ComputePipeline, Sequencer, sequencer_config
 from meritz.simd import Command
 from test_simd import run_bench
@@ -35,8 +36,47 @@ post1:
 """
 
 
+def _random_program(seed, levels=3, pdims=2):
+    """A random legal program: every opcode, random sections, random constants and tables."""
+    rand = random.Random(seed)
+    ops = {Op.LOGIC: 6, Op.INDEX: None, Op.LOOKUP: 2}
+
+    def operand():
+        return rand.choice([*range(8), 8, 9, *range(10, 14), *range(16, 32)])
+
+    def instruction():
+        op = rand.choice(list(Op))
+        fn = rand.randrange(ops[op]) if ops.get(op) else 0
+        b = operand()
+        if op == Op.INDEX:
+            b = rand.randrange(2)
+            fn = rand.randrange(levels if b == 0 else pdims)
+        return encode(Instruction(op=op, fn=fn, s=rand.choice([0, 1, 5, 16, 31]),
+                                  d=0 if op == Op.OUT else rand.randrange(8),
+                                  a=operand(), b=b, c=operand()))
+
+    def out():
+        return encode(Instruction(op=Op.OUT, s=rand.choice([0, 3, 31]), a=rand.randrange(8),
+                                  b=operand()))
+
+    sizes = [rand.randrange(0, 3) for _ in range(2 * levels)] + [rand.randrange(2, 5)]
+    sizes[-2] = max(sizes[-2], 1)                            # Post_1
+    pre, loop, post = sizes[:levels], sizes[-1], sizes[levels:-1]
+    words = [instruction() for _ in range(sum(sizes))]
+    words[sum(pre) + loop - 1] = out()                       # every step sends one vector
+    words[-1] = out()
+    starts = list(itertools.accumulate([0] + pre))          # Pre_1 .. Pre_D, then Loop
+    loop_end = starts[-1] + loop
+    ends = list(itertools.accumulate([loop_end] + post))    # Post_D .. Post_1
+    begs = [starts[levels - k] for k in range(levels + 1)]
+    consts = [rand.randrange(-2**31, 2**31) for _ in range(4)]
+    luts = [[rand.randrange(-32768, 32768) for _ in range(33)] for _ in range(2)]
+    return Program(words, begs, ends, consts, luts)
+
+
 def _programs():
     return {
+        "random": (_random_program(5), (2, 2, 3)),
         "conv": (program_for(W.conv2d(1, 4, 6, 6, 2, 3), shift=3), (4, 3, 3)),
         "best_match": (program_for(W.motion_estimation(8, 8, block=2, search=1, best=True)),
                        (3, 3, 2, 2)),
@@ -54,6 +94,7 @@ CASES = {
     "bilateral_n8": ("bilateral", 8, [2, 3], [1, 2], [2, 1], 1),
     "mean_n8": ("mean", 8, [3], [3], [3], 2),
     "nested_n8": ("nested", 8, [1, 1], [2, 2], [2, 1], 2),
+    "random_n8": ("random", 8, [1, 1], [1, 2], [2, 1], 1),
     "conv_n32_smoke": ("conv", 32, [1, 3], [2, 1], [3, 2], 1),
 }
 
