@@ -22,6 +22,7 @@ BLOCKS = [
     ("rp_router", "meritz.butterfly:ButterflyRouter", {"lanes": 32, "row_bits": 8}),  # RP reads
     ("rp_butterfly", "meritz.butterfly:Butterfly", {"lanes": 32, "pipelined": True}),  # to lanes
     ("rp_collector", "meritz.collector:Collector", {"lanes": 32, "row_bits": 8}),  # line->banks
+    ("top", "meritz.top:Top", {"lanes": 32, "taus": 4}),  # MERIT-z: regs + dispatcher + TAUs + AXI
 ]
 
 
