@@ -1,6 +1,23 @@
 """Small instances of every workload, shared by the GPU tests (source checks and device runs)."""
 
+from merit import Index, Problem, Transform
+from merit import strategies as S
 from merit import workloads as W
+
+
+def _total():
+    """A whole reduction: no parallel index at all."""
+    return Problem("total", S.Sum(), (), (64, 32),
+                   [Transform((64, 32), p=[], a=[Index(0), Index(1)], name="x")])
+
+
+def _outer_level_empty():
+    """Two levels where the outer one holds no index (its pre/post run once)."""
+    return Problem("sep_empty_outer", S.SeparableDot(), (20, 24), (5,),
+                   [Transform((20, 24), p=[Index(0), Index(1)], a=[Index(1, 1, -2)], name="I"),
+                    Transform((5,), p=[None, None], a=[Index(0)], name="h"),
+                    Transform((1,), p=[None, None], a=[None], name="v")], levels=(0, 1))
+
 
 CASES = {
     "gemm": lambda: W.gemm(64, 48, 40),
@@ -23,6 +40,8 @@ CASES = {
     "separable": lambda: W.separable_filter(20, 24, 5),
     "filter3x3": lambda: W.filter3x3(20, 24),
     "ece408": lambda: W.ece408(4, 1, 6, 12, 12, 5),
+    "total": _total,
+    "outer_level_empty": _outer_level_empty,
 }
 
 #: Cases that also run in int32 (fixed point); the others use float-only strategy bodies.

@@ -235,3 +235,9 @@ def test_bench_compositions_match_the_golden_model():
     rows, cols = separable_passes(20, 24, 5)
     np.testing.assert_allclose(cols.run(rows.run(x, hk), v), sep.run(x, hk, v), rtol=1e-12,
                                atol=1e-12)
+
+
+def test_a0_in_an_inner_level_is_never_split():
+    spec = spec_of(CASES["outer_level_empty"](), "float32")
+    assert check_tile(spec, {"threads": (4, 8), "chunk": 2}).chunk == 5
+    assert all(t.chunk == 5 for t in rank(spec, count=3))

@@ -284,7 +284,6 @@ def source(spec, tile):
             else:
                 _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
                 w("merit_cp_commit(); merit_cp_wait<0>();")
-                w("const int buf = 0;")
             for k in shared:
                 if geo[k].vector:
                     org = _org_expr(spec, k, geo[k], len(geo[k].sides) - 1, "ab0")

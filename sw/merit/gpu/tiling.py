@@ -169,7 +169,8 @@ def estimate(spec, tile, device=H100):
     body = 1.0 + 0.5 * sum(1 for op in spec.inputs if op.stage == "loop")
     issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_instr / nt)
     lsu = warps * steps * (lds + 2 * ldg)
-    out_bytes = _prod(spec.pshape) * 4 * spec.outputs * _coalescing(tile.block[-1])
+    run = tile.block[-1] if tile.block else 1
+    out_bytes = _prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
     dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
     resident = per_sm * nt / 32
     eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
@@ -235,6 +236,8 @@ def _chunk(spec, tile):
     if spec.na == 0:
         return 1
     a0 = spec.ashape[0]
+    if spec.levels[0] == 0:
+        return a0
     block = tile.block
     loop = [k for k, op in enumerate(spec.inputs) if op.stage == "loop"]
     best = 1
@@ -279,6 +282,9 @@ def complete(spec, tile, device=H100):
     """Fill the fields a caller left out of ``tile`` (shared, pads, order, double, unroll)."""
     P = spec.np
     chunk = min(tile.chunk, spec.ashape[0]) if spec.na else 1
+    if spec.na and spec.levels[0] == 0:
+        # a0 belongs to an inner level whose PreLoop runs inside the tile loop: one tile only
+        chunk = spec.ashape[0]
     t = Tile(tuple(tile.threads), tuple(tile.regs), chunk, tile.shared, tile.pads,
              tuple(tile.order) or tuple(range(P - 1, -1, -1)),
              tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector))
