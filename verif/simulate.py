@@ -39,9 +39,11 @@ def program_slots(problem, shift=0):
 
 
 def simulate(problem, *, lanes=32, dram_bytes_per_cycle=8, latency=20, shift=0, seed=None,
-             backpressure=0.0, rp_bytes=None, cp_bytes=5120, max_outputs=None):
+             backpressure=0.0, rp_bytes=None, cp_bytes=5120, max_outputs=None,
+             instructions=None):
     """Run ``problem`` on one TAU; return ``{"cycles", "utilization", "useful_ops", ...}``.
 
+    ``instructions``: program slots of the TAU (default: 16, or 24 when the program needs it).
     Raises ``harness.BenchFailure`` when the RTL result differs from the golden ISA model or any
     byte of DRAM outside the outputs changed.
     """
@@ -51,7 +53,7 @@ def simulate(problem, *, lanes=32, dram_bytes_per_cycle=8, latency=20, shift=0, 
     path = folder / f"{hashlib.sha1(blob).hexdigest()[:16]}.pkl"
     path.write_bytes(blob)
     rp_bytes = tuple(rp_bytes or (16384, 8192))
-    instructions = program_slots(problem, shift)
+    instructions = program_slots(problem, shift) if instructions is None else instructions
     config = {"problem": str(path), "lanes": lanes, "bytes_per_cycle": dram_bytes_per_cycle,
               "latency": latency, "shift": shift, "backpressure": backpressure,
               "rp_bytes": list(rp_bytes), "cp_bytes": cp_bytes, "max_outputs": max_outputs,

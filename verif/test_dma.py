@@ -24,9 +24,16 @@ WEIGHTS = dict(shape=[3, 3, 3],
 CASES = {"conv": CONV, "strided_clamp": STRIDED_CLAMP, "weights": WEIGHTS}
 
 
+def _cases():
+    for case in sorted(CASES):
+        for bp in (0.0, 0.3):
+            quick = (bp > 0) == (case == "conv")
+            yield pytest.param(case, bp, marks=() if quick else pytest.mark.slow,
+                               id=f"{case}-bp{bp}")
+
+
 @pytest.mark.sim
-@pytest.mark.parametrize("backpressure", [0.0, 0.3])
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case, backpressure", list(_cases()))
 def test_dma(case, backpressure):
     cfg = dict(CASES[case], lanes=8, backpressure=backpressure, latency=20)
     metrics = run_bench(Dma(lanes=8), bench="bench_dma", config=cfg)

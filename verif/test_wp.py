@@ -15,9 +15,16 @@ CASES = {
 }
 
 
+def _cases():
+    for case in sorted(CASES):
+        for bp in (0.0, 0.3):
+            quick = (bp > 0) == (case == "conv_5x13")
+            yield pytest.param(case, bp, marks=() if quick else pytest.mark.slow,
+                               id=f"{case}-bp{bp}")
+
+
 @pytest.mark.sim
-@pytest.mark.parametrize("backpressure", [0.0, 0.3])
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case, backpressure", list(_cases()))
 def test_wp(case, backpressure):
     cfg = dict(CASES[case], lanes=8, dram_bytes=1024, backpressure=backpressure,
                gaps=0.2 if backpressure else 0.0)

@@ -11,7 +11,10 @@ from meritz.tau import Tau, luts_layout
 
 
 def run_tau(problem, *, lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, latency=4,
-            max_cycles=20000, seed=1, trace=None, instructions=16):
+            max_cycles=20000, seed=1, trace=None, instructions=16, backpressure=0.0):
+    """Run ``problem`` on the TAU in Amaranth's simulator with a plain AXI memory (``latency``
+    cycles, one read beat per cycle; ``backpressure``: probability of a stall on every channel
+    and cycle). Returns ``(state, kernel, outputs, expected, memory, initial memory)``."""
     kernel = compile_problem(problem, lanes=lanes, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
                              instructions=instructions)
     dut = Tau(lanes=lanes, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1], cp_bytes=cp_bytes,
@@ -33,43 +36,58 @@ def run_tau(problem, *, lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, latency=4
         luts = list(kernel.program.luts) + [[0] * 33] * (2 - len(kernel.program.luts))
         ctx.set(dut.luts.as_value(), luts_layout().const([list(t) for t in luts]).as_bits())
         axi = dut.m_axi
-        ctx.set(axi.arready, 1)
-        ctx.set(axi.awready, 1)
-        ctx.set(axi.wready, 1)
+        stall = np.random.default_rng(seed + 1)
+
+        def go():
+            return not backpressure or stall.random() >= backpressure
         reads = []          # (ready cycle, address, beats)
         writes = []         # (address, beats)
         wbeats = []
         b_pending = 0
+        r_offered = False
+        b_offered = False
         pending = list(kernel.tiles)
         for cycle in range(max_cycles):
             ctx.set(dut.tiles.valid, bool(pending))
             if pending:
                 ctx.set(dut.tiles.payload, list(pending[0]) + [0] * (6 - len(pending[0])))
+            ctx.set(axi.arready, go())
+            ctx.set(axi.awready, go())
+            ctx.set(axi.wready, go())
             # R channel
-            head = reads[0] if reads and reads[0][0] <= cycle else None
+            # a beat once offered stays offered until taken (AXI valid rule)
+            if reads and reads[0][0] <= cycle and (r_offered or go()):
+                head = reads[0]
+            else:
+                head = None
+            r_offered = head is not None
             ctx.set(axi.rvalid, head is not None)
             if head is not None:
                 addr = head[1]
                 ctx.set(axi.rdata, int.from_bytes(mem[addr:addr + 8].tobytes(), "little"))
                 ctx.set(axi.rlast, head[2] == 1)
                 ctx.set(axi.rresp, 0)
-            ctx.set(axi.bvalid, b_pending > 0)
+            b_now = b_pending > 0 and (b_offered or go())
+            b_offered = b_now
+            ctx.set(axi.bvalid, b_now)
             ctx.set(axi.bresp, 0)
             await ctx.delay(1e-9)
             if pending and ctx.get(dut.tiles.ready):
                 pending.pop(0)
-            if ctx.get(axi.arvalid):
+            if ctx.get(axi.arvalid) and ctx.get(axi.arready):
                 a, n = ctx.get(axi.araddr), ctx.get(axi.arlen) + 1
                 for k in range(n):
                     reads.append((cycle + latency + k, a + 8 * k, n - k))
             if head is not None and ctx.get(axi.rready):
                 reads.pop(0)
-            if ctx.get(axi.awvalid):
+                r_offered = False
+            if ctx.get(axi.awvalid) and ctx.get(axi.awready):
                 writes.append([ctx.get(axi.awaddr), ctx.get(axi.awlen) + 1])
-            if ctx.get(axi.wvalid):
+            if ctx.get(axi.wvalid) and ctx.get(axi.wready):
                 wbeats.append((ctx.get(axi.wdata), ctx.get(axi.wstrb), ctx.get(axi.wlast)))
-            if b_pending and ctx.get(axi.bready):
+            if b_now and ctx.get(axi.bready):
                 b_pending -= 1
+                b_offered = False
             while writes and len(wbeats) >= writes[0][1]:
                 a, n = writes.pop(0)
                 for k in range(n):

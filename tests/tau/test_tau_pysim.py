@@ -1,5 +1,6 @@
 """The whole TAU in Amaranth's simulator (no Verilator build): nine workloads bit-exact against
-the golden ISA model, odd sizes that do not divide the tiles, the whole DRAM image checked."""
+the golden ISA model, odd sizes that do not divide the tiles, random stalls on every AXI channel,
+the whole DRAM image checked."""
 
 import sys
 from pathlib import Path
@@ -25,13 +26,22 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if slow else n
-                                  for n, (_, slow) in CASES.items()])
-def test_tau_end_to_end(name):
+def _cases():
+    """CI runs conv 3x3 with stalls, GEMM and max pool without; the rest is ``slow``."""
+    for name, (_, slow) in CASES.items():
+        for bp in (0.0, 0.3):
+            quick = not slow and (bp > 0) == (name == "conv3x3")
+            yield pytest.param(name, bp, marks=() if quick else pytest.mark.slow,
+                               id=f"{name}-bp{bp}")
+
+
+@pytest.mark.parametrize("name, backpressure", list(_cases()))
+def test_tau_end_to_end(name, backpressure):
     problem = CASES[name][0]()
     instructions = 24 if name == "bilateral" else 16
-    state, kernel, outs, expected, mem, initial = run_tau(problem, max_cycles=8000,
-                                                          instructions=instructions)
+    state, kernel, outs, expected, mem, initial = run_tau(problem, max_cycles=12000,
+                                                          instructions=instructions,
+                                                          backpressure=backpressure)
     assert state["done"], f"the TAU did not finish in {state['cycles']} cycles"
     assert state["errors"] == 0
     for got, want in zip(outs, expected, strict=True):
