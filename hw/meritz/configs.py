@@ -23,6 +23,7 @@ BLOCKS = [
     ("rp_butterfly", "meritz.butterfly:Butterfly", {"lanes": 32, "pipelined": True}),  # to lanes
     ("rp_collector", "meritz.collector:Collector", {"lanes": 32, "row_bits": 8}),  # line->banks
     ("top", "meritz.top:Top", {"lanes": 32, "taus": 4}),  # MERIT-z: regs + dispatcher + TAUs + AXI
+    ("tau", "meritz.tau:Tau", {"lanes": 32}),  # one TAU: RP0 + RP1 + CP + WP + DMA, AXI4 manager
 ]
 
 
