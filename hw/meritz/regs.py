@@ -177,7 +177,9 @@ class Regs(wiring.Component):
 
         checks = _checks(self.config, lanes=self._lanes, instructions=self._instructions,
                          rp0_rows=self._rp0_rows, rp1_rows=self._rp1_rows)
-        passed = Signal(len(checks))    # one cycle behind the registers (see module docstring)
+        # registered: one cycle behind the registers, which is safe because a START write is
+        # performed at least two cycles after the previous write updated them
+        passed = Signal(len(checks))
         m.d.sync += passed.eq(Cat(checks))
         failed = Signal(range(len(checks) + 1))     # number of the first failed check, 0 = none
         for n in reversed(range(len(checks))):
