@@ -159,7 +159,8 @@ def source(spec, tile):
     ext = extents(spec, tile)
     shared = [k for k in range(len(spec.inputs)) if tile.shared and tile.shared[k]]
     geo = {k: geometry(spec, tile, k) for k in shared}
-    nbuf = 2 if tile.double else 1
+    chunk0 = ext[P] if A else 1
+    nbuf = 2 if tile.double and A and -(-spec.ashape[0] // chunk0) > 1 else 1
     offs, total = {}, 0
     for k in shared:
         offs[k] = total
@@ -264,14 +265,14 @@ def source(spec, tile):
             call(f"post{lv}", "post", [])
     else:
         call("pre0", "pre", modes(0, "first"))
-        if shared and tile.double and ntiles > 1:
+        if shared and nbuf > 1:
             _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "0", "0")
             w("merit_cp_commit();")
         w("#pragma unroll 1")
         w.open(f"for (int at = 0; at < {ntiles}; ++at)")
         w(f"const int ab0 = at * {chunk};")
         if shared:
-            if tile.double and ntiles > 1:
+            if nbuf > 1:
                 w.open(f"if (at + 1 < {ntiles})")
                 _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {chunk}",
                            "((at + 1) & 1)")

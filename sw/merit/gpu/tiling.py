@@ -297,7 +297,9 @@ def complete(spec, tile, device=H100):
     ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
     if not t.pads:
         t = _tune_banks(spec, t)
-    if not tile.double and ntiles > 1 and any(t.shared):
+    if ntiles == 1 or not any(t.shared):
+        t = _replace(t, double=False)   # nothing to overlap
+    elif not tile.double:
         dbl = _replace(t, double=True)
         if _smem_bytes(spec, dbl) <= min(SMEM_CAP, device.smem_block):
             t = dbl
