@@ -68,7 +68,7 @@ class Command(enum.Enum, shape=2):
 
 
 instruction_layout = data.StructLayout({
-    "c": 5, "b": 5, "a": 5, "zero": 2, "d": 3, "s": 5, "fn": 3, "op": 4,
+    "c": 5, "b": 5, "a": 5, "zero": 2, "d": 3, "s": 5, "fn": 3, "op": Opcode,
 })
 
 
@@ -112,15 +112,15 @@ def is_legal(m, word):
     legal = Signal(name="legal")
     reserved = Cat(*[(getattr(word, f) == 14) | (getattr(word, f) == 15) for f in "abc"]).any()
     with m.Switch(word.op):
-        with m.Case(Op.ADD, Op.SUB, Op.L1, Op.MAC):
+        with m.Case(Opcode.ADD, Opcode.SUB, Opcode.L1, Opcode.MAC):
             m.d.comb += legal.eq(word.fn == 0)
-        with m.Case(Op.LOGIC):
-            m.d.comb += legal.eq(word.fn <= max(Logic))
-        with m.Case(Op.INDEX):
+        with m.Case(Opcode.LOGIC):
+            m.d.comb += legal.eq(word.fn <= max(f.value for f in LogicFn))
+        with m.Case(Opcode.INDEX):
             m.d.comb += legal.eq((word.fn < MAX_LEVELS) & (word.b <= max(IndexKind)))
-        with m.Case(Op.LOOKUP):
+        with m.Case(Opcode.LOOKUP):
             m.d.comb += legal.eq(word.fn < N_LUTS)
-        with m.Case(Op.OUT):
+        with m.Case(Opcode.OUT):
             m.d.comb += legal.eq((word.fn == 0) & (word.d == 0))
     return legal & ~reserved & ~word.zero.any()
 
@@ -184,9 +184,9 @@ class SimdArray(wiring.Component):
         }))
         a2, b2, c2 = (Signal(vec32, name=f"{x}2") for x in "abc")
         w2 = s2.word
-        s2_out = (s2.kind == Command.EXEC) & (w2.op == Op.OUT)
+        s2_out = (s2.kind == Command.EXEC) & (w2.op == Opcode.OUT)
         s2_fire = s2.valid & (~s2_out | self.out.ready)
-        s2_writes = s2.valid & (((s2.kind == Command.EXEC) & (w2.op != Op.OUT))
+        s2_writes = s2.valid & (((s2.kind == Command.EXEC) & (w2.op != Opcode.OUT))
                                 | (s2.kind == Command.LOAD))
         s2_clear = s2.valid & (s2.kind == Command.CLEAR)
 
@@ -199,33 +199,33 @@ class SimdArray(wiring.Component):
             s = w2.s
             r = Signal(signed(32), name=f"alu{lane}")
             with m.Switch(w2.op):
-                with m.Case(Op.ADD):
+                with m.Case(Opcode.ADD):
                     m.d.comb += r.eq(a + ((b + c) >> s))
-                with m.Case(Op.SUB):
+                with m.Case(Opcode.SUB):
                     m.d.comb += r.eq(a + ((b - c) >> s))
-                with m.Case(Op.L1):
+                with m.Case(Opcode.L1):
                     m.d.comb += r.eq(a + (abs(b - c) >> s))
-                with m.Case(Op.MAC):
+                with m.Case(Opcode.MAC):
                     m.d.comb += r.eq(a + ((_sat16(b) * _sat16(c)) >> s))
-                with m.Case(Op.LOGIC):
+                with m.Case(Opcode.LOGIC):
                     f = Signal(signed(32), name=f"logic{lane}")
                     with m.Switch(w2.fn):
-                        with m.Case(Logic.MAX):
+                        with m.Case(LogicFn.MAX):
                             m.d.comb += f.eq(Mux(a > b, a, b))
-                        with m.Case(Logic.MIN):
+                        with m.Case(LogicFn.MIN):
                             m.d.comb += f.eq(Mux(a < b, a, b))
-                        with m.Case(Logic.SEL):
+                        with m.Case(LogicFn.SEL):
                             m.d.comb += f.eq(Mux(a != 0, b, c))
-                        with m.Case(Logic.AND):
+                        with m.Case(LogicFn.AND):
                             m.d.comb += f.eq(a & b)
-                        with m.Case(Logic.OR):
+                        with m.Case(LogicFn.OR):
                             m.d.comb += f.eq(a | b)
-                        with m.Case(Logic.XOR):
+                        with m.Case(LogicFn.XOR):
                             m.d.comb += f.eq(a ^ b)
                     m.d.comb += r.eq(f >> s)
-                with m.Case(Op.INDEX):
+                with m.Case(Opcode.INDEX):
                     m.d.comb += r.eq(a + (b >> s))          # b holds the lane's index
-                with m.Case(Op.LOOKUP):
+                with m.Case(Opcode.LOOKUP):
                     x = Signal(signed(33), name=f"lutx{lane}")
                     u = Signal(unsigned(14), name=f"lutu{lane}")
                     m.d.comb += [
@@ -262,9 +262,9 @@ class SimdArray(wiring.Component):
         legal = is_legal(m, w)
         run = exec1 & legal
         reads = [(w.a, True),
-                 (w.b, (w.op != Op.INDEX)),
-                 (w.c, (w.op != Op.INDEX) & (w.op != Op.OUT)
-                  & ~((w.op == Op.LOGIC) & (w.fn != Logic.SEL)))]
+                 (w.b, (w.op != Opcode.INDEX)),
+                 (w.c, (w.op != Opcode.INDEX) & (w.op != Opcode.OUT)
+                  & ~((w.op == Opcode.LOGIC) & (w.fn != LogicFn.SEL)))]
         need0 = run & Cat(*[(code == OPERAND_RP0) & used for code, used in reads]).any()
         need1 = run & Cat(*[(code == OPERAND_RP1) & used for code, used in reads]).any()
         s2_free = ~s2.valid | s2_fire
@@ -321,7 +321,7 @@ class SimdArray(wiring.Component):
                                cmd.index + ((Const(lane, range(n)) >> cmd.lane_shift) & lane_mask),
                                cmd.index)
                 m.d.sync += [
-                    b2[lane].eq(Mux(w.op == Op.INDEX, lane_idx, operand(w.b, lane, fb))),
+                    b2[lane].eq(Mux(w.op == Opcode.INDEX, lane_idx, operand(w.b, lane, fb))),
                     c2[lane].eq(operand(w.c, lane, fc)),
                 ]
             with m.If(exec1 & ~legal):
