@@ -15,6 +15,7 @@ The kernel follows the paper's tiled execution (§IV-A, UMI Procedure 2):
 - outputs (shape ``pshape``) are stored once, after the outermost PostLoop.
 """
 
+import math
 import re
 
 from .tile import extents, geometry
@@ -51,15 +52,8 @@ def _stage_inputs(spec, stage):
     return [k for k, op in enumerate(spec.inputs) if op.stage == stage]
 
 
-def _mentions(text, name):
-    return re.search(rf"\b{name}\b", text) is not None
-
-
 def _global_index_type(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return "int" if n < 2**31 else "long long"
+    return "int" if math.prod(shape) < 2**31 else "long long"
 
 
 def _gstrides(shape):
@@ -69,7 +63,7 @@ def _gstrides(shape):
     return st
 
 
-def _coord_code(axis, mode, n, var, ok):
+def _coord_code(mode, n, var, ok):
     """C statements applying a boundary mode to coordinate ``var`` of an axis of size ``n``."""
     if mode == "zero":
         return (f"{ok} = {ok} && ((unsigned){var} < {n}u); "
@@ -91,7 +85,7 @@ def _load_function(spec, k, ctype):
     for axis, terms in enumerate(tr.terms):
         expr = " + ".join([str(tr.offset[axis])] + [f"k{pos} * {s}" for pos, s in terms])
         lines.append(f"    int x{axis} = {expr};")
-        lines.append("    " + _coord_code(axis, tr.boundary[axis], tr.source_shape[axis],
+        lines.append("    " + _coord_code(tr.boundary[axis], tr.source_shape[axis],
                                           f"x{axis}", "ok"))
         lin.append(f"({idx})x{axis} * {strides[axis]}")
     lines.append(f"    {idx} at = {' + '.join(lin) if lin else '0'};")
@@ -151,9 +145,7 @@ def source(spec, tile):
     P, A = spec.np, spec.na
     block = tile.block
     grid = [-(-n // b) for n, b in zip(spec.pshape, block, strict=True)]
-    nblocks = 1
-    for g in grid:
-        nblocks *= g
+    nblocks = math.prod(grid)
     nt = tile.nthreads
     R = tile.nregs
     ext = extents(spec, tile)
@@ -180,7 +172,7 @@ def source(spec, tile):
            f"  levels={spec.levels}", f"// tile: {tile}", f"typedef {ctype} T;",
            f"#define T_LOWEST {_LIMITS[spec.dtype][0]}",
            f"#define T_HIGHEST {_LIMITS[spec.dtype][1]}",
-           f"#define A_SIZE {_prod(spec.ashape)}"]
+           f"#define A_SIZE {math.prod(spec.ashape)}"]
     for pname, value in spec.params:
         cty = "int" if isinstance(value, int) else "float"
         lit = repr(value) if cty == "int" else f"{float(value)!r}f"
@@ -330,13 +322,6 @@ def source(spec, tile):
     return name, "\n".join(out) + "\n", nblocks, nt, smem_bytes
 
 
-def _prod(xs):
-    n = 1
-    for x in xs:
-        n *= x
-    return n
-
-
 def _shared_read(spec, tile, k, g, off, nbuf):
     """C expression reading input k's element for register copy ``r`` from shared memory."""
     tr = spec.inputs[k].transform
@@ -402,7 +387,7 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
                     w("const int c0 = q;")
             for ax in range(nax):
                 w(f"int x{ax} = org{ax} + c{ax};")
-                w(_coord_code(ax, tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+                w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
             src = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax)) or "0"
             sad = " + ".join(f"c{ax} * {g.pitches[ax]}" for ax in range(nax)) or "0"
             w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({src}), ok ? 4 : 0);")
@@ -416,9 +401,7 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k):
     inner = nax - 1
     n_in = tr.source_shape[inner]
     nv = g.row // 4
-    rows = 1
-    for side in g.sides[:-1]:
-        rows *= side
+    rows = math.prod(g.sides[:-1])
     w(f"const int a0c = org{inner} & ~3;")
     w("#pragma unroll 2")
     w.open(f"for (int e = tid; e < {rows * nv}; e += {nt})")
@@ -430,7 +413,7 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k):
             w("const int c0 = q;")
     for ax in range(nax - 1):
         w(f"int x{ax} = org{ax} + c{ax};")
-        w(_coord_code(ax, tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+        w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
     rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
     sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])
     w(f"const T* src = g_in{k} + ({rowp});")

@@ -8,6 +8,7 @@ footprint of each (block, accumulation tile) pair (Eq. 9) copied into shared mem
 are read through the read-only data cache.
 """
 
+import math
 from dataclasses import dataclass
 
 __all__ = ["Tile", "Geometry", "geometry"]
@@ -59,17 +60,11 @@ class Tile:
 
     @property
     def nthreads(self):
-        n = 1
-        for t in self.threads:
-            n *= t
-        return n
+        return math.prod(self.threads)
 
     @property
     def nregs(self):
-        n = 1
-        for r in self.regs:
-            n *= r
-        return n
+        return math.prod(self.regs)
 
     def label(self):
         """Short text naming the tile in kernel names and reports."""
@@ -126,7 +121,4 @@ def geometry(spec, tile, k):
     for axis in range(n - 2, -1, -1):
         pitches[axis] = pitches[axis + 1] * widths[axis + 1] + pads[axis]
     words = pitches[0] * widths[0] if n else 1
-    elements = 1
-    for m in sides:
-        elements *= m
-    return Geometry(sides, tuple(pitches), shift, words, elements, vector, row)
+    return Geometry(sides, tuple(pitches), shift, words, math.prod(sides), vector, row)

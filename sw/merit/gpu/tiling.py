@@ -47,13 +47,6 @@ SMEM_CAP = 100 * 1024
 UNROLL_CAP = 64
 
 
-def _prod(xs):
-    n = 1
-    for x in xs:
-        n *= x
-    return n
-
-
 def _state_words(spec):
     decls = re.sub(r"\[[^\]]*\]", "", spec.body.get("state", ""))
     n = 0
@@ -68,7 +61,7 @@ def shared_inputs(spec, tile, device=H100):
     """Per input, whether the rule in the module docstring sends it through shared memory."""
     lanes = tile.nthreads * tile.nregs
     ext = extents(spec, tile)
-    steps = _prod(ext[spec.np:])
+    steps = math.prod(ext[spec.np:])
     out = []
     for k, op in enumerate(spec.inputs):
         if op.stage != "loop" or spec.na == 0:
@@ -129,11 +122,11 @@ def estimate(spec, tile, device=H100):
     if nt > 1024:
         return None
     grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
-    nb = _prod(grid)
+    nb = math.prod(grid)
     ext = extents(spec, tile)
     chunk = ext[P] if spec.na else 1
     ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
-    tile_steps = _prod(ext[P:])
+    tile_steps = math.prod(ext[P:])
     u, usteps = _unroll(spec, chunk, tile.unroll or None)
     shared = tile.shared or shared_inputs(spec, tile, device)
     nbuf = 2 if tile.double else 1
@@ -170,7 +163,7 @@ def estimate(spec, tile, device=H100):
     issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_instr / nt)
     lsu = warps * steps * (lds + 2 * ldg)
     run = tile.block[-1] if tile.block else 1
-    out_bytes = _prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
+    out_bytes = math.prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
     dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
     resident = per_sm * nt / 32
     eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
@@ -208,7 +201,7 @@ def _thread_layouts(spec, regs, totals=(32, 64, 128, 256)):
         if need <= 32:
             o.add(need)
         opts.append(sorted(o))
-    whole = _prod(-(-n // e) for n, e in zip(spec.pshape, regs, strict=True))
+    whole = math.prod(-(-n // e) for n, e in zip(spec.pshape, regs, strict=True))
 
     def rec(j, prod):
         if j == P:
@@ -250,8 +243,8 @@ def _chunk(spec, tile):
 
 
 def _waste(spec, tile):
-    padded = _prod(-(-n // b) * b for n, b in zip(spec.pshape, tile.block, strict=True))
-    return padded / _prod(spec.pshape)
+    padded = math.prod(-(-n // b) * b for n, b in zip(spec.pshape, tile.block, strict=True))
+    return padded / math.prod(spec.pshape)
 
 
 def _candidates(spec):
