@@ -90,6 +90,7 @@ def test_report_is_written(tmp_path, monkeypatch):
 
     monkeypatch.setattr(meritz.configs, "BLOCKS",
                         [("xbar", "meritz.compare:Crossbar", {"lanes": 4, "width": 4})])
+    monkeypatch.setattr(synth, "_TAU_FALLBACK", ("tau", "meritz.compare:NoTau", {}))
     argv = ["--lanes", "2", "--block-lanes", "2", "--fpga-lanes", "2", "--out",
             str(tmp_path / "out"), "--work", str(tmp_path / "work")]
     assert synth.main(argv) == 0
@@ -103,7 +104,7 @@ def test_report_is_written(tmp_path, monkeypatch):
     assert report["fpga"]["blocks"][0]["lut"] > 0
     text = (tmp_path / "out" / "area.md").read_text()
     assert "| xbar | `meritz_xbar_n2` |" in text
-    assert "no TAU is registered" in text
+    assert "no TAU is registered in `meritz.configs.BLOCKS`: the Table VII split" in text
     png = (tmp_path / "out" / "area_butterfly_vs_crossbar.png").read_bytes()
     assert png.startswith(b"\x89PNG")
 
@@ -152,10 +153,10 @@ def test_tau_is_split_as_table_vii():
 
     tau = {"block": "tau", "area_nand2": 1000.0, "sram_bits": 400,
            "submodules": {"": part(50), "rp0": part(300, 200), "rp1": part(200, 100),
-                          "cp": part(400, 100), "wp": part(50)}}
+                          "cp": part(400, 100), "dma": part(40), "wp": part(10)}}
     lines = synth._tau_table({"block_lanes": 8, "blocks": [tau]})
     rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| ")}
-    assert "| `rp0`, `rp1` | 500 | 50% | 40% | 300 | 75% | 62% |" in rows["| Read Pipelines"]
+    assert "| `dma`, `rp0`, `rp1` | 540 | 54% | 40% | 300 | 75% | 62% |" in rows["| Read Pipelines"]
     assert "| `cp` | 400 | 40% | 38% | 100 | 25% | 38% |" in rows["| Compute Pipeline"]
-    assert "(own logic), `wp` | 100 | 10% | 22% | 0 | 0% | 0% |" in rows["| Write Pipeline + misc."]
+    assert "(own logic), `wp` | 60 | 6% | 22% | 0 | 0% | 0% |" in rows["| Write Pipeline + misc."]
     assert synth._tau_table({"block_lanes": 8, "blocks": [{**tau, "block": "rp0_sram"}]}) == []
