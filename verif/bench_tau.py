@@ -99,4 +99,8 @@ async def tau_matches_the_isa_model(dut):
     record_metric("useful_ops", kernel.useful_ops)
     record_metric("read_beats", dram.read_beats)
     record_metric("write_beats", dram.write_beats)
+    # share of the DRAM's beats (8 bytes each, one per cycle at 8 B/cycle) that moved data
+    per_cycle = cfg.get("bytes_per_cycle", 8) / 8
+    record_metric("dram_busy", round((dram.read_beats + dram.write_beats) / (span * per_cycle), 4))
+    record_metric("compute_bound_cycles", -(-kernel.useful_ops // lanes))
     record_metric("tiling", f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}")

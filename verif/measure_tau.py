@@ -74,11 +74,15 @@ def main(argv=None):
              "Measured on the Verilator model by `verif/measure_tau.py`; cycles from the first "
              "DRAM request to the last write response; utilization = useful ALU operations / "
              "(cycles x lanes). Every run is bit-exact against the golden ISA model.", "",
-             "| workload | what | tiling | cycles | utilization | DRAM read / write beats |",
-             "|---|---|---|---|---|---|"]
+             "`DRAM busy` = (read + write beats) / (cycles x beats per cycle): near 1 the layer is "
+             "bound by DRAM bandwidth. `ALU-bound cycles` = useful operations / lanes.", "",
+             "| workload | what | tiling | cycles | ALU-bound cycles | utilization | DRAM busy "
+             "| read / write beats |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         lines.append(f"| {name} | {r['what']} | {r['tiling']} | {r['cycles']} | "
-                     f"{r['utilization']:.3f} | {r['read_beats']} / {r['write_beats']} |")
+                     f"{r.get('compute_bound_cycles', '')} | {r['utilization']:.3f} | "
+                     f"{r.get('dram_busy', '')} | {r['read_beats']} / {r['write_beats']} |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

@@ -280,21 +280,29 @@ class Dma(wiring.Component):
         chunk_addr = Signal(16)
         chunk_count = Signal(3)
         chunk_words = [Signal(16, name=f"chunk_word{q}") for q in range(WORDS_PER_BEAT)]
-        chunk_flush = Signal()           # after this chunk, the tile's rows can all go out
         chunk_ready = Signal()
         beat = [axi.rdata[16 * q:16 * q + 16] for q in range(WORDS_PER_BEAT)]
 
         have = cmds.r_rdy
-        # left fill
-        left_left = cur.left - done_words
+        # phases: 0 left fill, 1 inside, 2 right fill; a phase with nothing to do falls through
+        # to the next one in the same cycle, and a row ends with its last chunk
+        left_fill = cur.clamp & cur.read & (cur.left != 0)
+        right_fill = cur.clamp & cur.read & (cur.right != 0)
+        ld = Mux(phase == 0, done_words, 0)
+        idn = Mux(phase == 1, done_words, 0)
+        rdn = Mux(phase == 2, done_words, 0)
+        in_left = (phase == 0) & left_fill & (ld != cur.left)
+        in_inside = ~in_left & (phase <= 1) & cur.read & (beats_seen != cur.beats)
+        in_right = ~in_left & ~in_inside & right_fill & (rdn != cur.right)
+        left_left = cur.left - ld
         left_n = Mux(left_left < WORDS_PER_BEAT, left_left, WORDS_PER_BEAT)
         first_word = Array(beat)[cur.skip]
         # inside: words of this beat that land in the tile
         beat_first = Mux(beats_seen == 0, cur.skip, 0)
         avail = WORDS_PER_BEAT - beat_first
-        in_left = cur.inside - done_words
-        in_n = Mux(in_left < avail, in_left, avail)
-        right_left = cur.right - done_words
+        in_left_words = cur.inside - idn
+        in_n = Mux(in_left_words < avail, in_left_words, avail)
+        right_left = cur.right - rdn
         right_n = Mux(right_left < WORDS_PER_BEAT, right_left, WORDS_PER_BEAT)
         shifted = Signal(64)
         m.d.comb += shifted.eq(axi.rdata >> (beat_first << 4))
@@ -302,49 +310,40 @@ class Dma(wiring.Component):
         row_done = Signal()
         m.d.comb += axi.rready.eq(0)
         with m.If(have):
-            with m.If(phase == 0):
-                with m.If(cur.left == done_words):
-                    m.d.sync += [phase.eq(1), done_words.eq(0)]
-                    with m.If(~cur.read):
-                        m.d.sync += phase.eq(2)
-                with m.Elif(~cur.clamp | ~cur.read):
-                    # zero fill: nothing to write (the row buffer is zero), skip it
-                    m.d.sync += done_words.eq(cur.left)
-                with m.Elif(axi.rvalid):
-                    m.d.comb += [chunk_valid.eq(1), chunk_addr.eq(cur.taddr + done_words),
+            with m.If(in_left):
+                with m.If(axi.rvalid):
+                    m.d.comb += [chunk_valid.eq(1), chunk_addr.eq(cur.taddr + ld),
                                  chunk_count.eq(left_n)]
                     m.d.comb += [w.eq(first_word) for w in chunk_words]
                     with m.If(chunk_ready):
-                        m.d.sync += done_words.eq(done_words + left_n)
-            with m.Elif(phase == 1):
-                with m.If(beats_seen == cur.beats):
-                    m.d.sync += [phase.eq(2), done_words.eq(0), beats_seen.eq(0)]
-                with m.Elif(axi.rvalid):
+                        m.d.sync += done_words.eq(ld + left_n)
+            with m.Elif(in_inside):
+                with m.If(axi.rvalid):
                     m.d.comb += [chunk_valid.eq(in_n != 0),
-                                 chunk_addr.eq(cur.taddr + cur.left + done_words),
+                                 chunk_addr.eq(cur.taddr + cur.left + idn),
                                  chunk_count.eq(in_n)]
                     m.d.comb += [chunk_words[q].eq(shifted[16 * q:16 * q + 16])
                                  for q in range(WORDS_PER_BEAT)]
                     with m.If(chunk_ready | (in_n == 0)):
                         m.d.comb += axi.rready.eq(1)
-                        m.d.sync += [beats_seen.eq(beats_seen + 1),
-                                     done_words.eq(done_words + in_n)]
+                        m.d.sync += [phase.eq(1), beats_seen.eq(beats_seen + 1),
+                                     done_words.eq(idn + in_n)]
                         # remember the last word read for a replicated right edge
                         last_pos = Mux(in_n == 0, beat_first, beat_first + in_n - 1)
                         with m.If(last_beat):
-                            m.d.sync += edge.eq(Array(beat)[last_pos[:2]])
+                            m.d.sync += [edge.eq(Array(beat)[last_pos[:2]]), phase.eq(2),
+                                         done_words.eq(0)]
+                            m.d.comb += row_done.eq(~right_fill)
+            with m.Elif(in_right):
+                m.d.comb += [chunk_valid.eq(1),
+                             chunk_addr.eq(cur.taddr + cur.left + cur.inside + rdn),
+                             chunk_count.eq(right_n)]
+                m.d.comb += [w.eq(edge) for w in chunk_words]
+                with m.If(chunk_ready):
+                    m.d.sync += [phase.eq(2), done_words.eq(rdn + right_n)]
+                    m.d.comb += row_done.eq(rdn + right_n == cur.right)
             with m.Else():
-                with m.If(cur.right == done_words):
-                    m.d.comb += row_done.eq(1)
-                with m.Elif(~cur.clamp | ~cur.read):
-                    m.d.sync += done_words.eq(cur.right)
-                with m.Else():
-                    m.d.comb += [chunk_valid.eq(1),
-                                 chunk_addr.eq(cur.taddr + cur.left + cur.inside + done_words),
-                                 chunk_count.eq(right_n)]
-                    m.d.comb += [w.eq(edge) for w in chunk_words]
-                    with m.If(chunk_ready):
-                        m.d.sync += done_words.eq(done_words + right_n)
+                m.d.comb += row_done.eq(1)
         # a row is finished: pop it; the tile's last row also flushes the row buffer
         flush_pending = Signal()
         flush_rows = Signal(16)
@@ -356,7 +355,6 @@ class Dma(wiring.Component):
             with m.If(cur.last):
                 m.d.sync += [flush_pending.eq(1), flush_rows.eq(cur.rows),
                              flush_base.eq(cur.base), flush_slot.eq(cur.slot)]
-        m.d.comb += chunk_flush.eq(0)
 
         # ---- 5. row assembler: two rows of N words -----------------------------------------
         row_bits = lanes.bit_length() - 1
