@@ -11,6 +11,7 @@ utilization.
 """
 
 import itertools
+import logging
 
 import cocotb
 from cocotb.triggers import RisingEdge
@@ -65,8 +66,16 @@ class Dram:
             mem = self.reader.mem
         self.mem = mem
         self._memory = self.writer or self.reader
+        for port in (self.writer, self.reader):
+            if port is not None:      # one INFO line per burst would slow long runs down
+                port.log.setLevel(logging.WARNING)
         self._ready_at = []
+        if self.writer is not None:
+            self.writer.w_channel.queue_occupancy_limit = 32      # the DRAM's write buffer
         if self.reader is not None:
+            # the RAM model queues the beats of every accepted burst at once (their latency runs
+            # from acceptance, bursts overlap); its default of 2 would serialise the latency
+            self.reader.r_channel.queue_occupancy_limit = -1
             channel = self.reader.r_channel
             send = channel.send
 

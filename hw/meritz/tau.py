@@ -353,4 +353,6 @@ class Tau(wiring.Component):
             self.errors.wp.eq(wp.error),
             self.errors.cp.eq(cp.error),
         ]
+        self._probe = {"looper": looper, "dma": dma, "rp0": rp0, "rp1": rp1, "cp": cp, "wp": wp,
+                       "beats": bfifos}                       # for simulation probes
         return m
