@@ -7,7 +7,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from benchlib import bench_config, pack_lanes, record_metric, rng, setup, unpack_lanes
 
 
-@cocotb.test()
+@cocotb.test(skip=bench_config().get("skip_all", False))
 async def passes_values_through(dut):
     cfg = bench_config()
     await setup(dut)

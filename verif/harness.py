@@ -76,6 +76,7 @@ def build(top, *, name=None, waves=False):
 
 
 def _failed_tests(results_xml):
+    """Names of the failed cocotb tests; ``None`` if the results file is missing."""
     if not results_xml.is_file():
         return None
     failed = []
@@ -83,6 +84,12 @@ def _failed_tests(results_xml):
         if case.find("failure") is not None or case.find("error") is not None:
             failed.append(case.get("name"))
     return failed
+
+
+def _ran_tests(results_xml):
+    """Number of cocotb tests that ran (not skipped) according to the results file."""
+    cases = ElementTree.parse(results_xml).getroot().iter("testcase")
+    return sum(1 for case in cases if case.find("skipped") is None)
 
 
 def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, testcase=None):
@@ -138,7 +145,12 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         raise BenchFailure(f"{bench} on {module}: failed {', '.join(failed)} "
                            f"(seed {seed}); see {test_dir / 'sim.log'}") from None
     failed = _failed_tests(results)
+    if failed is None:
+        raise BenchFailure(f"{bench} on {module} wrote no results; see {test_dir / 'sim.log'}")
     if failed:
         raise BenchFailure(f"{bench} on {module}: failed {', '.join(failed)} (seed {seed})")
+    if not _ran_tests(results):
+        raise BenchFailure(f"{bench} on {module} ran no cocotb test (could the bench module be "
+                           f"imported?); see {test_dir / 'sim.log'}")
     metrics_file = test_dir / "metrics.json"
     return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}

@@ -43,3 +43,9 @@ def test_failure_names_the_failed_test():
 def test_unknown_bench_is_refused():
     with pytest.raises(ValueError, match="bench must name a cocotb module"):
         run_bench(None, bench="no_such_bench")
+
+
+def test_a_bench_that_runs_no_test_fails():
+    with pytest.raises(BenchFailure, match="ran no cocotb test"):
+        run_bench(PassThrough(lanes=4), bench="bench_harness_selftest",
+                  config={"lanes": 4, "skip_all": True}, seed=3)

@@ -5,11 +5,11 @@ import random
 
 import pytest
 
+from harness import run_bench
 from merit import workloads as W
 from merit.isa import Instruction, Op, Program, assemble, encode, program_for, range_select
 from meritz.sequencer import ComputePipeline, Sequencer, sequencer_config
 from meritz.simd import Command
-from test_simd import run_bench
 
 NESTED = """
 .levels 3

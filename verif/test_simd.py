@@ -2,25 +2,10 @@
 
 import pytest
 
-import harness
+from harness import run_bench
 from meritz.simd import SimdArray
 
 pytestmark = pytest.mark.sim
-
-#: Yosys writes Amaranth's width-extending arithmetic as ``wide = narrow + narrow`` and ``!x[1:0]``
-#: and every ``Array`` lookup as a ``casez`` without default; Verilator -Wall reports them. Until
-#: ``verif/waivers.vlt`` waives them (asked of the lead), these builds add the options themselves.
-AMARANTH_ARITHMETIC_WAIVERS = ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE"]
-
-
-def run_bench(top, **kwargs):
-    """:func:`harness.run_bench` with :data:`AMARANTH_ARITHMETIC_WAIVERS` for this build."""
-    saved = harness.VERILATOR_ARGS
-    harness.VERILATOR_ARGS = saved + AMARANTH_ARITHMETIC_WAIVERS
-    try:
-        return harness.run_bench(top, **kwargs)
-    finally:
-        harness.VERILATOR_ARGS = saved
 
 CASES = {
     # lanes, commands per test
