@@ -16,7 +16,7 @@ from tau_pysim import run_tau  # noqa: E402
 CASES = {
     "conv3x3": (lambda: W.conv2d(1, 2, 5, 9, 2, 3, padding=1), False),
     "gemm": (lambda: W.gemm(12, 10, 7), False),
-    "max_pool": (lambda: W.max_pool2d(1, 2, 8, 10, 2), False),
+    "max_pool": (lambda: W.max_pool2d(1, 2, 8, 10, 2), True),
     "strided_conv": (lambda: W.conv2d(1, 2, 9, 11, 2, 3, stride=2, padding=1), True),
     "dilated_conv": (lambda: W.conv2d(1, 2, 9, 11, 2, 3, dilation=2, padding=2), True),
     "depthwise": (lambda: W.depthwise(1, 4, 7, 9, 3, padding=1), True),
@@ -27,7 +27,7 @@ CASES = {
 
 
 def _cases():
-    """CI runs conv 3x3 with stalls, GEMM and max pool without; the rest is ``slow``."""
+    """CI runs conv 3x3 with stalls and GEMM without; the rest is ``slow``."""
     for name, (_, slow) in CASES.items():
         for bp in (0.0, 0.3):
             quick = not slow and (bp > 0) == (name == "conv3x3")
