@@ -35,6 +35,53 @@ def _cmd_verilog(args):
     print(f"wrote {out / 'meritz.f'}: file list of all {len(written)} modules")
 
 
+def _verif():
+    """Make the repository's ``verif/`` benches importable (the CLI runs from a checkout)."""
+    verif = Path(__file__).resolve().parents[2] / "verif"
+    if not (verif / "simulate.py").is_file():
+        raise CommandError(f"merit sim runs from a source checkout; {verif} has no simulate.py")
+    if str(verif) not in sys.path:
+        sys.path.insert(0, str(verif))
+
+
+def _cmd_sim(args):
+    _verif()
+    try:
+        from measure_tau import WORKLOADS
+        from simulate import simulate
+    except ImportError as exc:
+        raise CommandError(f"simulation needs cocotb and amaranth ({exc}); run 'make setup'") \
+            from None
+    if args.workload not in WORKLOADS:
+        raise CommandError(f"unknown workload {args.workload!r}; expected one of "
+                           + ", ".join(sorted(WORKLOADS)))
+    from meritz.configs import check_lanes
+    check_lanes(args.lanes)
+    if args.dram_bytes_per_cycle <= 0:
+        raise CommandError(f"--dram-bytes-per-cycle must be positive, not "
+                           f"{args.dram_bytes_per_cycle}")
+    factory, what = WORKLOADS[args.workload]
+    print(f"simulating {args.workload} ({what}) on one TAU of {args.lanes} lanes, "
+          f"DRAM {args.dram_bytes_per_cycle} B/cycle ...", flush=True)
+    from harness import BenchFailure
+    try:
+        metrics = simulate(factory(), lanes=args.lanes,
+                           dram_bytes_per_cycle=args.dram_bytes_per_cycle, seed=args.seed)
+    except BenchFailure as exc:
+        raise CommandError(f"simulation failed: {exc}") from None
+    metrics = {"workload": args.workload, "description": what, "lanes": args.lanes,
+               "dram_bytes_per_cycle": args.dram_bytes_per_cycle, **metrics}
+    width = max(len(key) for key in metrics)
+    for key, value in metrics.items():
+        shown = f"{value:.3f}" if isinstance(value, float) else value
+        print(f"  {key.ljust(width)}  {shown}")
+    print("  result: bit-exact against the golden ISA model")
+    if args.json:
+        import json
+        Path(args.json).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {args.json}")
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="merit",
@@ -54,6 +101,22 @@ def _parser():
     verilog.add_argument("--out", default="rtl_out", metavar="DIR",
                          help="output folder (default: rtl_out)")
     verilog.set_defaults(run=_cmd_verilog)
+
+    sim = commands.add_parser(
+        "sim", help="run one workload on the Verilator model of a TAU, bit-exact vs the golden "
+                    "model; print cycles, ALU operations and utilization",
+        description="Simulate one benchmark workload on MERIT-z (one TAU) under Verilator, with "
+                    "DRAM modelled as an AXI RAM at the given bandwidth. The result is checked "
+                    "bit for bit against the golden ISA model, and the whole DRAM image outside "
+                    "the output is checked unchanged.")
+    sim.add_argument("workload", help="workload name (see 'make bench'), e.g. conv3x3_c16")
+    sim.add_argument("--lanes", type=int, default=32, metavar="N",
+                     help="lanes of the TAU, a power of two (default: 32)")
+    sim.add_argument("--dram-bytes-per-cycle", type=int, default=8, metavar="B",
+                     help="DRAM bandwidth in bytes per cycle (default: 8, the paper's setting)")
+    sim.add_argument("--seed", type=int, help="random seed of the bench (default: random)")
+    sim.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
+    sim.set_defaults(run=_cmd_sim)
     return parser
 
 

@@ -77,3 +77,15 @@ def test_emission_is_reproducible_with_port_metadata(tmp_path):
             assert port["name"] in v_file.read_text()
     listed = (first / "meritz.f").read_text().split()
     assert sorted(listed) == sorted(p.name for p in first.glob("*.v"))
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["sim", "no_such_workload"], "unknown workload 'no_such_workload'; expected one of "),
+    (["sim", "gemm", "--lanes", "12"], "lanes must be a power of two of at least 2, not 12"),
+    (["sim", "gemm", "--dram-bytes-per-cycle", "0"],
+     "--dram-bytes-per-cycle must be positive, not 0"),
+])
+def test_sim_refuses_bad_arguments_in_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"merit: error: {message}") and err.count("\n") == 1
