@@ -1,5 +1,8 @@
 """cocotb bench of the register bank (meritz.regs.Regs) through cocotbext-axi's AXI4-Lite master.
 
+It runs on a bare ``Regs`` (all tests, driving its run-control pins) and on ``meritz.top.Top``
+(the register tests, through the top's control port; ``run_control`` needs the pins).
+
 Every channel of the control port gets random backpressure. The register map is
 ``merit.regmap``; the bench checks that the hardware implements it: every register reads back what
 was written (field bits only), the ``config`` port holds the written fields at their
@@ -30,14 +33,17 @@ class TB:
                         self.bus.read_if.r_channel):
             channel.set_pause_generator(pause_generator(self.rand, p))
         self.runs = 0
-        dut.finished.value = 0
-        dut.quiet.value = 0
-        dut.tiles.value = 0
-        dut.errors.value = 0
+        self.pins = hasattr(dut, "finished")    # a bare Regs, not a Top
+        if self.pins:
+            dut.finished.value = 0
+            dut.quiet.value = 0
+            dut.tiles.value = 0
+            dut.errors.value = 0
 
     async def start(self):
         await setup(self.dut)
-        cocotb.start_soon(self._count_runs())
+        if self.pins:
+            cocotb.start_soon(self._count_runs())
 
     async def _count_runs(self):
         while True:
@@ -125,7 +131,8 @@ async def registers_read_back(dut):
         assert got == word & mask, f"{reg.name} at {reg.offset:#x}: {got:#x} != {word & mask:#x}"
         for f in reg.fields:
             expected_bits |= ((word >> f.lsb) & ((1 << f.width) - 1)) << f.config
-    assert int(dut.config.value) == expected_bits
+    if tb.pins:
+        assert int(dut.config.value) == expected_bits
     luts = [[tb.rand.randrange(-2**15, 2**15) for _ in range(33)] for _ in range(2)]
     for offset, word in tb.map.lut_words_for(luts):
         await tb.write_ok(offset, word)
@@ -136,7 +143,8 @@ async def registers_read_back(dut):
     for t, table in enumerate(luts):
         for e, v in enumerate(table):
             flat |= (v & 0xFFFF) << (16 * (t * 33 + e))
-    assert int(dut.luts.value) == flat
+    if tb.pins:
+        assert int(dut.luts.value) == flat
     ident, resp = await tb.read(tb.map["ID"].offset)
     assert resp == OKAY
     assert ident == 0x4D5A | tb.cfg["lanes"] << 16 | tb.cfg["taus"] << 24
@@ -179,11 +187,13 @@ async def bad_configuration_is_refused(dut):
         st = await tb.status()
         assert st == {"busy": 0, "done": 1, "error": Error.CONFIG, "info": number}, \
             f"{what}: {st}"
-        assert tb.runs == 0, what
+        assert tb.runs == 0, what       # (counted on a bare Regs only)
     await tb.configure(good_config(lanes))
     await tb.ctrl(start=1)
     st = await tb.status()
-    assert st["busy"] == 1 and st["error"] == Error.NONE and tb.runs == 1
+    assert st["error"] == Error.NONE and st["info"] == 0
+    if tb.pins:
+        assert st["busy"] == 1 and tb.runs == 1
 
 
 @cocotb.test()

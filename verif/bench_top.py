@@ -144,6 +144,8 @@ async def abort_drains_then_runs_again(dut):
     await tb.launch(values)
     await First(Timer(tb.rand.randrange(500, 3000), unit="ns"))
     assert (await tb.status())["busy"] == 1
+    first = tb.map.config_registers[0].offset
+    assert (await tb.bus.write(first, bytes(4))).resp == 2, "config written while busy"
     await tb.write(tb.map["CTRL"].offset, 0b110)
     await tb.wait_irq(20000)
     st = await tb.status()

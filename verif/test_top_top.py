@@ -6,11 +6,19 @@ import pytest
 from harness import run_bench
 from meritz.top import StubTau, Top
 
+REGISTER_TESTS = ["registers_read_back", "unmapped_addresses_answer_slverr",
+                  "bad_configuration_is_refused"]
+
 
 def _run(taus):
     lanes = 8
-    return run_bench(Top(lanes=lanes, taus=taus, tau=StubTau), bench="bench_top",
-                     config={"lanes": lanes, "taus": taus, "backpressure": 0.3})
+    top = Top(lanes=lanes, taus=taus, tau=StubTau)
+    config = {"lanes": lanes, "taus": taus, "backpressure": 0.3}
+    metrics = run_bench(top, bench="bench_top", config=config)
+    # the register bench through the top's control port (same model, no second build)
+    run_bench(top, bench="bench_regs", config=dict(config, rp0_rows=16384 // (2 * lanes)),
+              testcase=REGISTER_TESTS)
+    return metrics
 
 
 @pytest.mark.sim
