@@ -9,6 +9,9 @@ from meritz.dispatcher import Dispatcher
 from meritz.regs import Regs
 from meritz.top import StubTau, Top, check_tau
 
+# the components built here are only inspected, never elaborated
+pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
+
 
 def test_regs_parameters():
     with pytest.raises(ValueError, match="rp0_rows must be between 1 and 65535, not 0"):
