@@ -44,8 +44,10 @@ lint: verilog
 	  verilator --lint-only -Wall verif/waivers.vlt --top-module $$top $$v; \
 	done
 
+# the main job: every benchmark workload on one 8-lane TAU under Verilator (with and without AXI
+# stalls), bit-exact against the golden model, then a table of cycles and utilization
 sim: $(STAMP)
-	$(PYTEST) verif -m "sim and not slow" -p no:cacheprovider -q --merit-summary
+	$(PYTEST) verif/test_tau.py -m sim -p no:cacheprovider -q --merit-summary
 
 test: $(STAMP)
 	$(PYTEST) -m "not slow" -q

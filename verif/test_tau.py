@@ -27,6 +27,8 @@ WORKLOADS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("backpressure", [0.0, 0.3])
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
-def test_tau(name, backpressure):
+def test_tau(name, backpressure, record_property):
     metrics = simulate(WORKLOADS[name](), backpressure=backpressure, **SMALL)
     assert 0 < metrics["utilization"] <= 1
+    record_property("cycles", metrics["cycles"])
+    record_property("utilization", round(metrics["utilization"], 3))
