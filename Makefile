@@ -37,6 +37,7 @@ $(STAMP): pyproject.toml
 verilog: $(STAMP)
 	rm -rf $(RTL_OUT)/*.v $(RTL_OUT)/*.json $(RTL_OUT)/*.f
 	$(MERIT) verilog --out $(RTL_OUT)
+	$(PY) -m merit.regmap
 
 lint: verilog
 	@$(TOOLENV) set -e; for v in $(RTL_OUT)/*.v; do \
