@@ -845,8 +845,9 @@ def _discussion(report):
         ratio = at32["vs_macs"]["read_networks"]
         mac = at32["macs"]["area_nand2"] / PAPER_LANES
         bfly_seq = at32["butterfly"]["sequential_nand2"] / at32["butterfly"]["area_nand2"]
-        parts = ", ".join(f"{key} {at32[key]['area_nand2']:,.0f}"
-                          for key in ("router", "butterfly_comb", "collector") if key in at32)
+        parts = ", ".join(f"{label} {at32[key]['area_nand2']:,.0f}"
+                          for key, label in (("router", "router"), ("butterfly_comb", "butterfly"),
+                                             ("collector", "collector")) if key in at32)
         texts.append(
             f"Read networks / {PAPER_LANES} MACs: ours {_pct(ratio)}, the paper's "
             f"{_pct(PAPER_MAC_RATIO)}: ours is {'lower' if ratio < PAPER_MAC_RATIO else 'higher'} "
