@@ -14,11 +14,12 @@ import itertools
 import logging
 
 import cocotb
+import numpy as np
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiReadBus, AxiWriteBus
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 
-__all__ = ["Dram"]
+__all__ = ["Dram", "fill_dram", "check_outputs"]
 
 
 class Dram:
@@ -165,3 +166,43 @@ class Dram:
         if self.first_request is None or self.last_response is None:
             return None
         return self.last_response - self.first_request
+
+
+def fill_dram(dram, kernel, problem, nrng):
+    """Fill the whole DRAM of a compiled kernel with random bytes, then place the problem's input
+    tensors (fixed values, or random int16 in -64..63) at their addresses.
+
+    Returns ``(image, arrays)``: the bytes written and the int16 inputs in ``problem.tensors``
+    order."""
+    image = nrng.integers(0, 256, size=kernel.dram_bytes, dtype=np.uint8)
+    arrays = []
+    for tensor in problem.tensors:
+        array = (np.asarray(tensor.value).astype(np.int16) if tensor.value is not None
+                 else nrng.integers(-64, 64, size=tensor.shape).astype(np.int16))
+        arrays.append(array)
+        start = kernel.tensors[tensor.name]
+        image[start:start + array.nbytes] = np.frombuffer(array.astype("<i2").tobytes(),
+                                                          np.uint8)
+    dram.write(0, image.tobytes())
+    return image, arrays
+
+
+def check_outputs(dram, kernel, problem, image, expected):
+    """Assert that every output in DRAM equals ``expected`` (the golden ISA model's outputs, in
+    ``problem.outputs`` order) and that no byte outside the outputs changed."""
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
+    untouched = np.ones(kernel.dram_bytes, dtype=bool)
+    n_out = int(np.prod(problem.p_shape))
+    for (name, address), out, want in zip(kernel.outputs, problem.outputs, expected,
+                                          strict=True):
+        untouched[address:address + 2 * n_out] = False
+        raw = got_image[address:address + 2 * n_out].view("<i2").reshape(problem.p_shape)
+        got = out.finish(raw)
+        bad = np.argwhere(got != want)
+        assert bad.size == 0, (f"output {name}: {len(bad)} of {got.size} values differ, first at "
+                               f"{tuple(bad[0])}: got {got[tuple(bad[0])]}, "
+                               f"expected {want[tuple(bad[0])]}")
+    changed = np.flatnonzero(untouched & (got_image != image))
+    assert changed.size == 0, (f"{changed.size} DRAM bytes outside the outputs changed, first "
+                               f"at {changed[0]:#x}")

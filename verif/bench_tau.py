@@ -15,7 +15,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from axi import Dram
+from axi import Dram, check_outputs, fill_dram
 from benchlib import bench_config, record_metric, rng, setup
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
@@ -43,17 +43,7 @@ async def tau_matches_the_isa_model(dut):
                 latency=cfg.get("latency", 20), bytes_per_cycle=cfg.get("bytes_per_cycle", 8),
                 rand=rand, backpressure=cfg.get("backpressure", 0.0))
     nrng = np.random.default_rng(rand.randrange(1 << 30))
-    image = nrng.integers(0, 256, size=kernel.dram_bytes, dtype=np.uint8)
-    arrays = []
-    for t in problem.tensors:
-        if t.value is not None:
-            a = np.asarray(t.value).astype(np.int16)
-        else:
-            a = nrng.integers(-64, 64, size=t.shape).astype(np.int16)
-        arrays.append(a)
-        start = kernel.tensors[t.name]
-        image[start:start + a.nbytes] = np.frombuffer(a.astype("<i2").tobytes(), np.uint8)
-    dram.write(0, image.tobytes())
+    image, arrays = fill_dram(dram, kernel, problem, nrng)
 
     pending = list(kernel.tiles)
     cycles = 0
@@ -76,23 +66,8 @@ async def tau_matches_the_isa_model(dut):
     errors = int(dut.errors.value)
     assert errors == 0, f"TAU error flags {errors:#x}"
 
-    expected = isa_run(problem, *arrays, shift=cfg.get("shift", 0))
-    expected = expected if isinstance(expected, tuple) else (expected,)
-    got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
-    untouched = np.ones(kernel.dram_bytes, dtype=bool)
-    n_out = int(np.prod(problem.p_shape))
-    for (name, address), out, want in zip(kernel.outputs, problem.outputs, expected,
-                                          strict=True):
-        untouched[address:address + 2 * n_out] = False
-        raw = got_image[address:address + 2 * n_out].view("<i2").reshape(problem.p_shape)
-        got = out.finish(raw)
-        bad = np.argwhere(got != want)
-        assert bad.size == 0, (f"output {name}: {len(bad)} of {got.size} values differ, first at "
-                               f"{tuple(bad[0])}: got {got[tuple(bad[0])]}, "
-                               f"expected {want[tuple(bad[0])]}")
-    changed = np.flatnonzero(untouched & (got_image != image))
-    assert changed.size == 0, f"{changed.size} DRAM bytes outside the outputs changed, first " \
-                              f"at {changed[0]:#x}"
+    check_outputs(dram, kernel, problem, image,
+                  isa_run(problem, *arrays, shift=cfg.get("shift", 0)))
     span = dram.cycles
     record_metric("cycles", span)
     record_metric("utilization", round(kernel.useful_ops / (span * lanes), 4))

@@ -16,7 +16,7 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from axi import Dram
+from axi import Dram, check_outputs, fill_dram
 from benchlib import bench_config, pause_generator, record_metric, rng, setup
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
@@ -41,15 +41,7 @@ async def kernel_matches_the_isa_model(dut):
     dram = Dram(dut, "m_axi_", dut.clk, dut.rst, size=kernel.dram_bytes, latency=20,
                 bytes_per_cycle=8, rand=rand, backpressure=p)
     nrng = np.random.default_rng(rand.randrange(1 << 30))
-    image = nrng.integers(0, 256, size=kernel.dram_bytes, dtype=np.uint8)
-    arrays = []
-    for t in problem.tensors:
-        a = (np.asarray(t.value).astype(np.int16) if t.value is not None
-             else nrng.integers(-64, 64, size=t.shape).astype(np.int16))
-        arrays.append(a)
-        start = kernel.tensors[t.name]
-        image[start:start + a.nbytes] = np.frombuffer(a.astype("<i2").tobytes(), np.uint8)
-    dram.write(0, image.tobytes())
+    image, arrays = fill_dram(dram, kernel, problem, nrng)
 
     writes = rmap.config_words(kernel.config) + rmap.lut_words_for(kernel.program.luts)
     for offset, word in writes:
@@ -66,20 +58,7 @@ async def kernel_matches_the_isa_model(dut):
     tiles = int.from_bytes((await bus.read(rmap["TILES"].offset, 4)).data, "little")
     assert tiles == len(kernel.tiles)
 
-    expected = isa_run(problem, *arrays)
-    expected = expected if isinstance(expected, tuple) else (expected,)
-    got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
-    untouched = np.ones(kernel.dram_bytes, dtype=bool)
-    n_out = int(np.prod(problem.p_shape))
-    for (name, address), out, want in zip(kernel.outputs, problem.outputs, expected,
-                                          strict=True):
-        untouched[address:address + 2 * n_out] = False
-        raw = got_image[address:address + 2 * n_out].view("<i2").reshape(problem.p_shape)
-        got = out.finish(raw)
-        bad = np.argwhere(got != want)
-        assert bad.size == 0, f"output {name}: {len(bad)} of {got.size} values differ"
-    changed = np.flatnonzero(untouched & (got_image != image))
-    assert changed.size == 0, f"{changed.size} DRAM bytes outside the outputs changed"
+    check_outputs(dram, kernel, problem, image, isa_run(problem, *arrays))
     record_metric("cycles", dram.cycles)
     record_metric("utilization", round(kernel.useful_ops / (dram.cycles * lanes * taus), 4))
     record_metric("tiles", tiles)
