@@ -21,8 +21,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     rows = []
     for outcome in ("passed", "failed", "error", "skipped"):
         for report in terminalreporter.stats.get(outcome, []):
-            if getattr(report, "when", "call") not in ("call", "setup") or not hasattr(report,
-                                                                                       "nodeid"):
+            if getattr(report, "when", "call") not in ("call", "setup"):
                 continue
             if report.when == "setup" and outcome == "passed":
                 continue
@@ -31,9 +30,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                          f"{report.duration:.1f}s", metrics))
     if not rows:
         return
-    widths = [max(len(row[i]) for row in rows + [("bench", "result", "time", "metrics")])
-              for i in range(4)]
-    terminalreporter.write_sep("=", "MERIT-z regression summary")
     header = ("bench", "result", "time", "metrics")
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(4)]
+    terminalreporter.write_sep("=", "MERIT-z regression summary")
     for row in [header] + sorted(rows):
-        terminalreporter.write_line("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        terminalreporter.write_line("  ".join(cells))
