@@ -71,6 +71,16 @@ class TB:
         self.dram.write(OUT, bytes(DRAM_BYTES - OUT))
         return data
 
+    async def clean_run(self, size, tile):
+        """A run after an error: fresh input, no error, and the exact expected output image."""
+        values, pitch = stub_kernel(size, tile)
+        inp = self.fill_input()
+        await self.launch(values)
+        await self.wait_irq()
+        assert (await self.status())["error"] == Error.NONE
+        image, _ = expected_image(inp, size, tile, pitch)
+        assert self.dram.read(OUT, DRAM_BYTES - OUT) == image
+
 
 def stub_kernel(size, tile):
     """Configuration of the stand-in TAU: a row-major output of shape ``size`` at OUT."""
@@ -138,9 +148,9 @@ async def bad_configuration_makes_no_request(dut):
 async def abort_drains_then_runs_again(dut):
     tb = TB(dut)
     await tb.start()
-    inp = tb.fill_input()
+    tb.fill_input()
     size, tile = [1, 1, 1, 1, 30, 64], [1, 1, 1, 1, 1, 8]
-    values, pitch = stub_kernel(size, tile)
+    values, _ = stub_kernel(size, tile)
     await tb.launch(values)
     await First(Timer(tb.rand.randrange(500, 3000), unit="ns"))
     assert (await tb.status())["busy"] == 1
@@ -150,12 +160,7 @@ async def abort_drains_then_runs_again(dut):
     await tb.wait_irq(20000)
     st = await tb.status()
     assert st["error"] == Error.ABORTED and st["busy"] == 0, st
-    inp = tb.fill_input()
-    await tb.launch(values)
-    await tb.wait_irq()
-    assert (await tb.status())["error"] == Error.NONE
-    image, _ = expected_image(inp, size, tile, pitch)
-    assert tb.dram.read(OUT, DRAM_BYTES - OUT) == image
+    await tb.clean_run(size, tile)
 
 
 @cocotb.test()
@@ -187,7 +192,7 @@ async def axi_error_responses_stop_the_run(dut):
             await send(beat)
         channel.send = poisoned
     size, tile = [1, 1, 1, 1, 4, 16], [1, 1, 1, 1, 1, 8]
-    values, pitch = stub_kernel(size, tile)
+    values, _ = stub_kernel(size, tile)
     for key, code in (("r", Error.AXI_READ), ("b", Error.AXI_WRITE)):
         tb.fill_input()
         poison[key] = True
@@ -196,9 +201,4 @@ async def axi_error_responses_stop_the_run(dut):
         poison[key] = False
         st = await tb.status()
         assert st["error"] == code and st["busy"] == 0, st
-    inp = tb.fill_input()
-    await tb.launch(values)
-    await tb.wait_irq()
-    assert (await tb.status())["error"] == Error.NONE
-    image, _ = expected_image(inp, size, tile, pitch)
-    assert tb.dram.read(OUT, DRAM_BYTES - OUT) == image
+    await tb.clean_run(size, tile)
