@@ -17,13 +17,28 @@
   the 4 ID bits of each TAU) and reports AXI error responses.
 * The TAUs are held in reset between runs (each run starts from a clean TAU, whatever happened
   while the registers were written) and while a stopped run (abort or error) drains the DRAM port.
+* The TAUs are identical: in Verilog they are one module (``meritz_tau_...``) instanced ``taus``
+  times (:class:`meritz.emit.Shared`), so the Verilog and the simulator model of a 4-TAU
+  processor are about the size of one TAU's (``share=False`` elaborates every TAU in place, for
+  the Amaranth simulator).
 
 The TAU is a parameter: ``tau`` is a class (or any callable) taking ``lanes`` and the kernel
 layout parameters, returning a component with the members of :func:`check_tau` (by default
 :class:`meritz.tau.Tau`; :class:`StubTau` is a small stand-in that exercises the rest of Top).
 """
 
-from amaranth import Cat, Const, Module, ResetInserter, Signal
+import hashlib
+
+from amaranth import (
+    Cat,
+    ClockDomain,
+    ClockSignal,
+    Const,
+    DomainRenamer,
+    Module,
+    ResetSignal,
+    Signal,
+)
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -31,6 +46,7 @@ from meritz import kernelcfg
 from meritz.arbiter import ID_WIDTH, Arbiter, axi_signature
 from meritz.configs import check_lanes, check_taus
 from meritz.dispatcher import Dispatcher, tile_layout
+from meritz.emit import Shared
 from meritz.regs import Regs, axi_lite_signature, lut_layout
 
 __all__ = ["Top", "StubTau", "check_tau"]
@@ -89,6 +105,9 @@ class Top(wiring.Component):
     tau : callable, optional
         Builds one TAU (keyword arguments: ``lanes``, the SRAM sizes that it accepts, the layout
         parameters). Default :class:`meritz.tau.Tau`.
+    share : bool
+        Emit the TAU once as its own Verilog module, instanced ``taus`` times (default); False
+        builds ``taus`` separate TAUs (needed to run Top in the Amaranth simulator).
 
     Members
     -------
@@ -101,7 +120,7 @@ class Top(wiring.Component):
     """
 
     def __init__(self, *, lanes=32, taus=4, rp0_bytes=16384, rp1_bytes=8192, cp_bytes=5120,
-                 rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, tau=None):
+                 rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, tau=None, share=True):
         self._lanes = check_lanes(lanes)
         self._taus = check_taus(taus)
         for name, value in (("rp0_bytes", rp0_bytes), ("rp1_bytes", rp1_bytes),
@@ -120,8 +139,15 @@ class Top(wiring.Component):
         if not callable(tau):
             raise TypeError(f"tau must be a callable building a TAU, not {tau!r}")
         sizes = dict(rp0_bytes=rp0_bytes, rp1_bytes=rp1_bytes, cp_bytes=cp_bytes)
-        self.tau_units = [check_tau(tau(lanes=lanes, **sizes, **self._params))
-                          for _ in range(taus)]
+        if share:
+            inner = check_tau(tau(lanes=lanes, **sizes, **self._params))
+            key = repr((getattr(tau, "__qualname__", repr(tau)), lanes, sorted(sizes.items()),
+                        sorted(self._params.items())))
+            name = f"meritz_tau_n{lanes}_{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+            self.tau_units = [Shared(inner, name) for _ in range(taus)]
+        else:
+            self.tau_units = [check_tau(tau(lanes=lanes, **sizes, **self._params))
+                              for _ in range(taus)]
         self._sel = (taus - 1).bit_length()
         super().__init__({
             "s_axil": In(axi_lite_signature()),
@@ -152,8 +178,11 @@ class Top(wiring.Component):
         ]
         hold = Signal()         # TAUs in reset: between runs (each run starts clean) and flushing
         m.d.comb += hold.eq(~regs.busy | regs.flush)
+        m.domains.tau = tau_domain = ClockDomain("tau", local=True)
+        m.d.comb += [tau_domain.clk.eq(ClockSignal("sync")),
+                     tau_domain.rst.eq(ResetSignal("sync") | hold)]
         for i, tau in enumerate(self.tau_units):
-            m.submodules[f"tau{i}"] = ResetInserter({"sync": hold})(tau)
+            m.submodules[f"tau{i}"] = DomainRenamer({"sync": "tau"})(tau)
             m.d.comb += tau.config.eq(regs.config)
             if "luts" in tau.signature.members:
                 m.d.comb += tau.luts.eq(regs.luts)
