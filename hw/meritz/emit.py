@@ -101,7 +101,7 @@ def to_verilog(top, name):
         _SHARED.reset(token)
     for module_name, inner in sorted(shared.items()):
         inner_text, _ = to_verilog(inner, module_name)
-        text += "\n" + re.sub(r"^\(\* top = 1 \*\)\n", "", inner_text, flags=re.M)
+        text += "\n" + re.sub(r"^\(\* top = +1 +\*\)\n", "", inner_text, flags=re.M)
     metadata = {
         "module": name,
         "component": f"{type(top).__module__}.{type(top).__qualname__}",
