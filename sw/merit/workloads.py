@@ -15,7 +15,7 @@ from .transform import Index, Transform
 
 __all__ = [
     "gemm", "fc", "conv2d", "conv_relu", "residual", "depthwise", "deconv2d", "max_pool2d",
-    "avg_pool2d", "pixel_shuffle", "correlation", "motion_estimation", "bilateral",
+    "avg_pool2d", "pixel_shuffle", "subpixel_conv", "correlation", "motion_estimation", "bilateral",
     "integral_image", "separable_filter", "filter3x3", "ece408", "conv_out",
 ]
 
@@ -176,6 +176,31 @@ def pixel_shuffle(n, c, h, w, r):
         p=[Index(0), Index(1, r * r), Index(2), Index(1, r), Index(3), Index(1)], a=[], name="I")
     out = Output("out", (n, c, h * r, w * r), reshape=(n, c, h * r, w * r))
     return Problem("pixel_shuffle", S.Copy(), (n, c, h, r, w, r), (), [image], outputs=[out])
+
+
+def subpixel_conv(n, c, h, w, m, k, r, *, padding=None):
+    """ESPCN's sub-pixel convolution layer: a ``k`` x ``k`` convolution to ``m r^2`` channels
+    followed by the pixel shuffle, in one kernel: out (n, m, h r, w r).
+
+    The shuffle costs nothing: it is the output's layout. p = (n, m, y, i, x, j) (the output
+    (n, m, h r, w r) read as (n, m, h, r, w, r)); the weights of output channel ``m r^2 + i r + j``
+    are ``W[m r^2 + i r + j]``, i.e. the weight transform gives p indices m, i, j the strides
+    ``r^2, r, 1`` on the weights' first axis.  ``I`` (n, c, h, w), ``W`` (m r^2, c, k, k), zero
+    padding ``(k - 1) / 2`` by default (same size).
+    """
+    padding = (k - 1) // 2 if padding is None else padding
+    _pos(n=n, c=c, h=h, w=w, m=m, k=k, r=r)
+    _nonneg(padding=padding)
+    ho, wo = conv_out(h, k, 1, padding), conv_out(w, k, 1, padding)
+    image = Transform(
+        (n, c, h, w), p=[Index(0), None, Index(2), None, Index(3), None],
+        a=[Index(1), Index(2, 1, -padding), Index(3, 1, -padding)], name="I")
+    weights = Transform(
+        (m * r * r, c, k, k), p=[None, Index(0, r * r), None, Index(0, r), None, Index(0)],
+        a=[Index(1), Index(2), Index(3)], name="W")
+    out = Output("out", (n, m, ho * r, wo * r), reshape=(n, m, ho * r, wo * r))
+    return Problem("subpixel_conv", S.Dot(), (n, m, ho, r, wo, r), (c, k, k), [image, weights],
+                   outputs=[out])
 
 
 def correlation(c, h, w, max_disp):

@@ -121,6 +121,16 @@ def test_pixel_shuffle(rng, r):
     np.testing.assert_array_equal(prob.run(img), pixel_shuffle(img, r))
 
 
+@pytest.mark.parametrize("k,r", [(3, 2), (1, 3), (5, 2)])
+def test_subpixel_conv(rng, k, r):
+    """ESPCN layer = convolution to m r^2 channels, then the pixel shuffle (two references)."""
+    prob = wl.subpixel_conv(2, 3, 5, 6, 4, k, r)
+    img, weights = prob.random_inputs(rng)
+    ref = pixel_shuffle(conv2d(img, weights, padding=(k - 1) // 2), r)
+    assert ref.shape == (2, 4, 5 * r, 6 * r)
+    np.testing.assert_allclose(prob.run(img, weights), ref, **TOL)
+
+
 @pytest.mark.parametrize("d", [0, 1, 3])
 def test_correlation(rng, d):
     prob = wl.correlation(4, 7, 9, d)
