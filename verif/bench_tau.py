@@ -6,21 +6,24 @@ data, hands the TAU every parallel tile, and waits until the TAU is idle (every 
 The reference is the golden ISA model (``merit.isa.programs.run``), never re-implemented here:
 every output must equal it bit for bit and **every other DRAM byte must be unchanged**. Records
 ``cycles`` (first DRAM request to last write response) and ``utilization`` (useful ALU operations /
-(cycles x lanes), SPEC §5).
+(cycles x lanes), SPEC §5), the DRAM traffic and the tiling, and prints a progress line every
+~2 s of wall time (``simulate.report_progress``).
 """
 
 import pickle
+import time
 
 import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from axi import Dram, check_outputs, fill_dram
-from benchlib import bench_config, record_metric, rng, setup
+from benchlib import bench_config, rng, setup
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from meritz import kernelcfg
 from meritz.tau import luts_layout
+from simulate import record_run, report_progress
 
 
 @cocotb.test()
@@ -46,6 +49,10 @@ async def tau_matches_the_isa_model(dut):
     image, arrays = fill_dram(dram, kernel, problem, nrng)
 
     pending = list(kernel.tiles)
+    total = len(kernel.tiles)
+    cocotb.start_soon(report_progress(total, lambda: total - len(pending),
+                                      path=cfg.get("progress_file")))
+    started = time.monotonic()
     cycles = 0
     limit = cfg.get("max_cycles", 2_000_000)
     while cycles < limit:
@@ -63,19 +70,10 @@ async def tau_matches_the_isa_model(dut):
         if done:
             break
     assert not pending and int(dut.idle.value), f"the TAU did not finish in {limit} cycles"
+    seconds = time.monotonic() - started
     errors = int(dut.errors.value)
     assert errors == 0, f"TAU error flags {errors:#x}"
 
     check_outputs(dram, kernel, problem, image,
                   isa_run(problem, *arrays, shift=cfg.get("shift", 0)))
-    span = dram.cycles
-    record_metric("cycles", span)
-    record_metric("utilization", round(kernel.useful_ops / (span * lanes), 4))
-    record_metric("useful_ops", kernel.useful_ops)
-    record_metric("read_beats", dram.read_beats)
-    record_metric("write_beats", dram.write_beats)
-    # share of the DRAM's beats (8 bytes each, one per cycle at 8 B/cycle) that moved data
-    per_cycle = cfg.get("bytes_per_cycle", 8) / 8
-    record_metric("dram_busy", round((dram.read_beats + dram.write_beats) / (span * per_cycle), 4))
-    record_metric("compute_bound_cycles", -(-kernel.useful_ops // lanes))
-    record_metric("tiling", f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}")
+    record_run(dram, kernel, cfg, alus=lanes, seconds=seconds)

@@ -5,15 +5,18 @@ The bench compiles the problem (``merit.compile``), writes the configuration reg
 window through the AXI4-Lite port (``merit.regmap``), fills DRAM with random bytes and the inputs
 with random int16, writes CTRL.start and waits for the interrupt. Then STATUS must say done
 without error, every output must equal the golden ISA model (``merit.isa.programs.run``) bit for
-bit, and every other DRAM byte must be unchanged, whatever the number of TAUs. Records the run's
-cycles (first DRAM request to last write response) and utilization over all TAUs' ALUs.
+bit, and every other DRAM byte must be unchanged, whatever the number of TAUs. Records the same
+metrics as ``bench_tau`` (utilization over all TAUs' ALUs) plus the CYCLES register, and prints a
+progress line every ~2 s of wall time; tiles done = the dispatcher's count of tiles handed over,
+read from the model's hierarchy (the control port is not touched while the kernel runs).
 """
 
 import pickle
+import time
 
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import RisingEdge, with_timeout
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from axi import Dram, check_outputs, fill_dram
@@ -21,6 +24,7 @@ from benchlib import bench_config, pause_generator, record_metric, rng, setup
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.regmap import Error, register_map
+from simulate import record_run, report_progress
 
 
 @cocotb.test()
@@ -28,18 +32,22 @@ async def kernel_matches_the_isa_model(dut):
     cfg = bench_config()
     rand = rng()
     lanes, taus = cfg["lanes"], cfg["taus"]
+    shift = cfg.get("shift", 0)
+    instructions = cfg.get("instructions", 16)
     problem = pickle.loads(open(cfg["problem"], "rb").read())
-    kernel = compile_problem(problem, lanes=lanes, rp_bytes=tuple(cfg["rp_bytes"]),
-                             cp_bytes=cfg["cp_bytes"])
-    rmap = register_map()
+    kernel = compile_problem(problem, lanes=lanes, shift=shift, rp_bytes=tuple(cfg["rp_bytes"]),
+                             cp_bytes=cfg["cp_bytes"], max_outputs=cfg.get("max_outputs"),
+                             instructions=instructions)
+    rmap = register_map(instructions=instructions)
     bus = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
     p = cfg.get("backpressure", 0.0)
     for ch in (bus.write_if.aw_channel, bus.write_if.w_channel, bus.write_if.b_channel,
                bus.read_if.ar_channel, bus.read_if.r_channel):
         ch.set_pause_generator(pause_generator(rand, p))
     await setup(dut)
-    dram = Dram(dut, "m_axi_", dut.clk, dut.rst, size=kernel.dram_bytes, latency=20,
-                bytes_per_cycle=8, rand=rand, backpressure=p)
+    dram = Dram(dut, "m_axi_", dut.clk, dut.rst, size=kernel.dram_bytes,
+                latency=cfg.get("latency", 20), bytes_per_cycle=cfg.get("bytes_per_cycle", 8),
+                rand=rand, backpressure=p)
     nrng = np.random.default_rng(rand.randrange(1 << 30))
     image, arrays = fill_dram(dram, kernel, problem, nrng)
 
@@ -47,18 +55,24 @@ async def kernel_matches_the_isa_model(dut):
     for offset, word in writes:
         resp = await bus.write(offset, word.to_bytes(4, "little"))
         assert resp.resp == 0, f"register {offset:#x} refused"
+    count = dut.dispatcher.count
+    progress = cocotb.start_soon(report_progress(len(kernel.tiles), lambda: int(count.value),
+                                                 in_flight=2 * taus,
+                                                 path=cfg.get("progress_file")))
+    started = time.monotonic()
     await bus.write(rmap["CTRL"].offset, (0b101).to_bytes(4, "little"))
-    for _ in range(cfg.get("max_cycles", 2_000_000)):
-        await RisingEdge(dut.clk)
-        if int(dut.irq.value):
-            break
-    status = int.from_bytes((await bus.read(rmap["STATUS"].offset, 4)).data, "little")
+    await with_timeout(RisingEdge(dut.irq), cfg.get("max_cycles", 2_000_000) * 10, "ns")
+    seconds = time.monotonic() - started
+    progress.cancel()
+
+    async def read(name):
+        return int.from_bytes((await bus.read(rmap[name].offset, 4)).data, "little")
+
+    status = await read("STATUS")
     assert status & 2, "no interrupt"
     assert status >> 4 & 15 == Error.NONE, f"STATUS {status:#x}"
-    tiles = int.from_bytes((await bus.read(rmap["TILES"].offset, 4)).data, "little")
-    assert tiles == len(kernel.tiles)
-
-    check_outputs(dram, kernel, problem, image, isa_run(problem, *arrays))
-    record_metric("cycles", dram.cycles)
-    record_metric("utilization", round(kernel.useful_ops / (dram.cycles * lanes * taus), 4))
-    record_metric("tiles", tiles)
+    tiles = await read("TILES")
+    assert tiles == len(kernel.tiles), f"TILES {tiles}, expected {len(kernel.tiles)}"
+    check_outputs(dram, kernel, problem, image, isa_run(problem, *arrays, shift=shift))
+    record_run(dram, kernel, cfg, alus=lanes * taus, seconds=seconds)
+    record_metric("cycles_register", await read("CYCLES"))

@@ -1,12 +1,14 @@
-"""The ``merit`` command line: emit MERIT-z Verilog (later: simulate, plan, benchmark).
+"""The ``merit`` command line: emit MERIT-z Verilog, simulate a workload on it, plan a kernel.
 
 Every error is one line on stderr, ``merit: error: ...``, with a non-zero exit status
 (``MERIT_DEBUG=1`` shows the traceback instead).
 """
 
 import argparse
+import importlib
 import os
 import sys
+import time
 from pathlib import Path
 
 __all__ = ["main"]
@@ -44,46 +46,172 @@ def _verif():
         sys.path.insert(0, str(verif))
 
 
-def _cmd_sim(args):
+def _workloads():
+    """The benchmark workloads: name -> (problem factory, description)."""
     _verif()
     try:
         from measure_tau import WORKLOADS
+    except ImportError as exc:
+        raise CommandError(f"the workload table needs the simulation packages ({exc}); "
+                           f"run 'make setup'") from None
+    return WORKLOADS
+
+
+def _problem(spec):
+    """``(problem, description)`` of a workload name or of ``module:function`` (a function of no
+    arguments returning a :class:`merit.Problem`; the module may be a file in the current
+    folder)."""
+    from merit.problem import Problem
+
+    if ":" not in spec:
+        workloads = _workloads()
+        if spec not in workloads:
+            raise CommandError(f"unknown workload {spec!r}; expected one of "
+                               + ", ".join(sorted(workloads))
+                               + ", or MODULE:FUNCTION returning a merit.Problem")
+        factory, what = workloads[spec]
+        return factory(), what
+    module_name, _, function_name = spec.partition(":")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"cannot import {module_name!r} of {spec!r}: {exc}") from None
+    factory = getattr(module, function_name, None)
+    if not callable(factory):
+        raise CommandError(f"module {module_name!r} has no function {function_name!r}")
+    try:
+        problem = factory()
+    except (TypeError, ValueError) as exc:
+        raise CommandError(f"{spec}() failed: {exc}") from None
+    if not isinstance(problem, Problem):
+        raise CommandError(f"{spec} must return a merit.Problem, not "
+                           f"{type(problem).__name__}")
+    return problem, f"{problem.name} from {spec}"
+
+
+def _check_hardware(args):
+    try:
+        from meritz.configs import check_lanes, check_taus
+    except ImportError as exc:
+        raise CommandError(f"the RTL needs amaranth ({exc}); run 'make setup'") from None
+    check_lanes(args.lanes)
+    if args.taus is not None:
+        check_taus(args.taus)
+    if args.dram_bytes_per_cycle <= 0:
+        raise CommandError(f"--dram-bytes-per-cycle must be positive, not "
+                           f"{args.dram_bytes_per_cycle}")
+
+
+def _machine(args):
+    if args.taus is None:
+        return f"one TAU of {args.lanes} lanes"
+    return f"MERIT-z with {args.taus} TAU{'s' if args.taus > 1 else ''} of {args.lanes} lanes"
+
+
+def _table(rows):
+    width = max(len(key) for key, _ in rows)
+    for key, value in rows:
+        print(f"  {key.ljust(width)}  {value}")
+
+
+def _cmd_sim(args):
+    _check_hardware(args)
+    if args.latency < 0:
+        raise CommandError(f"--latency must be at least 0, not {args.latency}")
+    if args.waves is not None and Path(args.waves).suffix != ".fst":
+        raise CommandError(f"--waves must name an .fst file (FST waveform), not {args.waves!r}")
+    problem, what = _problem(args.workload)
+    _verif()
+    try:
+        from harness import BenchFailure
         from simulate import simulate
     except ImportError as exc:
         raise CommandError(f"simulation needs cocotb and amaranth ({exc}); run 'make setup'") \
             from None
-    if args.workload not in WORKLOADS:
-        raise CommandError(f"unknown workload {args.workload!r}; expected one of "
-                           + ", ".join(sorted(WORKLOADS)))
-    from meritz.configs import check_lanes
-    check_lanes(args.lanes)
-    if args.dram_bytes_per_cycle <= 0:
-        raise CommandError(f"--dram-bytes-per-cycle must be positive, not "
-                           f"{args.dram_bytes_per_cycle}")
-    factory, what = WORKLOADS[args.workload]
-    print(f"simulating {args.workload} ({what}) on one TAU of {args.lanes} lanes, "
-          f"DRAM {args.dram_bytes_per_cycle} B/cycle ...", flush=True)
-    from harness import BenchFailure
+    from merit.toolchain import ToolchainError
+
+    print(f"simulating {args.workload} ({what}) on {_machine(args)}, "
+          f"DRAM {args.dram_bytes_per_cycle} B/cycle, read latency {args.latency} cycles "
+          f"(the first run of a configuration builds its Verilator model: minutes)", flush=True)
+    start = time.monotonic()
     try:
-        metrics = simulate(factory(), lanes=args.lanes,
-                           dram_bytes_per_cycle=args.dram_bytes_per_cycle, seed=args.seed)
+        metrics = simulate(problem, lanes=args.lanes, taus=args.taus,
+                           dram_bytes_per_cycle=args.dram_bytes_per_cycle, latency=args.latency,
+                           seed=args.seed, waves=args.waves,
+                           progress=lambda line: print(line, flush=True))
     except BenchFailure as exc:
         raise CommandError(f"simulation failed: {exc}") from None
-    metrics = {"workload": args.workload, "description": what, "lanes": args.lanes,
-               "dram_bytes_per_cycle": args.dram_bytes_per_cycle, **metrics}
-    width = max(len(key) for key in metrics)
-    for key, value in metrics.items():
-        shown = f"{value:.3f}" if isinstance(value, float) else value
-        print(f"  {key.ljust(width)}  {shown}")
-    print("  result: bit-exact against the golden ISA model")
+    except ToolchainError as exc:
+        raise CommandError(str(exc)) from None
+    wall = time.monotonic() - start
+    alus = args.lanes * (args.taus or 1)
+    print(f"{args.workload} on {_machine(args)}:")
+    rows = [
+        ("cycles", f"{metrics['cycles']}  (first DRAM request to last write response)"),
+        ("utilization", f"{metrics['utilization']:.3f}  ({metrics['useful_ops']} useful ALU "
+                        f"operations / (cycles x {alus} ALUs); ALU-bound: "
+                        f"{metrics['compute_bound_cycles']} cycles)"),
+        ("DRAM busy", f"{metrics['dram_busy']:.3f}  ({metrics['read_beats']} read + "
+                      f"{metrics['write_beats']} write beats of 8 bytes)"),
+        ("tiles", f"{metrics['tiles']}"),
+        ("tiling", metrics["tiling"]),
+    ]
+    if "cycles_register" in metrics:
+        rows.append(("CYCLES register", f"{metrics['cycles_register']}  (START to done)"))
+    rate = metrics["sim_cycles"] / metrics["sim_seconds"] if metrics["sim_seconds"] else 0
+    rows += [
+        ("wall time", f"{wall:.1f} s  (simulation {metrics['sim_seconds']:.1f} s)"),
+        ("cycles/s", f"{rate:.0f}"),
+        ("bit-exact", "yes: every output equals the golden ISA model, no other DRAM byte "
+                      "changed"),
+    ]
+    if args.waves:
+        rows.append(("waves", args.waves))
+    _table(rows)
     if args.json:
         import json
-        Path(args.json).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        record = {"workload": args.workload, "description": what, "lanes": args.lanes,
+                  "taus": args.taus, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
+                  "latency": args.latency, "wall_s": round(wall, 1), **metrics}
+        Path(args.json).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         print(f"wrote {args.json}")
 
 
+def _cmd_plan(args):
+    _check_hardware(args)
+    problem, _ = _problem(args.workload)
+    try:
+        from merit.plan import plan_png, plan_text
+    except ImportError:
+        raise CommandError("merit plan needs merit.plan.plan_text and plan_png, which are not "
+                           "there yet (sw/merit/plan.py)") from None
+    options = dict(lanes=args.lanes, taus=args.taus, dram_bytes_per_cycle=args.dram_bytes_per_cycle)
+    print(plan_text(problem, **options))
+    if args.png:
+        plan_png(problem, args.png, **options)
+        print(f"wrote {args.png}")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error format of the other errors."""
+
+    def error(self, message):
+        print(f"merit: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _hardware_arguments(parser, *, taus_default, taus_help):
+    parser.add_argument("--lanes", type=int, default=32, metavar="N",
+                        help="lanes per TAU, a power of two (default: 32)")
+    parser.add_argument("--taus", type=int, default=taus_default, metavar="T", help=taus_help)
+    parser.add_argument("--dram-bytes-per-cycle", type=int, default=8, metavar="B",
+                        help="DRAM bandwidth in bytes per cycle (default: 8, the paper's setting)")
+
+
 def _parser():
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="merit",
         description="MERIT: tensor transform + ranged inner products. Emit the MERIT-z processor "
                     "as Verilog, run it in simulation, plan and benchmark kernels.")
@@ -103,20 +231,36 @@ def _parser():
     verilog.set_defaults(run=_cmd_verilog)
 
     sim = commands.add_parser(
-        "sim", help="run one workload on the Verilator model of a TAU, bit-exact vs the golden "
-                    "model; print cycles, ALU operations and utilization",
-        description="Simulate one benchmark workload on MERIT-z (one TAU) under Verilator, with "
-                    "DRAM modelled as an AXI RAM at the given bandwidth. The result is checked "
-                    "bit for bit against the golden ISA model, and the whole DRAM image outside "
-                    "the output is checked unchanged.")
-    sim.add_argument("workload", help="workload name (see 'make bench'), e.g. conv3x3_c16")
-    sim.add_argument("--lanes", type=int, default=32, metavar="N",
-                     help="lanes of the TAU, a power of two (default: 32)")
-    sim.add_argument("--dram-bytes-per-cycle", type=int, default=8, metavar="B",
-                     help="DRAM bandwidth in bytes per cycle (default: 8, the paper's setting)")
+        "sim", help="run one workload on the Verilator model of MERIT-z, bit-exact vs the golden "
+                    "model; print cycles, utilization, DRAM traffic",
+        description="Simulate one workload on MERIT-z under Verilator: one TAU driven by the "
+                    "bench (default), or with --taus the whole processor driven like software "
+                    "(registers through AXI4-Lite, CTRL.start, interrupt). DRAM is an AXI RAM at "
+                    "the given bandwidth. The result is checked bit for bit against the golden "
+                    "ISA model, and the whole DRAM image outside the output is checked "
+                    "unchanged. A progress line every ~2 s, a table at the end.")
+    sim.add_argument("workload", help="workload name (e.g. conv3x3_c16; a wrong name lists them) "
+                                      "or MODULE:FUNCTION returning a merit.Problem")
+    _hardware_arguments(sim, taus_default=None,
+                        taus_help="simulate MERIT-z with T TAUs (1..16) through its control "
+                                  "port (default: one TAU, driven by the bench)")
+    sim.add_argument("--latency", type=int, default=20, metavar="C",
+                     help="DRAM read latency in cycles (default: 20)")
     sim.add_argument("--seed", type=int, help="random seed of the bench (default: random)")
     sim.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
+    sim.add_argument("--waves", metavar="FILE.fst",
+                     help="write an FST waveform of the run (a separate, traced build)")
     sim.set_defaults(run=_cmd_sim)
+
+    plan = commands.add_parser(
+        "plan", help="tiling, cycles and bottleneck of a workload on MERIT-z, without simulating",
+        description="Print the plan of one workload on MERIT-z (merit.plan.plan_text): tiling, "
+                    "predicted cycles and what bounds them; --png also draws it.")
+    plan.add_argument("workload", help="workload name or MODULE:FUNCTION returning a "
+                                       "merit.Problem")
+    _hardware_arguments(plan, taus_default=4, taus_help="TAUs, 1..16 (default: 4)")
+    plan.add_argument("--png", metavar="FILE", help="also draw the plan into a PNG file")
+    plan.set_defaults(run=_cmd_plan)
     return parser
 
 
