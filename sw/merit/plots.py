@@ -21,6 +21,7 @@ from .synth import PAPER_TABLE_VII, _tau_part
 
 __all__ = ["BEGIN", "END", "FIGURES", "PAPER_TABLE_IX", "TAU_PAPER_ROWS", "gpu_speedups",
            "tau_utilization", "utilization_vs_paper", "utilization_scaling", "golden_speed",
+           "golden_tokens",
            "area_split", "embed", "run", "main"]
 
 BEGIN = "<!-- plots:begin -->"
@@ -305,6 +306,52 @@ def golden_speed(data, path):
     return _figure(path, (7, 4.2), draw)
 
 
+def golden_tokens(data, path):
+    """Lexical tokens per kernel, ours vs the paper's Table IV (``golden.json["tokens"]``).
+
+    Per kernel four stacked bars (identifiers, operators on top): MERIT (our C body for the GPU,
+    closest to the paper's 'MERIT on GPU'), our naive loops, and the paper's two columns.
+    """
+    rows = data["tokens"]
+    if not rows:
+        raise ValueError("golden.json has no token rows")
+    series = [("ours: MERIT (definition + C body)", "C0",
+               lambda r: (r["merit_c_identifiers"], r["merit_c_operators"])),
+              ("ours: naive loops (Python)", "#9ecae1",
+               lambda r: (r["naive_identifiers"], r["naive_operators"])),
+              ("paper: MERIT (C++/CUDA)", "C7",
+               lambda r: (r["paper"]["merit_identifiers"], r["paper"]["merit_operators"])),
+              ("paper: naive (C++/CUDA)", "#d9d9d9",
+               lambda r: (r["paper"]["naive_identifiers"], r["paper"]["naive_operators"]))]
+
+    def draw(fig):
+        from matplotlib.patches import Patch
+
+        ax = fig.add_subplot()
+        xs = range(len(rows))
+        width = 0.8 / len(series)
+        for k, (label, color, counts) in enumerate(series):
+            pos = [x - 0.4 + width * (k + 0.5) for x in xs]
+            idents, ops = zip(*(counts(r) for r in rows), strict=True)
+            ax.bar(pos, idents, width * 0.95, color=color, label=label, edgecolor="black",
+                   linewidth=0.3)
+            bars = ax.bar(pos, ops, width * 0.95, bottom=idents, color=color, hatch="///",
+                          edgecolor="black", linewidth=0.3)
+            _label_bars(ax, bars, lambda b: f"{b.get_y() + b.get_height():.0f}")
+        ax.set_xticks(list(xs), [r["kernel"] for r in rows], fontsize=8)
+        ax.set(ylabel="lexical tokens (identifiers + operators)",
+               title="Tokens per kernel as in the paper's Table IV: ours count Python/C tokens, "
+                     "the paper C++/CUDA")
+        ax.margins(y=0.1)
+        ax.grid(True, axis="y", alpha=0.3)
+        handles, labels = ax.get_legend_handles_labels()
+        handles += [Patch(facecolor="white", edgecolor="black", label="identifiers"),
+                    Patch(facecolor="white", edgecolor="black", hatch="///", label="operators")]
+        ax.legend(handles=handles, loc="upper right", fontsize=7, ncols=2)
+
+    return _figure(path, (10, 4.5), draw)
+
+
 def area_split(data, path):
     """The TAU's logic and SRAM split into Table VII's parts, ours vs the paper (``area.json``).
 
@@ -413,6 +460,8 @@ FIGURES = {
          utilization_scaling)]),
     "golden.md": (None, [("golden.json", "golden_speed.png", "golden model speed vs im2col",
                           golden_speed)]),
+    "tokens.md": (None, [("golden.json", "golden_tokens.png", "tokens per kernel vs the paper",
+                          golden_tokens)]),
     "area.md": ("## The TAU split as in Table VII",
                 [("area.json", "area_tau_split.png", "TAU area split vs Table VII", area_split)]),
 }

@@ -34,7 +34,11 @@ UTILIZATION = {
                           "depthwise": [0.6, 0.4, 0.2, 0.1, 0.05, 0.03]}}}
 GOLDEN = {"machine": {"processor": "x86_64", "cpus": 2, "numpy": "2.0", "blas_threads": "1"},
           "speed": [{"layer": "AlexNet CONV1", "macs": 105415200, "golden_s": 0.006,
-                     "im2col_s": 0.007, "ratio": 0.86}]}
+                     "im2col_s": 0.007, "ratio": 0.86}],
+          "tokens": [{"kernel": "GEMM", "merit_c_identifiers": 28, "merit_c_operators": 6,
+                      "naive_identifiers": 34, "naive_operators": 7,
+                      "paper": {"merit_identifiers": 34, "merit_operators": 7,
+                                "naive_identifiers": 34, "naive_operators": 20}}]}
 AREA = {"block_lanes": 8,
         "blocks": [{"block": "cp_simd", "area_nand2": 10.0, "sram_bits": 0, "submodules": {}},
                    {"block": "tau", "area_nand2": 100.0, "sram_bits": 1000,
@@ -45,7 +49,7 @@ AREA = {"block_lanes": 8,
 
 CASES = [(plots.gpu_speedups, GPU), (plots.tau_utilization, TAU),
          (plots.utilization_vs_paper, UTILIZATION), (plots.utilization_scaling, UTILIZATION),
-         (plots.golden_speed, GOLDEN), (plots.area_split, AREA)]
+         (plots.golden_speed, GOLDEN), (plots.golden_tokens, GOLDEN), (plots.area_split, AREA)]
 
 
 def _png_size(path):
@@ -81,6 +85,7 @@ def test_gpu_speedups_are_peer_over_ours_and_skip_rows_without_times():
     (plots.utilization_scaling, {"scaling": {"alus": [32], "model": {}}},
      "utilization.json has no scaling points"),
     (plots.golden_speed, {"speed": []}, "golden.json has no speed rows"),
+    (plots.golden_tokens, {"tokens": []}, "golden.json has no token rows"),
     (plots.area_split, {"blocks": AREA["blocks"][:1]},
      "area.json has no TAU block with submodules"),
 ])
@@ -131,11 +136,11 @@ def test_run_writes_figures_and_skips_missing_json_with_a_note(tmp_path):
 
 def test_run_twice_changes_nothing(tmp_path):
     _results(tmp_path, gpu=GPU, tau=TAU, utilization=UTILIZATION, golden=GOLDEN, area=AREA)
-    for name in ("gpu", "tau", "utilization", "golden", "area"):
+    for name in ("gpu", "tau", "utilization", "golden", "tokens", "area"):
         (tmp_path / f"{name}.md").write_text(f"# {name}\n\n| a |\n|---|\n| 1 |\n")
     plots.run(tmp_path, log=lambda _: None)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    assert len([n for n in before if n.endswith(".png")]) == 6
+    assert len([n for n in before if n.endswith(".png")]) == 7
     written = plots.run(tmp_path, log=lambda _: None)
     assert all(p.suffix == ".png" for p in written)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
@@ -155,4 +160,6 @@ def test_main_takes_the_results_folder(tmp_path, capsys):
     _results(tmp_path, golden=GOLDEN)
     assert plots.main(["--results", str(tmp_path)]) == 0
     assert (tmp_path / "golden_speed.png").is_file()
-    assert "golden_speed.png skipped" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"plots: wrote {tmp_path / 'golden_tokens.png'}" in out
+    assert f"plots: {tmp_path / 'gpu.json'} not found, gpu_speedups.png skipped" in out
