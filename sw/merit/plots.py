@@ -190,7 +190,7 @@ def utilization_vs_paper(data, path):
     """
     rows = data["rows"]
     tables = sorted({r["table"] for r in rows.values()},
-                    key=lambda t: (_ROMAN.get(t, len(_ROMAN)), t))
+                    key=lambda t: (_ROMAN.get(t, 99), t))
     if not tables:
         raise ValueError("utilization.json has no rows")
     setup = data.get("setup", {})
@@ -202,7 +202,9 @@ def utilization_vs_paper(data, path):
         for ax, table in zip(axes, tables, strict=True):
             group = groups[table]
             xs = range(len(group))
-            ours = ax.bar([x - 0.2 for x in xs], [r["utilization"] for _, r in group], 0.4,
+            measured = [(x, r["utilization"]) for x, (_, r) in zip(xs, group, strict=True)
+                        if r.get("utilization") is not None]
+            ours = ax.bar([x - 0.2 for x, _ in measured], [u for _, u in measured], 0.4,
                           color="C0", label=OURS_LABEL + ", RTL")
             _label_bars(ax, ours, lambda b: f"{b.get_height():.2f}", label_type="center",
                         color="white")

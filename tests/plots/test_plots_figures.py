@@ -26,6 +26,8 @@ UTILIZATION = {
                                "model_full": 0.93, "what": "AlexNet CONV2 slice"},
              "saliency_blend": {"table": "VIII", "paper": None, "utilization": 0.1,
                                 "model_full": None, "what": "alpha blending"},
+             "vgg_conv1": {"table": "VIII", "paper": 0.89, "utilization": None,
+                           "model_full": 0.9, "what": "not measured on the RTL"},
              "gemm": {"table": "IX", "paper": 0.92, "utilization": 0.88, "model_full": 0.9,
                       "what": "GEMM slice"}},
     "scaling": {"alus": [32, 64, 128, 256, 512, 1024],
