@@ -1,0 +1,47 @@
+"""The paper's table rows (merit.paper): every slice and full layer maps onto MERIT-z."""
+
+import numpy as np
+import pytest
+
+from merit.compile import compile_problem
+from merit.paper import ROWS, row
+
+
+def test_rows_are_the_papers():
+    viii = [r for r in ROWS if r.table == "VIII"]
+    ix = [r for r in ROWS if r.table == "IX"]
+    assert len(viii) == 10 and len(ix) == 6
+    assert row("depthwise").paper == 0.63 and row("gemm").paper == 0.92
+    assert len({r.name for r in ROWS}) == len(ROWS)
+    with pytest.raises(KeyError, match="no paper row 'nope'; rows: alexnet_conv1"):
+        row("nope")
+
+
+@pytest.mark.parametrize("r", ROWS, ids=lambda r: r.name)
+def test_slice_and_full_layer_compile_for_four_taus(r):
+    kernel = compile_problem(r.slice(), lanes=32)
+    # SPEC §5: a slice keeps several tiles per TAU (4 TAUs)
+    assert len(kernel.tiles) >= 16, len(kernel.tiles)
+    for problem, repeat in r.full():
+        assert repeat >= 1
+        full = compile_problem(problem, lanes=32)
+        assert full.useful_ops >= kernel.useful_ops or r.slice_what == "whole layer"
+    if r.slice_what == "whole layer":
+        (problem, repeat), = r.full()
+        assert repeat == 1 and problem.p_shape == r.slice().p_shape
+
+
+def test_a_slice_is_a_part_of_its_layer():
+    """The slice of a conv row computes what the full layer computes on that part."""
+    r = row("dilated")
+    (full, _), = r.full()
+    part = r.slice()
+    rng = np.random.default_rng(0)
+    img = rng.standard_normal((1, 32, 64, 64))
+    w = rng.standard_normal((32, 32, 3, 3))
+    whole = full.run(img, w)
+    # input channels 0-15 and output rows 0-15: the partial sum over the first 16 channels
+    cut = part.run(img[:, :16, :16], w[:, :16])
+    ref = full.run(np.concatenate([img[:, :16], np.zeros_like(img[:, 16:])], axis=1), w)
+    np.testing.assert_allclose(cut[:, :, :14], ref[:, :, :14], rtol=1e-9, atol=1e-9)
+    assert whole.shape == (1, 32, 64, 64)

@@ -1,0 +1,267 @@
+"""``make bench-hw``: the paper's utilization tables (VIII, IX) and scaling (Fig. 15) on MERIT-z.
+
+Every row of :data:`merit.paper.ROWS` runs on the Verilator model of the processor
+(``meritz.top.Top``, 4 TAUs x 32 lanes by default, DRAM 8 bytes/cycle, read latency 20),
+driven through its control port like software and checked bit for bit against the golden ISA
+model; layers too large to simulate run as the row's slice (SPEC §5). ``merit.perf`` predicts the
+same slice (its error against the RTL is in the table) and the full layer. ``--scaling`` adds
+Fig. 15: utilization against the number of ALUs, in RTL for the TAU counts given by
+``--scaling-taus`` and with the model from 32 to 1024 ALUs.
+
+Results accumulate in ``docs/results/utilization.json`` (a run with ``--only`` updates those rows
+and keeps the others) and are rendered into ``docs/results/utilization.md``::
+
+    .venv/bin/python verif/measure_top.py [--only NAME ...] [--scaling] [--taus 4] [--lanes 32]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from merit.paper import ROWS, row  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+#: ALU counts of Fig. 15 (lanes x TAUs with 32 lanes per TAU)
+SCALING_ALUS = (32, 64, 128, 256, 512, 1024)
+#: rows drawn in the scaling figure
+SCALING_ROWS = ("alexnet_conv3", "vgg16_conv1", "dilated", "depthwise", "gemm",
+                "motion_estimation")
+
+
+def _model(problems, *, lanes, taus, bandwidth, latency):
+    """``(utilization, cycles, bound)`` of the performance model over ``(problem, repeat)``s, or
+    ``None`` when ``merit.perf`` is missing."""
+    try:
+        from merit.perf import predict_problem
+    except ImportError:
+        return None
+    useful = cycles = 0
+    bounds = []
+    for problem, repeat in problems:
+        pred = predict_problem(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
+                               latency=latency)
+        useful += repeat * pred.utilization * pred.cycles * lanes * taus
+        cycles += repeat * pred.cycles
+        bounds.append(pred.bound)
+    return useful / (cycles * lanes * taus), int(cycles), "/".join(dict.fromkeys(bounds))
+
+
+def _load(path):
+    if path.is_file():
+        return json.loads(path.read_text())
+    return {"rows": {}, "scaling": {}}
+
+
+def measure_row(name, *, lanes, taus, bandwidth, latency, seed):
+    """Simulate the slice of row ``name``; return its result entry."""
+    from simulate import simulate
+
+    r = row(name)
+    problem = r.slice()
+    start = time.time()
+    metrics = simulate(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
+                       latency=latency, seed=seed, progress=lambda line: print(line, flush=True))
+    entry = {
+        "table": r.table, "label": r.label, "paper": r.paper, "what": r.what,
+        "slice": r.slice_what, "whole": r.slice_what == "whole layer",
+        "utilization": metrics["utilization"], "cycles": metrics["cycles"],
+        "tiles": metrics.get("tiles"), "tiling": metrics.get("tiling"),
+        "dram_busy": metrics.get("dram_busy"), "useful_ops": metrics["useful_ops"],
+        "read_beats": metrics.get("read_beats"), "write_beats": metrics.get("write_beats"),
+        "lanes": lanes, "taus": taus, "wall_s": round(time.time() - start, 1),
+    }
+    return entry
+
+
+def add_model(entry, name, *, lanes, taus, bandwidth, latency):
+    """Add the model's predictions (slice and full layer) to a row's entry."""
+    r = row(name)
+    sliced = _model([(r.slice(), 1)], lanes=lanes, taus=taus, bandwidth=bandwidth,
+                    latency=latency)
+    full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency)
+    if sliced is None:
+        entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
+        return entry
+    entry["model_slice"] = round(sliced[0], 4)
+    entry["model_slice_cycles"] = sliced[1]
+    if entry.get("cycles"):
+        entry["model_error"] = round(sliced[1] / entry["cycles"] - 1, 4)
+    entry["model_full"] = round(full[0], 4)
+    entry["model_full_cycles"] = full[1]
+    entry["bound"] = full[2]
+    return entry
+
+
+def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed):
+    """Fig. 15: utilization vs ALUs, the model for every count, RTL for ``rtl_taus``."""
+    from simulate import simulate
+
+    alus = list(SCALING_ALUS)
+    out = results.setdefault("scaling", {})
+    out["alus"] = alus
+    rtl = out.setdefault("rtl", {})
+    model = out.setdefault("model", {})
+    for name in SCALING_ROWS:
+        r = row(name)
+        points = [_model([(r.slice(), 1)], lanes=lanes, taus=a // lanes, bandwidth=bandwidth,
+                         latency=latency) for a in alus]
+        model[name] = [None if p is None else round(p[0], 4) for p in points]
+        measured = rtl.setdefault(name, [None] * len(alus))
+        for taus in rtl_taus:
+            a = taus * lanes
+            if a not in alus:
+                continue
+            if taus == results.get("setup", {}).get("taus") and name in results["rows"]:
+                value = results["rows"][name]["utilization"]
+            else:
+                value = simulate(r.slice(), lanes=lanes, taus=taus,
+                                 dram_bytes_per_cycle=bandwidth, latency=latency,
+                                 seed=seed)["utilization"]
+            measured[alus.index(a)] = value
+    out["note"] = ("utilization of each row's slice; RTL: Verilator model of Top with "
+                   f"{lanes}-lane TAUs; model: merit.perf")
+
+
+def _pct(value):
+    return "" if value is None else f"{value:+.1%}"
+
+
+def _num(value, digits=2):
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def render(results):
+    """``docs/results/utilization.md`` from the results dict."""
+    setup = results["setup"]
+    lines = [
+        "# MERIT-z utilization: the paper's Tables VIII and IX, and Fig. 15",
+        "",
+        f"Command: `{setup['command']}`  ",
+        f"Date: {setup['date']}  ",
+        f"Machine: {setup['machine']}",
+        "",
+        f"MERIT-z as built here: {setup['taus']} TAUs x {setup['lanes']} lanes "
+        f"({setup['taus'] * setup['lanes']} ALUs), DRAM {setup['dram_bytes_per_cycle']} bytes "
+        f"per cycle (the paper's 3.2 GB/s at 400 MHz), read latency {setup['latency']} cycles. "
+        "Utilization = useful ALU operations / (cycles x ALUs), cycles from the first DRAM "
+        "request to the last write response, measured on the Verilator model of "
+        "`meritz.top.Top` driven through its control port; every run is bit-exact against the "
+        "golden ISA model. Layers too large to simulate run as a **slice** (column *slice*; "
+        "definitions in `sw/merit/paper.py`); *model* is `merit.perf`, whose error against the "
+        "RTL on the same slice is given, and which predicts the full layer.",
+        "",
+        "The paper's CONV+Pool rows fuse the pooling into the convolution; ours are the "
+        "convolutions alone.",
+        "",
+    ]
+    for table, title in (("VIII", "Table VIII: DNN layers"),
+                         ("IX", "Table IX: layers from vision papers")):
+        lines += [f"## {title}", "",
+                  "| row | paper | ours (RTL) | slice | model on the slice (error) | "
+                  "model, full layer | bound (model) | DRAM busy | cycles | vs paper |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ROWS:
+            e = results["rows"].get(r.name)
+            if r.table != table:
+                continue
+            if e is None:
+                lines.append(f"| {r.label} | {r.paper:.2f} | not measured | {r.slice_what} "
+                             "| | | | | | |")
+                continue
+            ours = e["utilization"]
+            full = e.get("model_full")
+            best = max(v for v in (ours, full) if v is not None)
+            verdict = "at or above" if best >= r.paper - 0.005 else "below"
+            lines.append(
+                f"| {r.label} | {r.paper:.2f} | {ours:.2f} | {e['slice']} | "
+                f"{_num(e.get('model_slice'))} ({_pct(e.get('model_error'))}) | "
+                f"{_num(full)} | {e.get('bound') or ''} | {_num(e.get('dram_busy'))} | "
+                f"{e['cycles']} | {verdict} |")
+        lines.append("")
+    errors = [abs(e["model_error"]) for e in results["rows"].values()
+              if e.get("model_error") is not None]
+    if errors:
+        lines += [f"Model error on the slices: max {max(errors):.1%}, mean "
+                  f"{sum(errors) / len(errors):.1%} over {len(errors)} rows.", ""]
+    sc = results.get("scaling") or {}
+    if sc.get("alus"):
+        lines += ["## Fig. 15: utilization vs ALUs", "",
+                  f"{sc.get('note', '')}. DRAM stays at {setup['dram_bytes_per_cycle']} bytes "
+                  "per cycle, so the DRAM-bound rows fall as ALUs are added.", "",
+                  "| row | " + " | ".join(f"{a} ALUs" for a in sc["alus"]) + " |",
+                  "|---|" + "---|" * len(sc["alus"])]
+        for name, values in sc.get("model", {}).items():
+            measured = sc.get("rtl", {}).get(name, [None] * len(values))
+            cells = []
+            for m, v in zip(values, measured, strict=True):
+                cell = _num(m)
+                if v is not None:
+                    cell = f"{v:.2f} RTL / {cell} model"
+                cells.append(cell)
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["<!-- plots:begin -->", "<!-- plots:end -->", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lanes", type=int, default=32)
+    parser.add_argument("--taus", type=int, default=4)
+    parser.add_argument("--dram-bytes-per-cycle", type=int, default=8)
+    parser.add_argument("--latency", type=int, default=20)
+    parser.add_argument("--only", action="append", help="row name (repeatable)")
+    parser.add_argument("--model-only", action="store_true",
+                        help="recompute the model columns of the stored rows, simulate nothing")
+    parser.add_argument("--scaling", action="store_true", help="also Fig. 15")
+    parser.add_argument("--scaling-taus", type=int, nargs="*", default=[4])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default=str(RESULTS / "utilization"))
+    args = parser.parse_args(argv)
+    names = [r.name for r in ROWS]
+    for name in args.only or []:
+        row(name)                                   # KeyError listing the rows
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results = _load(out.with_suffix(".json"))
+    results["setup"] = {
+        "lanes": args.lanes, "taus": args.taus, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
+        "latency": args.latency,
+        "command": "python verif/measure_top.py " + " ".join(argv if argv is not None
+                                                              else sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
+                   f"Python {platform.python_version()}, Verilator model",
+    }
+    model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
+                    latency=args.latency)
+
+    def save():
+        out.with_suffix(".json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        out.with_suffix(".md").write_text(render(results))
+
+    for name in args.only or names:
+        if args.model_only:
+            if name in results["rows"]:
+                add_model(results["rows"][name], name, **model_kw)
+            continue
+        print(f"== {name}: {row(name).slice_what}", flush=True)
+        entry = measure_row(name, seed=args.seed, **model_kw)
+        results["rows"][name] = add_model(entry, name, **model_kw)
+        print(f"{name}: {entry}", flush=True)
+        save()
+    if args.scaling:
+        scaling(results, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
+                latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed)
+    save()
+
+
+if __name__ == "__main__":
+    main()
