@@ -56,15 +56,19 @@ test: $(STAMP)
 regress: $(STAMP)
 	$(PYTEST) -m slow -q
 
+# ends with the plots of every results table (docs/results/*.png, embedded in the .md files)
 bench: bench-golden bench-hw
+	$(PY) -m merit.plots
 
 bench-golden: $(STAMP)
 	$(PY) -m merit.bench_golden
 
-# one TAU of 32 lanes at 8 B/cycle over the benchmark workloads (a 10-20 min build, then minutes
-# per workload) -> docs/results/tau.md
+# one TAU of 32 lanes at 8 B/cycle over the benchmark workloads -> docs/results/tau.md; then the
+# paper's Tables VIII/IX and Fig. 15 on MERIT-z (4 TAUs x 32 lanes) -> docs/results/utilization.md
+# (two 10-20 min builds, then about an hour of simulation)
 bench-hw: $(STAMP)
 	$(PY) verif/measure_tau.py --lanes 32 --dram-bytes-per-cycle 8
+	$(PY) verif/measure_top.py --lanes 32 --taus 4 --dram-bytes-per-cycle 8 --scaling
 
 synth: $(STAMP)
 	$(PY) -m merit.synth
