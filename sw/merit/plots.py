@@ -133,14 +133,12 @@ def gpu_speedups(data, path):
 
 
 def _setting(setup):
-    """A title fragment for a TAU setup dict: lanes, TAUs, DRAM bytes/cycle, read latency."""
+    """A title fragment for a setup dict: lanes, TAUs, ALUs, DRAM bytes/cycle, read latency (other
+    keys, such as the command or the date, are left out)."""
     names = {"lanes": "{} lanes", "taus": "{} TAU", "alus": "{} ALUs",
              "dram_bytes_per_cycle": "{} B/cycle DRAM", "latency": "read latency {} cycles"}
-    parts = [names[k].format(setup[k]) + ("s" if k == "taus" and setup[k] != 1 else "")
-             for k in names if k in setup]
-    parts += [f"{k} {v}" for k, v in sorted(setup.items())
-              if k not in names and isinstance(v, (int, float, str))]
-    return ", ".join(parts)
+    return ", ".join(names[k].format(setup[k]) + ("s" if k == "taus" and setup[k] != 1 else "")
+                     for k in names if k in setup)
 
 
 def tau_utilization(data, path):
@@ -185,8 +183,10 @@ _ROMAN = {"VIII": 8, "IX": 9}
 def utilization_vs_paper(data, path):
     """Ours vs the paper per row of ``utilization.json``, one panel per paper table (VIII, IX).
 
-    Bars: ours (RTL on a slice) and the paper (full layer); a marker: the performance model on the
-    full layer (``model_full``) where the row has one.
+    Bars: ours (RTL on a slice, the setup's TAUs and lanes) and the paper (full layer); a marker:
+    the performance model on the full layer (``model_full``) where the row has one. Ticks are the
+    rows' ``label`` (the paper's row name) where they have one; a row whose slice is the whole
+    layer (``whole``) says so.
     """
     rows = data["rows"]
     tables = sorted({r["table"] for r in rows.values()},
@@ -205,7 +205,8 @@ def utilization_vs_paper(data, path):
             measured = [(x, r["utilization"]) for x, (_, r) in zip(xs, group, strict=True)
                         if r.get("utilization") is not None]
             ours = ax.bar([x - 0.2 for x, _ in measured], [u for _, u in measured], 0.4,
-                          color="C0", label=OURS_LABEL + ", RTL")
+                          color="C0", label=f"ours (RTL on a slice, {setup.get('taus', '?')} "
+                                            f"TAUs x {setup.get('lanes', '?')} lanes)")
             _label_bars(ax, ours, lambda b: f"{b.get_height():.2f}", label_type="center",
                         color="white")
             paper = [(x, r["paper"]) for x, (_, r) in zip(xs, group, strict=True)
@@ -221,7 +222,9 @@ def utilization_vs_paper(data, path):
                 ax.plot([x - 0.2 for x, _ in model], [u for _, u in model], linestyle="none",
                         marker="D", color="black", markersize=5,
                         label="performance model (full layer)")
-            ax.set_xticks(list(xs), [n for n, _ in group], fontsize=7, rotation=35, ha="right")
+            ax.set_xticks(list(xs), [r.get("label", n) + (" (whole layer)" if r.get("whole")
+                                                          else "") for n, r in group],
+                          fontsize=7, rotation=35, ha="right")
             ax.set(ylim=(0, 1.12), title=f"Table {table} rows")
             ax.grid(True, axis="y", alpha=0.3)
         axes[0].set_ylabel("utilization = useful ALU ops / (cycles x ALUs)")
@@ -254,21 +257,22 @@ def utilization_scaling(data, path):
 
         ax = fig.add_subplot()
         for i, name in enumerate(names):
-            color = f"C{i % 10}"
+            label = name
             for key, style, marker in (("model", "--", None), ("rtl", "-", "o")):
                 values = scaling.get(key, {}).get(name)
-                if values is None:
+                if not values:
                     continue
                 pts = [(a, u) for a, u in zip(alus, values, strict=True) if u is not None]
                 if pts:
                     ax.plot(*zip(*pts, strict=True), linestyle=style, marker=marker,
-                            color=color, label=name if key == "model" or name not in
-                            scaling.get("model", {}) else None)
+                            color=f"C{i % 10}", label=label)
+                    label = None
         ax.set_xscale("log", base=2)
         ax.set_xticks(alus, [str(a) for a in alus])
         ax.set(ylim=(0, 1.05), xlabel="number of ALUs (lanes x TAUs, log2)",
                ylabel="utilization = useful ALU ops / (cycles x ALUs)",
-               title=f"Utilization vs ALUs (as the paper's Fig. 15): {_setting(setup)}")
+               title="Utilization vs ALUs (as the paper's Fig. 15): TAUs of " + _setting(
+                   {k: v for k, v in setup.items() if k != "taus"}))
         ax.grid(True, which="both", alpha=0.3)
         first = ax.legend(loc="lower left", fontsize=7, title="workload", title_fontsize=7)
         ax.add_artist(first)

@@ -21,8 +21,10 @@ TAU = {"setup": {"lanes": 8, "dram_bytes_per_cycle": 8, "latency": 20},
        "workloads": {"gemm": {"utilization": 0.9, "what": "GEMM"},
                      "max_pool2x2": {"utilization": 0.1, "what": "pool"}}}
 UTILIZATION = {
-    "setup": {"lanes": 32, "taus": 1, "dram_bytes_per_cycle": 8},
-    "rows": {"alexnet_conv2": {"table": "VIII", "paper": 0.95, "utilization": 0.9,
+    "setup": {"lanes": 32, "taus": 4, "dram_bytes_per_cycle": 8, "latency": 20,
+              "command": "python verif/measure_top.py", "date": "2026-01-01 00:00 UTC"},
+    "rows": {"alexnet_conv2": {"table": "VIII", "label": "AlexNet CONV2+Pool2", "whole": False,
+                               "paper": 0.95, "utilization": 0.9,
                                "model_full": 0.93, "what": "AlexNet CONV2 slice"},
              "saliency_blend": {"table": "VIII", "paper": None, "utilization": 0.1,
                                 "model_full": None, "what": "alpha blending"},
@@ -31,7 +33,8 @@ UTILIZATION = {
              "gemm": {"table": "IX", "paper": 0.92, "utilization": 0.88, "model_full": 0.9,
                       "what": "GEMM slice"}},
     "scaling": {"alus": [32, 64, 128, 256, 512, 1024],
-                "rtl": {"gemm": [0.88, 0.87, None, None, None, None]},
+                "rtl": {"gemm": [0.88, 0.87, None, None, None, None],
+                        "dilated": [None, None, 0.9, None, None, None]},
                 "model": {"gemm": [0.9, 0.9, 0.85, 0.7, 0.4, 0.2],
                           "depthwise": [0.6, 0.4, 0.2, 0.1, 0.05, 0.03]}}}
 GOLDEN = {"machine": {"processor": "x86_64", "cpus": 2, "numpy": "2.0", "blas_threads": "1"},
@@ -95,6 +98,12 @@ def test_empty_results_are_refused(tmp_path, draw, data, match):
     with pytest.raises(ValueError, match=match):
         draw(data, tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_setting_names_the_hardware_only():
+    assert plots._setting(UTILIZATION["setup"]) == (
+        "32 lanes, 4 TAUs, 8 B/cycle DRAM, read latency 20 cycles")
+    assert plots._setting({"lanes": 8, "taus": 1}) == "8 lanes, 1 TAU"
 
 
 def test_paper_rows_of_tau_workloads_are_table_ix_rows():

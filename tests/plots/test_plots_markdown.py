@@ -57,3 +57,13 @@ def test_no_table_or_missing_heading_puts_the_block_at_the_end(tmp_path):
     md.write_text(WRITTEN)
     plots.embed(md, [("fig one", "one.png")], heading="## Absent")
     assert md.read_text() == WRITTEN + "\n" + BLOCK
+
+
+def test_an_empty_block_left_by_the_writer_is_filled_in_place(tmp_path):
+    md = tmp_path / "utilization.md"
+    written = "# U\n\n| a |\n|---|\n| 1 |\n\n<!-- plots:begin -->\n<!-- plots:end -->\n"
+    md.write_text(written)
+    assert plots.embed(md, [("one", "one.png"), ("two", "two.png")]) is True
+    assert md.read_text() == written.replace(
+        "<!-- plots:begin -->\n", "<!-- plots:begin -->\n![one](one.png)\n\n![two](two.png)\n")
+    assert plots.embed(md, [("one", "one.png"), ("two", "two.png")]) is False
