@@ -1,0 +1,733 @@
+"""An analytical performance model of MERIT-z: cycles and utilization of a compiled kernel.
+
+:func:`predict` takes a :class:`merit.compile.Kernel` and returns a :class:`Prediction` without
+simulating the RTL. The model (``docs/perf.md``) works at the granularity of one **job** = one
+(parallel tile, accumulation tile), the unit in which the TAU loads, computes and frees:
+
+* **exact counts** from the kernel configuration, walking the same loops as the hardware:
+  the Compute Pipeline's cycles per job (``meritz.sequencer``: restore, every step's program range,
+  save, one cycle between jobs), the DRAM read beats of every footprint row (``meritz.dma``:
+  8-byte beats, partial first / last beats, rows outside a ``zero`` tensor not read), the DMA's
+  data-path cycles (a beat per cycle, one more cycle per SRAM row it hands to the collector) and
+  the WP's write beats (one beat per 8-byte line an ``out`` vector touches);
+* a **fluid event simulation** of the pipelines of ``taus`` TAUs: per TAU the DMA loads jobs in
+  order as far ahead as the RP tile FIFOs hold them (Fig. 9, 10), a job's compute starts when its
+  tiles are committed and the previous job is done, its outputs stream to DRAM while it
+  computes; the tiles are dealt dynamically to the TAU whose tile looper asks first (as
+  ``meritz.dispatcher``); every transfer in flight shares the one DRAM port (at most one 8-byte
+  beat per cycle, ``dram_bytes_per_cycle`` on average) by max-min fair sharing, like the
+  round-robin arbiter and the bench DRAM's read/write alternation;
+* three calibrated constants (:data:`CONSTANTS`): the cycles from a load's last beat to the
+  first instruction that reads it, the pipeline latency of a load that starts from an idle DMA,
+  and the cycles from the last instruction to the last write response.
+
+Pure numpy; it imports neither amaranth nor the simulator. ``python -m merit.perf`` prints the
+model against every RTL measurement in ``docs/results/`` and writes ``docs/results/perf.md``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["CONSTANTS", "Prediction", "TileCost", "predict", "predict_problem", "job_costs",
+           "calibration_table", "main"]
+
+#: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
+CONSTANTS = {
+    "commit": 6,        # last beat of a job's tiles -> first read of the job by the CP
+    "restart": 8,       # a load that starts while the DMA is idle: AR path before latency
+    "drain": 6,         # last CP instruction -> last write response (besides the write beats)
+    "waste": 0.5,       # share of the DMA's RREADY-low slots lost when writes compete
+}
+
+BEAT_BYTES = 8          # DRAM data bus: 64 bits (SPEC §5)
+WORDS_PER_BEAT = 4
+RP_BYTES = (16384, 8192)
+
+
+@dataclass(frozen=True)
+class TileCost:
+    """Work of one parallel tile (summed over its accumulation tiles).
+
+    Attributes
+    ----------
+    origin : tuple of int
+        The tile's origin in the parallel space.
+    jobs : int
+        Accumulation tiles.
+    compute_cycles : int
+        Compute Pipeline cycles (every warp, step and instruction, restores and saves).
+    read_bytes, write_bytes : int
+        DRAM bytes the tile's footprints read and its outputs write (whole 8-byte beats).
+    """
+
+    origin: tuple
+    jobs: int
+    compute_cycles: int
+    read_bytes: int
+    write_bytes: int
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted performance of one kernel on MERIT-z.
+
+    Attributes
+    ----------
+    cycles : int
+        From the first DRAM request to the last write response (SPEC §5).
+    utilization : float
+        ``useful_ops / (cycles * lanes * taus)``.
+    compute_cycles : int
+        Compute Pipeline cycles of the whole kernel divided by ``taus`` (ALU time, lanes lost to
+        edge tiles and restore / save included).
+    dram_cycles : int
+        ``(read_bytes + write_bytes) / dram_bytes_per_cycle``: the DRAM's busy time.
+    bound : str
+        What limits the kernel: ``"ALUs"``, ``"DRAM"`` or ``"tile turnaround"`` (neither is
+        within 85 % of ``cycles``: latency and pipeline fill dominate); ``" + tile quantization"``
+        is appended when edge tiles leave more than 20 % of the lanes idle.
+    tiles : int
+        Parallel tiles.
+    jobs : int
+        (parallel tile, accumulation tile) pairs.
+    read_bytes, write_bytes : int
+    useful_ops : int
+    lane_occupancy : float
+        Useful outputs / outputs the tiles compute.
+    lanes, taus : int
+    dram_bytes_per_cycle : float
+    latency : int
+    per_tile : tuple of TileCost
+        In dispatch order.
+    """
+
+    cycles: int
+    utilization: float
+    compute_cycles: int
+    dram_cycles: int
+    bound: str
+    tiles: int
+    jobs: int
+    read_bytes: int
+    write_bytes: int
+    useful_ops: int
+    lane_occupancy: float
+    lanes: int
+    taus: int
+    dram_bytes_per_cycle: float
+    latency: int
+    per_tile: tuple
+
+    def as_dict(self, *, per_tile=True):
+        """Plain dict (JSON-serializable); ``per_tile=False`` leaves the breakdown out."""
+        out = asdict(self)
+        if per_tile:
+            out["per_tile"] = [asdict(t) for t in self.per_tile]
+        else:
+            del out["per_tile"]
+        return out
+
+
+# ---- argument checks ------------------------------------------------------------------------
+
+def _check_kernel(kernel):
+    from .compile import Kernel
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a merit.compile.Kernel (from compile_problem), not "
+                        f"{type(kernel).__name__}")
+
+
+def _check_int(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, not {value}")
+    return int(value)
+
+
+def _check_bandwidth(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"dram_bytes_per_cycle must be a number, not {value!r}")
+    if not value > 0 or not math.isfinite(value):
+        raise ValueError(f"dram_bytes_per_cycle must be positive, not {value}")
+    return float(value)
+
+
+# ---- exact counts: jobs ---------------------------------------------------------------------
+
+def _a_tiles(kernel):
+    """Accumulation tile origins and extents, in the tile looper's order (last index fastest)."""
+    a_size = tuple(kernel.problem.a_shape) or (1,)
+    a_tile = tuple(kernel.tiling.a_tile) or (1,)
+    grid = [range(0, n, t) for n, t in zip(a_size, a_tile, strict=True)]
+    out = []
+    for origin in itertools.product(*grid):
+        extent = tuple(min(t, n - o) for o, t, n in zip(origin, a_tile, a_size, strict=True))
+        out.append((origin, extent))
+    return out
+
+
+def _step_cycles(program, a_size, origin, extent):
+    """CP cycles of one warp's steps in one accumulation tile: per step the program range
+    ``[begs[kf], ends[kl])``, at least one cycle (an empty range still takes the sequencer's
+    cycle)."""
+    prog = program.with_levels(len(a_size)) if program.levels < len(a_size) else program
+    begs, ends = np.asarray(prog.begs), np.asarray(prog.ends)
+    axes = [np.arange(o, o + e) for o, e in zip(origin, extent, strict=True)]
+    grids = np.meshgrid(*axes, indexing="ij")
+    first = np.ones(grids[0].shape, dtype=np.int64)
+    last = np.ones(grids[0].shape, dtype=np.int64)
+    kf = np.zeros(grids[0].shape, dtype=np.int64)
+    kl = np.zeros(grids[0].shape, dtype=np.int64)
+    for g, n in zip(reversed(grids), reversed(a_size), strict=True):
+        first &= g == 0
+        last &= g == n - 1
+        kf += first
+        kl += last
+    return int(np.maximum(ends[kl] - begs[kf], 1).sum())
+
+
+def _compute_cycles(kernel):
+    """CP cycles of each accumulation tile (the same for every parallel tile)."""
+    a_size = tuple(kernel.problem.a_shape) or (1,)
+    warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
+    regs = int(kernel.config["regs"])
+    tiles = _a_tiles(kernel)
+    out = []
+    for b, (origin, extent) in enumerate(tiles):
+        first, last = b == 0, b == len(tiles) - 1
+        restore = 1 if first else regs + 1       # CLEAR, or LOADs (+1: the SRAM turns around
+        save = 0 if last else regs               # from the previous warp's STOREs)
+        steps = _step_cycles(kernel.program, a_size, origin, extent)
+        out.append(1 + warps * (restore + steps + save))
+    return out
+
+
+def _slots(kernel):
+    """Enabled input slots in DMA order: ``(port, slot config)``."""
+    out = []
+    for port in (0, 1):
+        for s in kernel.config[f"rp{port}"]:
+            if s and s.get("enable"):
+                out.append((port, s))
+    return out
+
+
+def _load_counts(kernel, slot, p_origins, a_origin):
+    """DRAM read beats and DMA data-path cycles of one slot's tile for every parallel tile
+    (arrays over ``p_origins``), walking the footprint rows as ``meritz.dma`` does."""
+    from .compile import A_INDICES, AXES, P_INDICES
+    lanes = kernel.lanes
+    p_tile = list(kernel.config["p_tile"])
+    a_tile = list(kernel.config["a_tile"])
+    tiles = p_tile + a_tile
+    n = len(p_origins)
+    origin = np.zeros((n, P_INDICES + A_INDICES), dtype=np.int64)
+    origin[:, :p_origins.shape[1]] = p_origins
+    origin[:, P_INDICES:P_INDICES + len(a_origin)] = a_origin
+    low = np.tile(np.asarray(slot["offset"], dtype=np.int64), (n, 1))
+    for j in range(P_INDICES + A_INDICES):
+        s = slot["stride"][j]
+        if s:
+            low[:, slot["axis"][j]] += origin[:, j] * s + ((tiles[j] - 1) * s if s < 0 else 0)
+    box = slot["box"]
+    extent = slot["extent"]
+    clamp = slot["clamp"]
+    dpitch = list(slot["dpitch"]) + [1]
+    k = np.stack(np.meshgrid(*[np.arange(box[i]) for i in range(AXES - 1)], indexing="ij"),
+                 axis=-1).reshape(-1, AXES - 1)                      # rows x 3
+    x = low[:, None, :AXES - 1] + k[None]                            # tiles x rows x 3
+    ext = np.asarray(extent[:AXES - 1])
+    outside = ((x < 0) | (x >= ext)) & ~np.asarray(clamp[:AXES - 1], dtype=bool)
+    zero_row = outside.any(axis=-1)
+    xc = np.clip(x, 0, ext - 1)
+    elem = (xc * np.asarray(dpitch[:AXES - 1])).sum(axis=-1)
+    c_lo = low[:, AXES - 1][:, None]
+    box3, n3 = box[AXES - 1], extent[AXES - 1]
+    left = np.clip(-c_lo, 0, box3)
+    right = np.clip(c_lo + box3 - n3, 0, box3)
+    inside = box3 - left - right
+    c3 = bool(clamp[AXES - 1])
+    edge_only = (inside == 0) & c3
+    reads = ~zero_row & ((inside != 0) | c3)
+    col = np.where(inside != 0, np.maximum(c_lo, 0), np.where(left != 0, 0, n3 - 1))
+    nread = np.where(edge_only, 1, inside)
+    byte = slot["base"] + 2 * (elem + col)
+    skip = (byte >> 1) & 3
+    beats = np.where(reads, (skip + nread + WORDS_PER_BEAT - 1) // WORDS_PER_BEAT, 0)
+    fills = 0
+    if c3:
+        fills = np.where(reads, -(-left // WORDS_PER_BEAT) - (-right // WORDS_PER_BEAT), 0)
+    row_cycles = np.maximum(beats + fills, 1)
+    datapath = row_cycles.sum(axis=1) + slot["rows"]
+    del lanes
+    return beats.sum(axis=1), datapath
+
+
+def _write_beats(kernel, p_origins):
+    """WP write beats of one ``out`` of every parallel tile: one beat per 8-byte line that the
+    valid lanes of a vector touch, summed over the tile's warps."""
+    from .compile import lane_coords
+    shape = np.asarray(kernel.problem.p_shape)
+    n_p = len(shape)
+    tiling = kernel.tiling
+    lanes = lane_coords(tiling.lane_index, n_p)                       # n_p x lanes
+    warps = np.stack(np.meshgrid(*[np.arange(w) for w in tiling.warps()], indexing="ij"),
+                     axis=-1).reshape(-1, n_p)                        # warps x n_p
+    per_lane = np.asarray(tiling.lanes_per_index())
+    pitch = np.ones(n_p, dtype=np.int64)
+    for j in range(n_p - 2, -1, -1):
+        pitch[j] = pitch[j + 1] * shape[j + 1]
+    out = np.zeros(len(p_origins), dtype=np.int64)
+    idle = np.zeros(len(p_origins), dtype=np.int64)
+    for t, origin in enumerate(p_origins):
+        coord = (origin[None, :, None] + (warps * per_lane)[:, :, None] + lanes[None])
+        valid = (coord < shape[None, :, None]).all(axis=1)           # warps x lanes
+        line = (coord * pitch[None, :, None]).sum(axis=1) * 2 // BEAT_BYTES
+        line = np.where(valid, line, -1)
+        line.sort(axis=1)
+        distinct = (np.diff(line, axis=1) != 0) & (line[:, 1:] >= 0)
+        out[t] = distinct.sum() + (line[:, 0] >= 0).sum()
+        used = np.flatnonzero(valid.any(axis=1))
+        idle[t] = len(warps) - 1 - used[-1] if len(used) else len(warps)
+    return out, idle
+
+
+@dataclass(frozen=True)
+class _Jobs:
+    tile: np.ndarray          # parallel tile of each job
+    compute: np.ndarray       # CP cycles
+    read: np.ndarray          # read beats
+    datapath: np.ndarray      # DMA data-path cycles
+    write: np.ndarray         # write beats (last accumulation tile of a tile)
+    tail: np.ndarray          # CP cycles of a job after its last write
+    rows: tuple               # SRAM rows of one job per RP
+    ahead: int                # jobs whose tiles fit in the RP FIFOs at once
+    density: tuple            # share of CP cycles that read RP0 / RP1
+
+
+def job_costs(kernel):
+    """Exact per-job counts of ``kernel`` (in dispatch order), as a dict of numpy arrays:
+    ``tile``, ``compute`` (CP cycles), ``read`` (read beats), ``datapath`` (DMA cycles),
+    ``write`` (write beats)."""
+    _check_kernel(kernel)
+    jobs = _jobs(kernel)
+    return {name: getattr(jobs, name) for name in ("tile", "compute", "read", "datapath",
+                                                    "write")}
+
+
+def _jobs(kernel):
+    p_origins = np.asarray(kernel.tiles, dtype=np.int64).reshape(len(kernel.tiles), -1)
+    a_tiles = _a_tiles(kernel)
+    compute = _compute_cycles(kernel)
+    n_t, n_a = len(p_origins), len(a_tiles)
+    read = np.zeros((n_t, n_a), dtype=np.int64)
+    datapath = np.zeros((n_t, n_a), dtype=np.int64)
+    for b, (a_origin, _) in enumerate(a_tiles):
+        for _, slot in _slots(kernel):
+            r, d = _load_counts(kernel, slot, p_origins, a_origin)
+            read[:, b] += r
+            datapath[:, b] += d
+    outs = max(len(kernel.outputs), 1)
+    write = np.zeros((n_t, n_a), dtype=np.int64)
+    beats, idle = _write_beats(kernel, p_origins)
+    write[:, -1] = beats * outs
+    # CP cycles after a tile's last output: its trailing warps hold only lanes outside the
+    # output (edge tiles), compute, and write nothing
+    warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
+    tail = np.zeros((n_t, n_a), dtype=np.int64)
+    tail[:, -1] = idle * ((compute[-1] - 1) // warps)
+    rows = [0, 0]
+    for port, slot in _slots(kernel):
+        rows[port] += slot["rows"]
+    depth = [b // (2 * kernel.lanes) for b in RP_BYTES]
+    ahead = min([depth[r] // rows[r] for r in (0, 1) if rows[r]] or [n_a * n_t])
+    prog = kernel.program
+    a_size = tuple(kernel.problem.a_shape) or (1,)
+    total = sum(compute)
+    density = []
+    for port in (0, 1):
+        readers = set(prog.reads(port))
+        if not readers or not total:
+            density.append(0.0)
+            continue
+        mask = np.zeros(len(prog.words), dtype=np.int64)
+        mask[list(readers)] = 1
+        count = 0
+        pg = prog.with_levels(len(a_size)) if prog.levels < len(a_size) else prog
+        begs, ends = np.asarray(pg.begs), np.asarray(pg.ends)
+        cum = np.concatenate([[0], np.cumsum(mask)])
+        for origin, extent in a_tiles:
+            axes = [np.arange(o, o + e) for o, e in zip(origin, extent, strict=True)]
+            grids = np.meshgrid(*axes, indexing="ij")
+            first = np.ones(grids[0].shape, dtype=np.int64)
+            last = np.ones(grids[0].shape, dtype=np.int64)
+            kf = np.zeros(grids[0].shape, dtype=np.int64)
+            kl = np.zeros(grids[0].shape, dtype=np.int64)
+            for g, n in zip(reversed(grids), reversed(a_size), strict=True):
+                first &= g == 0
+                last &= g == n - 1
+                kf += first
+                kl += last
+            count += int((cum[ends[kl]] - cum[begs[kf]]).sum())
+        warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
+        density.append(min(1.0, count * warps / total))
+    return _Jobs(np.repeat(np.arange(n_t), n_a), np.tile(np.asarray(compute), n_t),
+                 read.reshape(-1), datapath.reshape(-1), write.reshape(-1), tail.reshape(-1),
+                 tuple(rows),
+                 max(ahead, 1), tuple(density))
+
+
+# ---- the pipeline simulation ------------------------------------------------------------------
+
+class _Dram:
+    """One DRAM port shared by transfers (fluid): max-min fair shares of its beat slots.
+
+    A transfer is ``[beats left, beat-rate cap, slots per beat when alone, slots per beat when
+    sharing]``.
+    """
+
+    def __init__(self, rate):
+        self.rate = rate
+        self.active = {}
+
+    def rates(self):
+        """Beat rate of every active transfer."""
+        if len(self.active) == 1:
+            (key, (_, cap, alone, _)), = self.active.items()
+            return {key: min(cap, self.rate / alone)}
+        items = sorted(self.active.items(), key=lambda kv: kv[1][1] * kv[1][3])
+        left, n = self.rate, len(items)
+        out = {}
+        for i, (key, (_, cap, _, cost)) in enumerate(items):
+            slots = min(cap * cost, left / (n - i))
+            out[key] = slots / cost
+            left -= slots
+        return out
+
+    def advance(self, dt, rates):
+        for key, r in rates.items():
+            self.active[key][0] -= r * dt
+
+
+class _TauState:
+    """Where one TAU's pipelines stand in :func:`_simulate`."""
+
+    def __init__(self):
+        self.queue = []          # jobs of the tiles handed to this TAU, not yet loading
+        self.loading = None      # the job the DMA loads
+        self.dma_idle_since = None
+        self.loaded = []         # (job, cycle its tiles are readable), waiting for the CP
+        self.job = None          # the job the CP computes
+        self.computed = False    # ... its instructions have issued
+        self.writing = False     # ... its output beats are not all written
+        self.compute_end = 0.0
+        self.inflight = 0        # jobs holding RP FIFO space (loading, loaded or computing)
+        self.wants_tile = True   # the tile looper has handed out every job of its tiles
+
+
+def _simulate(jobs, taus, beat_rate, latency):
+    """Event simulation of ``taus`` TAUs sharing one DRAM port; returns the cycle of the last
+    write response, counted from the first read request."""
+    c = CONSTANTS
+    tile_jobs = {}
+    for j, t in enumerate(jobs.tile):
+        tile_jobs.setdefault(int(t), []).append(j)
+    tiles = [tile_jobs[t] for t in sorted(tile_jobs)]
+    dram = _Dram(beat_rate)
+    # the collector's writes win over the RP's reads of single-port banks: every SRAM row a
+    # load writes while the CP reads that RP costs the CP a cycle
+    stall = jobs.rows[0] * jobs.density[0] + jobs.rows[1] * jobs.density[1]
+    state = [_TauState() for _ in range(taus)]
+    timers = []                  # (cycle, sequence, kind, tau, job)
+    seq = itertools.count()
+    now, end, done = 0.0, 0.0, 0
+
+    def deal():                  # the dispatcher: the next tile to a TAU that asks for one
+        for s in state:
+            if s.wants_tile and tiles:
+                s.queue += tiles.pop(0)
+                s.wants_tile = False
+
+    def start_loads():
+        for i, s in enumerate(state):
+            if s.loading is None and s.queue and s.inflight < jobs.ahead:
+                j = s.loading = s.queue.pop(0)
+                s.inflight += 1
+                s.wants_tile = not s.queue
+                if s.dma_idle_since is None or s.dma_idle_since < now:
+                    # nothing in flight: the request, address walk and AR, then the latency
+                    heapq.heappush(timers, (now + c["restart"] + latency, next(seq), "read", i, j))
+                else:    # back to back: the ARs ran ahead of the previous load's data
+                    begin_read(i, j)
+
+    def begin_read(i, j):
+        beats = float(jobs.read[j])
+        if beats:
+            # the DMA data path takes at most a beat per cycle and keeps RREADY low while it
+            # hands a row to the collector: a load alone holds the DRAM for its data-path
+            # cycles; next to writes, part of those slots go to the writes instead
+            alone = max(1.0, beat_rate * float(jobs.datapath[j]) / beats)
+            dram.active[("r", i)] = [beats, 1.0, alone, 1.0 + c["waste"] * (alone - 1.0)]
+        else:
+            heapq.heappush(timers, (now + float(jobs.datapath[j]), next(seq), "loaded", i, j))
+
+    def loaded(i):
+        s = state[i]
+        s.loaded.append((s.loading, now + c["commit"]))
+        heapq.heappush(timers, (now + c["commit"], next(seq), "ready", i, s.loading))
+        s.loading = None
+        s.dma_idle_since = now
+
+    def start_compute():
+        for i, s in enumerate(state):
+            if s.job is None and s.loaded and s.loaded[0][1] <= now:
+                j = s.job = s.loaded.pop(0)[0]
+                cycles = float(jobs.compute[j]) + (stall if s.queue or s.loading is not None
+                                                   else 0.0)
+                s.computed, s.compute_end = False, now + cycles
+                heapq.heappush(timers, (s.compute_end, next(seq), "computed", i, j))
+                s.writing = bool(jobs.write[j])
+                if s.writing:    # the outputs stream out while the job computes
+                    cap = min(1.0, jobs.write[j] / max(cycles - jobs.tail[j], 1.0))
+                    dram.active[("w", i)] = [float(jobs.write[j]), cap, 1.0, 1.0]
+
+    def finish(s):
+        nonlocal end, done
+        j = s.job
+        if jobs.write[j]:        # the last write of the job: after its last written warp
+            end = max(end, now if now > s.compute_end else s.compute_end - jobs.tail[j])
+        s.job = None
+        s.inflight -= 1
+        done += 1
+
+    deal()
+    start_loads()
+    while done < len(jobs.tile):
+        rates = dram.rates()
+        t_next = timers[0][0] if timers else math.inf
+        for key, (left, *_) in dram.active.items():
+            if rates[key] > 0:
+                t_next = min(t_next, now + left / rates[key])
+        dram.advance(t_next - now, rates)
+        now = t_next
+        for key in [k for k, (left, *_) in dram.active.items() if left <= 1e-9]:
+            del dram.active[key]
+            kind, i = key
+            if kind == "r":
+                loaded(i)
+            else:
+                s = state[i]
+                s.writing = False
+                if s.computed:
+                    finish(s)
+        while timers and timers[0][0] <= now + 1e-9:
+            _, _, kind, i, j = heapq.heappop(timers)
+            s = state[i]
+            if kind == "read":
+                begin_read(i, j)
+            elif kind == "loaded":
+                loaded(i)
+            elif kind == "computed":
+                s.computed = True
+                if not s.writing:
+                    finish(s)
+        deal()
+        start_loads()
+        start_compute()
+    return end + c["drain"]
+
+
+# ---- public entry points ----------------------------------------------------------------------
+
+def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20):
+    """Predict cycles and utilization of ``kernel`` on ``taus`` TAUs sharing one DRAM port.
+
+    Parameters
+    ----------
+    kernel : merit.compile.Kernel
+        From :func:`merit.compile.compile_problem`.
+    taus : int
+        TAUs (each ``kernel.lanes`` lanes); parallel tiles are dealt dynamically.
+    dram_bytes_per_cycle : float
+        Average DRAM bandwidth shared by every TAU's reads and writes; the 64-bit port moves at
+        most one 8-byte beat per cycle, so values above 8 change nothing.
+    latency : int
+        DRAM read latency in cycles (burst acceptance to first data beat).
+
+    Returns
+    -------
+    Prediction
+    """
+    _check_kernel(kernel)
+    taus = _check_int("taus", taus, 1)
+    bandwidth = _check_bandwidth(dram_bytes_per_cycle)
+    latency = _check_int("latency", latency, 0)
+    jobs = _jobs(kernel)
+    beat_rate = min(1.0, bandwidth / BEAT_BYTES)
+    cycles = int(math.ceil(_simulate(jobs, taus, beat_rate, latency)))
+    lanes = kernel.lanes
+    n_t = len(kernel.tiles)
+    per_tile = []
+    for t, origin in enumerate(kernel.tiles):
+        sel = jobs.tile == t
+        per_tile.append(TileCost(tuple(int(v) for v in origin), int(sel.sum()),
+                                 int(jobs.compute[sel].sum()),
+                                 int(jobs.read[sel].sum()) * BEAT_BYTES,
+                                 int(jobs.write[sel].sum()) * BEAT_BYTES))
+    read_bytes = int(jobs.read.sum()) * BEAT_BYTES
+    write_bytes = int(jobs.write.sum()) * BEAT_BYTES
+    compute_cycles = int(math.ceil(jobs.compute.sum() / taus))
+    dram_cycles = int(math.ceil((read_bytes + write_bytes) / min(bandwidth, BEAT_BYTES)))
+    outputs = int(np.prod(kernel.problem.p_shape))
+    occupancy = outputs / (n_t * int(np.prod(kernel.tiling.p_tile)))
+    if max(compute_cycles, dram_cycles) < 0.85 * cycles:
+        bound = "tile turnaround"
+    elif dram_cycles >= compute_cycles:
+        bound = "DRAM"
+    else:
+        bound = "ALUs"
+    if occupancy < 0.8:
+        bound += " + tile quantization"
+    return Prediction(
+        cycles=cycles,
+        utilization=kernel.useful_ops / (cycles * lanes * taus),
+        compute_cycles=compute_cycles,
+        dram_cycles=dram_cycles,
+        bound=bound,
+        tiles=n_t,
+        jobs=len(jobs.tile),
+        read_bytes=read_bytes,
+        write_bytes=write_bytes,
+        useful_ops=int(kernel.useful_ops),
+        lane_occupancy=occupancy,
+        lanes=lanes,
+        taus=taus,
+        dram_bytes_per_cycle=bandwidth,
+        latency=latency,
+        per_tile=tuple(per_tile),
+    )
+
+
+def predict_problem(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8, latency=20,
+                    **compile_kwargs):
+    """Compile ``problem`` (:func:`merit.compile.compile_problem`) and :func:`predict` it.
+
+    For layers too large to simulate; ``compile_kwargs`` go to ``compile_problem`` (by default
+    24 instruction slots, the TAU of the measurements).
+    """
+    from .compile import compile_problem
+    compile_kwargs.setdefault("instructions", 24)
+    kernel = compile_problem(problem, lanes=lanes, **compile_kwargs)
+    return predict(kernel, taus=taus, dram_bytes_per_cycle=dram_bytes_per_cycle,
+                   latency=latency)
+
+
+# ---- calibration against the RTL ----------------------------------------------------------------
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
+def _workloads():
+    """name -> problem factory of ``verif/measure_tau.py`` (loaded without the simulator)."""
+    import ast
+    path = Path(__file__).resolve().parents[2] / "verif" / "measure_tau.py"
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "WORKLOADS":
+            from . import workloads as W
+            table = eval(compile(ast.Expression(node.value), str(path), "eval"), {"W": W})
+            return {name: factory for name, (factory, _) in table.items()}
+    raise LookupError(f"{path} defines no WORKLOADS")
+
+
+def calibration_table(results=RESULTS):
+    """Predicted vs measured cycles of every RTL measurement in ``results``.
+
+    Reads ``tau.json`` (one TAU, ``verif/measure_tau.py``) and, when it exists,
+    ``utilization.json`` (``{"rows": {name: {"problem", "cycles", "taus", "lanes", ...}}}``, where
+    ``problem`` names a workload of ``verif/measure_tau.py``). Returns a list of dicts with
+    ``source, name, lanes, taus, measured, predicted, error`` (relative, signed), ``bound``.
+    """
+    results = Path(results)
+    factories = _workloads()
+    rows = []
+    tau = json.loads((results / "tau.json").read_text())
+    setup = tau["setup"]
+    from .compile import compile_problem
+    for name, r in sorted(tau["workloads"].items()):
+        kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24)
+        p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
+                    latency=setup["latency"])
+        rows.append(_row("tau.json", name, setup["lanes"], 1, r["cycles"], p))
+    util = results / "utilization.json"
+    if util.exists():
+        for name, r in sorted(json.loads(util.read_text()).get("rows", {}).items()):
+            problem = r.get("problem", name)
+            if problem not in factories:
+                continue
+            lanes, taus = int(r.get("lanes", 32)), int(r.get("taus", 1))
+            kernel = compile_problem(factories[problem](), lanes=lanes, instructions=24)
+            p = predict(kernel, taus=taus,
+                        dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
+                        latency=r.get("latency", 20))
+            rows.append(_row("utilization.json", name, lanes, taus, r["cycles"], p))
+    return rows
+
+
+def _row(source, name, lanes, taus, measured, p):
+    return {"source": source, "name": name, "lanes": lanes, "taus": taus,
+            "measured": int(measured), "predicted": p.cycles,
+            "error": (p.cycles - measured) / measured, "bound": p.bound}
+
+
+def _markdown(rows, command):
+    import datetime
+    import platform
+    worst = max((abs(r["error"]) for r in rows), default=0.0)
+    lines = [
+        "# Performance model vs RTL measurements",
+        "",
+        f"Command: `{command}` ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+        f"UTC, {platform.node() or 'unknown host'}, {platform.machine()}, Python "
+        f"{platform.python_version()}). Model: `merit.perf` (`docs/perf.md`); measurements: "
+        "`docs/results/tau.json` (`verif/measure_tau.py`) and, when present, "
+        "`docs/results/utilization.json`. Error = (predicted - measured) / measured.",
+        "",
+        "| source | workload | lanes | TAUs | measured cycles | predicted | error | bound |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['source']} | {r['name']} | {r['lanes']} | {r['taus']} | "
+                     f"{r['measured']} | {r['predicted']} | {100 * r['error']:+.1f} % | "
+                     f"{r['bound']} |")
+    lines += ["", f"Max |error|: {100 * worst:.1f} % over {len(rows)} rows "
+              f"(target: 10 %)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    """``python -m merit.perf [--out FILE]``: print the calibration table and write it as
+    Markdown (default ``docs/results/perf.md``)."""
+    import argparse
+    parser = argparse.ArgumentParser(description="merit.perf against the RTL measurements")
+    parser.add_argument("--out", default=str(RESULTS / "perf.md"))
+    args = parser.parse_args(argv)
+    rows = calibration_table()
+    for r in rows:
+        print(f"{r['source']:18} {r['name']:18} taus={r['taus']} measured={r['measured']:8} "
+              f"predicted={r['predicted']:8} error={100 * r['error']:+6.1f} %  {r['bound']}")
+    Path(args.out).write_text(_markdown(rows, "python -m merit.perf"))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
