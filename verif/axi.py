@@ -5,9 +5,17 @@ ports of a DUT and limits them the way the paper's DRAM does: **``bytes_per_cycl
 (8 by default, 3.2 GB/s at 400 MHz; read data and write data share it, one 64-bit beat costs 8),
 a read **latency** in cycles from the read burst's acceptance to its first data beat (bursts are
 pipelined, so latency costs throughput only when too few reads are in flight), and optional random
-**backpressure** on every channel (seeded pause generators). It also measures the cycles from the
-first DRAM request (AR or AW valid) to the last write response, the span SPEC §5 defines for
-utilization.
+**backpressure** on every channel (seeded pause generators). For the robustness benches both
+latencies may be random: a ``(low, high)`` range is drawn again for each read burst, and
+``write_latency`` delays each write response after the burst's last W beat. Answers keep the order
+of the requests (legal AXI: same ID in order; this model reorders nothing).
+
+It also measures the cycles from the first DRAM request (AR or AW valid) to the last write
+response, the span SPEC §5 defines for utilization, and counts the bursts still owed an answer
+(:meth:`Dram.describe` names them when a bench's watchdog fires).
+
+Reset: the RAM's AXI ports follow ``reset`` (AXI resets both sides of an interface together):
+bursts in flight are dropped, the memory keeps its contents.
 """
 
 import itertools
@@ -19,7 +27,19 @@ from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiReadBus, AxiWriteBus
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 
-__all__ = ["Dram", "fill_dram", "check_outputs"]
+__all__ = ["Dram", "fill_dram", "check_outputs", "check_untouched"]
+
+
+def _check_latency(name, value):
+    """``value`` as ``(low, high)`` cycles (an int is a fixed latency)."""
+    low_high = (value, value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if (not isinstance(low_high, (tuple, list)) or len(low_high) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in low_high)):
+        raise TypeError(f"{name} must be an integer or a (low, high) pair, not {value!r}")
+    low, high = low_high
+    if not 0 <= low <= high:
+        raise ValueError(f"{name} must be cycles with 0 <= low <= high, not {value!r}")
+    return low, high
 
 
 class Dram:
@@ -33,20 +53,29 @@ class Dram:
         Bytes of memory.
     read, write : bool
         Which channels the DUT has.
-    latency : int
-        Cycles from read-burst acceptance to its first data beat.
+    latency : int or (int, int)
+        Cycles from read-burst acceptance to its first data beat; a ``(low, high)`` range is
+        drawn (inclusive) for each burst.
+    write_latency : int or (int, int)
+        Cycles from the last W beat of a burst to its write response being offered (drawn per
+        burst from a range); 0 = at once.
     bytes_per_cycle : int
         Shared read + write bandwidth.
     rand : random.Random, optional
-        With ``backpressure`` > 0: random stalls on AR, R, AW, W and B.
+        With ``backpressure`` > 0: random stalls on AR, R, AW, W and B; draws the latencies.
     backpressure : float
         Probability that a channel stalls in a cycle.
     """
 
     def __init__(self, dut, prefix, clock, reset, *, size, read=True, write=True, latency=20,
-                 bytes_per_cycle=8, rand=None, backpressure=0.0):
+                 write_latency=0, bytes_per_cycle=8, rand=None, backpressure=0.0):
         self.clock = clock
-        self.latency = latency
+        self.reset = reset
+        self.latency = _check_latency("latency", latency)
+        self.write_latency = _check_latency("write_latency", write_latency)
+        if rand is None and (self.latency[0] != self.latency[1]
+                             or self.write_latency[0] != self.write_latency[1]):
+            raise ValueError("a random latency needs rand (a random.Random)")
         self.bytes_per_cycle = bytes_per_cycle
         self.rand = rand
         self.backpressure = backpressure if rand is not None else 0.0
@@ -55,6 +84,10 @@ class Dram:
         self.last_response = None
         self.read_beats = 0
         self.write_beats = 0
+        self.reads_owed = 0         # read bursts accepted, last beat not yet taken
+        self.writes_owed = 0        # write bursts accepted, response not yet taken
+        self.last_handshake = None
+        self.request_cycles = 0     # cycles with AR or AW valid
         self.writer = self.reader = None
         mem = None
         if write:
@@ -70,33 +103,61 @@ class Dram:
         for port in (self.writer, self.reader):
             if port is not None:      # one INFO line per burst would slow long runs down
                 port.log.setLevel(logging.WARNING)
+        # cycle from which the head of the R / B queue may go (one entry per queued beat)
         self._ready_at = []
+        self._b_ready_at = []
+        self._burst_start = True        # the next R beat queued starts a burst
+        self._burst_latency = 0
         if self.writer is not None:
             self.writer.w_channel.queue_occupancy_limit = 32      # the DRAM's write buffer
         if self.reader is not None:
             # the RAM model queues the beats of every accepted burst at once (their latency runs
             # from acceptance, bursts overlap); its default of 2 would serialise the latency
             self.reader.r_channel.queue_occupancy_limit = -1
-            channel = self.reader.r_channel
-            send = channel.send
-
-            async def timed_send(obj):
-                self._ready_at.append(self.cycle + self.latency + 1)
-                await send(obj)
-            channel.send = timed_send
+            self.reader.r_channel.send = self._timed(self.reader.r_channel.send, self._read_ready,
+                                                     self._ready_at)
+        if self.writer is not None and self.write_latency != (0, 0):
+            self.writer.b_channel.queue_occupancy_limit = -1    # responses wait here, not in W
+            self.writer.b_channel.send = self._timed(self.writer.b_channel.send, self._b_ready,
+                                                     self._b_ready_at)
         for port in self._stall_only():
             port.set_pause_generator(self._random_pauses())
         self._sigs = {name: getattr(dut, f"{prefix}_{name}", None)
-                      for name in ("arvalid", "awvalid", "bvalid", "bready", "rvalid", "rready",
-                                   "wvalid", "wready")}
+                      for name in ("arvalid", "arready", "rvalid", "rready", "rlast", "awvalid",
+                                   "awready", "wvalid", "wready", "bvalid", "bready")}
         cocotb.start_soon(self._run())
+
+    @staticmethod
+    def _timed(send, ready, times):
+        """``send`` that appends to ``times`` the cycle from which the queued beat may go (after
+        the put: a full queue blocks ``send`` with nothing recorded)."""
+        async def timed_send(obj):
+            at = ready(obj)
+            await send(obj)
+            times.append(at)
+        return timed_send
+
+    def _draw(self, low_high):
+        low, high = low_high
+        return low if low == high else self.rand.randint(low, high)
+
+    def _read_ready(self, beat):
+        if self._burst_start:
+            self._burst_latency = self._draw(self.latency)
+        self._burst_start = bool(int(beat.rlast))
+        return self.cycle + self._burst_latency + 1
+
+    def _b_ready(self, _response):
+        return self.cycle + self._draw(self.write_latency)
 
     def _stall_only(self):
         ports = []
         if self.reader is not None:
             ports.append(self.reader.ar_channel)
         if self.writer is not None:
-            ports += [self.writer.aw_channel, self.writer.b_channel]
+            ports.append(self.writer.aw_channel)
+            if self.write_latency == (0, 0):
+                ports.append(self.writer.b_channel)
         return ports
 
     def _random_pauses(self):
@@ -111,28 +172,51 @@ class Dram:
         sig = self._sigs[name]
         return sig is not None and sig.value.is_resolvable and int(sig.value) == 1
 
+    def _in_reset(self):
+        return (self.reset is not None and self.reset.value.is_resolvable
+                and int(self.reset.value) == 1)
+
+    def _count(self):
+        """Handshakes of this cycle: statistics and the bursts still owed an answer."""
+        if self._high("arvalid") or self._high("awvalid"):
+            self.request_cycles += 1
+            if self.first_request is None:
+                self.first_request = self.cycle
+        fire = {ch: self._high(f"{ch}valid") and self._high(f"{ch}ready")
+                for ch in ("ar", "r", "aw", "w", "b")}
+        if fire["b"]:
+            self.last_response = self.cycle
+        self.read_beats += fire["r"]
+        self.write_beats += fire["w"]
+        self.reads_owed += fire["ar"] - (fire["r"] and self._high("rlast"))
+        self.writes_owed += fire["aw"] - fire["b"]
+        if any(fire.values()):
+            self.last_handshake = self.cycle
+
     async def _run(self):
         tokens = 0
         last_was_write = False
         r = self.reader.r_channel if self.reader is not None else None
         w = self.writer.w_channel if self.writer is not None else None
+        b = self.writer.b_channel if self.write_latency != (0, 0) else None
         edge = RisingEdge(self.clock)
-        while True:
+        while True:         # the model of a DRAM: runs as long as the simulation
             await edge
             self.cycle += 1
-            if self.first_request is None and (self._high("arvalid") or self._high("awvalid")):
-                self.first_request = self.cycle
-            if self._high("bvalid") and self._high("bready"):
-                self.last_response = self.cycle
-            if self._high("rvalid") and self._high("rready"):
-                self.read_beats += 1
-            if self._high("wvalid") and self._high("wready"):
-                self.write_beats += 1
-            tokens = min(tokens + self.bytes_per_cycle, max(8, self.bytes_per_cycle))
-            read_ok = False
+            if self._in_reset():            # the RAM model drops its bursts
+                self.reads_owed = self.writes_owed = 0
+                self._burst_start = True
+                continue
+            self._count()
+            # the queues hold one entry per queued beat: drop those of beats already sent
             if r is not None:
-                head = len(self._ready_at) - r.count()
-                read_ok = r.count() > 0 and self._ready_at[head] <= self.cycle
+                del self._ready_at[:len(self._ready_at) - r.count()]
+            if b is not None:
+                del self._b_ready_at[:len(self._b_ready_at) - b.count()]
+                b.pause = not (self._b_ready_at and self._b_ready_at[0] <= self.cycle
+                               and not self._stall())
+            tokens = min(tokens + self.bytes_per_cycle, max(8, self.bytes_per_cycle))
+            read_ok = bool(self._ready_at) and self._ready_at[0] <= self.cycle
             write_ok = w is not None and self._high("wvalid")
             give_read = give_write = False
             if tokens >= 8:
@@ -151,6 +235,13 @@ class Dram:
                 r.pause = not give_read
             if w is not None:
                 w.pause = not give_write
+
+    def describe(self):
+        """The DRAM port's state in words (for a watchdog's message)."""
+        levels = " ".join(f"{name}={int(self._high(name))}" for name in self._sigs)
+        return (f"DRAM at cycle {self.cycle}: {self.reads_owed} read and {self.writes_owed} write "
+                f"bursts owed an answer, last handshake at cycle {self.last_handshake}, "
+                f"port {levels}")
 
     # ---- memory access for the benches ---------------------------------------------------------
 
@@ -187,22 +278,34 @@ def fill_dram(dram, kernel, problem, nrng):
     return image, arrays
 
 
+def _outputs(kernel, problem):
+    """``[(name, start, end)]`` byte ranges of the kernel's outputs in DRAM."""
+    n_out = int(np.prod(problem.p_shape))
+    return [(name, address, address + 2 * n_out) for name, address in kernel.outputs]
+
+
+def check_untouched(dram, kernel, problem, image):
+    """Assert that no DRAM byte outside the outputs differs from ``image`` (what was filled)."""
+    got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
+    untouched = np.ones(kernel.dram_bytes, dtype=bool)
+    for _, start, end in _outputs(kernel, problem):
+        untouched[start:end] = False
+    changed = np.flatnonzero(untouched & (got_image != image))
+    assert changed.size == 0, (f"{changed.size} DRAM bytes outside the outputs changed, first "
+                               f"at {changed[0]:#x}")
+
+
 def check_outputs(dram, kernel, problem, image, expected):
     """Assert that every output in DRAM equals ``expected`` (the golden ISA model's outputs, in
     ``problem.outputs`` order) and that no byte outside the outputs changed."""
     expected = expected if isinstance(expected, tuple) else (expected,)
     got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
-    untouched = np.ones(kernel.dram_bytes, dtype=bool)
-    n_out = int(np.prod(problem.p_shape))
-    for (name, address), out, want in zip(kernel.outputs, problem.outputs, expected,
-                                          strict=True):
-        untouched[address:address + 2 * n_out] = False
-        raw = got_image[address:address + 2 * n_out].view("<i2").reshape(problem.p_shape)
+    for (name, start, end), out, want in zip(_outputs(kernel, problem), problem.outputs,
+                                             expected, strict=True):
+        raw = got_image[start:end].view("<i2").reshape(problem.p_shape)
         got = out.finish(raw)
         bad = np.argwhere(got != want)
         assert bad.size == 0, (f"output {name}: {len(bad)} of {got.size} values differ, first at "
                                f"{tuple(bad[0])}: got {got[tuple(bad[0])]}, "
                                f"expected {want[tuple(bad[0])]}")
-    changed = np.flatnonzero(untouched & (got_image != image))
-    assert changed.size == 0, (f"{changed.size} DRAM bytes outside the outputs changed, first "
-                               f"at {changed[0]:#x}")
+    check_untouched(dram, kernel, problem, image)

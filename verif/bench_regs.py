@@ -10,12 +10,14 @@ was written (field bits only), the ``config`` port holds the written fields at t
 kernel with its number, and run control follows finished / abort / errors / quiet.
 """
 
+import copy
+
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from benchlib import bench_config, pause_generator, rng, setup
-from merit.regmap import Error, register_map
+from merit.regmap import CHECKS, Error, register_map
 
 OKAY, SLVERR = 0, 2
 
@@ -33,6 +35,7 @@ class TB:
                         self.bus.read_if.r_channel):
             channel.set_pause_generator(pause_generator(self.rand, p))
         self.runs = 0
+        self.shadow = {}                        # configuration words written (0 after reset)
         self.pins = hasattr(dut, "finished")    # a bare Regs, not a Top
         if self.pins:
             dut.finished.value = 0
@@ -70,47 +73,148 @@ class TB:
                 "info": word >> 8 & 255}
 
     async def configure(self, values):
+        """Write the configuration words that differ from the shadow."""
         for offset, word in self.map.config_words(values):
-            await self.write_ok(offset, word)
+            if self.shadow.get(offset, 0) != word:
+                await self.write_ok(offset, word)
+                self.shadow[offset] = word
 
     async def ctrl(self, start=0, abort=0, irq_enable=0):
         await self.write_ok(self.map["CTRL"].offset, start | abort << 1 | irq_enable << 2)
 
 
 def good_config(lanes, instructions=16):
-    """A configuration that passes every check: 8 outputs along p5 per lane group."""
+    """A configuration that passes every check: 8 outputs along p5 per lane group, every slot
+    enabled."""
     return {
         "p_size": [1, 1, 1, 1, 3, 2 * lanes], "a_size": [1, 1, 1, 1, 1, 5],
         "p_tile": [1, 1, 1, 1, 1, lanes], "a_tile": [1, 1, 1, 1, 1, 5],
         "lane_index": [5] * 6, "begs": [0] * 7, "ends": [instructions] * 7,
         "rp0": [{"enable": 1, "base": 0x100, "extent": [1, 1, 3, 9], "box": [1, 1, 1, 9],
-                 "rows": 2}, {"enable": 0}],
+                 "rows": 2},
+                {"enable": 1, "base": 0x400, "extent": [1, 1, 1, 9], "box": [1, 1, 1, 9],
+                 "rows": 2}],
         "rp1": [{"enable": 1, "base": 0x800, "extent": [1, 1, 1, 5], "box": [1, 1, 1, 5],
                  "rows": 1, "rotate": 0}],
         "out_base": [0x1000, 0, 0],
     }
 
 
-def bad_configs(lanes, rp0_rows):
-    """(check number, description, change) for each configuration check."""
-    return [
-        (1, "p_size 0", {"p_size": [1, 1, 0, 1, 3, 2 * lanes]}),
-        (1, "a_size 0", {"a_size": [1, 1, 1, 1, 1, 0]}),
-        (2, "a_tile 0", {"a_tile": [1, 1, 1, 0, 1, 5]}),
-        (2, "p_tile 0", {"p_tile": [0, 1, 1, 1, 1, lanes]}),
-        (3, "lane bit on index 6", {"lane_index": [6, 5, 5, 5, 5, 5]}),
-        (3, "p_tile not a multiple of its lanes", {"p_tile": [1, 1, 1, 1, 1, lanes // 2]}),
-        (4, "end past the program", {"ends": [0, 16, 16, 16, 16, 16, 17]}),
-        (4, "begs increasing", {"begs": [0, 2, 2, 2, 2, 2, 2]}),
-        (4, "ends decreasing", {"ends": [16, 15, 15, 15, 15, 15, 15]}),
-        (5, "tile larger than RP0", {"rp0": [{"enable": 1, "base": 0, "extent": [1, 1, 1, 1],
-                                             "box": [1, 1, 1, 1], "rows": rp0_rows + 1}]}),
-        (5, "odd slot base", {"rp1": [{"enable": 1, "base": 0x801, "extent": [1, 1, 1, 5],
-                                       "box": [1, 1, 1, 5], "rows": 1}]}),
-        (5, "box 0", {"rp1": [{"enable": 1, "base": 0x800, "extent": [1, 1, 1, 5],
-                               "box": [1, 1, 0, 5], "rows": 1}]}),
-        (6, "odd output base", {"out_base": [0x1000, 0x23, 0]}),
+def _with(good, *changes):
+    """A copy of ``good`` with ``(path, value)`` changes; a path is a tuple of keys / indices."""
+    values = copy.deepcopy(good)
+    for path, value in changes:
+        node = values
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    return values
+
+
+def _slots(good):
+    return [(port, k) for port in ("rp0", "rp1") for k, slot in enumerate(good[port])
+            if slot.get("enable")]
+
+
+def _break_sizes(good, lanes, rows):
+    for name in ("p_size", "a_size"):
+        for j in range(len(good[name])):
+            yield f"{name}[{j}] = 0", _with(good, ((name, j), 0))
+
+
+def _break_tiles(good, lanes, rows):
+    for name in ("p_tile", "a_tile"):
+        for j in range(len(good[name])):
+            yield f"{name}[{j}] = 0", _with(good, ((name, j), 0))
+
+
+def _break_lanes(good, lanes, rows):
+    bits = lanes.bit_length() - 1
+    for i in range(bits):
+        for index in (6, 7):
+            yield f"lane_index[{i}] = {index}", _with(good, (("lane_index", i), index))
+    moved = good["lane_index"][0]           # the index that lane bit 0 moves in good
+    for j in range(6):
+        if j != moved and good["p_tile"][j] % 2:
+            yield (f"lane bit 0 on index {j} whose tile is {good['p_tile'][j]}",
+                   _with(good, (("lane_index", 0), j)))
+    tile = good["p_tile"][moved]
+    for bad in (tile - 1, tile + 1, tile + lanes // 2):
+        yield f"p_tile[{moved}] = {bad}, not a multiple of its lanes", \
+            _with(good, (("p_tile", moved), bad))
+
+
+def _break_range(good, lanes, rows):
+    end = max(good["ends"])
+    count = len(good["ends"])
+    for k in range(count):
+        yield f"ends[{k}] = {end + 1} past the program", _with(good, (("ends", k), end + 1))
+    for k in range(1, count):
+        yield f"begs[{k}] above begs[{k - 1}]", _with(good, (("begs", k), good["begs"][k - 1] + 1))
+        yield f"ends[{k}] below ends[{k - 1}]", _with(good, (("ends", k), good["ends"][k - 1] - 1))
+    yield "begs[0] after ends[0]", _with(good, (("begs", 0), 5), (("ends", 0), 4))
+
+
+def _break_slots(good, lanes, rows):
+    bits = lanes.bit_length() - 1
+    for port, k in _slots(good):
+        slot = f"{port}[{k}]"
+        cap = rows[0] if port == "rp0" else rows[1]
+        for field in ("extent", "box"):
+            for a in range(4):
+                yield f"{slot}.{field}[{a}] = 0", _with(good, ((port, k, field, a), 0))
+        for value in (0, cap + 1, 0xFFFF):
+            yield f"{slot}.rows = {value} (SRAM {cap})", _with(good, ((port, k, "rows"), value))
+        for value in (bits, 7):
+            yield f"{slot}.rotate = {value}", _with(good, ((port, k, "rotate"), value))
+        yield f"{slot}.base odd", _with(good, ((port, k, "base"), good[port][k]["base"] | 1))
+
+
+def _break_outputs(good, lanes, rows):
+    for k in range(len(good["out_base"])):
+        yield f"out_base[{k}] odd", _with(good, (("out_base", k), good["out_base"][k] | 1))
+
+
+#: For each check of merit.regmap.CHECKS (by name): a generator of ``(what, configuration)``
+#: with one field out of range.
+BREAKERS = {"sizes": _break_sizes, "tiles": _break_tiles, "lanes": _break_lanes,
+            "range": _break_range, "slots": _break_slots, "outputs": _break_outputs}
+
+
+def bad_configs(good, lanes, rows):
+    """``(check number, what, configuration)`` for every configuration check of
+    :data:`merit.regmap.CHECKS`, each field out of range in turn; ``good`` passes every check
+    and enables every slot, ``rows`` = SRAM rows of (RP0, RP1). A check without a breaker is a
+    failure of the bench, not a silent gap."""
+    missing = [name for name, _ in CHECKS if name not in BREAKERS]
+    assert not missing, f"no bad configuration for check(s) {missing}: add them to BREAKERS"
+    cases = []
+    for number, (name, _) in enumerate(CHECKS, 1):
+        found = list(BREAKERS[name](good, lanes, rows))
+        assert found, f"check {name}: no field of the configuration to break"
+        cases += [(number, what, values) for what, values in found]
+    return cases
+
+
+def edge_configs(good, lanes, rows):
+    """``(what, configuration)`` at the edge of every check, which must be accepted (the first
+    slot and output of ``good`` are left as they are)."""
+    bits = lanes.bit_length() - 1
+    port, k = _slots(good)[0]
+    last_port, last = _slots(good)[-1]
+    out = len(good["out_base"]) - 1
+    cases = [
+        (f"{port}[{k}].rows = SRAM rows", _with(good, ((port, k, "rows"), rows[0]))),
+        (f"{port}[{k}].rotate = {bits - 1}", _with(good, ((port, k, "rotate"), bits - 1))),
+        (f"out_base[{out}] 2-byte aligned only", _with(good, (("out_base", out),
+                                                              good["out_base"][out] | 2))),
+        (f"{last_port}[{last}] disabled, holding zeros", _with(good, ((last_port, last),
+                                                                      {"enable": 0}))),
+        ("begs[0] = ends[0]", _with(good, (("begs", 0), good["ends"][0]))),
     ]
+    cases += [(f"lane_index[{i}] = 7 on a bit above the lanes", _with(good, (("lane_index", i), 7)))
+              for i in range(bits, 6)]
+    return cases
 
 
 @cocotb.test()
@@ -181,8 +285,9 @@ async def bad_configuration_is_refused(dut):
     tb = TB(dut)
     await tb.start()
     lanes = tb.cfg["lanes"]
-    for number, what, change in bad_configs(lanes, tb.cfg["rp0_rows"]):
-        await tb.configure({**good_config(lanes), **change})
+    rows = (tb.cfg["rp0_rows"], tb.cfg["rp1_rows"])
+    for number, what, values in bad_configs(good_config(lanes), lanes, rows):
+        await tb.configure(values)
         await tb.ctrl(start=1)
         st = await tb.status()
         assert st == {"busy": 0, "done": 1, "error": Error.CONFIG, "info": number}, \

@@ -13,4 +13,5 @@ from meritz.regs import Regs
 def test_regs():
     lanes, taus, rp0_rows = 8, 2, 1024
     run_bench(Regs(lanes=lanes, taus=taus, rp0_rows=rp0_rows, rp1_rows=512), bench="bench_regs",
-              config={"lanes": lanes, "taus": taus, "rp0_rows": rp0_rows, "backpressure": 0.3})
+              config={"lanes": lanes, "taus": taus, "rp0_rows": rp0_rows, "rp1_rows": 512,
+                      "backpressure": 0.3})

@@ -1,0 +1,211 @@
+"""Robustness benches of meritz.top.Top (issue 7): every scenario ends in the documented STATUS,
+never in a hang, and the next run is exact.
+
+The DRAM answers with random backpressure on every AXI channel, a random latency per read burst
+and a random delay before each write response (``latency`` / ``write_latency`` ranges in the bench
+configuration, see ``axi.Dram``). Every wait is bounded by a watchdog (``bench_top.TB``) whose
+message names STATUS and the state of the DRAM port.
+
+* ``kernels_complete_under_random_latency``: the runs are exact.
+* ``abort_at_a_random_point``: CTRL.abort in the middle of a run: error ABORTED, the DRAM port
+  quiet, nothing written outside the output; the next run is exact.
+* ``reset_in_the_middle_of_a_kernel``: ``rst`` for a few cycles at a random point of a run: every
+  register back to its reset value, the port quiet, nothing written outside the output (the DRAM
+  model's AXI ports reset with the processor's, its memory stays); the next run is exact.
+* ``axi_error_responses_stop_the_run``: SLVERR on read data, then on write responses: error
+  AXI_READ / AXI_WRITE, quiet, nothing outside the output; the next run is exact.
+* ``every_configuration_check_refuses``: each field out of range for every check of
+  :data:`merit.regmap.CHECKS` (``bench_regs.bad_configs``): error CONFIG with the check's number,
+  no DRAM request; after each, a run at the edge of the checks (``bench_regs.edge_configs``) is
+  exact.
+
+The kernel is the stand-in TAU's (``bench_top.StubJob``), or, when the configuration names a
+pickled ``problem``, that problem compiled for the real TAU and checked against the golden ISA
+model (``KernelJob``).
+"""
+
+import copy
+import pickle
+from pathlib import Path
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from axi import check_outputs, check_untouched, fill_dram
+from bench_regs import bad_configs, edge_configs, good_config
+from bench_top import DRAM_BYTES, GRIDS, IN, TB, StubJob
+from benchlib import bench_config
+from merit.compile import compile_problem
+from merit.isa.programs import run as isa_run
+from merit.regmap import Error
+
+#: The stand-in's long kernel (240 tiles): the one interrupted by abort, reset and AXI errors.
+LONG = ([1, 1, 1, 1, 30, 64], [1, 1, 1, 1, 1, 8])
+
+
+class KernelJob:
+    """A problem compiled for the real TAU: DRAM filled at random, outputs checked against the
+    golden ISA model, every other byte unchanged."""
+
+    def __init__(self, tb, problem, kernel):
+        self.tb, self.problem, self.kernel = tb, problem, kernel
+        self.values, self.luts = kernel.config, kernel.program.luts
+        self.tiles = len(kernel.tiles)
+        self.nrng = np.random.default_rng(tb.rand.randrange(1 << 30))
+
+    def fill(self):
+        self.image, arrays = fill_dram(self.tb.dram, self.kernel, self.problem, self.nrng)
+        self.expected = isa_run(self.problem, *arrays)
+
+    def check(self):
+        check_outputs(self.tb.dram, self.kernel, self.problem, self.image, self.expected)
+
+    def check_untouched(self):
+        check_untouched(self.tb.dram, self.kernel, self.problem, self.image)
+
+
+async def robust_tb(dut):
+    """The TB and its jobs: ``(tb, jobs, long)``, the jobs to complete and the one to stop."""
+    cfg = bench_config()
+    if "problem" in cfg:
+        problem = pickle.loads(Path(cfg["problem"]).read_bytes())
+        kernel = compile_problem(problem, lanes=cfg["lanes"], rp_bytes=tuple(cfg["rp_bytes"]),
+                                 cp_bytes=cfg["cp_bytes"])
+        tb = TB(dut, dram_bytes=kernel.dram_bytes)
+        jobs = [KernelJob(tb, problem, kernel)]
+        long = jobs[0]
+    else:
+        tb = TB(dut, dram_bytes=DRAM_BYTES)
+        jobs = [StubJob(tb, size, tile) for size, tile in GRIDS]
+        long = StubJob(tb, *LONG)
+        jobs.append(long)
+    await tb.start()
+    return tb, jobs, long
+
+
+async def stop_point(tb, job, cycles):
+    """Launch ``job`` and wait a random part (10..90 %) of a run of ``cycles`` cycles."""
+    job.fill()
+    await tb.launch(job.values, job.luts)
+    delay = tb.rand.randrange(cycles // 10, cycles * 9 // 10)
+    await ClockCycles(tb.dut.clk, delay)
+    assert not int(tb.dut.irq.value), f"the run ended before its stop point ({delay} cycles)"
+    return delay
+
+
+async def stopped(tb, job, code, what):
+    """After a stopped run: done with ``code``, quiet, nothing written outside the output."""
+    await tb.wait_done(50_000, what)
+    st = await tb.status()
+    assert st == {"busy": 0, "done": 1, "error": code, "info": 0}, f"{what}: {st}"
+    await tb.wait_quiet()
+    job.check_untouched()
+
+
+@cocotb.test()
+async def kernels_complete_under_random_latency(dut):
+    tb, jobs, _ = await robust_tb(dut)
+    for job in jobs:
+        await tb.run(job)
+
+
+@cocotb.test()
+async def abort_at_a_random_point(dut):
+    tb, _, job = await robust_tb(dut)
+    cycles = await tb.run(job, what="the run before the aborts")
+    first = tb.map.config_registers[0].offset
+    for k in range(tb.cfg.get("stops", 3)):
+        delay = await stop_point(tb, job, cycles)
+        assert (await tb.bus.write(first, bytes(4))).resp == 2, "config written while busy"
+        await tb.write(tb.map["CTRL"].offset, 0b110)     # abort, irq enable
+        await stopped(tb, job, Error.ABORTED, f"abort {k} at cycle {delay}")
+    await tb.run(job, what="the run after the aborts")
+
+
+async def check_reset_values(tb):
+    """Every register reads its reset value, the LUT window 0, irq low."""
+    assert not int(tb.dut.irq.value), "irq after reset"
+    for name in ("CTRL", "STATUS", "TILES", "CYCLES"):
+        value = await tb.read(tb.map[name].offset)
+        assert value == 0, f"{name} = {value:#x} after reset"
+    for reg in tb.map.config_registers:
+        value = await tb.read(reg.offset)
+        assert value == 0, f"{reg.name} = {value:#x} after reset"
+    for offset, _ in tb.map.lut_words_for([[0], [0]]):
+        value = await tb.read(offset)
+        assert value == 0, f"LUT word {offset:#x} = {value:#x} after reset"
+
+
+@cocotb.test()
+async def reset_in_the_middle_of_a_kernel(dut):
+    tb, _, job = await robust_tb(dut)
+    cycles = await tb.run(job, what="the run before the resets")
+    ident = await tb.read(tb.map["ID"].offset)
+    for k in range(tb.cfg.get("stops", 3)):
+        delay = await stop_point(tb, job, cycles)
+        dut.rst.value = 1
+        await ClockCycles(dut.clk, tb.rand.randrange(1, 6))
+        dut.rst.value = 0
+        await RisingEdge(dut.clk)
+        tb.shadow.clear()
+        what = f"reset {k} at cycle {delay}"
+        await tb.wait_quiet()
+        await check_reset_values(tb)
+        assert await tb.read(tb.map["ID"].offset) == ident, what
+        job.check_untouched()
+        await tb.run(job, what=f"the run after {what}")
+
+
+@cocotb.test()
+async def axi_error_responses_stop_the_run(dut):
+    """SLVERR on read data, then on write responses (from a random point of the run on)."""
+    tb, _, job = await robust_tb(dut)
+    cycles = await tb.run(job, what="the run before the errors")
+    poison = {"r": False, "b": False}
+    for key, channel in (("r", tb.dram.reader.r_channel), ("b", tb.dram.writer.b_channel)):
+        send = channel.send
+
+        async def poisoned(beat, key=key, send=send):
+            if poison[key]:
+                setattr(beat, f"{key}resp", 2)
+            await send(beat)
+        channel.send = poisoned
+    for key, code in (("r", Error.AXI_READ), ("b", Error.AXI_WRITE)):
+        delay = await stop_point(tb, job, cycles)
+        poison[key] = True
+        await stopped(tb, job, code, f"{key.upper()} errors from cycle {delay}")
+        poison[key] = False
+    await tb.run(job, what="the run after the AXI errors")
+
+
+def stub_good(tb, job):
+    """The stand-in's configuration with every slot enabled and valid (it passes every check)."""
+    good = copy.deepcopy(job.values)
+    slots = good_config(tb.cfg["lanes"])
+    good["rp0"], good["rp1"] = slots["rp0"], slots["rp1"]
+    good["rp0"][0]["base"] = IN                 # the stand-in reads rp0[0]
+    good["out_base"] = good["out_base"] + [0] * (3 - len(good["out_base"]))
+    return good
+
+
+@cocotb.test()
+async def every_configuration_check_refuses(dut):
+    tb, _, _ = await robust_tb(dut)
+    lanes = tb.cfg["lanes"]
+    rows = (tb.cfg["rp0_rows"], tb.cfg["rp1_rows"])
+    job = StubJob(tb, [1, 1, 1, 1, 2, 16], [1, 1, 1, 1, 1, lanes])
+    good = stub_good(tb, job)
+    edges = edge_configs(good, lanes, rows)
+    cases = bad_configs(good, lanes, rows)
+    for n, (number, what, values) in enumerate(cases):
+        requests = tb.dram.request_cycles
+        await tb.launch(values)
+        await tb.wait_done(2000, what)
+        st = await tb.status()
+        assert st == {"busy": 0, "done": 1, "error": Error.CONFIG, "info": number}, \
+            f"{what}: {st}"
+        await ClockCycles(dut.clk, 20)
+        assert tb.dram.request_cycles == requests, f"{what}: the refused kernel used DRAM"
+        edge, job.values = edges[n % len(edges)]
+        await tb.run(job, what=f"{edge} (after {what})")
