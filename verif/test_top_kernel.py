@@ -17,5 +17,6 @@ def test_top_conv3x3(taus):
     metrics = simulate(problem, taus=taus, backpressure=0.2, **SMALL)
     assert 0 < metrics["utilization"] <= 1
     assert metrics["tiles"] > 0
-    # the CYCLES register counts from START to done: the DRAM span lies inside it
-    assert metrics["cycles"] <= metrics["cycles_register"] < metrics["cycles"] + 200
+    # the CYCLES register counts from START to done: the DRAM span lies inside it, and the
+    # configuration check before the first request and the last response take little
+    assert metrics["cycles"] <= metrics["cycles_register"] < 1.1 * metrics["cycles"]

@@ -80,12 +80,99 @@ def test_emission_is_reproducible_with_port_metadata(tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["sim", "no_such_workload"], "unknown workload 'no_such_workload'; expected one of "),
+    (["sim", "no_such_workload"], "unknown workload 'no_such_workload'; expected one of "
+                                  "bilateral, conv3x3_c16, "),
     (["sim", "gemm", "--lanes", "12"], "lanes must be a power of two of at least 2, not 12"),
+    (["sim", "gemm", "--taus", "17"], "taus must be between 1 and 16, not 17"),
+    (["sim", "gemm", "--taus", "0"], "taus must be between 1 and 16, not 0"),
     (["sim", "gemm", "--dram-bytes-per-cycle", "0"],
      "--dram-bytes-per-cycle must be positive, not 0"),
+    (["sim", "gemm", "--latency", "-1"], "--latency must be at least 0, not -1"),
+    (["sim", "gemm", "--waves", "run.vcd"],
+     "--waves must name an .fst file (FST waveform), not 'run.vcd'"),
+    (["sim", "no_such_module:problem"],
+     "cannot import 'no_such_module' of 'no_such_module:problem': No module named"),
+    (["sim", "kernels:missing"], "module 'kernels' has no function 'missing'"),
+    (["sim", "kernels:not_a_problem"],
+     "kernels:not_a_problem must return a merit.Problem, not int"),
+    (["sim", "kernels:broken"], "kernels:broken() failed: m must be positive, not 0"),
+    (["plan", "gemm", "--taus", "20"], "taus must be between 1 and 16, not 20"),
+    (["plan", "gemm", "--dram-bytes-per-cycle", "-8"],
+     "--dram-bytes-per-cycle must be positive, not -8"),
+    (["plan", "nothing"], "unknown workload 'nothing'"),
 ])
-def test_sim_refuses_bad_arguments_in_one_line(argv, message, capsys):
+def test_sim_and_plan_refuse_bad_arguments_in_one_line(argv, message, capsys, tmp_path,
+                                                       monkeypatch):
+    (tmp_path / "kernels.py").write_text(
+        "from merit import workloads as W\n"
+        "def not_a_problem():\n    return 3\n"
+        "def broken():\n    return W.gemm(0, 1, 1)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"merit: error: {message}") and err.count("\n") == 1
+
+
+def test_argument_syntax_errors_are_one_line_too(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sim", "gemm", "--lanes", "eight"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == ("merit: error: argument --lanes: invalid int value: "
+                                       "'eight'\n")
+
+
+def test_plan_prints_the_plan_of_a_workload(capsys, tmp_path):
+    plan = pytest.importorskip("merit.plan")
+    if not hasattr(plan, "plan_png"):
+        pytest.skip("merit.plan has no plan_png yet")
+    from merit import workloads as W
+    png = tmp_path / "plan.png"
+    assert main(["plan", "gemm", "--lanes", "8", "--taus", "2", "--png", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert plan.plan_text(W.gemm(64, 128, 64), lanes=8, taus=2, dram_bytes_per_cycle=8) in out
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def _tiny_gemm_module(folder):
+    (folder / "tiny.py").write_text("from merit import workloads as W\n"
+                                    "def gemm():\n    return W.gemm(12, 10, 7)\n")
+
+
+@pytest.mark.sim
+def test_sim_of_a_user_problem_prints_the_table_and_json(tmp_path, monkeypatch):
+    """``merit sim MODULE:FUNCTION`` on the 8-lane TAU (the build the guide uses), as a user runs
+    it: a subprocess, the table on stdout, the metrics in JSON."""
+    _tiny_gemm_module(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "merit.cli", "sim", "tiny:gemm", "--lanes",
+                             "8", "--seed", "5", "--json", "m.json"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    for row in ("cycles", "utilization", "DRAM busy", "tiles", "tiling", "wall time",
+                "cycles/s", "bit-exact"):
+        assert f"\n  {row} " in out, row
+    assert "seed 5 (replay with seed=5)" in out
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["useful_ops"] == 12 * 10 * 7         # one MAC per (m, n, k)
+    assert metrics["compute_bound_cycles"] == -(-12 * 10 * 7 // 8)
+    assert metrics["compute_bound_cycles"] <= metrics["cycles"]
+    assert metrics["utilization"] == round(metrics["useful_ops"] / (8 * metrics["cycles"]), 4)
+    assert metrics["taus"] is None and metrics["workload"] == "tiny:gemm"
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_sim_of_the_processor_writes_waves(tmp_path):
+    """``--taus 2 --waves``: the 2-TAU top through its control port, with an FST dump (two new
+    builds of minutes each the first time)."""
+    _tiny_gemm_module(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "merit.cli", "sim", "tiny:gemm", "--lanes",
+                             "8", "--taus", "2", "--waves", "run.fst", "--json", "m.json"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "CYCLES register" in result.stdout
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["utilization"] == round(metrics["useful_ops"] / (16 * metrics["cycles"]), 4)
+    assert metrics["cycles"] <= metrics["cycles_register"]
+    assert (tmp_path / "run.fst").read_bytes()[:1] == b"\x00"     # FST header block
