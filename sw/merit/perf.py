@@ -27,6 +27,7 @@ model against every RTL measurement in ``docs/results/`` and writes ``docs/resul
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import json
@@ -44,7 +45,7 @@ CONSTANTS = {
     "commit": 6,        # last beat of a job's tiles -> first read of the job by the CP
     "restart": 8,       # a load that starts while the DMA is idle: AR path before latency
     "drain": 6,         # last CP instruction -> last write response (besides the write beats)
-    "waste": 0.5,       # share of the DMA's RREADY-low slots lost when writes compete
+    "waste": 0.75,      # share of the DMA's RREADY-low slots lost when writes compete
 }
 
 BEAT_BYTES = 8          # DRAM data bus: 64 bits (SPEC §5)
@@ -90,10 +91,15 @@ class Prediction:
         edge tiles and restore / save included).
     dram_cycles : int
         ``(read_bytes + write_bytes) / dram_bytes_per_cycle``: the DRAM's busy time.
+    port_cycles : int
+        The DRAM port's busy time when the DMA's data path is counted: a load holds the port
+        for at least its data-path cycles (one per beat, one more per SRAM row handed to the
+        collector, RREADY low meanwhile), so ``port_cycles >= dram_cycles``.
     bound : str
-        What limits the kernel: ``"ALUs"``, ``"DRAM"`` or ``"tile turnaround"`` (neither is
-        within 85 % of ``cycles``: latency and pipeline fill dominate); ``" + tile quantization"``
-        is appended when edge tiles leave more than 20 % of the lanes idle.
+        What limits the kernel: ``"ALUs"`` (``compute_cycles``) or ``"DRAM"`` (``port_cycles``),
+        whichever is larger, or ``"tile turnaround"`` when neither is within 85 % of ``cycles``
+        (latency, pipeline fill and the last tiles dominate); ``" + tile quantization"`` is
+        appended when edge tiles leave more than 20 % of the lanes idle.
     tiles : int
         Parallel tiles.
     jobs : int
@@ -113,6 +119,7 @@ class Prediction:
     utilization: float
     compute_cycles: int
     dram_cycles: int
+    port_cycles: int
     bound: str
     tiles: int
     jobs: int
@@ -159,6 +166,18 @@ def _check_bandwidth(value):
     if not value > 0 or not math.isfinite(value):
         raise ValueError(f"dram_bytes_per_cycle must be positive, not {value}")
     return float(value)
+
+
+def _check_rp_bytes(value):
+    try:
+        sizes = tuple(value)
+    except TypeError:
+        sizes = None
+    if sizes is None or len(sizes) != 2:
+        raise TypeError(f"rp_bytes must be a pair of SRAM sizes (RP0, RP1), not {value!r}")
+    for size in sizes:
+        _check_int("rp_bytes", size, 1)
+    return tuple(int(v) for v in sizes)
 
 
 # ---- exact counts: jobs ---------------------------------------------------------------------
@@ -324,7 +343,7 @@ def job_costs(kernel):
                                                     "write")}
 
 
-def _jobs(kernel):
+def _jobs(kernel, rp_bytes=RP_BYTES):
     p_origins = np.asarray(kernel.tiles, dtype=np.int64).reshape(len(kernel.tiles), -1)
     a_tiles = _a_tiles(kernel)
     compute = _compute_cycles(kernel)
@@ -348,7 +367,7 @@ def _jobs(kernel):
     rows = [0, 0]
     for port, slot in _slots(kernel):
         rows[port] += slot["rows"]
-    depth = [b // (2 * kernel.lanes) for b in RP_BYTES]
+    depth = [b // (2 * kernel.lanes) for b in rp_bytes]
     ahead = min([depth[r] // rows[r] for r in (0, 1) if rows[r]] or [n_a * n_t])
     prog = kernel.program
     a_size = tuple(kernel.problem.a_shape) or (1,)
@@ -422,10 +441,10 @@ class _TauState:
     """Where one TAU's pipelines stand in :func:`_simulate`."""
 
     def __init__(self):
-        self.queue = []          # jobs of the tiles handed to this TAU, not yet loading
+        self.queue = collections.deque()     # jobs of the tiles handed to this TAU, not loading
         self.loading = None      # the job the DMA loads
         self.dma_idle_since = None
-        self.loaded = []         # (job, cycle its tiles are readable), waiting for the CP
+        self.loaded = collections.deque()    # (job, cycle its tiles are readable), for the CP
         self.job = None          # the job the CP computes
         self.computed = False    # ... its instructions have issued
         self.writing = False     # ... its output beats are not all written
@@ -441,7 +460,7 @@ def _simulate(jobs, taus, beat_rate, latency):
     tile_jobs = {}
     for j, t in enumerate(jobs.tile):
         tile_jobs.setdefault(int(t), []).append(j)
-    tiles = [tile_jobs[t] for t in sorted(tile_jobs)]
+    tiles = collections.deque(tile_jobs[t] for t in sorted(tile_jobs))
     dram = _Dram(beat_rate)
     # the collector's writes win over the RP's reads of single-port banks: every SRAM row a
     # load writes while the CP reads that RP costs the CP a cycle
@@ -454,13 +473,13 @@ def _simulate(jobs, taus, beat_rate, latency):
     def deal():                  # the dispatcher: the next tile to a TAU that asks for one
         for s in state:
             if s.wants_tile and tiles:
-                s.queue += tiles.pop(0)
+                s.queue.extend(tiles.popleft())
                 s.wants_tile = False
 
     def start_loads():
         for i, s in enumerate(state):
             if s.loading is None and s.queue and s.inflight < jobs.ahead:
-                j = s.loading = s.queue.pop(0)
+                j = s.loading = s.queue.popleft()
                 s.inflight += 1
                 s.wants_tile = not s.queue
                 if s.dma_idle_since is None or s.dma_idle_since < now:
@@ -490,7 +509,7 @@ def _simulate(jobs, taus, beat_rate, latency):
     def start_compute():
         for i, s in enumerate(state):
             if s.job is None and s.loaded and s.loaded[0][1] <= now:
-                j = s.job = s.loaded.pop(0)[0]
+                j = s.job = s.loaded.popleft()[0]
                 cycles = float(jobs.compute[j]) + (stall if s.queue or s.loading is not None
                                                    else 0.0)
                 s.computed, s.compute_end = False, now + cycles
@@ -548,7 +567,7 @@ def _simulate(jobs, taus, beat_rate, latency):
 
 # ---- public entry points ----------------------------------------------------------------------
 
-def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20):
+def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES):
     """Predict cycles and utilization of ``kernel`` on ``taus`` TAUs sharing one DRAM port.
 
     Parameters
@@ -562,6 +581,9 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20):
         most one 8-byte beat per cycle, so values above 8 change nothing.
     latency : int
         DRAM read latency in cycles (burst acceptance to first data beat).
+    rp_bytes : (int, int)
+        SRAM bytes of RP0 and RP1 (SPEC §5: 16 KB, 8 KB), as given to ``compile_problem``: how
+        many jobs' tiles the RP tile FIFOs hold at once.
 
     Returns
     -------
@@ -571,7 +593,8 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20):
     taus = _check_int("taus", taus, 1)
     bandwidth = _check_bandwidth(dram_bytes_per_cycle)
     latency = _check_int("latency", latency, 0)
-    jobs = _jobs(kernel)
+    rp_bytes = _check_rp_bytes(rp_bytes)
+    jobs = _jobs(kernel, rp_bytes)
     beat_rate = min(1.0, bandwidth / BEAT_BYTES)
     cycles = int(math.ceil(_simulate(jobs, taus, beat_rate, latency)))
     lanes = kernel.lanes
@@ -587,11 +610,13 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20):
     write_bytes = int(jobs.write.sum()) * BEAT_BYTES
     compute_cycles = int(math.ceil(jobs.compute.sum() / taus))
     dram_cycles = int(math.ceil((read_bytes + write_bytes) / min(bandwidth, BEAT_BYTES)))
+    port_cycles = int(math.ceil((np.maximum(jobs.read, beat_rate * jobs.datapath).sum()
+                                 + jobs.write.sum()) / beat_rate))
     outputs = int(np.prod(kernel.problem.p_shape))
     occupancy = outputs / (n_t * int(np.prod(kernel.tiling.p_tile)))
-    if max(compute_cycles, dram_cycles) < 0.85 * cycles:
+    if max(compute_cycles, port_cycles) < 0.85 * cycles:
         bound = "tile turnaround"
-    elif dram_cycles >= compute_cycles:
+    elif port_cycles >= compute_cycles:
         bound = "DRAM"
     else:
         bound = "ALUs"
@@ -602,6 +627,7 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20):
         utilization=kernel.useful_ops / (cycles * lanes * taus),
         compute_cycles=compute_cycles,
         dram_cycles=dram_cycles,
+        port_cycles=port_cycles,
         bound=bound,
         tiles=n_t,
         jobs=len(jobs.tile),
@@ -628,7 +654,7 @@ def predict_problem(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8, latenc
     compile_kwargs.setdefault("instructions", 24)
     kernel = compile_problem(problem, lanes=lanes, **compile_kwargs)
     return predict(kernel, taus=taus, dram_bytes_per_cycle=dram_bytes_per_cycle,
-                   latency=latency)
+                   latency=latency, rp_bytes=compile_kwargs.get("rp_bytes", RP_BYTES))
 
 
 # ---- calibration against the RTL ----------------------------------------------------------------
@@ -649,13 +675,20 @@ def _workloads():
     raise LookupError(f"{path} defines no WORKLOADS")
 
 
+#: Row files that :func:`calibration_table` reads besides ``tau.json``, when they exist.
+ROW_FILES = ("perf_n8.json", "utilization.json")
+
+
 def calibration_table(results=RESULTS):
     """Predicted vs measured cycles of every RTL measurement in ``results``.
 
-    Reads ``tau.json`` (one TAU, ``verif/measure_tau.py``) and, when it exists,
-    ``utilization.json`` (``{"rows": {name: {"problem", "cycles", "taus", "lanes", ...}}}``, where
-    ``problem`` names a workload of ``verif/measure_tau.py``). Returns a list of dicts with
-    ``source, name, lanes, taus, measured, predicted, error`` (relative, signed), ``bound``.
+    Reads ``tau.json`` (one 32-lane TAU, ``verif/measure_tau.py``) and each of
+    :data:`ROW_FILES` that exists: ``perf_n8.json`` (one 8-lane TAU) and ``utilization.json``
+    (the processor), both ``{"rows": {name: {"problem", "cycles", "taus", "lanes", ...}}}`` where
+    ``problem`` names a workload of ``verif/measure_tau.py`` (other rows are skipped) and
+    ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes`` and ``instructions`` are optional.
+    Returns a list of dicts ``source, name, lanes, taus, bandwidth, measured, predicted, error``
+    (relative, signed) and ``bound``.
     """
     results = Path(results)
     factories = _workloads()
@@ -667,25 +700,29 @@ def calibration_table(results=RESULTS):
         kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24)
         p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
                     latency=setup["latency"])
-        rows.append(_row("tau.json", name, setup["lanes"], 1, r["cycles"], p))
-    util = results / "utilization.json"
-    if util.exists():
-        for name, r in sorted(json.loads(util.read_text()).get("rows", {}).items()):
+        rows.append(_row("tau.json", name, r["cycles"], p))
+    for source in ROW_FILES:
+        path = results / source
+        if not path.exists():
+            continue
+        for name, r in sorted(json.loads(path.read_text()).get("rows", {}).items()):
             problem = r.get("problem", name)
             if problem not in factories:
                 continue
-            lanes, taus = int(r.get("lanes", 32)), int(r.get("taus", 1))
-            kernel = compile_problem(factories[problem](), lanes=lanes, instructions=24)
-            p = predict(kernel, taus=taus,
+            rp_bytes = tuple(r.get("rp_bytes", RP_BYTES))
+            kernel = compile_problem(factories[problem](), lanes=int(r.get("lanes", 32)),
+                                     instructions=int(r.get("instructions", 24)),
+                                     rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)))
+            p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
-                        latency=r.get("latency", 20))
-            rows.append(_row("utilization.json", name, lanes, taus, r["cycles"], p))
+                        latency=int(r.get("latency", 20)), rp_bytes=rp_bytes)
+            rows.append(_row(source, name, r["cycles"], p))
     return rows
 
 
-def _row(source, name, lanes, taus, measured, p):
-    return {"source": source, "name": name, "lanes": lanes, "taus": taus,
-            "measured": int(measured), "predicted": p.cycles,
+def _row(source, name, measured, p):
+    return {"source": source, "name": name, "lanes": p.lanes, "taus": p.taus,
+            "bandwidth": p.dram_bytes_per_cycle, "measured": int(measured), "predicted": p.cycles,
             "error": (p.cycles - measured) / measured, "bound": p.bound}
 
 
@@ -699,18 +736,24 @@ def _markdown(rows, command):
         f"Command: `{command}` ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
         f"UTC, {platform.node() or 'unknown host'}, {platform.machine()}, Python "
         f"{platform.python_version()}). Model: `merit.perf` (`docs/perf.md`); measurements: "
-        "`docs/results/tau.json` (`verif/measure_tau.py`) and, when present, "
-        "`docs/results/utilization.json`. Error = (predicted - measured) / measured.",
+        "`docs/results/tau.json` (one 32-lane TAU, `verif/measure_tau.py`), "
+        "`docs/results/perf_n8.json` (one 8-lane TAU) and, when present, "
+        "`docs/results/utilization.json` (the processor). "
+        "Error = (predicted - measured) / measured.",
         "",
-        "| source | workload | lanes | TAUs | measured cycles | predicted | error | bound |",
-        "|---|---|---|---|---|---|---|---|",
+        "| source | workload | lanes | TAUs | B/cycle | measured cycles | predicted | error "
+        "| bound (model) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(f"| {r['source']} | {r['name']} | {r['lanes']} | {r['taus']} | "
-                     f"{r['measured']} | {r['predicted']} | {100 * r['error']:+.1f} % | "
-                     f"{r['bound']} |")
-    lines += ["", f"Max |error|: {100 * worst:.1f} % over {len(rows)} rows "
-              f"(target: 10 %)."]
+                     f"{r['bandwidth']:g} | {r['measured']} | {r['predicted']} | "
+                     f"{100 * r['error']:+.1f} % | {r['bound']} |")
+    lines += ["", f"Max |error|: {100 * worst:.1f} % over {len(rows)} rows (target: 10 %)."]
+    for source in sorted({r["source"] for r in rows}):
+        mine = [abs(r["error"]) for r in rows if r["source"] == source]
+        lines.append(f"* `{source}`: {len(mine)} rows, max |error| {100 * max(mine):.1f} %, "
+                     f"mean |error| {100 * sum(mine) / len(mine):.1f} %.")
     return "\n".join(lines) + "\n"
 
 
@@ -723,7 +766,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rows = calibration_table()
     for r in rows:
-        print(f"{r['source']:18} {r['name']:18} taus={r['taus']} measured={r['measured']:8} "
+        print(f"{r['source']:17} {r['name']:18} lanes={r['lanes']:2} taus={r['taus']} "
+              f"B/cycle={r['bandwidth']:g} measured={r['measured']:8} "
               f"predicted={r['predicted']:8} error={100 * r['error']:+6.1f} %  {r['bound']}")
     Path(args.out).write_text(_markdown(rows, "python -m merit.perf"))
     print(f"wrote {args.out}")

@@ -13,6 +13,7 @@ from merit.compile import compile_problem
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 MEASURED = json.loads((RESULTS / "tau.json").read_text())
+MEASURED_N8 = json.loads((RESULTS / "perf_n8.json").read_text())["rows"]
 
 
 @cache
@@ -28,6 +29,15 @@ def test_perf_within_ten_percent_of_the_rtl(name):
                      dram_bytes_per_cycle=setup["dram_bytes_per_cycle"], latency=setup["latency"])
     error = (p.cycles - measured["cycles"]) / measured["cycles"]
     assert abs(error) <= 0.10, f"{name}: predicted {p.cycles}, measured {measured['cycles']}"
+
+
+@pytest.mark.parametrize("name", sorted(MEASURED_N8))
+def test_perf_within_ten_percent_of_the_8_lane_rtl(name):
+    r = MEASURED_N8[name]
+    p = perf.predict(kernel(r["problem"], 8), taus=1,
+                     dram_bytes_per_cycle=r["dram_bytes_per_cycle"], latency=r["latency"])
+    assert abs(p.cycles - r["cycles"]) <= 0.10 * r["cycles"], (p.cycles, r["cycles"])
+    assert (p.read_bytes, p.write_bytes) == (8 * r["read_beats"], 8 * r["write_beats"])
 
 
 @pytest.mark.parametrize("name", sorted(MEASURED["workloads"]))
@@ -92,6 +102,13 @@ def test_perf_utilization_in_unit_interval(name, taus, bandwidth):
     assert p.tiles == len(p.per_tile) == len(kernel(name).tiles)
 
 
+def test_perf_smaller_srams_prefetch_less():
+    k = kernel("gemm")
+    big = perf.predict(k)
+    small = perf.predict(k, rp_bytes=(4096, 4096))          # one gemm job per RP at a time
+    assert small.cycles > big.cycles
+
+
 def test_perf_bounds_name_the_bottleneck():
     assert perf.predict(kernel("conv3x3_c16")).bound == "ALUs"
     assert perf.predict(kernel("max_pool2x2")).bound == "DRAM"
@@ -102,6 +119,7 @@ def test_perf_as_dict_is_json():
     p = perf.predict(kernel("gemm"), taus=2)
     d = json.loads(json.dumps(p.as_dict()))
     assert d["cycles"] == p.cycles and d["taus"] == 2
+    assert p.port_cycles >= p.dram_cycles
     assert len(d["per_tile"]) == 8 and set(d["per_tile"][0]) == {
         "origin", "jobs", "compute_cycles", "read_bytes", "write_bytes"}
     assert "per_tile" not in p.as_dict(per_tile=False)
@@ -130,6 +148,9 @@ def test_perf_job_costs():
     ({"dram_bytes_per_cycle": "8"}, TypeError,
      r"dram_bytes_per_cycle must be a number, not '8'"),
     ({"latency": -1}, ValueError, r"latency must be at least 0, not -1"),
+    ({"rp_bytes": 16384}, TypeError,
+     r"rp_bytes must be a pair of SRAM sizes \(RP0, RP1\), not 16384"),
+    ({"rp_bytes": (16384, 0)}, ValueError, r"rp_bytes must be at least 1, not 0"),
 ])
 def test_perf_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -147,10 +168,11 @@ def test_perf_needs_a_kernel():
 def test_perf_calibration_table_covers_every_measurement(tmp_path):
     rows = perf.calibration_table()
     assert {r["name"] for r in rows if r["source"] == "tau.json"} == set(MEASURED["workloads"])
+    assert {r["name"] for r in rows if r["source"] == "perf_n8.json"} == set(MEASURED_N8)
     out = tmp_path / "perf.md"
     perf.main(["--out", str(out)])
     text = out.read_text()
-    assert "| tau.json | gemm | 32 | 1 | 19202 |" in text
+    assert "| tau.json | gemm | 32 | 1 | 8 | 19202 |" in text
     assert "Max |error|" in text
 
 
