@@ -8,12 +8,16 @@ Every channel of the control port gets random backpressure. The register map is
 was written (field bits only), the ``config`` port holds the written fields at their
 ``meritz.kernelcfg`` offsets, unmapped addresses answer SLVERR, each configuration check refuses a
 kernel with its number, and run control follows finished / abort / errors / quiet.
+
+The bad configurations are a table generated from :data:`merit.regmap.CHECKS` (``BREAKERS``: for
+each check, every field it covers out of range in turn; a new check without a breaker fails the
+bench), shared with ``bench_top_robust``, which also runs them on the top with DRAM.
 """
 
 import copy
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from benchlib import bench_config, pause_generator, rng, setup
@@ -54,12 +58,19 @@ class TB:
             if int(self.dut.run.value):
                 self.runs += 1
 
+    async def answer(self, what, operation, limit=2000):
+        try:
+            return await with_timeout(operation, limit * 10, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"{what}: no answer within {limit} cycles") from None
+
     async def write(self, offset, word):
-        resp = await self.bus.write(offset, int(word).to_bytes(4, "little"))
+        resp = await self.answer(f"write {offset:#x}",
+                                  self.bus.write(offset, int(word).to_bytes(4, "little")))
         return resp.resp
 
     async def read(self, offset):
-        resp = await self.bus.read(offset, 4)
+        resp = await self.answer(f"read {offset:#x}", self.bus.read(offset, 4))
         return int.from_bytes(resp.data, "little"), resp.resp
 
     async def write_ok(self, offset, word):
@@ -254,7 +265,7 @@ async def registers_read_back(dut):
     assert ident == 0x4D5A | tb.cfg["lanes"] << 16 | tb.cfg["taus"] << 24
     # byte strobes: one byte of the last configuration register
     reg = tb.map.config_registers[0]
-    await tb.bus.write(reg.offset + 1, b"\xa5")
+    await tb.answer("byte write", tb.bus.write(reg.offset + 1, b"\xa5"))
     got, _ = await tb.read(reg.offset)
     mask = sum(f.mask for f in reg.fields)
     assert got == ((words[reg] & ~0xFF00) | 0xA500) & mask

@@ -16,7 +16,7 @@ import logging
 
 import cocotb
 import numpy as np
-from cocotb.triggers import First, RisingEdge, Timer, with_timeout
+from cocotb.triggers import First, RisingEdge, SimTimeoutError, Timer, with_timeout
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from axi import Dram
@@ -57,12 +57,22 @@ class TB:
     async def start(self):
         await setup(self.dut)
 
+    async def access(self, what, operation, limit=2000):
+        """``operation`` (a control-port access), failing after ``limit`` cycles without an
+        answer."""
+        try:
+            return await with_timeout(operation, limit * PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"{what}: the control port did not answer within {limit} "
+                                 f"cycles; {self.dram.describe()}") from None
+
     async def write(self, offset, word):
-        resp = await self.bus.write(offset, int(word).to_bytes(4, "little"))
+        resp = await self.access(f"write {offset:#x}",
+                                 self.bus.write(offset, int(word).to_bytes(4, "little")))
         assert resp.resp == 0, f"write {offset:#x}: {resp.resp}"
 
     async def read(self, offset):
-        resp = await self.bus.read(offset, 4)
+        resp = await self.access(f"read {offset:#x}", self.bus.read(offset, 4))
         assert resp.resp == 0, f"read {offset:#x}: {resp.resp}"
         return int.from_bytes(resp.data, "little")
 
@@ -88,11 +98,10 @@ class TB:
     async def state(self):
         """STATUS, TILES, CYCLES and the DRAM port in words (the watchdogs' message)."""
         try:
-            st = await with_timeout(self.status(), 2000 * PERIOD_NS, "ns")
-            tiles = await with_timeout(self.read(self.map["TILES"].offset), 2000 * PERIOD_NS, "ns")
-            regs = f"STATUS {st}, TILES {tiles}"
-        except Exception as exc:        # the control port itself does not answer
-            regs = f"the control port does not answer ({type(exc).__name__})"
+            st = await self.status()
+            regs = f"STATUS {st}, TILES {await self.read(self.map['TILES'].offset)}"
+        except AssertionError as exc:       # the control port itself does not answer
+            return str(exc)
         return f"{regs}; {self.dram.describe()}"
 
     async def wait_done(self, limit=200_000, what="the run"):

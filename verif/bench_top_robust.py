@@ -14,6 +14,9 @@ message names STATUS and the state of the DRAM port.
   model's AXI ports reset with the processor's, its memory stays); the next run is exact.
 * ``axi_error_responses_stop_the_run``: SLVERR on read data, then on write responses: error
   AXI_READ / AXI_WRITE, quiet, nothing outside the output; the next run is exact.
+* ``illegal_instruction_stops_the_run`` (real TAU only): a program of all-zero words (illegal,
+  ``docs/isa.md``), which no configuration check refuses, traps in the CP: error TAU naming a
+  TAU, quiet, nothing outside the output; the next run is exact.
 * ``every_configuration_check_refuses``: each field out of range for every check of
   :data:`merit.regmap.CHECKS` (``bench_regs.bad_configs``): error CONFIG with the check's number,
   no DRAM request; after each, a run at the edge of the checks (``bench_regs.edge_configs``) is
@@ -117,7 +120,8 @@ async def abort_at_a_random_point(dut):
     first = tb.map.config_registers[0].offset
     for k in range(tb.cfg.get("stops", 3)):
         delay = await stop_point(tb, job, cycles)
-        assert (await tb.bus.write(first, bytes(4))).resp == 2, "config written while busy"
+        resp = await tb.access("config write while busy", tb.bus.write(first, bytes(4)))
+        assert resp.resp == 2, "config written while busy"
         await tb.write(tb.map["CTRL"].offset, 0b110)     # abort, irq enable
         await stopped(tb, job, Error.ABORTED, f"abort {k} at cycle {delay}")
     await tb.run(job, what="the run after the aborts")
@@ -177,6 +181,23 @@ async def axi_error_responses_stop_the_run(dut):
         await stopped(tb, job, code, f"{key.upper()} errors from cycle {delay}")
         poison[key] = False
     await tb.run(job, what="the run after the AXI errors")
+
+
+@cocotb.test(skip="problem" not in bench_config())
+async def illegal_instruction_stops_the_run(dut):
+    tb, _, job = await robust_tb(dut)
+    good = job.values
+    job.values = dict(good, program=[0] * len(good["program"]))
+    job.fill()
+    await tb.launch(job.values, job.luts)
+    await tb.wait_done(50_000, "a run of illegal instructions")
+    st = await tb.status()
+    assert st["error"] == Error.TAU and st["busy"] == 0, st
+    assert st["info"] < tb.cfg["taus"], st
+    await tb.wait_quiet()
+    job.check_untouched()
+    job.values = good
+    await tb.run(job, what="the run after the illegal instructions")
 
 
 def stub_good(tb, job):

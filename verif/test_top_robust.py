@@ -17,7 +17,8 @@ from simulate import top_for
 STRESS = {"backpressure": 0.3, "latency": [1, 60], "write_latency": [0, 40]}
 #: The scenarios that stop a real kernel (the configuration checks are the top's, not the TAU's).
 KERNEL_TESTS = ["kernels_complete_under_random_latency", "abort_at_a_random_point",
-                "reset_in_the_middle_of_a_kernel", "axi_error_responses_stop_the_run"]
+                "reset_in_the_middle_of_a_kernel", "axi_error_responses_stop_the_run",
+                "illegal_instruction_stops_the_run"]
 
 
 @pytest.mark.sim
