@@ -23,6 +23,7 @@ import hashlib
 import os
 import pickle
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -69,7 +70,23 @@ def _check_waves(waves):
     path = Path(waves)
     if path.suffix != ".fst":
         raise ValueError(f"waves must name an .fst file (FST waveform), not {str(path)!r}")
+    _check_fst_headers()
     return path
+
+
+def _check_fst_headers():
+    """Verilator's FST writer compiles against lz4 and zlib: say so before a traced build fails
+    minutes into its compilation."""
+    from merit.toolchain import ToolchainError
+
+    compiler = os.environ.get("CXX", "c++")
+    probe = subprocess.run([compiler, "-E", "-x", "c++", "-", "-o", os.devnull],
+                           input="#include <lz4.h>\n#include <zlib.h>\n", text=True,
+                           capture_output=True)
+    if probe.returncode:
+        raise ToolchainError("waves (FST) need the lz4 and zlib headers for Verilator's FST "
+                             "writer; install them (Debian/Ubuntu: apt-get install liblz4-dev "
+                             "zlib1g-dev)")
 
 
 def _problem_file(problem):
