@@ -35,6 +35,11 @@ def _check(problem, taus, dram_bytes_per_cycle):
     _check_bandwidth(dram_bytes_per_cycle)
 
 
+def _ahead(kernel):
+    from .perf import _jobs
+    return _jobs(kernel).ahead
+
+
 def _matrix(rows, indent):
     """H as text: one line per address bit (LSB first), columns = lane bits (LSB first)."""
     return [f"{indent}bit {j:2d} | {' '.join(row)}" for j, row in enumerate(rows)]
@@ -118,7 +123,10 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
             f"  lane occupancy {outputs}/{computed} = {outputs / computed:.3f} (edge tiles "
             f"compute masked lanes)",
             f"  partial results: {regs} register(s) x {warps} warps = {regs * warps} of "
-            f"{5120 * 8 // (32 * lanes)} CP SRAM rows (output stationary)", ""]
+            f"{5120 * 8 // (32 * lanes)} CP SRAM rows (output stationary)",
+            f"  RP tile FIFOs hold the tiles of {_ahead(kernel)} job(s) at once: the DMA "
+            f"loads up to {_ahead(kernel) - 1} (parallel tile, accumulation tile) ahead of the CP",
+            ""]
 
     # ---- operands
     out.append("Operands (footprint per (parallel tile, accumulation tile), Eq. 9)")
@@ -127,9 +135,11 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
         bank = layout.bank
         depth = (16384, 8192)[port] // (2 * lanes)
         pad = layout.padding
+        terms = [f"bank bit {j} ^= address bit {src}" for j, src in enumerate(bank.xor)
+                 if src is not None]
         bank_text = ("identity (bank = address mod N)" if bank.is_identity else
-                     f"XOR {[s for s in bank.xor]} (bank bit j ^= address bit xor[j]), "
-                     f"rotate {bank.rotate}")
+                     "XOR hash: " + ", ".join(terms or ["none"])
+                     + f"; rotate by {bank.rotate} bank bit(s)")
         out += [f"  RP{port} slot {k}: tensor {op.tensor} ({op.stage}), "
                 f"{op.transform.notation()}",
                 f"    footprint box {tuple(layout.box)}, pitch {tuple(layout.pitch)} "
@@ -137,6 +147,14 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
                 f"words = {slot['rows']} SRAM rows of {lanes} (RP{port} holds {depth} rows)",
                 f"    bank function: {bank_text}",
                 f"    lane coefficients c (Eq. 10, lane bit 0 first): {tuple(rep.coeffs)}"]
+        if not any(rep.coeffs):
+            out.append("    every lane reads the same word (broadcast): no bank can conflict")
+            out.append(f"    steps checked: {rep.steps} SIMD steps per tile, conflict-free")
+            continue
+        shared = [i for i, c in enumerate(rep.coeffs) if c == 0]
+        if shared:
+            out.append(f"    lane bits {shared} have c = 0: those lanes share words (multicast "
+                       f"through the read butterfly)")
         bits = _address_bits(rep.coeffs, bank)
         H = property_matrix(rep.coeffs, bits)
         out.append(f"    H (Eq. 12): rows = address bits, columns = lane bits 0..{m - 1}")
@@ -184,8 +202,10 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
                    f"bound by {p.bound}")
         if n == taus:
             t0 = p.per_tile[0]
-            out += [f"    compute {p.compute_cycles} cycles per TAU, DRAM {p.dram_cycles} "
-                    f"cycles ({p.read_bytes} B read, {p.write_bytes} B written)",
+            out += [f"    compute {p.compute_cycles} cycles per TAU; DRAM {p.dram_cycles} "
+                    f"cycles of beats ({p.read_bytes} B read, {p.write_bytes} B written), "
+                    f"{p.port_cycles} with the DMA data path; lane occupancy "
+                    f"{p.lane_occupancy:.3f}",
                     f"    per parallel tile (first): {t0.compute_cycles} CP cycles, "
                     f"{t0.read_bytes} B read, {t0.write_bytes} B written, {t0.jobs} "
                     f"accumulation tile(s)"]

@@ -29,7 +29,8 @@ def test_plan_text_shows_the_compiled_choices():
     problem = perf._workloads()["correlation"]()
     text = plan.plan_text(problem, lanes=32, taus=1, dram_bytes_per_cycle=8)
     assert "p_tile = (4, 8, 4, 8)" in text
-    assert "XOR [None, None, None, 4, 5]" in text            # the hashed operand
+    assert "bank bit 3 ^= address bit 4, bank bit 4 ^= address bit 5" in text    # hashed
+    assert "every lane reads the same word (broadcast)" in text                   # I1
     assert "R X H (Eq. 16)" in text
     assert "M(I1) = I1[" in text
     assert "mac" in text and "out" in text
