@@ -194,16 +194,15 @@ def _a_tiles(kernel):
     return out
 
 
-def _step_cycles(program, a_size, origin, extent):
-    """CP cycles of one warp's steps in one accumulation tile: per step the program range
-    ``[begs[kf], ends[kl])``, at least one cycle (an empty range still takes the sequencer's
-    cycle)."""
+def _step_ranges(program, a_size, origin, extent):
+    """``(begs[kf], ends[kl])`` arrays over the steps of one accumulation tile: the program
+    range of each step, chosen by how many innermost *global* accumulation indices are at their
+    first / last value (``merit.isa.range_select``, vectorized)."""
     prog = program.with_levels(len(a_size)) if program.levels < len(a_size) else program
-    begs, ends = np.asarray(prog.begs), np.asarray(prog.ends)
     axes = [np.arange(o, o + e) for o, e in zip(origin, extent, strict=True)]
     grids = np.meshgrid(*axes, indexing="ij")
-    first = np.ones(grids[0].shape, dtype=np.int64)
-    last = np.ones(grids[0].shape, dtype=np.int64)
+    first = np.ones(grids[0].shape, dtype=bool)
+    last = np.ones(grids[0].shape, dtype=bool)
     kf = np.zeros(grids[0].shape, dtype=np.int64)
     kl = np.zeros(grids[0].shape, dtype=np.int64)
     for g, n in zip(reversed(grids), reversed(a_size), strict=True):
@@ -211,7 +210,14 @@ def _step_cycles(program, a_size, origin, extent):
         last &= g == n - 1
         kf += first
         kl += last
-    return int(np.maximum(ends[kl] - begs[kf], 1).sum())
+    return np.asarray(prog.begs)[kf], np.asarray(prog.ends)[kl]
+
+
+def _step_cycles(program, a_size, origin, extent):
+    """CP cycles of one warp's steps in one accumulation tile: the instructions of each step's
+    range, at least one cycle (an empty range still takes the sequencer's cycle)."""
+    beg, end = _step_ranges(program, a_size, origin, extent)
+    return int(np.maximum(end - beg, 1).sum())
 
 
 def _compute_cycles(kernel):
@@ -244,7 +250,6 @@ def _load_counts(kernel, slot, p_origins, a_origin):
     """DRAM read beats and DMA data-path cycles of one slot's tile for every parallel tile
     (arrays over ``p_origins``), walking the footprint rows as ``meritz.dma`` does."""
     from .compile import A_INDICES, AXES, P_INDICES
-    lanes = kernel.lanes
     p_tile = list(kernel.config["p_tile"])
     a_tile = list(kernel.config["a_tile"])
     tiles = p_tile + a_tile
@@ -287,7 +292,6 @@ def _load_counts(kernel, slot, p_origins, a_origin):
         fills = np.where(reads, -(-left // WORDS_PER_BEAT) - (-right // WORDS_PER_BEAT), 0)
     row_cycles = np.maximum(beats + fills, 1)
     datapath = row_cycles.sum(axis=1) + slot["rows"]
-    del lanes
     return beats.sum(axis=1), datapath
 
 
@@ -372,33 +376,17 @@ def _jobs(kernel, rp_bytes=RP_BYTES):
     prog = kernel.program
     a_size = tuple(kernel.problem.a_shape) or (1,)
     total = sum(compute)
+    warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
     density = []
-    for port in (0, 1):
-        readers = set(prog.reads(port))
-        if not readers or not total:
-            density.append(0.0)
-            continue
-        mask = np.zeros(len(prog.words), dtype=np.int64)
-        mask[list(readers)] = 1
+    for port in (0, 1):              # share of CP cycles whose instruction reads the RP
+        readers = np.zeros(len(prog.words) + 1, dtype=np.int64)
+        readers[1:][list(prog.reads(port))] = 1
+        below = np.cumsum(readers)   # readers at addresses below each address
         count = 0
-        pg = prog.with_levels(len(a_size)) if prog.levels < len(a_size) else prog
-        begs, ends = np.asarray(pg.begs), np.asarray(pg.ends)
-        cum = np.concatenate([[0], np.cumsum(mask)])
         for origin, extent in a_tiles:
-            axes = [np.arange(o, o + e) for o, e in zip(origin, extent, strict=True)]
-            grids = np.meshgrid(*axes, indexing="ij")
-            first = np.ones(grids[0].shape, dtype=np.int64)
-            last = np.ones(grids[0].shape, dtype=np.int64)
-            kf = np.zeros(grids[0].shape, dtype=np.int64)
-            kl = np.zeros(grids[0].shape, dtype=np.int64)
-            for g, n in zip(reversed(grids), reversed(a_size), strict=True):
-                first &= g == 0
-                last &= g == n - 1
-                kf += first
-                kl += last
-            count += int((cum[ends[kl]] - cum[begs[kf]]).sum())
-        warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
-        density.append(min(1.0, count * warps / total))
+            beg, end = _step_ranges(prog, a_size, origin, extent)
+            count += int((below[end] - below[beg]).sum())
+        density.append(min(1.0, count * warps / total) if total else 0.0)
     return _Jobs(np.repeat(np.arange(n_t), n_a), np.tile(np.asarray(compute), n_t),
                  read.reshape(-1), datapath.reshape(-1), write.reshape(-1), tail.reshape(-1),
                  tuple(rows),
