@@ -12,8 +12,9 @@ message names STATUS and the state of the DRAM port.
 * ``reset_in_the_middle_of_a_kernel``: ``rst`` for a few cycles at a random point of a run: every
   register back to its reset value, the port quiet, nothing written outside the output (the DRAM
   model's AXI ports reset with the processor's, its memory stays); the next run is exact.
-* ``axi_error_responses_stop_the_run``: SLVERR on read data, then on write responses: error
-  AXI_READ / AXI_WRITE, quiet, nothing outside the output; the next run is exact.
+* ``axi_error_responses_stop_the_run``: SLVERR on one random read data beat of a run, then on
+  one random write response: error AXI_READ / AXI_WRITE, quiet, nothing outside the output; the
+  next run is exact.
 * ``illegal_instruction_stops_the_run`` (real TAU only): a program of all-zero words (illegal,
   ``docs/isa.md``), which no configuration check refuses, traps in the CP: error TAU naming a
   TAU, quiet, nothing outside the output; the next run is exact.
@@ -88,10 +89,10 @@ async def robust_tb(dut):
 
 
 async def stop_point(tb, job, cycles):
-    """Launch ``job`` and wait a random part (10..90 %) of a run of ``cycles`` cycles."""
+    """Launch ``job`` and wait a random part (10..70 %) of a run of ``cycles`` cycles."""
     job.fill()
     await tb.launch(job.values, job.luts)
-    delay = tb.rand.randrange(cycles // 10, cycles * 9 // 10)
+    delay = tb.rand.randrange(cycles // 10, cycles * 7 // 10)
     await ClockCycles(tb.dut.clk, delay)
     assert not int(tb.dut.irq.value), f"the run ended before its stop point ({delay} cycles)"
     return delay
@@ -163,23 +164,31 @@ async def reset_in_the_middle_of_a_kernel(dut):
 
 @cocotb.test()
 async def axi_error_responses_stop_the_run(dut):
-    """SLVERR on read data, then on write responses (from a random point of the run on)."""
+    """One SLVERR on a random read data beat, then on a random write response of a run."""
     tb, _, job = await robust_tb(dut)
-    cycles = await tb.run(job, what="the run before the errors")
-    poison = {"r": False, "b": False}
+    sent = {"r": 0, "b": 0}         # beats / responses the DRAM queued
+    poison = {"r": None, "b": None}     # which one to poison, counted from the run's start
     for key, channel in (("r", tb.dram.reader.r_channel), ("b", tb.dram.writer.b_channel)):
         send = channel.send
 
         async def poisoned(beat, key=key, send=send):
-            if poison[key]:
+            sent[key] += 1
+            if sent[key] == poison[key]:
                 setattr(beat, f"{key}resp", 2)
             await send(beat)
         channel.send = poisoned
+    before = dict(sent)
+    await tb.run(job, what="the run before the errors")
+    counts = {key: sent[key] - before[key] for key in sent}
     for key, code in (("r", Error.AXI_READ), ("b", Error.AXI_WRITE)):
-        delay = await stop_point(tb, job, cycles)
-        poison[key] = True
-        await stopped(tb, job, code, f"{key.upper()} errors from cycle {delay}")
-        poison[key] = False
+        nth = tb.rand.randrange(1, counts[key] + 1)
+        poison[key] = sent[key] + nth
+        job.fill()
+        await tb.launch(job.values, job.luts)
+        what = f"SLVERR on {key.upper()} {nth} of {counts[key]}"
+        await stopped(tb, job, code, what)
+        assert sent[key] >= poison[key], f"{what}: never sent"
+        poison[key] = None
     await tb.run(job, what="the run after the AXI errors")
 
 
