@@ -673,8 +673,10 @@ def calibration_table(results=RESULTS):
     Reads ``tau.json`` (one 32-lane TAU, ``verif/measure_tau.py``) and each of
     :data:`ROW_FILES` that exists: ``perf_n8.json`` (one 8-lane TAU) and ``utilization.json``
     (the processor), both ``{"rows": {name: {"problem", "cycles", "taus", "lanes", ...}}}`` where
-    ``problem`` names a workload of ``verif/measure_tau.py`` (other rows are skipped) and
-    ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes`` and ``instructions`` are optional.
+    ``problem`` names a workload of ``verif/measure_tau.py``, or ``function``, ``args`` and
+    ``kwargs`` call a :mod:`merit.workloads` function (other rows are skipped);
+    ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes``, ``cp_bytes`` and ``instructions`` are
+    optional.
     Returns a list of dicts ``source, name, lanes, taus, bandwidth, measured, predicted, error``
     (relative, signed) and ``bound``.
     """
@@ -694,18 +696,40 @@ def calibration_table(results=RESULTS):
         if not path.exists():
             continue
         for name, r in sorted(json.loads(path.read_text()).get("rows", {}).items()):
-            problem = r.get("problem", name)
-            if problem not in factories:
+            problem = _row_problem(r, name, factories)
+            if problem is None:
                 continue
             rp_bytes = tuple(r.get("rp_bytes", RP_BYTES))
-            kernel = compile_problem(factories[problem](), lanes=int(r.get("lanes", 32)),
-                                     instructions=int(r.get("instructions", 24)),
+            kernel = compile_problem(problem, lanes=int(r.get("lanes", 32)),
+                                     instructions=int(r.get("instructions",
+                                                            _instruction_slots(problem))),
                                      rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)))
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
                         latency=int(r.get("latency", 20)), rp_bytes=rp_bytes)
             rows.append(_row(source, name, r["cycles"], p))
     return rows
+
+
+def _row_problem(row, name, factories):
+    """The problem of a measurement row: ``function`` + ``args`` / ``kwargs`` call a
+    :mod:`merit.workloads` function; else ``problem`` (default: the row's name) names a workload
+    of ``verif/measure_tau.py``. None when neither is known."""
+    from . import workloads as W
+    function = row.get("function")
+    if function is not None:
+        if function not in W.__all__:
+            return None
+        return getattr(W, function)(*row.get("args", ()), **row.get("kwargs", {}))
+    factory = factories.get(row.get("problem", name))
+    return factory() if factory is not None else None
+
+
+def _instruction_slots(problem):
+    """Program slots of the TAU that ran ``problem``: 16, or 24 when the program needs more
+    (as ``verif/simulate.py``)."""
+    from .isa.programs import program_for
+    return 16 if len(program_for(problem).words) <= 16 else 24
 
 
 def _row(source, name, measured, p):

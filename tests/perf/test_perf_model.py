@@ -181,7 +181,13 @@ def test_perf_calibration_reads_utilization_rows(tmp_path):
         {"setup": MEASURED["setup"], "workloads": {"gemm": MEASURED["workloads"]["gemm"]}}))
     (tmp_path / "utilization.json").write_text(json.dumps({"rows": {
         "gemm_x4": {"problem": "gemm", "cycles": 6000, "taus": 4, "lanes": 32},
-        "unknown": {"problem": "nope", "cycles": 1, "taus": 1, "lanes": 32}}}))
+        "small": {"function": "gemm", "args": [32, 64, 16], "cycles": 900, "taus": 2,
+                  "lanes": 8, "rp_bytes": [2048, 1024], "cp_bytes": 2048},
+        "unknown": {"problem": "nope", "cycles": 1, "taus": 1, "lanes": 32},
+        "unknown_function": {"function": "nope", "cycles": 1}}}))
     rows = perf.calibration_table(tmp_path)
-    assert [(r["source"], r["name"], r["taus"]) for r in rows] == [
-        ("tau.json", "gemm", 1), ("utilization.json", "gemm_x4", 4)]
+    assert [(r["source"], r["name"], r["taus"], r["lanes"]) for r in rows] == [
+        ("tau.json", "gemm", 1, 32), ("utilization.json", "gemm_x4", 4, 32),
+        ("utilization.json", "small", 2, 8)]
+    small = compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
+    assert rows[2]["predicted"] == perf.predict(small, taus=2, rp_bytes=(2048, 1024)).cycles
