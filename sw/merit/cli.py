@@ -145,6 +145,9 @@ def _cmd_sim(args):
         raise CommandError(f"simulation failed: {exc}") from None
     except ToolchainError as exc:
         raise CommandError(str(exc)) from None
+    except RuntimeError as exc:     # the cocotb runner: Verilator or the C++ build failed
+        raise CommandError(f"building the Verilator model failed ({exc}); see build.log in "
+                           f"the newest sim_build/ folder of this configuration") from None
     wall = time.monotonic() - start
     alus = args.lanes * (args.taus or 1)
     print(f"{args.workload} on {_machine(args)}:")
