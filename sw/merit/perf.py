@@ -439,6 +439,7 @@ class _TauState:
         self.compute_end = 0.0
         self.inflight = 0        # jobs holding RP FIFO space (loading, loaded or computing)
         self.wants_tile = True   # the tile looper has handed out every job of its tiles
+        self.slot = None         # the dispatcher's tile waiting for this TAU
 
 
 def _simulate(jobs, taus, beat_rate, latency):
@@ -458,11 +459,22 @@ def _simulate(jobs, taus, beat_rate, latency):
     seq = itertools.count()
     now, end, done = 0.0, 0.0, 0
 
-    def deal():                  # the dispatcher: the next tile to a TAU that asks for one
+    last = [-1]
+
+    def deal():
+        # the dispatcher: one tile slot per TAU, refilled round-robin from the last TAU filled
+        # as soon as the TAU takes its tile (when its tile looper is idle)
         for s in state:
-            if s.wants_tile and tiles:
-                s.queue.extend(tiles.popleft())
-                s.wants_tile = False
+            if s.wants_tile and s.slot is not None:
+                s.queue.extend(s.slot)
+                s.slot, s.wants_tile = None, False
+        for k in range(1, taus + 1):
+            s = state[(last[0] + k) % taus]
+            if s.slot is None and tiles:
+                s.slot = tiles.popleft()
+                last[0] = (last[0] + k) % taus
+                deal()
+                return
 
     def start_loads():
         for i, s in enumerate(state):
