@@ -689,8 +689,9 @@ def calibration_table(results=RESULTS):
     ``kwargs`` call a :mod:`merit.workloads` function (other rows are skipped);
     ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes``, ``cp_bytes`` and ``instructions`` are
     optional.
-    Returns a list of dicts ``source, name, lanes, taus, bandwidth, measured, predicted, error``
-    (relative, signed) and ``bound``.
+    A row's optional ``bench`` (``"tau"``: one TAU driven by the bench, ``"top"``: the processor
+    through its control port) is appended to its source. Returns a list of dicts ``source, name,
+    lanes, taus, bandwidth, measured, predicted, error`` (relative, signed) and ``bound``.
     """
     results = Path(results)
     factories = _workloads()
@@ -719,7 +720,8 @@ def calibration_table(results=RESULTS):
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
                         latency=int(r.get("latency", 20)), rp_bytes=rp_bytes)
-            rows.append(_row(source, name, r["cycles"], p))
+            label = f"{source} ({r['bench']})" if "bench" in r else source
+            rows.append(_row(label, name, r["cycles"], p))
     return rows
 
 
