@@ -67,6 +67,8 @@ class TileCost:
         Compute Pipeline cycles (every warp, step and instruction, restores and saves).
     read_bytes, write_bytes : int
         DRAM bytes the tile's footprints read and its outputs write (whole 8-byte beats).
+    tau : int
+        The TAU the dispatcher deals it to in the model (0 .. taus - 1).
     """
 
     origin: tuple
@@ -74,6 +76,7 @@ class TileCost:
     compute_cycles: int
     read_bytes: int
     write_bytes: int
+    tau: int
 
 
 @dataclass(frozen=True)
@@ -444,7 +447,7 @@ class _TauState:
 
 def _simulate(jobs, taus, beat_rate, latency):
     """Event simulation of ``taus`` TAUs sharing one DRAM port; returns the cycle of the last
-    write response, counted from the first read request."""
+    write response, counted from the first read request, and the TAU of each parallel tile."""
     c = CONSTANTS
     tile_jobs = {}
     for j, t in enumerate(jobs.tile):
@@ -460,12 +463,14 @@ def _simulate(jobs, taus, beat_rate, latency):
     now, end, done = 0.0, 0.0, 0
 
     last = [-1]
+    dealt = {}
 
     def deal():
         # the dispatcher: one tile slot per TAU, refilled round-robin from the last TAU filled
         # as soon as the TAU takes its tile (when its tile looper is idle)
         for s in state:
             if s.wants_tile and s.slot is not None:
+                dealt[int(jobs.tile[s.slot[0]])] = state.index(s)
                 s.queue.extend(s.slot)
                 s.slot, s.wants_tile = None, False
         for k in range(1, taus + 1):
@@ -562,7 +567,7 @@ def _simulate(jobs, taus, beat_rate, latency):
         deal()
         start_loads()
         start_compute()
-    return end + c["drain"]
+    return end + c["drain"], dealt
 
 
 # ---- public entry points ----------------------------------------------------------------------
@@ -596,7 +601,8 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     rp_bytes = _check_rp_bytes(rp_bytes)
     jobs = _jobs(kernel, rp_bytes)
     beat_rate = min(1.0, bandwidth / BEAT_BYTES)
-    cycles = int(math.ceil(_simulate(jobs, taus, beat_rate, latency)))
+    end, dealt = _simulate(jobs, taus, beat_rate, latency)
+    cycles = int(math.ceil(end))
     lanes = kernel.lanes
     n_t = len(kernel.tiles)
     per_tile = []
@@ -605,7 +611,7 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
         per_tile.append(TileCost(tuple(int(v) for v in origin), int(sel.sum()),
                                  int(jobs.compute[sel].sum()),
                                  int(jobs.read[sel].sum()) * BEAT_BYTES,
-                                 int(jobs.write[sel].sum()) * BEAT_BYTES))
+                                 int(jobs.write[sel].sum()) * BEAT_BYTES, dealt[t]))
     read_bytes = int(jobs.read.sum()) * BEAT_BYTES
     write_bytes = int(jobs.write.sum()) * BEAT_BYTES
     compute_cycles = int(math.ceil(jobs.compute.sum() / taus))

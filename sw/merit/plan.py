@@ -35,6 +35,16 @@ def _check(problem, taus, dram_bytes_per_cycle):
     _check_bandwidth(dram_bytes_per_cycle)
 
 
+def _bank_text(bank):
+    """A bank function in words."""
+    if bank.is_identity:
+        return "identity (bank = address mod N)"
+    terms = [f"bank bit {j} ^= address bit {src}" for j, src in enumerate(bank.xor)
+             if src is not None]
+    return ("XOR hash: " + ", ".join(terms) if terms else "no XOR") + \
+        (f"; rotate by {bank.rotate} bank bit(s)" if bank.rotate else "")
+
+
 def _ahead(kernel):
     from .perf import _jobs
     return _jobs(kernel).ahead
@@ -135,11 +145,7 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
         bank = layout.bank
         depth = (16384, 8192)[port] // (2 * lanes)
         pad = layout.padding
-        terms = [f"bank bit {j} ^= address bit {src}" for j, src in enumerate(bank.xor)
-                 if src is not None]
-        bank_text = ("identity (bank = address mod N)" if bank.is_identity else
-                     "XOR hash: " + ", ".join(terms or ["none"])
-                     + f"; rotate by {bank.rotate} bank bit(s)")
+        bank_text = _bank_text(bank)
         out += [f"  RP{port} slot {k}: tensor {op.tensor} ({op.stage}), "
                 f"{op.transform.notation()}",
                 f"    footprint box {tuple(layout.box)}, pitch {tuple(layout.pitch)} "
@@ -213,8 +219,8 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
 
 
 def _pick_operand(kernel, operand):
-    """The slot to draw: ``operand`` (a tensor name), else a hashed or padded one, else the one
-    whose step reads the most distinct words."""
+    """The slot to draw: ``operand`` (a tensor name), else the one whose SIMD step reads the most
+    distinct words (a hashed or padded one among equals)."""
     ports = _ports(kernel)
     if operand is not None:
         for entry in ports:
@@ -225,7 +231,7 @@ def _pick_operand(kernel, operand):
     def interest(entry):
         rep = entry[4]
         plain = rep.layout.bank.is_identity and not rep.layout.padding
-        return (not plain, len(set(_step_addresses(rep).tolist())))
+        return (len(set(_step_addresses(rep).tolist())), not plain)
     return max(ports, key=interest)
 
 
@@ -237,7 +243,7 @@ def _step_addresses(rep):
     return offs - min(0, int(offs.min()))
 
 
-def _draw_tiles(ax, kernel, taus):
+def _draw_tiles(ax, kernel, pred):
     """The parallel tile grid over the two innermost parallel indices of the output."""
     from matplotlib.patches import Rectangle
     problem, tiling = kernel.problem, kernel.tiling
@@ -251,14 +257,19 @@ def _draw_tiles(ax, kernel, taus):
     ax.set_xlim(0, gw * tw)
     ax.set_ylim(gh * th, 0)
     ax.set_aspect("equal")
+    taus = pred.taus
     cmap = _cmap(max(taus, 1))
+    # the tiles of the first outer coordinates (every outer index at 0), in dispatch order
+    index = {t.origin[-2:] if len(t.origin) > 1 else (0,) + t.origin: k
+             for k, t in reversed(list(enumerate(pred.per_tile)))}
     for r in range(gh):
         for c in range(gw):
-            k = r * gw + c
-            ax.add_patch(Rectangle((c * tw, r * th), tw, th, facecolor=cmap(k % taus),
+            k = index.get((r * th, c * tw), r * gw + c)
+            tau = pred.per_tile[k].tau if k < len(pred.per_tile) else 0
+            ax.add_patch(Rectangle((c * tw, r * th), tw, th, facecolor=cmap(tau),
                                    alpha=0.35, edgecolor="black", linewidth=1.2))
-            ax.text(c * tw + tw / 2, r * th + th / 2, str(k), ha="center", va="center",
-                    fontsize=8)
+            ax.text(c * tw + tw / 2, r * th + th / 2, f"{k}\nTAU {tau}", ha="center",
+                    va="center", fontsize=7)
     ax.add_patch(Rectangle((0, 0), w, h, fill=False, edgecolor="black", linewidth=2.5))
     if gw * tw > w or gh * th > h:
         ax.add_patch(Rectangle((w, 0), gw * tw - w, gh * th, facecolor="none", hatch="//",
@@ -273,7 +284,7 @@ def _draw_tiles(ax, kernel, taus):
     last = len(problem.p_shape) - 1
     ax.set_title(f"parallel tiles {th}x{tw} over p{max(last - 1, 0)} x p{last} ({h}x{w}; "
                  f"outer {outer})\n"
-                 f"number = dispatch order, colour = TAU if dealt round-robin, "
+                 f"number = dispatch order, colour = TAU (as the model deals them), "
                  f"dots = lanes of warp 0, hatched = masked", fontsize=8)
     ax.set_xlabel(f"p{len(problem.p_shape) - 1}")
     ax.set_ylabel(f"p{max(len(problem.p_shape) - 2, 0)}")
@@ -326,7 +337,7 @@ def _draw_banks(ax, rep, name):
             inside += 1
             ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black",
                                    linewidth=1.5))
-    hashed = "identity" if bank.is_identity else f"XOR {bank.xor} rotate {bank.rotate}"
+    hashed = _bank_text(bank).replace(" (bank = address mod N)", "")
     ax.set_title(f"{name}: footprint {tuple(layout.box)}, pitch {tuple(layout.pitch)}, bank "
                  f"{hashed}\ncolour / number = bank; outlined = the {inside} of {lanes} lane "
                  f"words of one step in this slice; grey = padding", fontsize=8)
@@ -383,8 +394,8 @@ def plan_png(problem, path, *, lanes=32, taus=4, dram_bytes_per_cycle=8, operand
     lanes, taus, dram_bytes_per_cycle
         As :func:`plan_text` (``taus`` colours the tiles; the title gives the prediction).
     operand : str, optional
-        Tensor to draw; default: a hashed or padded one, else the one whose SIMD step reads
-        the most distinct words.
+        Tensor to draw; default: the one whose SIMD step reads the most distinct words (a
+        hashed or padded one among equals).
 
     Returns
     -------
@@ -402,7 +413,7 @@ def plan_png(problem, path, *, lanes=32, taus=4, dram_bytes_per_cycle=8, operand
     port, k, _, op, rep = _pick_operand(kernel, operand)
     pred = predict(kernel, taus=taus, dram_bytes_per_cycle=dram_bytes_per_cycle)
     fig, axes = plt.subplots(1, 3, figsize=(17, 6), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
-    _draw_tiles(axes[0], kernel, taus)
+    _draw_tiles(axes[0], kernel, pred)
     name = f"RP{port} slot {k} ({op.tensor})"
     _draw_banks(axes[1], rep, name)
     _draw_sram(axes[2], rep, name)

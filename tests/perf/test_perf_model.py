@@ -128,7 +128,8 @@ def test_perf_as_dict_is_json():
     assert d["cycles"] == p.cycles and d["taus"] == 2
     assert p.port_cycles >= p.dram_cycles
     assert len(d["per_tile"]) == 8 and set(d["per_tile"][0]) == {
-        "origin", "jobs", "compute_cycles", "read_bytes", "write_bytes"}
+        "origin", "jobs", "compute_cycles", "read_bytes", "write_bytes", "tau"}
+    assert sorted(t["tau"] for t in d["per_tile"]) == [0, 0, 0, 0, 1, 1, 1, 1]
     assert "per_tile" not in p.as_dict(per_tile=False)
 
 
