@@ -201,3 +201,18 @@ def test_perf_calibration_reads_utilization_rows(tmp_path):
         ("utilization.json", "small", 2, 8)]
     small = compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
     assert rows[2]["predicted"] == perf.predict(small, taus=2, rp_bytes=(2048, 1024)).cycles
+
+
+def test_perf_and_plan_import_no_amaranth():
+    """merit.perf / merit.plan run where only numpy (and matplotlib) are installed."""
+    import subprocess
+    import sys
+    code = ("import sys; import merit.perf, merit.plan; "
+            "from merit import workloads as W; "
+            "merit.perf.predict_problem(W.gemm(64, 64, 64), taus=2); "
+            "merit.plan.plan_text(W.gemm(64, 64, 64)); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('amaranth', 'cocotb', 'meritz')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
