@@ -692,7 +692,8 @@ def calibration_table(results=RESULTS):
     :data:`ROW_FILES` that exists: ``perf_n8.json`` (one 8-lane TAU) and ``utilization.json``
     (the processor), both ``{"rows": {name: {"problem", "cycles", "taus", "lanes", ...}}}`` where
     ``problem`` names a workload of ``verif/measure_tau.py``, or ``function``, ``args`` and
-    ``kwargs`` call a :mod:`merit.workloads` function (other rows are skipped);
+    ``kwargs`` call a :mod:`merit.workloads` function (other rows, and rows without a number of
+    cycles, are skipped);
     ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes``, ``cp_bytes`` and ``instructions`` are
     optional.
     A row's optional ``bench`` (``"tau"``: one TAU driven by the bench, ``"top"``: the processor
@@ -716,7 +717,7 @@ def calibration_table(results=RESULTS):
             continue
         for name, r in sorted(json.loads(path.read_text()).get("rows", {}).items()):
             problem = _row_problem(r, name, factories)
-            if problem is None:
+            if problem is None or not isinstance(r.get("cycles"), (int, float)):
                 continue
             rp_bytes = tuple(r.get("rp_bytes", RP_BYTES))
             kernel = compile_problem(problem, lanes=int(r.get("lanes", 32)),

@@ -194,7 +194,8 @@ def test_perf_calibration_reads_utilization_rows(tmp_path):
         "small": {"function": "gemm", "args": [32, 64, 16], "cycles": 900, "taus": 2,
                   "lanes": 8, "rp_bytes": [2048, 1024], "cp_bytes": 2048},
         "unknown": {"problem": "nope", "cycles": 1, "taus": 1, "lanes": 32},
-        "unknown_function": {"function": "nope", "cycles": 1}}}))
+        "unknown_function": {"function": "nope", "cycles": 1},
+        "failed": {"problem": "gemm", "cycles": None, "taus": 4}}}))
     rows = perf.calibration_table(tmp_path)
     assert [(r["source"], r["name"], r["taus"], r["lanes"]) for r in rows] == [
         ("tau.json", "gemm", 1, 32), ("utilization.json", "gemm_x4", 4, 32),
