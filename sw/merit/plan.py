@@ -21,9 +21,8 @@ __all__ = ["plan_text", "plan_png"]
 
 def _kernel(problem, lanes):
     from .compile import compile_problem
-    from .isa.programs import program_for
-    instructions = 16 if len(program_for(problem).words) <= 16 else 24
-    return compile_problem(problem, lanes=lanes, instructions=instructions)
+    from .perf import _instruction_slots
+    return compile_problem(problem, lanes=lanes, instructions=_instruction_slots(problem))
 
 
 def _check(problem, taus, dram_bytes_per_cycle):
