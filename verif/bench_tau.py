@@ -23,7 +23,7 @@ from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from meritz import kernelcfg
 from meritz.tau import luts_layout
-from simulate import record_run, report_progress
+from simulate import expected_cycles, record_run, report_progress
 
 
 @cocotb.test()
@@ -51,6 +51,7 @@ async def tau_matches_the_isa_model(dut):
     pending = list(kernel.tiles)
     total = len(kernel.tiles)
     cocotb.start_soon(report_progress(total, lambda: total - len(pending),
+                                      expected=expected_cycles(kernel, cfg),
                                       path=cfg.get("progress_file")))
     started = time.monotonic()
     cycles = 0

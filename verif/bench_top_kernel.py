@@ -24,7 +24,7 @@ from benchlib import bench_config, pause_generator, record_metric, rng, setup
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.regmap import Error, register_map
-from simulate import record_run, report_progress
+from simulate import expected_cycles, record_run, report_progress
 
 
 @cocotb.test()
@@ -57,6 +57,7 @@ async def kernel_matches_the_isa_model(dut):
         assert resp.resp == 0, f"register {offset:#x} refused"
     count = dut.dispatcher.count
     progress = cocotb.start_soon(report_progress(len(kernel.tiles), lambda: int(count.value),
+                                                 expected=expected_cycles(kernel, cfg, taus),
                                                  in_flight=2 * taus,
                                                  path=cfg.get("progress_file")))
     started = time.monotonic()

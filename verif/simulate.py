@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import REPO, run_bench  # noqa: E402
 
-__all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "record_run"]
+__all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
+           "record_run"]
 
 #: Default SRAM of one TAU (SPEC §5): RP0, RP1 bytes.
 RP_BYTES = (16384, 8192)
@@ -202,32 +203,53 @@ def _duration(seconds):
     return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
 
 
-async def report_progress(total, done, *, in_flight=2, path=None, every_s=2.0,
+def expected_cycles(kernel, cfg, taus=1):
+    """The cycles :mod:`merit.perf` predicts for this run (the progress lines' ETA), or None
+    where the model cannot say."""
+    try:
+        from merit.perf import predict
+        return predict(kernel, taus=taus, dram_bytes_per_cycle=cfg.get("bytes_per_cycle", 8),
+                       latency=cfg.get("latency", 20),
+                       rp_bytes=tuple(cfg.get("rp_bytes", RP_BYTES))).cycles
+    except (ImportError, ValueError):
+        return None
+
+
+async def report_progress(total, done, *, expected=None, in_flight=2, path=None, every_s=2.0,
                           period_ns=10, check_cycles=1000):
-    """cocotb coroutine (start it with ``cocotb.start_soon``): every ``every_s`` seconds of wall
-    time print ``[merit] cycle N, tiles done D/T, X cycles/s, ETA ...`` to the simulator's stdout
-    and append it to ``path`` (the bench config's ``progress_file``) if given.
+    """cocotb coroutine (start it with ``cocotb.start_soon`` when the run starts): every
+    ``every_s`` seconds of wall time print ``[merit] cycle N, tiles done D/T, X cycles/s, ETA ...``
+    to the simulator's stdout and append it to ``path`` (the bench config's ``progress_file``).
 
     ``done`` is a callable returning the tiles handed to TAUs so far; the wall clock is looked at
-    every ``check_cycles`` simulated cycles (a timer, not a per-cycle callback). The ETA assumes
-    that ``in_flight`` of the tiles handed over (about 2 per TAU: one computing, one loading) are
-    not finished yet."""
+    every ``check_cycles`` simulated cycles (a timer, not a per-cycle callback). The ETA divides
+    the cycles left of ``expected`` (:func:`expected_cycles`) by the mean speed so far; without
+    it, it assumes that ``in_flight`` of the tiles handed over (about 2 per TAU: one computing,
+    one loading) are not finished yet."""
     from cocotb.simtime import get_sim_time
     from cocotb.triggers import Timer
 
+    def now_cycle():
+        return int(get_sim_time("ns")) // period_ns
+
     start = last = time.monotonic()
-    last_cycle = 0
+    first_cycle = last_cycle = now_cycle()
     while True:
         await Timer(check_cycles * period_ns, "ns")
         now = time.monotonic()
         if now - last < every_s:
             continue
-        cycle = int(get_sim_time("ns")) // period_ns
+        cycle = now_cycle()
         tiles = done()
         rate = (cycle - last_cycle) / (now - last)
-        finished = tiles - in_flight
-        eta = (_duration((now - start) * (total - finished) / finished) if finished > 0
-               else "unknown")
+        if expected:
+            left = expected - (cycle - first_cycle)
+            mean_rate = (cycle - first_cycle) / (now - start)
+            eta = _duration(left / mean_rate) if left > 0 else "any moment"
+        else:
+            finished = tiles - in_flight
+            eta = (_duration((now - start) * (total - finished) / finished) if finished > 0
+                   else "unknown")
         line = (f"[merit] cycle {cycle}, tiles done {tiles}/{total}, {rate:.0f} cycles/s, "
                 f"ETA {eta}")
         print(line, flush=True)
