@@ -770,7 +770,8 @@ def _markdown(rows, command):
         f"UTC, {platform.node() or 'unknown host'}, {platform.machine()}, Python "
         f"{platform.python_version()}). Model: `merit.perf` (`docs/perf.md`); measurements: "
         "`docs/results/tau.json` (one 32-lane TAU, `verif/measure_tau.py`), "
-        "`docs/results/perf_n8.json` (one 8-lane TAU) and, when present, "
+        "`docs/results/perf_n8.json` (8 lanes: one TAU driven by the bench, `(tau)`, and the "
+        "processor with 1 or 2 TAUs through its control port, `(top)`) and, when present, "
         "`docs/results/utilization.json` (the processor). "
         "Error = (predicted - measured) / measured.",
         "",
