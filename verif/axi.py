@@ -14,6 +14,9 @@ It also measures the cycles from the first DRAM request (AR or AW valid) to the 
 response, the span SPEC §5 defines for utilization, and counts the bursts still owed an answer
 (:meth:`Dram.describe` names them when a bench's watchdog fires).
 
+An access outside the ``size`` bytes of memory answers SLVERR and changes nothing (cocotbext-axi's
+RAM would wrap the address around); :attr:`Dram.outside` lists them.
+
 Reset: the RAM's AXI ports follow ``reset`` (AXI resets both sides of an interface together):
 bursts in flight are dropped, the memory keeps its contents.
 """
@@ -88,6 +91,7 @@ class Dram:
         self.writes_owed = 0        # write bursts accepted, response not yet taken
         self.last_handshake = None
         self.request_cycles = 0     # cycles with AR or AW valid
+        self.outside = []           # ("read" / "write", address) of accesses outside the memory
         self.writer = self.reader = None
         mem = None
         if write:
@@ -100,6 +104,11 @@ class Dram:
             mem = self.reader.mem
         self.mem = mem
         self._memory = self.writer or self.reader
+        self.size = size
+        if self.writer is not None:
+            self.writer._write = self._inside("write", self.writer.write)
+        if self.reader is not None:
+            self.reader._read = self._inside("read", self.reader.read)
         for port in (self.writer, self.reader):
             if port is not None:      # one INFO line per burst would slow long runs down
                 port.log.setLevel(logging.WARNING)
@@ -126,6 +135,16 @@ class Dram:
                       for name in ("arvalid", "arready", "rvalid", "rready", "rlast", "awvalid",
                                    "awready", "wvalid", "wready", "bvalid", "bready")}
         cocotb.start_soon(self._run())
+
+    def _inside(self, kind, access):
+        """The RAM port's access, refused (the port answers SLVERR) outside the memory."""
+        async def checked(address, data_or_length):
+            length = data_or_length if kind == "read" else len(data_or_length)
+            if not 0 <= address <= self.size - length:
+                self.outside.append((kind, address))
+                raise ValueError(f"{kind} at {address:#x} outside the {self.size} bytes of DRAM")
+            return access(address, data_or_length)
+        return checked
 
     @staticmethod
     def _timed(send, ready, times):
@@ -241,7 +260,7 @@ class Dram:
         levels = " ".join(f"{name}={int(self._high(name))}" for name in self._sigs)
         return (f"DRAM at cycle {self.cycle}: {self.reads_owed} read and {self.writes_owed} write "
                 f"bursts owed an answer, last handshake at cycle {self.last_handshake}, "
-                f"port {levels}")
+                f"{len(self.outside)} accesses outside the memory, port {levels}")
 
     # ---- memory access for the benches ---------------------------------------------------------
 

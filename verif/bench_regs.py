@@ -111,7 +111,7 @@ def good_config(lanes, instructions=16):
     }
 
 
-def _with(good, *changes):
+def changed(good, *changes):
     """A copy of ``good`` with ``(path, value)`` changes; a path is a tuple of keys / indices."""
     values = copy.deepcopy(good)
     for path, value in changes:
@@ -130,40 +130,41 @@ def _slots(good):
 def _break_sizes(good, lanes, rows):
     for name in ("p_size", "a_size"):
         for j in range(len(good[name])):
-            yield f"{name}[{j}] = 0", _with(good, ((name, j), 0))
+            yield f"{name}[{j}] = 0", changed(good, ((name, j), 0))
 
 
 def _break_tiles(good, lanes, rows):
     for name in ("p_tile", "a_tile"):
         for j in range(len(good[name])):
-            yield f"{name}[{j}] = 0", _with(good, ((name, j), 0))
+            yield f"{name}[{j}] = 0", changed(good, ((name, j), 0))
 
 
 def _break_lanes(good, lanes, rows):
     bits = lanes.bit_length() - 1
     for i in range(bits):
         for index in (6, 7):
-            yield f"lane_index[{i}] = {index}", _with(good, (("lane_index", i), index))
+            yield f"lane_index[{i}] = {index}", changed(good, (("lane_index", i), index))
     moved = good["lane_index"][0]           # the index that lane bit 0 moves in good
     for j in range(6):
         if j != moved and good["p_tile"][j] % 2:
             yield (f"lane bit 0 on index {j} whose tile is {good['p_tile'][j]}",
-                   _with(good, (("lane_index", 0), j)))
+                   changed(good, (("lane_index", 0), j)))
     tile = good["p_tile"][moved]
     for bad in (tile - 1, tile + 1, tile + lanes // 2):
         yield f"p_tile[{moved}] = {bad}, not a multiple of its lanes", \
-            _with(good, (("p_tile", moved), bad))
+            changed(good, (("p_tile", moved), bad))
 
 
 def _break_range(good, lanes, rows):
     end = max(good["ends"])
     count = len(good["ends"])
     for k in range(count):
-        yield f"ends[{k}] = {end + 1} past the program", _with(good, (("ends", k), end + 1))
+        yield f"ends[{k}] = {end + 1} past the program", changed(good, (("ends", k), end + 1))
     for k in range(1, count):
-        yield f"begs[{k}] above begs[{k - 1}]", _with(good, (("begs", k), good["begs"][k - 1] + 1))
-        yield f"ends[{k}] below ends[{k - 1}]", _with(good, (("ends", k), good["ends"][k - 1] - 1))
-    yield "begs[0] after ends[0]", _with(good, (("begs", 0), 5), (("ends", 0), 4))
+        begs, ends = good["begs"][k - 1] + 1, good["ends"][k - 1] - 1
+        yield f"begs[{k}] above begs[{k - 1}]", changed(good, (("begs", k), begs))
+        yield f"ends[{k}] below ends[{k - 1}]", changed(good, (("ends", k), ends))
+    yield "begs[0] after ends[0]", changed(good, (("begs", 0), 5), (("ends", 0), 4))
 
 
 def _break_slots(good, lanes, rows):
@@ -173,17 +174,17 @@ def _break_slots(good, lanes, rows):
         cap = rows[0] if port == "rp0" else rows[1]
         for field in ("extent", "box"):
             for a in range(4):
-                yield f"{slot}.{field}[{a}] = 0", _with(good, ((port, k, field, a), 0))
+                yield f"{slot}.{field}[{a}] = 0", changed(good, ((port, k, field, a), 0))
         for value in (0, cap + 1, 0xFFFF):
-            yield f"{slot}.rows = {value} (SRAM {cap})", _with(good, ((port, k, "rows"), value))
+            yield f"{slot}.rows = {value} (SRAM {cap})", changed(good, ((port, k, "rows"), value))
         for value in (bits, 7):
-            yield f"{slot}.rotate = {value}", _with(good, ((port, k, "rotate"), value))
-        yield f"{slot}.base odd", _with(good, ((port, k, "base"), good[port][k]["base"] | 1))
+            yield f"{slot}.rotate = {value}", changed(good, ((port, k, "rotate"), value))
+        yield f"{slot}.base odd", changed(good, ((port, k, "base"), good[port][k]["base"] | 1))
 
 
 def _break_outputs(good, lanes, rows):
     for k in range(len(good["out_base"])):
-        yield f"out_base[{k}] odd", _with(good, (("out_base", k), good["out_base"][k] | 1))
+        yield f"out_base[{k}] odd", changed(good, (("out_base", k), good["out_base"][k] | 1))
 
 
 #: For each check of merit.regmap.CHECKS (by name): a generator of ``(what, configuration)``
@@ -215,16 +216,16 @@ def edge_configs(good, lanes, rows):
     last_port, last = _slots(good)[-1]
     out = len(good["out_base"]) - 1
     cases = [
-        (f"{port}[{k}].rows = SRAM rows", _with(good, ((port, k, "rows"), rows[0]))),
-        (f"{port}[{k}].rotate = {bits - 1}", _with(good, ((port, k, "rotate"), bits - 1))),
-        (f"out_base[{out}] 2-byte aligned only", _with(good, (("out_base", out),
+        (f"{port}[{k}].rows = SRAM rows", changed(good, ((port, k, "rows"), rows[0]))),
+        (f"{port}[{k}].rotate = {bits - 1}", changed(good, ((port, k, "rotate"), bits - 1))),
+        (f"out_base[{out}] 2-byte aligned only", changed(good, (("out_base", out),
                                                               good["out_base"][out] | 2))),
-        (f"{last_port}[{last}] disabled, holding zeros", _with(good, ((last_port, last),
+        (f"{last_port}[{last}] disabled, holding zeros", changed(good, ((last_port, last),
                                                                       {"enable": 0}))),
-        ("begs[0] = ends[0]", _with(good, (("begs", 0), good["ends"][0]))),
+        ("begs[0] = ends[0]", changed(good, (("begs", 0), good["ends"][0]))),
     ]
-    cases += [(f"lane_index[{i}] = 7 on a bit above the lanes", _with(good, (("lane_index", i), 7)))
-              for i in range(bits, 6)]
+    cases += [(f"lane_index[{i}] = 7 on a bit above the lanes",
+               changed(good, (("lane_index", i), 7))) for i in range(bits, 6)]
     return cases
 
 

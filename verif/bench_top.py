@@ -127,10 +127,13 @@ class TB:
     async def run(self, job, limit=200_000, what="the run"):
         """Fill DRAM, run ``job`` to completion and check it exactly; returns CYCLES."""
         job.fill()
+        outside = len(self.dram.outside)
         await self.launch(job.values, job.luts)
         await self.wait_done(limit, what)
         st = await self.status()
         assert st == {"busy": 0, "done": 1, "error": Error.NONE, "info": 0}, f"{what}: {st}"
+        assert len(self.dram.outside) == outside, \
+            f"{what}: accesses outside the DRAM {self.dram.outside[outside:]}"
         assert await self.read(self.map["TILES"].offset) == job.tiles, what
         job.check()
         await self.wait_quiet()

@@ -37,7 +37,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from axi import check_outputs, check_untouched, fill_dram
-from bench_regs import bad_configs, edge_configs, good_config
+from bench_regs import bad_configs, changed, edge_configs, good_config
 from bench_top import DRAM_BYTES, GRIDS, IN, TB, StubJob
 from benchlib import bench_config
 from merit.compile import compile_problem
@@ -98,6 +98,11 @@ async def stop_point(tb, job, cycles):
     return delay
 
 
+def check_no_wild_writes(tb, what):
+    writes = [address for kind, address in tb.dram.outside if kind == "write"]
+    assert not writes, f"{what}: writes outside the DRAM at {writes}"
+
+
 async def stopped(tb, job, code, what):
     """After a stopped run: done with ``code``, quiet, nothing written outside the output."""
     await tb.wait_done(50_000, what)
@@ -105,6 +110,7 @@ async def stopped(tb, job, code, what):
     assert st == {"busy": 0, "done": 1, "error": code, "info": 0}, f"{what}: {st}"
     await tb.wait_quiet()
     job.check_untouched()
+    check_no_wild_writes(tb, what)
 
 
 @cocotb.test()
@@ -159,6 +165,7 @@ async def reset_in_the_middle_of_a_kernel(dut):
         await check_reset_values(tb)
         assert await tb.read(tb.map["ID"].offset) == ident, what
         job.check_untouched()
+        check_no_wild_writes(tb, what)
         await tb.run(job, what=f"the run after {what}")
 
 
@@ -205,8 +212,70 @@ async def illegal_instruction_stops_the_run(dut):
     assert st["info"] < tb.cfg["taus"], st
     await tb.wait_quiet()
     job.check_untouched()
+    check_no_wild_writes(tb, "illegal instructions")
     job.values = good
     await tb.run(job, what="the run after the illegal instructions")
+
+
+#: Fields that no configuration check covers (``merit.regmap.CHECKS``), set to values that
+#: ``merit.compile`` would never produce: ``(what, [(path, value)])`` on the compiled kernel.
+UNCHECKED = [
+    ("rp0[0].rows 1 (below the footprint)", [(("rp0", 0, "rows"), 1)]),
+    ("rp0[0].rows = the whole SRAM", [(("rp0", 0, "rows"), "rp0_rows")]),
+    ("rp0[0].box far above the rows", [(("rp0", 0, "box"), [1, 3, 10, 65535])]),
+    ("rp0[0].extent 1", [(("rp0", 0, "extent"), [1, 1, 1, 1])]),
+    ("rp0[0].origin 0xFFFF", [(("rp0", 0, "origin"), 0xFFFF)]),
+    ("rp0[0].xor not a bank function", [(("rp0", 0, "xor"), [7] * 6)]),
+    ("rp0[0].rotate 2", [(("rp0", 0, "rotate"), 2)]),
+    ("rp0[0].lpitch 0", [(("rp0", 0, "lpitch"), [0, 0, 0])]),
+    ("rp0[0].lstep 0x7FFF", [(("rp0", 0, "lstep"), [0x7FFF] * 12)]),
+    ("rp0[0].stride -1", [(("rp0", 0, "stride"), [-1] * 12)]),
+    ("rp0[0].offset -100", [(("rp0", 0, "offset"), [-100] * 4)]),
+    ("rp0[0].clamp", [(("rp0", 0, "clamp"), [1] * 4)]),
+    ("rp0[0].dpitch past the DRAM", [(("rp0", 0, "dpitch"), [0x7FFFFFF0] * 3)]),
+    ("rp0[0].base past the DRAM", [(("rp0", 0, "base"), 0xFFFF0000)]),
+    ("rp1[0].rows 1", [(("rp1", 0, "rows"), 1)]),
+    ("regs 15", [(("regs",), 15)]),
+    ("p_tile 8x larger", [(("p_tile",), [1, 4, 64, 64, 1, 1])]),
+    ("a_tile above a_size", [(("a_tile",), [3, 3, 3, 5, 1, 1])]),
+    ("a_tile 1", [(("a_tile",), [1] * 6)]),
+    ("lanes on another index", [(("lane_index",), [2, 2, 2, 0, 0, 0])]),
+    ("every instruction at every level", [(("begs",), [0] * 7), (("ends",), [3] * 7)]),
+    ("empty range table", [(("begs",), [0] * 7), (("ends",), [0] * 7)]),
+]
+
+
+@cocotb.test(skip="problem" not in bench_config())
+async def unchecked_fields_never_hang(dut):
+    """Each field that no check covers, out of what the compiler produces: the run ends (done,
+    any error code; reads outside the DRAM answer SLVERR) and nothing outside the outputs is
+    written."""
+    tb, _, job = await robust_tb(dut)
+    cycles = await tb.run(job, what="the run before the unchecked fields")
+    good = job.values
+    hangs, outcomes = [], []
+    for what, changes in UNCHECKED:
+        changes = [(path, tb.cfg[value] if isinstance(value, str) else value)
+                   for path, value in changes]
+        job.values = changed(good, *changes)
+        job.fill()
+        await tb.launch(job.values, job.luts)
+        try:
+            await tb.wait_done(20 * cycles, what)
+        except AssertionError as exc:
+            hangs.append(str(exc))
+            await tb.write(tb.map["CTRL"].offset, 0b110)
+            await stopped(tb, job, Error.ABORTED, f"abort after {what}")
+            continue
+        st = await tb.status()
+        outcomes.append(f"{what}: {Error(st['error']).name} {st['info']}")
+        await tb.wait_quiet()
+        job.check_untouched()
+        check_no_wild_writes(tb, what)
+    dut._log.info("unchecked fields: %s", "; ".join(outcomes))
+    job.values = good
+    await tb.run(job, what="the run after the unchecked fields")
+    assert not hangs, "\n".join(hangs)
 
 
 def stub_good(tb, job):

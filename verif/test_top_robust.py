@@ -18,7 +18,7 @@ STRESS = {"backpressure": 0.3, "latency": [1, 60], "write_latency": [0, 40]}
 #: The scenarios that stop a real kernel (the configuration checks are the top's, not the TAU's).
 KERNEL_TESTS = ["kernels_complete_under_random_latency", "abort_at_a_random_point",
                 "reset_in_the_middle_of_a_kernel", "axi_error_responses_stop_the_run",
-                "illegal_instruction_stops_the_run"]
+                "illegal_instruction_stops_the_run", "unchecked_fields_never_hang"]
 
 
 @pytest.mark.sim
@@ -38,6 +38,6 @@ def test_top_robust_real_tau(tmp_path):
     problem.write_bytes(pickle.dumps(W.conv2d(1, 3, 9, 13, 4, 3, padding=1)))
     top = top_for(lanes, taus, rp_bytes=rp_bytes, cp_bytes=cp_bytes)
     config = {"problem": str(problem), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
-              "cp_bytes": cp_bytes, "stops": 2, **STRESS}
+              "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2, **STRESS}
     run_bench(top, bench="bench_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
               testcase=KERNEL_TESTS)
