@@ -23,7 +23,7 @@ from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from meritz import kernelcfg
 from meritz.tau import luts_layout
-from simulate import expected_cycles, record_run, report_progress
+from simulate import cycle_limit, expected_cycles, record_run, report_progress
 
 
 @cocotb.test()
@@ -50,12 +50,12 @@ async def tau_matches_the_isa_model(dut):
 
     pending = list(kernel.tiles)
     total = len(kernel.tiles)
-    cocotb.start_soon(report_progress(total, lambda: total - len(pending),
-                                      expected=expected_cycles(kernel, cfg),
+    expected = expected_cycles(kernel, cfg)
+    cocotb.start_soon(report_progress(total, lambda: total - len(pending), expected=expected,
                                       path=cfg.get("progress_file")))
     started = time.monotonic()
     cycles = 0
-    limit = cfg.get("max_cycles", 2_000_000)
+    limit = cycle_limit(cfg, expected)
     while cycles < limit:
         dut.tiles__valid.value = int(bool(pending))
         if pending:

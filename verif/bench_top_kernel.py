@@ -24,7 +24,7 @@ from benchlib import bench_config, pause_generator, record_metric, rng, setup
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.regmap import Error, register_map
-from simulate import expected_cycles, record_run, report_progress
+from simulate import cycle_limit, expected_cycles, record_run, report_progress
 
 
 @cocotb.test()
@@ -56,13 +56,13 @@ async def kernel_matches_the_isa_model(dut):
         resp = await bus.write(offset, word.to_bytes(4, "little"))
         assert resp.resp == 0, f"register {offset:#x} refused"
     count = dut.dispatcher.count
+    expected = expected_cycles(kernel, cfg, taus)
     progress = cocotb.start_soon(report_progress(len(kernel.tiles), lambda: int(count.value),
-                                                 expected=expected_cycles(kernel, cfg, taus),
-                                                 in_flight=2 * taus,
+                                                 expected=expected, in_flight=2 * taus,
                                                  path=cfg.get("progress_file")))
     started = time.monotonic()
     await bus.write(rmap["CTRL"].offset, (0b101).to_bytes(4, "little"))
-    await with_timeout(RisingEdge(dut.irq), cfg.get("max_cycles", 2_000_000) * 10, "ns")
+    await with_timeout(RisingEdge(dut.irq), cycle_limit(cfg, expected) * 10, "ns")
     seconds = time.monotonic() - started
     progress.cancel()
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import REPO, run_bench  # noqa: E402
 
 __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
-           "record_run"]
+           "cycle_limit", "record_run"]
 
 #: Default SRAM of one TAU (SPEC §5): RP0, RP1 bytes.
 RP_BYTES = (16384, 8192)
@@ -213,6 +213,12 @@ def expected_cycles(kernel, cfg, taus=1):
                        rp_bytes=tuple(cfg.get("rp_bytes", RP_BYTES))).cycles
     except (ImportError, ValueError):
         return None
+
+
+def cycle_limit(cfg, expected):
+    """Cycles after which a bench gives up: the config's ``max_cycles``, else four times the
+    prediction (at least 2 million)."""
+    return cfg.get("max_cycles") or max(2_000_000, 4 * (expected or 0))
 
 
 async def report_progress(total, done, *, expected=None, in_flight=2, path=None, every_s=2.0,
