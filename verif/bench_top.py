@@ -31,8 +31,8 @@ class TB:
     """Clock, reset, the control port (AXI4-Lite master) and the DRAM of one Top.
 
     The configuration registers are written only where they differ from what the bench last
-    wrote (``shadow``; every register is 0 after reset), so scenarios that change one field stay
-    short.
+    wrote (``shadow``, every word written with OKAY; every register is 0 after reset), so
+    scenarios that change one field stay short.
     """
 
     def __init__(self, dut, dram_bytes=DRAM_BYTES):
@@ -70,6 +70,7 @@ class TB:
         resp = await self.access(f"write {offset:#x}",
                                  self.bus.write(offset, int(word).to_bytes(4, "little")))
         assert resp.resp == 0, f"write {offset:#x}: {resp.resp}"
+        self.shadow[offset] = word
 
     async def read(self, offset):
         resp = await self.access(f"read {offset:#x}", self.bus.read(offset, 4))
@@ -89,7 +90,6 @@ class TB:
         for offset, word in words:
             if self.shadow.get(offset, 0) != word:
                 await self.write(offset, word)
-                self.shadow[offset] = word
 
     async def launch(self, values, luts=None):
         await self.configure(values, luts)

@@ -18,6 +18,9 @@ message names STATUS and the state of the DRAM port.
 * ``illegal_instruction_stops_the_run`` (real TAU only): a program of all-zero words (illegal,
   ``docs/isa.md``), which no configuration check refuses, traps in the CP: error TAU naming a
   TAU, quiet, nothing outside the output; the next run is exact.
+* ``unchecked_fields_never_hang`` (real TAU only): each field that no check covers set to a
+  value the compiler never produces (``UNCHECKED``): the run ends, with whatever error code, and
+  writes nothing outside the output tensor (a hang is aborted and reported).
 * ``every_configuration_check_refuses``: each field out of range for every check of
   :data:`merit.regmap.CHECKS` (``bench_regs.bad_configs``): error CONFIG with the check's number,
   no DRAM request; after each, a run at the edge of the checks (``bench_regs.edge_configs``) is
