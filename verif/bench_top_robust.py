@@ -12,9 +12,9 @@ message names STATUS and the state of the DRAM port.
 * ``reset_in_the_middle_of_a_kernel``: ``rst`` for a few cycles at a random point of a run: every
   register back to its reset value, the port quiet, nothing written outside the output (the DRAM
   model's AXI ports reset with the processor's, its memory stays); the next run is exact.
-* ``axi_error_responses_stop_the_run``: SLVERR on one random read data beat of a run, then on
-  one random write response: error AXI_READ / AXI_WRITE, quiet, nothing outside the output; the
-  next run is exact.
+* ``axi_error_responses_stop_the_run``: SLVERR or DECERR on one random read data beat of a run,
+  then on one random write response: error AXI_READ / AXI_WRITE, quiet, nothing outside the
+  output; the next run is exact.
 * ``illegal_instruction_stops_the_run`` (real TAU only): a program of all-zero words (illegal,
   ``docs/isa.md``), which no configuration check refuses, traps in the CP: error TAU naming a
   TAU, quiet, nothing outside the output; the next run is exact.
@@ -46,6 +46,8 @@ from benchlib import bench_config
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.regmap import Error
+
+SLVERR, DECERR = 2, 3
 
 #: The stand-in's long kernel (240 tiles): the one interrupted by abort, reset and AXI errors.
 LONG = ([1, 1, 1, 1, 30, 64], [1, 1, 1, 1, 1, 8])
@@ -131,7 +133,7 @@ async def abort_at_a_random_point(dut):
     for k in range(tb.cfg.get("stops", 3)):
         delay = await stop_point(tb, job, cycles)
         resp = await tb.access("config write while busy", tb.bus.write(first, bytes(4)))
-        assert resp.resp == 2, "config written while busy"
+        assert resp.resp == SLVERR, "config written while busy"
         await tb.write(tb.map["CTRL"].offset, 0b110)     # abort, irq enable
         await stopped(tb, job, Error.ABORTED, f"abort {k} at cycle {delay}")
     await tb.run(job, what="the run after the aborts")
@@ -174,7 +176,8 @@ async def reset_in_the_middle_of_a_kernel(dut):
 
 @cocotb.test()
 async def axi_error_responses_stop_the_run(dut):
-    """One SLVERR on a random read data beat, then on a random write response of a run."""
+    """One SLVERR or DECERR on a random read data beat, then on a random write response of a
+    run."""
     tb, _, job = await robust_tb(dut)
     sent = {"r": 0, "b": 0}         # beats / responses the DRAM queued
     poison = {"r": None, "b": None}     # which one to poison, counted from the run's start
@@ -184,7 +187,7 @@ async def axi_error_responses_stop_the_run(dut):
         async def poisoned(beat, key=key, send=send):
             sent[key] += 1
             if sent[key] == poison[key]:
-                setattr(beat, f"{key}resp", 2)
+                setattr(beat, f"{key}resp", tb.rand.choice((SLVERR, DECERR)))
             await send(beat)
         channel.send = poisoned
     before = dict(sent)
