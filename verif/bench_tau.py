@@ -75,6 +75,7 @@ async def tau_matches_the_isa_model(dut):
     errors = int(dut.errors.value)
     assert errors == 0, f"TAU error flags {errors:#x}"
 
+    assert not dram.outside, f"DRAM accesses outside the memory: {dram.outside[:4]}"
     check_outputs(dram, kernel, problem, image,
                   isa_run(problem, *arrays, shift=cfg.get("shift", 0)))
     record_run(dram, kernel, cfg, alus=lanes, seconds=seconds)

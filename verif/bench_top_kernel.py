@@ -74,6 +74,7 @@ async def kernel_matches_the_isa_model(dut):
     assert status >> 4 & 15 == Error.NONE, f"STATUS {status:#x}"
     tiles = await read("TILES")
     assert tiles == len(kernel.tiles), f"TILES {tiles}, expected {len(kernel.tiles)}"
+    assert not dram.outside, f"DRAM accesses outside the memory: {dram.outside[:4]}"
     check_outputs(dram, kernel, problem, image, isa_run(problem, *arrays, shift=shift))
     record_run(dram, kernel, cfg, alus=lanes * taus, seconds=seconds)
     record_metric("cycles_register", await read("CYCLES"))
