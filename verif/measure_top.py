@@ -16,8 +16,10 @@ and keeps the others) and are rendered into ``docs/results/utilization.md``::
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
+import pickle
 import platform
 import sys
 import time
@@ -59,16 +61,29 @@ def _load(path):
     return {"rows": {}, "scaling": {}}
 
 
-def measure_row(name, *, lanes, taus, bandwidth, latency, seed):
-    """Simulate the slice of row ``name``; return its result entry."""
+def slice_key(problem, lanes, taus, bandwidth, latency):
+    """Identifies one simulation: rows with the same slice share one run."""
+    blob = pickle.dumps((problem, lanes, taus, bandwidth, latency))
+    return hashlib.sha1(blob).hexdigest()[:16]
+
+
+def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done=None):
+    """Simulate the slice of row ``name`` (or reuse the run of a row in ``done`` with the same
+    slice); return its result entry."""
     from simulate import simulate
 
     r = row(name)
     problem = r.slice()
+    key = slice_key(problem, lanes, taus, bandwidth, latency)
+    for other, entry in (done or {}).items():
+        if other != name and entry.get("slice_key") == key:
+            print(f"{name}: same slice as {other}, its run is reused", flush=True)
+            return dict(entry, table=r.table, label=r.label, paper=r.paper, what=r.what,
+                        slice=r.slice_what, whole=False, same_run_as=other)
     start = time.time()
     metrics = simulate(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
                        latency=latency, seed=seed, progress=lambda line: print(line, flush=True))
-    entry = {
+    entry = {"slice_key": key,
         "table": r.table, "label": r.label, "paper": r.paper, "what": r.what,
         "slice": r.slice_what, "whole": r.slice_what == "whole layer",
         "utilization": metrics["utilization"], "cycles": metrics["cycles"],
@@ -255,7 +270,7 @@ def main(argv=None):
                 add_model(results["rows"][name], name, **model_kw)
             continue
         print(f"== {name}: {row(name).slice_what}", flush=True)
-        entry = measure_row(name, seed=args.seed, **model_kw)
+        entry = measure_row(name, seed=args.seed, done=results["rows"], **model_kw)
         results["rows"][name] = (entry if args.no_model
                                  else add_model(entry, name, **model_kw))
         print(f"{name}: {entry}", flush=True)
