@@ -734,9 +734,13 @@ def calibration_table(results=RESULTS):
 
 def _row_problem(row, name, factories):
     """The problem of a measurement row: ``function`` + ``args`` / ``kwargs`` call a
-    :mod:`merit.workloads` function; else ``problem`` (default: the row's name) names a workload
-    of ``verif/measure_tau.py``. None when neither is known."""
+    :mod:`merit.workloads` function; a row of ``utilization.json`` (``table`` VIII / IX) is the
+    slice of that row of :mod:`merit.paper`; else ``problem`` (default: the row's name) names a
+    workload of ``verif/measure_tau.py``. None when neither is known."""
     from . import workloads as W
+    if row.get("table") in ("VIII", "IX"):          # utilization.json: a row of merit.paper
+        from .paper import row as paper_row
+        return paper_row(name).slice()
     function = row.get("function")
     if function is not None:
         if function not in W.__all__:
