@@ -130,18 +130,23 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed):
         model[name] = [None if p is None else round(p[0], 4) for p in points]
         measured = rtl.setdefault(name, [None] * len(alus))
         for taus in rtl_taus:
-            a = taus * lanes
+            a = max(taus, 1) * lanes
             if a not in alus:
                 continue
             if taus == results.get("setup", {}).get("taus") and name in results["rows"]:
                 value = results["rows"][name]["utilization"]
+            elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
+                value = simulate(r.slice(), lanes=lanes, dram_bytes_per_cycle=bandwidth,
+                                 latency=latency, seed=seed, instructions=24)["utilization"]
             else:
                 value = simulate(r.slice(), lanes=lanes, taus=taus,
                                  dram_bytes_per_cycle=bandwidth, latency=latency,
                                  seed=seed)["utilization"]
             measured[alus.index(a)] = value
+            print(f"scaling {name} at {a} ALUs: {value}", flush=True)
     out["note"] = ("utilization of each row's slice; RTL: Verilator model of Top with "
-                   f"{lanes}-lane TAUs; model: merit.perf")
+                   f"{lanes}-lane TAUs ({lanes} ALUs: one TAU driven by the bench); model: "
+                   "merit.perf")
 
 
 def _pct(value):
@@ -238,7 +243,9 @@ def main(argv=None):
     parser.add_argument("--no-model", action="store_true",
                         help="simulate only (add the model columns later with --model-only)")
     parser.add_argument("--scaling", action="store_true", help="also Fig. 15")
-    parser.add_argument("--scaling-taus", type=int, nargs="*", default=[4])
+    parser.add_argument("--scaling-taus", type=int, nargs="*", default=[0, 4],
+                        help="TAU counts simulated for Fig. 15 (0: one TAU alone, driven by "
+                             "the bench; the TAU count of the tables reuses their runs)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS / "utilization"))
     args = parser.parse_args(argv)
