@@ -8,7 +8,8 @@ pipelined, so latency costs throughput only when too few reads are in flight), a
 **backpressure** on every channel (seeded pause generators). For the robustness benches both
 latencies may be random: a ``(low, high)`` range is drawn again for each read burst, and
 ``write_latency`` delays each write response after the burst's last W beat. Answers keep the order
-of the requests (legal AXI: same ID in order; this model reorders nothing).
+of the requests, unless ``reorder``: then read bursts of different IDs are answered in any order
+and their beats interleaved, as AXI4 allows (the beats of one ID stay in order).
 
 It also measures the cycles from the first DRAM request (AR or AW valid) to the last write
 response, the span SPEC §5 defines for utilization, and counts the bursts still owed an answer
@@ -68,10 +69,14 @@ class Dram:
         With ``backpressure`` > 0: random stalls on AR, R, AW, W and B; draws the latencies.
     backpressure : float
         Probability that a channel stalls in a cycle.
+    reorder : bool
+        Each R beat comes from a burst chosen at random among the oldest ready burst of each
+        ID: bursts of different IDs overtake each other and interleave.
     """
 
     def __init__(self, dut, prefix, clock, reset, *, size, read=True, write=True, latency=20,
-                 write_latency=0, bytes_per_cycle=8, rand=None, backpressure=0.0):
+                 write_latency=0, bytes_per_cycle=8, rand=None, backpressure=0.0,
+                 reorder=False):
         self.clock = clock
         self.reset = reset
         self.latency = _check_latency("latency", latency)
@@ -79,6 +84,11 @@ class Dram:
         if rand is None and (self.latency[0] != self.latency[1]
                              or self.write_latency[0] != self.write_latency[1]):
             raise ValueError("a random latency needs rand (a random.Random)")
+        if reorder and rand is None:
+            raise ValueError("reorder needs rand (a random.Random)")
+        self.reorder = reorder
+        self._bursts = []           # reorder: [{"id", "at", "beats", "done"}] held read bursts
+        self.overtakes = 0          # reorder: R beats handed out before an older burst's
         self.bytes_per_cycle = bytes_per_cycle
         self.rand = rand
         self.backpressure = backpressure if rand is not None else 0.0
@@ -123,8 +133,11 @@ class Dram:
             # the RAM model queues the beats of every accepted burst at once (their latency runs
             # from acceptance, bursts overlap); its default of 2 would serialise the latency
             self.reader.r_channel.queue_occupancy_limit = -1
-            self.reader.r_channel.send = self._timed(self.reader.r_channel.send, self._read_ready,
-                                                     self._ready_at)
+            if reorder:
+                self.reader.r_channel.send = self._hold
+            else:
+                self.reader.r_channel.send = self._timed(self.reader.r_channel.send,
+                                                         self._read_ready, self._ready_at)
         if self.writer is not None and self.write_latency != (0, 0):
             self.writer.b_channel.queue_occupancy_limit = -1    # responses wait here, not in W
             self.writer.b_channel.send = self._timed(self.writer.b_channel.send, self._b_ready,
@@ -155,6 +168,31 @@ class Dram:
             await send(obj)
             times.append(at)
         return timed_send
+
+    async def _hold(self, beat):
+        """reorder: keep the RAM model's R beats by burst; ``_run`` hands them out."""
+        if self._burst_start:
+            self._bursts.append({"id": int(beat.rid), "beats": [], "done": False,
+                                 "at": self.cycle + self._draw(self.latency) + 1})
+        self._burst_start = bool(int(beat.rlast))
+        burst = self._bursts[-1]
+        burst["beats"].append(beat)
+        burst["done"] = self._burst_start
+
+    def _next_beat(self):
+        """reorder: a beat of a random ready burst among the oldest burst of each ID."""
+        heads = {}
+        for burst in self._bursts:
+            heads.setdefault(burst["id"], burst)
+        ready = [b for b in heads.values() if b["at"] <= self.cycle and b["beats"]]
+        if not ready:
+            return None
+        burst = self.rand.choice(ready)
+        self.overtakes += burst is not self._bursts[0]
+        beat = burst["beats"].pop(0)
+        if burst["done"] and not burst["beats"]:
+            self._bursts.remove(burst)
+        return beat
 
     def _draw(self, low_high):
         low, high = low_high
@@ -225,11 +263,18 @@ class Dram:
             if self._in_reset():            # the RAM model drops its bursts
                 self.reads_owed = self.writes_owed = 0
                 self._burst_start = True
+                self._bursts.clear()
                 continue
             self._count()
             # the queues hold one entry per queued beat: drop those of beats already sent
             if r is not None:
                 del self._ready_at[:len(self._ready_at) - r.count()]
+                while self.reorder and r.count() < 2:      # two beats ahead: no bubble
+                    beat = self._next_beat()
+                    if beat is None:
+                        break
+                    r.send_nowait(beat)
+                    self._ready_at.append(self.cycle)
             if b is not None:
                 del self._b_ready_at[:len(self._b_ready_at) - b.count()]
                 b.pause = not (self._b_ready_at and self._b_ready_at[0] <= self.cycle

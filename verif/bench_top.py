@@ -51,7 +51,7 @@ class TB:
         self.dram = Dram(dut, "m_axi_", dut.clk, dut.rst, size=dram_bytes,
                          latency=self.cfg.get("latency", 20),
                          write_latency=self.cfg.get("write_latency", 0),
-                         rand=self.rand, backpressure=p)
+                         reorder=self.cfg.get("reorder", False), rand=self.rand, backpressure=p)
         self.shadow = {}
 
     async def start(self):

@@ -13,8 +13,9 @@ from meritz.top import StubTau, Top
 from simulate import top_for
 
 #: The DRAM of the robustness runs: 30 % stalls on every channel, 1..60 cycles of read latency
-#: per burst, 0..40 cycles before each write response.
-STRESS = {"backpressure": 0.3, "latency": [1, 60], "write_latency": [0, 40]}
+#: per burst, 0..40 cycles before each write response, read bursts of different IDs reordered
+#: and interleaved.
+STRESS = {"backpressure": 0.3, "latency": [1, 60], "write_latency": [0, 40], "reorder": True}
 #: The scenarios that stop a real kernel (the configuration checks are the top's, not the TAU's).
 KERNEL_TESTS = ["kernels_complete_under_random_latency", "abort_at_a_random_point",
                 "reset_in_the_middle_of_a_kernel", "axi_error_responses_stop_the_run",
