@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import REPO, run_bench  # noqa: E402
+from merit.compile import program_slots  # noqa: E402  (re-exported: the benches' default)
 
 __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
            "cycle_limit", "record_run"]
@@ -54,13 +55,6 @@ def top_for(lanes, taus, *, rp_bytes=None, cp_bytes=5120, instructions=16):
     rp0, rp1 = rp_bytes or RP_BYTES
     return Top(lanes=lanes, taus=taus, rp0_bytes=rp0, rp1_bytes=rp1, cp_bytes=cp_bytes,
                instructions=instructions)
-
-
-def program_slots(problem, shift=0):
-    """Instruction slots a TAU needs for ``problem``: 16, or 24 for longer programs (bilateral);
-    both keep the configuration under the 0.5 KB budget."""
-    from merit.isa.programs import program_for
-    return 16 if len(program_for(problem, shift=shift).words) <= 16 else 24
 
 
 def _check_waves(waves):

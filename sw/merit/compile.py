@@ -24,7 +24,7 @@ from .mapping.bank import BankFunction
 from .transform import Transform
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
-           "lane_coords",
+           "lane_coords", "program_slots",
            "slot_config", "tile_words", "hw_index"]
 
 P_INDICES = 6
@@ -245,6 +245,15 @@ def _lane_index(grouping, n_par):
         raise CompileError(f"lane grouping {grouping.bits}: inner parallel indices must take the "
                            f"low lane bits (the CP's lane fields)")
     return tuple(index)
+
+
+def program_slots(problem, shift=0):
+    """Instruction slots a TAU needs for ``problem``: 16, or 24 for longer programs (bilateral).
+
+    A TAU alone holds either; the processor's register map fits 16 under SPEC §5's 0.5 KB
+    (``docs/decisions.md``)."""
+    from .isa.programs import program_for
+    return 16 if len(program_for(problem, shift=shift).words) <= 16 else 24
 
 
 def _align(value, to=64):

@@ -751,10 +751,9 @@ def _row_problem(row, name, factories):
 
 
 def _instruction_slots(problem):
-    """Program slots of the TAU that ran ``problem``: 16, or 24 when the program needs more
-    (as ``verif/simulate.py``)."""
-    from .isa.programs import program_for
-    return 16 if len(program_for(problem).words) <= 16 else 24
+    """Program slots of the TAU that ran ``problem`` (:func:`merit.compile.program_slots`)."""
+    from .compile import program_slots
+    return program_slots(problem)
 
 
 def _row(source, name, measured, p):
