@@ -8,9 +8,10 @@ see ``axi.Dram``). Every wait is bounded by a watchdog (``bench_top.TB``) whose
 message names STATUS and the state of the DRAM port.
 
 * ``kernels_complete_under_random_latency``: the runs are exact.
-* ``abort_at_a_random_point``: CTRL.abort in the middle of a run: error ABORTED, the DRAM port
-  quiet, nothing written outside the output; the next run is exact.
-* ``reset_in_the_middle_of_a_kernel``: ``rst`` for a few cycles at a random point of a run: every
+* ``abort_at_a_random_point``: CTRL.abort 0..3 cycles after START, then at random points in the
+  middle of a run: error ABORTED, the DRAM port quiet, nothing written outside the output; the
+  next run is exact.
+* ``reset_in_the_middle_of_a_kernel``: ``rst`` for a few cycles at the same stop points: every
   register back to its reset value, the port quiet, nothing written outside the output (the DRAM
   model's AXI ports reset with the processor's, its memory stays); the next run is exact.
 * ``axi_error_responses_stop_the_run``: SLVERR or DECERR on one random read data beat of a run,
@@ -94,11 +95,12 @@ async def robust_tb(dut):
     return tb, jobs, long
 
 
-async def stop_point(tb, job, cycles):
-    """Launch ``job`` and wait a random part (10..70 %) of a run of ``cycles`` cycles."""
+async def stop_point(tb, job, cycles, first):
+    """Launch ``job`` and wait a random part (10..70 %) of a run of ``cycles`` cycles; the
+    ``first`` stop comes 0..3 cycles after START."""
     job.fill()
     await tb.launch(job.values, job.luts)
-    delay = tb.rand.randrange(cycles // 10, cycles * 7 // 10)
+    delay = tb.rand.randrange(4) if first else tb.rand.randrange(cycles // 10, cycles * 7 // 10)
     await ClockCycles(tb.dut.clk, delay)
     assert not int(tb.dut.irq.value), f"the run ended before its stop point ({delay} cycles)"
     return delay
@@ -135,7 +137,7 @@ async def abort_at_a_random_point(dut):
     cycles = await tb.run(job, what="the run before the aborts")
     first = tb.map.config_registers[0].offset
     for k in range(tb.cfg.get("stops", 3)):
-        delay = await stop_point(tb, job, cycles)
+        delay = await stop_point(tb, job, cycles, first=k == 0)
         resp = await tb.access("config write while busy", tb.bus.write(first, bytes(4)))
         assert resp.resp == SLVERR, "config written while busy"
         await tb.write(tb.map["CTRL"].offset, 0b110)     # abort, irq enable
@@ -163,7 +165,7 @@ async def reset_in_the_middle_of_a_kernel(dut):
     cycles = await tb.run(job, what="the run before the resets")
     ident = await tb.read(tb.map["ID"].offset)
     for k in range(tb.cfg.get("stops", 3)):
-        delay = await stop_point(tb, job, cycles)
+        delay = await stop_point(tb, job, cycles, first=k == 0)
         dut.rst.value = 1
         await ClockCycles(dut.clk, tb.rand.randrange(1, 6))
         dut.rst.value = 0
