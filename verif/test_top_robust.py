@@ -1,7 +1,8 @@
-"""Robustness of meritz.top.Top (issue 7) on the Verilator model: random backpressure and latency,
-abort, reset in the middle of a kernel, AXI error responses, every configuration check
-(``bench_top_robust``). CI runs them on the stand-in TAU (the model of ``test_top_top``); the
-slow test runs the stopping scenarios on two real 8-lane TAUs with a compiled convolution."""
+"""Robustness of meritz.top.Top (issue 7) on the Verilator model: random backpressure, latency and
+read reordering, abort, reset in the middle of a kernel, AXI error responses, every configuration
+check (``bench_top_robust``). CI runs them on the stand-in TAU (the model of ``test_top_top``);
+the slow test runs the stopping scenarios, an illegal program and the fields that no check covers
+on two real 8-lane TAUs with a compiled convolution."""
 
 import pickle
 
@@ -10,7 +11,6 @@ import pytest
 from harness import run_bench
 from merit import workloads as W
 from meritz.top import StubTau, Top
-from simulate import top_for
 
 #: The DRAM of the robustness runs: 30 % stalls on every channel, 1..60 cycles of read latency
 #: per burst, 0..40 cycles before each write response, read bursts of different IDs reordered
@@ -37,7 +37,8 @@ def test_top_robust_real_tau(tmp_path):
     lanes, taus, rp_bytes, cp_bytes = 8, 2, (2048, 1024), 2048
     problem = tmp_path / "problem.pkl"
     problem.write_bytes(pickle.dumps(W.conv2d(1, 3, 9, 13, 4, 3, padding=1)))
-    top = top_for(lanes, taus, rp_bytes=rp_bytes, cp_bytes=cp_bytes)
+    top = Top(lanes=lanes, taus=taus, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1],
+              cp_bytes=cp_bytes)
     config = {"problem": str(problem), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
               "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2, **STRESS}
     run_bench(top, bench="bench_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
