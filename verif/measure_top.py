@@ -27,6 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import numpy as np  # noqa: E402
+
 from merit.paper import ROWS, row  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
@@ -53,6 +55,20 @@ def _model(problems, *, lanes, taus, bandwidth, latency):
         cycles += repeat * pred.cycles
         bounds.append(pred.bound)
     return useful / (cycles * lanes * taus), int(cycles), "/".join(dict.fromkeys(bounds))
+
+
+def roofline(problems, *, alus, bandwidth):
+    """Utilization bound from compulsory DRAM traffic: every input read once, every output
+    written once (16-bit words), at ``bandwidth`` bytes per cycle, over ``(problem, repeat)``s."""
+    from merit.compile import compile_problem
+
+    useful = words = 0
+    for problem, repeat in problems:
+        useful += repeat * compile_problem(problem, lanes=32).useful_ops
+        words += repeat * (sum(int(np.prod(t.shape)) for t in problem.tensors)
+                           + sum(int(np.prod(o.shape)) for o in problem.outputs))
+    cycles = 2 * words / bandwidth
+    return min(1.0, useful / (cycles * alus))
 
 
 def _load(path):
@@ -95,9 +111,30 @@ def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done=None):
     return entry
 
 
+def measure_one_tau(name, *, lanes, bandwidth, latency, seed, done):
+    """Row ``name``'s slice on one TAU driven by the bench (``lanes`` ALUs); reuses a run of the
+    same slice in ``done``."""
+    from simulate import simulate
+
+    problem = row(name).slice()
+    key = slice_key(problem, lanes, 0, bandwidth, latency)
+    for other, entry in done.items():
+        if other != name and entry.get("slice_key") == key:
+            print(f"{name}: same slice as {other} on one TAU, its run is reused", flush=True)
+            return dict(entry, same_run_as=other)
+    start = time.time()
+    metrics = simulate(problem, lanes=lanes, dram_bytes_per_cycle=bandwidth, latency=latency,
+                       seed=seed, instructions=24)
+    return {"slice_key": key, "utilization": metrics["utilization"],
+            "cycles": metrics["cycles"], "dram_busy": metrics.get("dram_busy"),
+            "lanes": lanes, "taus": 1, "bench": "tau", "wall_s": round(time.time() - start, 1)}
+
+
 def add_model(entry, name, *, lanes, taus, bandwidth, latency):
     """Add the model's predictions (slice and full layer) to a row's entry."""
     r = row(name)
+    entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
+    entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
     sliced = _model([(r.slice(), 1)], lanes=lanes, taus=taus, bandwidth=bandwidth,
                     latency=latency)
     full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency)
@@ -114,8 +151,9 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency):
     return entry
 
 
-def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed):
-    """Fig. 15: utilization vs ALUs, the model for every count, RTL for ``rtl_taus``."""
+def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau):
+    """Fig. 15: utilization vs ALUs, the model for every count, RTL for ``rtl_taus`` (0: one TAU
+    alone, from ``one_tau`` rows when measured)."""
     from simulate import simulate
 
     alus = list(SCALING_ALUS)
@@ -135,6 +173,8 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed):
                 continue
             if taus == results.get("setup", {}).get("taus") and name in results["rows"]:
                 value = results["rows"][name]["utilization"]
+            elif taus == 0 and name in one_tau:
+                value = one_tau[name]["utilization"]
             elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
                 value = simulate(r.slice(), lanes=lanes, dram_bytes_per_cycle=bandwidth,
                                  latency=latency, seed=seed, instructions=24)["utilization"]
@@ -157,8 +197,9 @@ def _num(value, digits=2):
     return "" if value is None else f"{value:.{digits}f}"
 
 
-def render(results):
-    """``docs/results/utilization.md`` from the results dict."""
+def render(results, one_tau=None):
+    """``docs/results/utilization.md`` from the results dict (and the one-TAU rows)."""
+    one_tau = one_tau or {}
     setup = results["setup"]
     lines = [
         "# MERIT-z utilization: the paper's Tables VIII and IX, and Fig. 15",
@@ -184,26 +225,35 @@ def render(results):
     for table, title in (("VIII", "Table VIII: DNN layers"),
                          ("IX", "Table IX: layers from vision papers")):
         lines += [f"## {title}", "",
-                  "| row | paper | ours (RTL) | slice | model on the slice (error) | "
-                  "model, full layer | bound (model) | DRAM busy | cycles | vs paper |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  f"| row | paper | ours (RTL, {setup['taus']} TAUs) | slice | model on the "
+                  "slice (error) | model, full layer | bound (model) | DRAM roofline, full "
+                  f"layer | DRAM busy | cycles | ours, 1 TAU alone (RTL) | DRAM roofline, 1 TAU "
+                  "| vs paper |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in ROWS:
             e = results["rows"].get(r.name)
             if r.table != table:
                 continue
             if e is None:
                 lines.append(f"| {r.label} | {r.paper:.2f} | not measured | {r.slice_what} "
-                             "| | | | | | |")
+                             "| | | | | | | | | |")
                 continue
+            alone = one_tau.get(r.name, {}).get("utilization")
             ours = e["utilization"]
             full = e.get("model_full")
             best = max(v for v in (ours, full) if v is not None)
             verdict = "at or above" if best >= r.paper - 0.005 else "below"
+            roof = e.get("roofline_full")
+            if verdict == "below" and roof is not None and r.paper > roof:
+                verdict = "below; paper above the roofline"
+            if alone is not None and alone >= r.paper - 0.005:
+                verdict += "; 1 TAU at or above"
             lines.append(
                 f"| {r.label} | {r.paper:.2f} | {ours:.2f} | {e['slice']} | "
                 f"{_num(e.get('model_slice'))} ({_pct(e.get('model_error'))}) | "
-                f"{_num(full)} | {e.get('bound') or ''} | {_num(e.get('dram_busy'))} | "
-                f"{e['cycles']} | {verdict} |")
+                f"{_num(full)} | {e.get('bound') or ''} | {_num(roof)} | "
+                f"{_num(e.get('dram_busy'))} | {e['cycles']} | {_num(alone)} | "
+                f"{_num(e.get('roofline_full_one_tau'))} | {verdict} |")
         lines.append("")
     errors = [abs(e["model_error"]) for e in results["rows"].values()
               if e.get("model_error") is not None]
@@ -242,6 +292,9 @@ def main(argv=None):
                         help="recompute the model columns of the stored rows, simulate nothing")
     parser.add_argument("--no-model", action="store_true",
                         help="simulate only (add the model columns later with --model-only)")
+    parser.add_argument("--one-tau", action="store_true",
+                        help="run the slices on one TAU alone instead (its own JSON file, "
+                             "the tables' '1 TAU' column)")
     parser.add_argument("--scaling", action="store_true", help="also Fig. 15")
     parser.add_argument("--scaling-taus", type=int, nargs="*", default=[0, 4],
                         help="TAU counts simulated for Fig. 15 (0: one TAU alone, driven by "
@@ -267,9 +320,22 @@ def main(argv=None):
     model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
                     latency=args.latency)
 
+    tau_path = out.with_name(out.name + "_one_tau.json")
+    one_tau = _load(tau_path)
+
+    if args.one_tau:
+        for name in args.only or names:
+            print(f"== {name} on one TAU: {row(name).slice_what}", flush=True)
+            one_tau["rows"][name] = measure_one_tau(
+                name, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
+                latency=args.latency, seed=args.seed, done=one_tau["rows"])
+            print(f"{name}: {one_tau['rows'][name]}", flush=True)
+            tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
+        return
+
     def save():
         out.with_suffix(".json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-        out.with_suffix(".md").write_text(render(results))
+        out.with_suffix(".md").write_text(render(results, one_tau["rows"]))
 
     for name in args.only or names:
         if args.model_only:
@@ -284,7 +350,8 @@ def main(argv=None):
         save()
     if args.scaling:
         scaling(results, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
-                latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed)
+                latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed,
+                one_tau=one_tau["rows"])
     save()
 
 
