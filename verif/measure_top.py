@@ -209,7 +209,7 @@ def _reading(results, one_tau):
                  and r.paper > rows[r.name]["roofline_full"] + 0.005]
     dram = [r.label for r in measured if (rows[r.name].get("dram_busy") or 0) >= 0.8]
     alone_ok = [r.label for r in measured
-                if one_tau.get(r.name, {}).get("utilization", 0) >= r.paper - 0.005]
+                if one_tau.get(r.name, {}).get("utilization", 0) >= r.paper - 0.02]
     alone_all = [r for r in measured if r.name in one_tau]
     out = ["## Reading the numbers", ""]
     out.append(
@@ -228,8 +228,8 @@ def _reading(results, one_tau):
            if over_roof else "Every paper figure is below it."))
     if alone_all:
         out.append(
-            f"* **One TAU alone** (32 ALUs with the whole 8 bytes per cycle) reaches the "
-            f"paper's figure on {len(alone_ok)} of {len(alone_all)} rows"
+            f"* **One TAU alone** (32 ALUs with the whole 8 bytes per cycle) comes within 0.02 "
+            f"of the paper's figure, or above it, on {len(alone_ok)} of {len(alone_all)} rows"
             + (": " + ", ".join(alone_ok) if alone_ok else "")
             + ". The paper's utilizations match per-TAU figures much better than 4 TAUs "
             "sharing one DRAM port. Rows still below on one TAU lose lanes to tile quantization "
@@ -246,7 +246,7 @@ def render(results, one_tau=None):
     lines = [
         "# MERIT-z utilization: the paper's Tables VIII and IX, and Fig. 15",
         "",
-        f"Command: `{setup['command']}`  ",
+        f"Command: `{setup['command']}  ",
         f"Date: {setup['date']}  ",
         f"Machine: {setup['machine']}",
         "",
@@ -288,8 +288,8 @@ def render(results, one_tau=None):
             roof = e.get("roofline_full")
             if verdict == "below" and roof is not None and r.paper > roof:
                 verdict = "below; paper above the roofline"
-            if alone is not None and alone >= r.paper - 0.005:
-                verdict += "; 1 TAU at or above"
+            if alone is not None and alone >= r.paper - 0.02:
+                verdict += "; 1 TAU within 0.02 or above"
             lines.append(
                 f"| {r.label} | {r.paper:.2f} | {ours:.2f} | {e['slice']} | "
                 f"{_num(e.get('model_slice'))} ({_pct(e.get('model_error'))}) | "
@@ -354,8 +354,9 @@ def main(argv=None):
     results["setup"] = {
         "lanes": args.lanes, "taus": args.taus, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
         "latency": args.latency,
-        "command": "python verif/measure_top.py " + " ".join(argv if argv is not None
-                                                              else sys.argv[1:]),
+        "command": (f"python verif/measure_top.py --lanes {args.lanes} --taus {args.taus} "
+                    f"--dram-bytes-per-cycle {args.dram_bytes_per_cycle} --scaling` (one row: "
+                    "`--only NAME`; the one-TAU column: `--one-tau`)"),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
                    f"Python {platform.python_version()}, Verilator model",
