@@ -7,6 +7,6 @@ from meritz.dispatcher import Dispatcher
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("taus", [1, 2, 4])
+@pytest.mark.parametrize("taus", [1, 2, 4, 8])
 def test_dispatcher(taus):
     run_bench(Dispatcher(taus=taus), bench="bench_dispatcher", config={"taus": taus})

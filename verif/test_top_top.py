@@ -29,6 +29,6 @@ def test_top_two_taus():
 
 @pytest.mark.sim
 @pytest.mark.slow
-@pytest.mark.parametrize("taus", [1, 4])
+@pytest.mark.parametrize("taus", [1, 4, 8])
 def test_top_taus(taus):
     _run(taus)
