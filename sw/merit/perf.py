@@ -543,7 +543,10 @@ def _simulate(jobs, taus, beat_rate, latency):
                 t_next = min(t_next, now + left / rates[key])
         dram.advance(t_next - now, rates)
         now = t_next
-        for key in [k for k, (left, *_) in dram.active.items() if left <= 1e-9]:
+        # a transfer is over when under a millionth of a beat is left: a tighter bound can
+        # never be met once ``now`` is large (millions of cycles: the step that would finish it
+        # is below the float resolution of ``now``, and the loop would spin)
+        for key in [k for k, (left, *_) in dram.active.items() if left <= 1e-6]:
             del dram.active[key]
             kind, i = key
             if kind == "r":

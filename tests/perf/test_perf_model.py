@@ -217,3 +217,12 @@ def test_perf_and_plan_import_no_amaranth():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_layer_of_millions_of_cycles_finishes():
+    """Regression: with ``now`` in the millions of cycles the fluid simulation's finishing step
+    fell below float resolution and the loop spun forever (VGG-16 conv3_2 on 4 TAUs)."""
+    from merit import workloads as W
+    from merit.perf import predict_problem
+    pred = predict_problem(W.conv2d(1, 256, 56, 56, 256, 3, padding=1), lanes=32, taus=4)
+    assert pred.cycles > 10_000_000 and 0 < pred.utilization < 1
