@@ -62,7 +62,8 @@ def _figure(path, size, draw):
 
 
 def _label_bars(ax, bars, fmt, **kwargs):
-    ax.bar_label(bars, labels=[fmt(bar) for bar in bars], fontsize=7, padding=2, **kwargs)
+    kwargs.setdefault("fontsize", 7)
+    ax.bar_label(bars, labels=[fmt(bar) for bar in bars], padding=2, **kwargs)
 
 
 def _wrap(text, width):
@@ -202,24 +203,34 @@ def utilization_vs_paper(data, path):
         for ax, table in zip(axes, tables, strict=True):
             group = groups[table]
             xs = range(len(group))
+            alone = [(x, r["one_tau"]) for x, (_, r) in zip(xs, group, strict=True)
+                     if r.get("one_tau") is not None]
+            width = 0.27 if alone else 0.4
+            left = -width if alone else -0.2
             measured = [(x, r["utilization"]) for x, (_, r) in zip(xs, group, strict=True)
                         if r.get("utilization") is not None]
-            ours = ax.bar([x - 0.2 for x, _ in measured], [u for _, u in measured], 0.4,
+            ours = ax.bar([x + left for x, _ in measured], [u for _, u in measured], width,
                           color="C0", label=f"ours (RTL on a slice, {setup.get('taus', '?')} "
                                             f"TAUs x {setup.get('lanes', '?')} lanes)")
             _label_bars(ax, ours, lambda b: f"{b.get_height():.2f}", label_type="center",
-                        color="white")
+                        color="white", fontsize=6)
+            if alone:
+                bars = ax.bar([x for x, _ in alone], [u for _, u in alone], width, color="C2",
+                              label=f"ours (RTL on a slice, one TAU of "
+                                    f"{setup.get('lanes', '?')} lanes alone)")
+                _label_bars(ax, bars, lambda b: f"{b.get_height():.2f}", label_type="center",
+                            color="white", fontsize=6)
             paper = [(x, r["paper"]) for x, (_, r) in zip(xs, group, strict=True)
                      if r.get("paper") is not None]
             if paper:
-                bars = ax.bar([x + 0.2 for x, _ in paper], [u for _, u in paper], 0.4,
+                bars = ax.bar([x - left for x, _ in paper], [u for _, u in paper], width,
                               color="C7", label=PAPER_LABEL)
                 _label_bars(ax, bars, lambda b: f"{b.get_height():.2f}", label_type="center",
-                            color="white")
+                            color="white", fontsize=6)
             model = [(x, r["model_full"]) for x, (_, r) in zip(xs, group, strict=True)
                      if r.get("model_full") is not None]
             if model:
-                ax.plot([x - 0.2 for x, _ in model], [u for _, u in model], linestyle="none",
+                ax.plot([x + left for x, _ in model], [u for _, u in model], linestyle="none",
                         marker="D", color="black", markersize=5,
                         label="performance model (full layer)")
             ax.set_xticks(list(xs), [r.get("label", n) + (" (whole layer)" if r.get("whole")
@@ -232,7 +243,7 @@ def utilization_vs_paper(data, path):
         for ax in axes:
             for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
                 handles.setdefault(label, handle)
-        fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncols=3,
+        fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncols=4,
                    fontsize=7)
         fig.suptitle(f"Utilization, ours ({_setting(setup)}) vs the paper", fontsize=10)
 
