@@ -685,7 +685,7 @@ def _workloads():
 
 
 #: Row files that :func:`calibration_table` reads besides ``tau.json``, when they exist.
-ROW_FILES = ("perf_n8.json", "utilization.json")
+ROW_FILES = ("perf_n8.json", "utilization.json", "utilization_one_tau.json")
 
 
 def calibration_table(results=RESULTS):
@@ -719,6 +719,8 @@ def calibration_table(results=RESULTS):
         if not path.exists():
             continue
         for name, r in sorted(json.loads(path.read_text()).get("rows", {}).items()):
+            if source.startswith("utilization"):     # rows of merit.paper (their slices)
+                r = dict(r, table=r.get("table", "paper"))
             problem = _row_problem(r, name, factories)
             if problem is None or not isinstance(r.get("cycles"), (int, float)):
                 continue
@@ -741,7 +743,7 @@ def _row_problem(row, name, factories):
     slice of that row of :mod:`merit.paper`; else ``problem`` (default: the row's name) names a
     workload of ``verif/measure_tau.py``. None when neither is known."""
     from . import workloads as W
-    if row.get("table") in ("VIII", "IX"):          # utilization.json: a row of merit.paper
+    if row.get("table") in ("VIII", "IX", "paper"):     # utilization*.json: merit.paper rows
         from .paper import row as paper_row
         return paper_row(name).slice()
     function = row.get("function")
