@@ -719,8 +719,10 @@ def calibration_table(results=RESULTS):
         if not path.exists():
             continue
         for name, r in sorted(json.loads(path.read_text()).get("rows", {}).items()):
-            if source.startswith("utilization"):     # rows of merit.paper (their slices)
-                r = dict(r, table=r.get("table", "paper"))
+            if not isinstance(r.get("cycles"), (int, float)):
+                continue
+            if source.startswith("utilization") and "problem" not in r and "function" not in r:
+                r = dict(r, table=r.get("table", "paper"))     # a row of merit.paper (a slice)
             problem = _row_problem(r, name, factories)
             if problem is None or not isinstance(r.get("cycles"), (int, float)):
                 continue
