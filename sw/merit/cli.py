@@ -58,17 +58,29 @@ def _workloads():
 
 
 def _problem(spec):
-    """``(problem, description)`` of a workload name or of ``module:function`` (a function of no
-    arguments returning a :class:`merit.Problem`; the module may be a file in the current
-    folder)."""
+    """``(problem, description)`` of a workload name, of ``paper:ROW`` (the simulated slice of a
+    row of the paper's Tables VIII / IX, :mod:`merit.paper`) or of ``module:function`` (a
+    function of no arguments returning a :class:`merit.Problem`; the module may be a file in the
+    current folder)."""
     from merit.problem import Problem
+
+    if spec.startswith("paper:"):
+        from merit.paper import ROWS
+        rows = {r.name: r for r in ROWS}
+        name = spec.partition(":")[2]
+        if name not in rows:
+            raise CommandError(f"unknown paper row {name!r}; expected one of "
+                               + ", ".join(rows))
+        r = rows[name]
+        return r.slice(), f"{r.label} (Table {r.table}), slice: {r.slice_what}"
 
     if ":" not in spec:
         workloads = _workloads()
         if spec not in workloads:
             raise CommandError(f"unknown workload {spec!r}; expected one of "
                                + ", ".join(sorted(workloads))
-                               + ", or MODULE:FUNCTION returning a merit.Problem")
+                               + ", paper:ROW (a row of the paper's tables), or MODULE:FUNCTION "
+                               "returning a merit.Problem")
         factory, what = workloads[spec]
         return factory(), what
     module_name, _, function_name = spec.partition(":")

@@ -100,6 +100,7 @@ def test_emission_is_reproducible_with_port_metadata(tmp_path):
     (["plan", "gemm", "--dram-bytes-per-cycle", "-8"],
      "--dram-bytes-per-cycle must be positive, not -8"),
     (["plan", "nothing"], "unknown workload 'nothing'"),
+    (["plan", "paper:nope"], "unknown paper row 'nope'; expected one of alexnet_conv1, "),
 ])
 def test_sim_and_plan_refuse_bad_arguments_in_one_line(argv, message, capsys, tmp_path,
                                                        monkeypatch):
@@ -188,3 +189,12 @@ def test_sim_of_the_processor_writes_waves(tmp_path):
     assert metrics["utilization"] == round(metrics["useful_ops"] / (16 * metrics["cycles"]), 4)
     assert metrics["cycles"] <= metrics["cycles_register"]
     assert (tmp_path / "run.fst").read_bytes()[:1] == b"\x00"     # FST header block
+
+
+def test_plan_of_a_paper_row(capsys):
+    """``paper:ROW`` names the simulated slice of a row of the paper's tables."""
+    from merit.cli import main
+    assert main(["plan", "paper:depthwise", "--taus", "4"]) in (0, None)
+    out = capsys.readouterr().out
+    assert "MERIT-z plan: conv2d (32 lanes per TAU, 4 TAU(s)" in out
+    assert "p = (1, 32, 1, 64, 64)" in out
