@@ -83,51 +83,41 @@ def slice_key(problem, lanes, taus, bandwidth, latency):
     return hashlib.sha1(blob).hexdigest()[:16]
 
 
-def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done=None):
-    """Simulate the slice of row ``name`` (or reuse the run of a row in ``done`` with the same
-    slice); return its result entry."""
-    from simulate import simulate
-
-    r = row(name)
-    problem = r.slice()
-    key = slice_key(problem, lanes, taus, bandwidth, latency)
-    for other, entry in (done or {}).items():
-        if other != name and entry.get("slice_key") == key:
-            print(f"{name}: same slice as {other}, its run is reused", flush=True)
-            return dict(entry, table=r.table, label=r.label, paper=r.paper, what=r.what,
-                        slice=r.slice_what, whole=False, same_run_as=other)
-    start = time.time()
-    metrics = simulate(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
-                       latency=latency, seed=seed, progress=lambda line: print(line, flush=True))
-    entry = {"slice_key": key,
-        "table": r.table, "label": r.label, "paper": r.paper, "what": r.what,
-        "slice": r.slice_what, "whole": r.slice_what == "whole layer",
-        "utilization": metrics["utilization"], "cycles": metrics["cycles"],
-        "tiles": metrics.get("tiles"), "tiling": metrics.get("tiling"),
-        "dram_busy": metrics.get("dram_busy"), "useful_ops": metrics["useful_ops"],
-        "read_beats": metrics.get("read_beats"), "write_beats": metrics.get("write_beats"),
-        "lanes": lanes, "taus": taus, "wall_s": round(time.time() - start, 1),
-    }
-    return entry
+#: program slots of the one-TAU runs: the 32-lane TAU model that ``measure_tau.py`` builds
+ONE_TAU_SLOTS = 24
 
 
-def measure_one_tau(name, *, lanes, bandwidth, latency, seed, done):
-    """Row ``name``'s slice on one TAU driven by the bench (``lanes`` ALUs); reuses a run of the
-    same slice in ``done``."""
+def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done):
+    """Simulate the slice of row ``name`` on ``taus`` TAUs (``None``: one TAU driven by the
+    bench), or reuse the run of a row in ``done`` with the same slice; return the run's entry."""
     from simulate import simulate
 
     problem = row(name).slice()
-    key = slice_key(problem, lanes, 0, bandwidth, latency)
+    key = slice_key(problem, lanes, taus or 0, bandwidth, latency)
     for other, entry in done.items():
         if other != name and entry.get("slice_key") == key:
-            print(f"{name}: same slice as {other} on one TAU, its run is reused", flush=True)
+            print(f"{name}: same slice as {other}, its run is reused", flush=True)
             return dict(entry, same_run_as=other)
     start = time.time()
-    metrics = simulate(problem, lanes=lanes, dram_bytes_per_cycle=bandwidth, latency=latency,
-                       seed=seed, instructions=24)
-    return {"slice_key": key, "utilization": metrics["utilization"],
-            "cycles": metrics["cycles"], "dram_busy": metrics.get("dram_busy"),
-            "lanes": lanes, "taus": 1, "bench": "tau", "wall_s": round(time.time() - start, 1)}
+    extra = {"instructions": ONE_TAU_SLOTS} if taus is None else {}
+    metrics = simulate(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
+                       latency=latency, seed=seed, progress=lambda line: print(line, flush=True),
+                       **extra)
+    return {"slice_key": key, "utilization": metrics["utilization"], "cycles": metrics["cycles"],
+            "tiles": metrics.get("tiles"), "tiling": metrics.get("tiling"),
+            "dram_busy": metrics.get("dram_busy"), "useful_ops": metrics["useful_ops"],
+            "read_beats": metrics.get("read_beats"), "write_beats": metrics.get("write_beats"),
+            "lanes": lanes, "taus": taus or 1, "bench": "tau" if taus is None else "top",
+            "wall_s": round(time.time() - start, 1)}
+
+
+def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done):
+    """The table entry of row ``name``: its slice's run on ``taus`` TAUs and the row's labels."""
+    r = row(name)
+    entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
+                      seed=seed, done=done)
+    return dict(entry, table=r.table, label=r.label, paper=r.paper, what=r.what,
+                slice=r.slice_what, whole=r.slice_what == "whole layer")
 
 
 def add_model(entry, name, *, lanes, taus, bandwidth, latency):
@@ -154,8 +144,6 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency):
 def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau):
     """Fig. 15: utilization vs ALUs, the model for every count, RTL for ``rtl_taus`` (0: one TAU
     alone, from ``one_tau`` rows when measured)."""
-    from simulate import simulate
-
     alus = list(SCALING_ALUS)
     out = results.setdefault("scaling", {})
     out["alus"] = alus
@@ -173,15 +161,14 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau):
                 continue
             if taus == results.get("setup", {}).get("taus") and name in results["rows"]:
                 value = results["rows"][name]["utilization"]
-            elif taus == 0 and name in one_tau:
-                value = one_tau[name]["utilization"]
             elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
-                value = simulate(r.slice(), lanes=lanes, dram_bytes_per_cycle=bandwidth,
-                                 latency=latency, seed=seed, instructions=24)["utilization"]
+                if name not in one_tau:
+                    one_tau[name] = run_slice(name, lanes=lanes, taus=None, bandwidth=bandwidth,
+                                              latency=latency, seed=seed, done=one_tau)
+                value = one_tau[name]["utilization"]
             else:
-                value = simulate(r.slice(), lanes=lanes, taus=taus,
-                                 dram_bytes_per_cycle=bandwidth, latency=latency,
-                                 seed=seed)["utilization"]
+                value = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth,
+                                  latency=latency, seed=seed, done={})["utilization"]
             measured[alus.index(a)] = value
             print(f"scaling {name} at {a} ALUs: {value}", flush=True)
     out["note"] = ("utilization of each row's slice; RTL: Verilator model of Top with "
@@ -370,8 +357,8 @@ def main(argv=None):
     if args.one_tau:
         for name in args.only or names:
             print(f"== {name} on one TAU: {row(name).slice_what}", flush=True)
-            one_tau["rows"][name] = measure_one_tau(
-                name, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
+            one_tau["rows"][name] = run_slice(
+                name, lanes=args.lanes, taus=None, bandwidth=args.dram_bytes_per_cycle,
                 latency=args.latency, seed=args.seed, done=one_tau["rows"])
             print(f"{name}: {one_tau['rows'][name]}", flush=True)
             tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
@@ -399,6 +386,7 @@ def main(argv=None):
         scaling(results, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
                 latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed,
                 one_tau=one_tau["rows"])
+        tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
     save()
 
 
