@@ -23,7 +23,6 @@ import hashlib
 import os
 import pickle
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import REPO, run_bench  # noqa: E402
 from merit.compile import program_slots  # noqa: E402  (re-exported: the benches' default)
+from merit.toolchain import check_fst_headers  # noqa: E402
 
 __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
            "cycle_limit", "record_run"]
@@ -65,23 +65,8 @@ def _check_waves(waves):
     path = Path(waves)
     if path.suffix != ".fst":
         raise ValueError(f"waves must name an .fst file (FST waveform), not {str(path)!r}")
-    _check_fst_headers()
+    check_fst_headers()
     return path
-
-
-def _check_fst_headers():
-    """Verilator's FST writer compiles against lz4 and zlib: say so before a traced build fails
-    minutes into its compilation."""
-    from merit.toolchain import ToolchainError
-
-    compiler = os.environ.get("CXX", "c++")
-    probe = subprocess.run([compiler, "-E", "-x", "c++", "-", "-o", os.devnull],
-                           input="#include <lz4.h>\n#include <zlib.h>\n", text=True,
-                           capture_output=True)
-    if probe.returncode:
-        raise ToolchainError("waves (FST) need the lz4 and zlib headers for Verilator's FST "
-                             "writer; install them (Debian/Ubuntu: apt-get install liblz4-dev "
-                             "zlib1g-dev)")
 
 
 def _problem_file(problem):

@@ -8,8 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["ToolchainError", "verilator_root", "verilator_bin", "verilator_env",
-           "check_build_tools"]
+__all__ = ["ToolchainError", "check_fst_headers", "verilator_root", "verilator_bin",
+           "verilator_env", "check_build_tools"]
 
 
 class ToolchainError(RuntimeError):
@@ -50,6 +50,20 @@ def check_build_tools():
         raise ToolchainError("Verilator models cannot be built: missing " + ", ".join(missing)
                              + "; install them with your system package manager "
                                "(e.g. 'apt-get install g++ make perl')")
+
+
+def check_fst_headers():
+    """Raise :class:`ToolchainError` unless the C++ compiler finds ``lz4.h`` and ``zlib.h``:
+    Verilator's FST waveform writer compiles against them (a system package, not a wheel)."""
+    import subprocess
+
+    probe = subprocess.run([os.environ.get("CXX", "c++"), "-E", "-x", "c++", "-", "-o",
+                            os.devnull], input="#include <lz4.h>\n#include <zlib.h>\n",
+                           text=True, capture_output=True)
+    if probe.returncode:
+        raise ToolchainError("waves (FST) need the lz4 and zlib headers for Verilator's FST "
+                             "writer; install them (Debian/Ubuntu: apt-get install liblz4-dev "
+                             "zlib1g-dev)")
 
 
 def verilator_env(base=None):

@@ -164,12 +164,12 @@ def test_sim_of_a_user_problem_prints_the_table_and_json(tmp_path, monkeypatch):
 
 
 def _fst_headers():
-    """True when the C++ compiler finds lz4.h and zlib.h (Verilator's FST writer needs them)."""
-    import os
-    probe = subprocess.run([os.environ.get("CXX", "c++"), "-E", "-x", "c++", "-", "-o",
-                            os.devnull], input="#include <lz4.h>\n#include <zlib.h>\n",
-                           text=True, capture_output=True)
-    return probe.returncode == 0
+    from merit.toolchain import ToolchainError, check_fst_headers
+    try:
+        check_fst_headers()
+    except ToolchainError:
+        return False
+    return True
 
 
 @pytest.mark.sim
