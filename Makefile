@@ -40,6 +40,9 @@ verilog: $(STAMP)
 	rm -rf $(RTL_OUT)/*.v $(RTL_OUT)/*.json $(RTL_OUT)/*.f
 	$(MERIT) verilog --out $(RTL_OUT)
 	$(PY) -m merit.regmap
+	# the control port as SystemRDL + what PeakRDL makes of it: C header, IP-XACT, HTML
+	rm -rf $(RTL_OUT)/meritz.rdl $(RTL_OUT)/meritz.h $(RTL_OUT)/meritz.xml $(RTL_OUT)/meritz_regs_html
+	$(PY) -m merit.flow.rdl $(RTL_OUT)
 
 lint: verilog
 	@$(TOOLENV) set -e; for v in $(RTL_OUT)/*.v; do \
@@ -89,3 +92,4 @@ bench-gpu:
 
 clean:
 	rm -rf sim_build $(RTL_OUT)/*.v $(RTL_OUT)/*.json $(RTL_OUT)/*.f .pytest_cache .hypothesis
+	rm -rf $(RTL_OUT)/meritz.rdl $(RTL_OUT)/meritz.h $(RTL_OUT)/meritz.xml $(RTL_OUT)/meritz_regs_html

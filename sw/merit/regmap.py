@@ -67,13 +67,15 @@ CHECKS = (
 @dataclass(frozen=True)
 class RegField:
     """Bits ``[lsb, lsb + width)`` of a register; ``config`` = bit offset in the kernel
-    configuration (``meritz.kernelcfg.layout``), None for control fields."""
+    configuration (``meritz.kernelcfg.layout``), None for control fields; ``access`` = how
+    software sees the field when it differs from its register's (W1, W1C bits), else None."""
     name: str
     lsb: int
     width: int
     signed: bool = False
     config: int = None
     doc: str = ""
+    access: Access = None
 
     @property
     def mask(self):
@@ -97,16 +99,18 @@ def _control_registers():
             RegField("taus", 24, 8, doc="number of TAUs"),
         ), "identification"),
         Register("CTRL", 0x004, Access.RW, (
-            RegField("start", 0, 1, doc="W1: check the configuration and start (ignored while "
-                                       "busy)"),
-            RegField("abort", 1, 1, doc="W1: stop a run: no new tile, TAUs reset, the DRAM port "
-                                       "drained; ends with error ABORTED"),
+            RegField("start", 0, 1, access=Access.W1,
+                     doc="W1: check the configuration and start (ignored while busy)"),
+            RegField("abort", 1, 1, access=Access.W1,
+                     doc="W1: stop a run: no new tile, TAUs reset, the DRAM port drained; ends "
+                         "with error ABORTED"),
             RegField("irq_enable", 2, 1, doc="RW: the irq line follows STATUS.done"),
         ), "control (start and abort read as 0)"),
         Register("STATUS", 0x008, Access.RO, (
             RegField("busy", 0, 1, doc="a run is in progress"),
-            RegField("done", 1, 1, doc="W1C: the last run ended: every tile written and every "
-                                      "write response received, or refused / stopped (error)"),
+            RegField("done", 1, 1, access=Access.W1C,
+                     doc="W1C: the last run ended: every tile written and every write response "
+                         "received, or refused / stopped (error)"),
             RegField("error", 4, 4, doc="merit.regmap.Error of the last run"),
             RegField("info", 8, 8, doc="CONFIG: number of the failed check; CONFLICT / TAU: the "
                                       "TAU"),
@@ -260,7 +264,7 @@ def markdown(rmap=None):
     for reg in rmap.registers[:len(rmap.registers) - len(rmap.config_registers)]:
         for f in reg.fields:
             out.append(f"| {reg.offset:#05x} | {reg.name} | {_bits(f)} | {f.name} | "
-                       f"{reg.access.value} | {f.doc} |")
+                       f"{(f.access or reg.access).value} | {f.doc} |")
     out += ["", "## Configuration registers (read / write; meaning in `meritz.kernelcfg`)", "",
             "| offset | register | bits | field | signed |", "|---|---|---|---|---|"]
     for reg in rmap.config_registers:
