@@ -20,6 +20,14 @@ WORKLOADS = {
     "motion_sad": lambda: W.motion_estimation(16, 16, block=4, search=2),
     "bilateral": lambda: W.bilateral(8, 10, sigma_s=1.5, sigma_r=20.0, radius=1),
     "correlation": lambda: W.correlation(3, 6, 7, 1),
+    # two levels (pooling window, then MACs); the accumulation tile splits the window and the
+    # input channels, so the running maximum lives in the CP across accumulation tiles
+    "conv_pool": lambda: W.conv_pool2d(1, 8, 12, 12, 8, 3, padding=1, pool=2),
+    "conv_relu_pool_overlap": lambda: W.conv_pool2d(1, 4, 13, 13, 8, 3, stride=2, pool=3,
+                                                    pool_stride=2, relu=True),
+    "deconv_threshold": lambda: W.deconv2d(1, 3, 4, 5, 2, 5, stride=3, padding=1, threshold=4,
+                                           high=255),
+    "alpha_blend": lambda: W.alpha_blend(3, 8, 16),
 }
 
 

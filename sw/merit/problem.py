@@ -10,7 +10,7 @@ from .execute import execute, split_levels
 from .strategies import Strategy
 from .transform import Transform, _as_shape
 
-__all__ = ["Operand", "Output", "Problem", "Tensor"]
+__all__ = ["Operand", "Ops", "Output", "Problem", "Tensor"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,26 @@ class Output:
         return result
 
 
+@dataclass(frozen=True)
+class Ops:
+    """A layer's standard arithmetic count, as the field counts it, independent of any program.
+
+    ``count`` operations of kind ``unit``: MACs of a convolution / GEMM as frameworks define them
+    (every tap of the kernel, padded taps included), one compare per pooled element, one add per
+    summed term. Utilization is ``count / (cycles x ALUs)``.
+    """
+
+    count: int
+    unit: str
+
+    def __post_init__(self):
+        if isinstance(self.count, bool) or not isinstance(self.count, (int, np.integer)):
+            raise TypeError(f"Ops count must be an integer, not {self.count!r}")
+        if self.count < 0:
+            raise ValueError(f"Ops count must be >= 0, not {self.count}")
+        object.__setattr__(self, "count", int(self.count))
+
+
 class Problem:
     """One kernel: parallel/accumulation space, strategy, operands, outputs.
 
@@ -73,15 +93,20 @@ class Problem:
         Default: one per strategy output, of shape ``p_shape``.
     values : dict, optional
         Fixed contents of tensors that belong to the definition (name -> array).
+    ops : Ops, optional
+        The standard arithmetic count of the layer (set by :mod:`merit.workloads`).
 
     Attributes
     ----------
     name, strategy, p_shape, a_shape, levels, operands (tuple of Operand),
-    tensors (tuple of Tensor, in order of first use), outputs (tuple of Output).
+    tensors (tuple of Tensor, in order of first use), outputs (tuple of Output), ops (Ops or None).
     """
 
     def __init__(self, name, strategy, p_shape, a_shape, operands, *, levels=None, outputs=None,
-                 values=None):
+                 values=None, ops=None):
+        if ops is not None and not isinstance(ops, Ops):
+            raise TypeError(f"problem {name!r}: ops must be an Ops, not {ops!r}")
+        self.ops = ops
         if not isinstance(strategy, Strategy):
             raise TypeError(f"problem {name!r}: strategy must be a Strategy, not {strategy!r}")
         self.name = name

@@ -20,8 +20,9 @@ from collections import namedtuple
 import numpy as np
 
 __all__ = [
-    "Input", "Strategy", "Dot", "DotReLU", "DotResidual", "SeparableDot", "Sum", "Copy", "Mean",
-    "Max", "Min", "L1", "Bilateral", "BestMatch",
+    "Input", "Strategy", "Dot", "DotReLU", "DotResidual", "DotPool", "DotThreshold",
+    "SeparableDot", "Sum", "Copy",
+    "Mean", "Max", "Min", "L1", "Bilateral", "BestMatch",
 ]
 
 #: One input of a strategy: its name and the stage that reads it ("pre", "loop" or "post").
@@ -181,6 +182,24 @@ class DotReLU(Dot):
         s.out[0] = np.maximum(s.acc, 0)
 
 
+class DotThreshold(Dot):
+    """``out = high if sum x * w >= threshold else 0``: a dot product turned into a binary mask."""
+
+    def __init__(self, threshold, high=1):
+        for what, v in (("threshold", threshold), ("high", high)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"DotThreshold {what} must be an integer, not {v!r}")
+        self.threshold, self.high = int(threshold), int(high)
+        self.c_body = dict(Dot.c_body, post=[
+            f"out0 = acc >= (T){self.threshold} ? (T){self.high} : (T)0;"])
+
+    def post(self, s, level):
+        s.out[0] = np.where(s.acc >= self.threshold, self.high, 0)
+
+    def __repr__(self):
+        return f"DotThreshold({self.threshold}, high={self.high})"
+
+
 _RESIDUAL_POST = {False: "out0 = acc + in2;", True: "out0 = max(acc + in2, (T)0);"}
 
 
@@ -199,6 +218,68 @@ class DotResidual(Dot):
 
     def __repr__(self):
         return f"DotResidual(relu={self.relu})"
+
+
+_POOLS = ("max", "avg")
+
+
+class DotPool(Strategy):
+    """Convolution fused with pooling (§III-B, nested ranged inner products): two levels.
+
+    Level 0 walks the pooling window, level 1 the multiply-accumulate of one convolution output:
+    ``out = max over the window of (sum x * w)`` (``pool="max"``) or the window's mean
+    (``pool="avg"``). ``relu=True`` applies ReLU to each convolution output first (for max
+    pooling, ``max(0, ...)``: the running maximum starts at 0).
+    """
+
+    levels = 2
+    inputs = (Input("x", "loop"), Input("w", "loop"))
+    chunk_by = "inputs"
+
+    def __init__(self, pool="max", relu=False):
+        if pool not in _POOLS:
+            raise ValueError(f"DotPool pool must be one of {_POOLS}, not {pool!r}")
+        self.pool = pool
+        self.relu = bool(relu)
+        if pool == "max":
+            init = "(T)0" if relu else "T_LOWEST"
+            pre0, post1, post0 = f"best = {init};", "best = max(best, acc);", "out0 = best;"
+        else:
+            conv = "max(acc, (T)0)" if relu else "acc"
+            pre0, post1 = "best = 0; n = 0;", f"best += {conv}; n += 1;"
+            post0 = "out0 = best / (float)n;"
+        self.c_body = {"state": "T acc; T best; int n;", "pre": [pre0, "acc = 0;"],
+                       "loop": "acc += in0 * in1;", "post": [post0, post1]}
+
+    def output_dtype(self, work_dtype):
+        if self.pool == "avg" and work_dtype.kind != "f":
+            return np.result_type(work_dtype, np.float64)
+        return work_dtype
+
+    def pre(self, s, level):
+        if level == 1:
+            s.acc = s.dtype.type(0)
+        elif self.pool == "max" and not self.relu:
+            s.best, s.window = s.lowest, 0
+        else:
+            s.best, s.window = s.dtype.type(0), 0
+
+    def loop(self, s, x, w):
+        s.acc = s.acc + x * w
+
+    def loop_chunk(self, s, x, w):
+        s.acc = s.acc + _contract(x, w)
+
+    def post(self, s, level):
+        if level == 1:
+            v = np.maximum(s.acc, 0) if self.relu and self.pool == "avg" else s.acc
+            s.best = np.maximum(s.best, v) if self.pool == "max" else s.best + v
+            s.window += 1
+        else:
+            s.out[0] = s.best if self.pool == "max" else s.best / s.window
+
+    def __repr__(self):
+        return f"DotPool(pool={self.pool!r}, relu={self.relu})"
 
 
 class SeparableDot(Strategy):

@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import strategies as S
-from .problem import Output, Problem
+from .problem import Ops, Output, Problem
 from .transform import Index, Transform
 
 __all__ = [
     "gemm", "fc", "conv2d", "conv_relu", "residual", "depthwise", "deconv2d", "max_pool2d",
     "avg_pool2d", "pixel_shuffle", "subpixel_conv", "correlation", "motion_estimation", "bilateral",
-    "integral_image", "separable_filter", "filter3x3", "ece408", "conv_out",
+    "integral_image", "separable_filter", "filter3x3", "ece408", "conv_out", "conv_pool2d",
+    "alpha_blend",
 ]
 
 
@@ -50,7 +51,7 @@ def gemm(m, n, k):
     _pos(m=m, n=n, k=k)
     A = Transform((m, k), p=[Index(0), None], a=[Index(1)], name="A")
     B = Transform((k, n), p=[None, Index(1)], a=[Index(0)], name="B")
-    return Problem("gemm", S.Dot(), (m, n), (k,), [A, B])
+    return Problem("gemm", S.Dot(), (m, n), (k,), [A, B], ops=Ops(m * n * k, "MAC"))
 
 
 def fc(batch, in_features, out_features):
@@ -58,7 +59,8 @@ def fc(batch, in_features, out_features):
     _pos(batch=batch, in_features=in_features, out_features=out_features)
     x = Transform((batch, in_features), p=[Index(0), None], a=[Index(1)], name="x")
     W = Transform((out_features, in_features), p=[None, Index(0)], a=[Index(1)], name="W")
-    return Problem("fc", S.Dot(), (batch, out_features), (in_features,), [x, W])
+    return Problem("fc", S.Dot(), (batch, out_features), (in_features,), [x, W],
+                   ops=Ops(batch * out_features * in_features, "MAC"))
 
 
 def conv2d(n, c, h, w, m, k, *, stride=1, padding=0, dilation=1, groups=1, relu=False,
@@ -95,7 +97,60 @@ def conv2d(n, c, h, w, m, k, *, stride=1, padding=0, dilation=1, groups=1, relu=
     else:
         strategy = S.DotReLU() if relu else S.Dot()
     out = Output("out", (n, m, ho, wo), reshape=(n, m, ho, wo))
-    return Problem("conv2d", strategy, p_shape, (cg, k, k), operands, outputs=[out])
+    macs = n * m * ho * wo * cg * k * k
+    ops = Ops(macs + n * m * ho * wo, "MAC + add") if residual else Ops(macs, "MAC")
+    return Problem("conv2d", strategy, p_shape, (cg, k, k), operands, outputs=[out], ops=ops)
+
+
+def conv_pool2d(n, c, h, w, m, k, *, stride=1, padding=0, dilation=1, pool=2, pool_stride=None,
+                pool_kind="max", relu=False):
+    """Convolution followed by ``pool`` x ``pool`` pooling, fused in one kernel with two
+    accumulation levels (§III-B): level 0 walks the pooling window, level 1 the MACs of one
+    convolution output (:class:`~merit.strategies.DotPool`).
+
+    ``I`` (n, c, h, w), ``W`` (m, c, k, k); the convolution as :func:`conv2d` (output
+    ``ho x wo``), then pooling without padding (stride ``pool_stride``, default ``pool``):
+    out (n, m, hp, wp). p = (n, m, hp, wp), a = (pool, pool, c, k, k), levels (2, 3).
+    ``relu=True`` applies ReLU to the convolution first. Standard count: the MACs of the
+    convolution outputs the pooling reads (once each when windows do not overlap) plus one
+    compare (max) or add (avg) per pooled element.
+    """
+    _pos(n=n, c=c, h=h, w=w, m=m, k=k, stride=stride, dilation=dilation, pool=pool)
+    _nonneg(padding=padding)
+    ps = pool if pool_stride is None else pool_stride
+    _pos(pool_stride=ps)
+    ho = conv_out(h, k, stride, padding, dilation)
+    wo = conv_out(w, k, stride, padding, dilation)
+    hp, wp = conv_out(ho, pool, ps), conv_out(wo, pool, ps)
+    image = Transform(
+        (n, c, h, w),
+        p=[Index(0), None, Index(2, ps * stride), Index(3, ps * stride)],
+        a=[Index(2, stride), Index(3, stride), Index(1), Index(2, dilation, -padding),
+           Index(3, dilation, -padding)], name="I")
+    weights = Transform((m, c, k, k), p=[None, Index(0), None, None],
+                        a=[None, None, Index(1), Index(2), Index(3)], name="W")
+    read_y = min(ho, (hp - 1) * ps + pool) if ps < pool else hp * pool
+    read_x = min(wo, (wp - 1) * ps + pool) if ps < pool else wp * pool
+    macs = n * m * read_y * read_x * c * k * k
+    pooled = n * m * hp * wp * pool * pool
+    unit = "MAC + compare" if pool_kind == "max" else "MAC + add"
+    return Problem("conv_pool2d", S.DotPool(pool_kind, relu=relu), (n, m, hp, wp),
+                   (pool, pool, c, k, k), [image, weights], levels=(2, 3),
+                   ops=Ops(macs + pooled, unit))
+
+
+def alpha_blend(c, h, w):
+    """Alpha blending ``out = alpha I + (1 - alpha) B`` of a ``c``-channel image ``I`` over a
+    background ``B`` with a per-pixel ``alpha``, as one dot product over the two sources.
+
+    ``X`` (2, c, h, w) holds ``I`` and ``B``; ``A`` (2, h, w) holds ``alpha`` and ``1 - alpha``
+    (the stage that makes the matte writes both). p = (c, h, w), a = (2,). Standard count: two
+    MACs per output element.
+    """
+    _pos(c=c, h=h, w=w)
+    x = Transform((2, c, h, w), p=[Index(1), Index(2), Index(3)], a=[Index(0)], name="X")
+    a = Transform((2, h, w), p=[None, Index(1), Index(2)], a=[Index(0)], name="A")
+    return Problem("alpha_blend", S.Dot(), (c, h, w), (2,), [x, a], ops=Ops(2 * c * h * w, "MAC"))
 
 
 def conv_relu(n, c, h, w, m, k, **kw):
@@ -114,13 +169,24 @@ def depthwise(n, c, h, w, k, *, stride=1, padding=0, multiplier=1):
     return conv2d(n, c, h, w, c * multiplier, k, stride=stride, padding=padding, groups=c)
 
 
-def deconv2d(n, c, h, w, m, k, *, stride=1, padding=0):
+def _deconv_taps(size, k, stride, padding, out):
+    """Pairs (input position, kernel tap) of one axis of a transposed convolution whose output
+    lands inside the cropped output: the MACs along that axis."""
+    pos = np.arange(size)[:, None] * stride + np.arange(k)[None, :] - padding
+    return int(((pos >= 0) & (pos < out)).sum())
+
+
+def deconv2d(n, c, h, w, m, k, *, stride=1, padding=0, threshold=None, high=1):
     """Transposed convolution (deconvolution), ``W`` (c, m, k, k) as PyTorch's ConvTranspose2d.
 
     Output size ``(h - 1) * stride - 2 * padding + k``.  The stride-s zero insertion is not
     affine, so the output row is split into a phase: ``y + padding = q * stride + r``; the taps of
     phase ``r`` are ``ky = r + stride * t`` reading input row ``q - t``.  p = (n, m, q_y, r_y, q_x,
     r_x), a = (c, t_y, t_x); the phase-major result is reshaped and cropped to the output.
+
+    ``threshold``: the output is ``high`` where the deconvolution is ``>= threshold``, else 0 (a
+    binary mask, :class:`~merit.strategies.DotThreshold`). Standard count: the MACs of every
+    (input pixel, kernel tap) pair that lands in the output (+ one compare per output).
     """
     _pos(n=n, c=c, h=h, w=w, m=m, k=k, stride=stride)
     _nonneg(padding=padding)
@@ -139,8 +205,14 @@ def deconv2d(n, c, h, w, m, k, *, stride=1, padding=0):
     out = Output("out", (n, m, ho, wo), reshape=(n, m, qy * s, qx * s),
                  crop=(slice(None), slice(None), slice(padding, padding + ho),
                        slice(padding, padding + wo)))
-    return Problem("deconv2d", S.Dot(), (n, m, qy, s, qx, s), (c, taps, taps), [image, weights],
-                   outputs=[out])
+    macs = n * c * m * _deconv_taps(h, k, stride, padding, ho) * _deconv_taps(w, k, stride,
+                                                                             padding, wo)
+    strategy, ops = S.Dot(), Ops(macs, "MAC")
+    if threshold is not None:
+        strategy, ops = S.DotThreshold(threshold, high), Ops(macs + n * m * ho * wo,
+                                                              "MAC + compare")
+    return Problem("deconv2d", strategy, (n, m, qy, s, qx, s), (c, taps, taps), [image, weights],
+                   outputs=[out], ops=ops)
 
 
 def _pool(name, strategy, boundary, n, c, h, w, k, stride, padding):
@@ -151,7 +223,9 @@ def _pool(name, strategy, boundary, n, c, h, w, k, stride, padding):
     image = Transform(
         (n, c, h, w), p=[Index(0), Index(1), Index(2, stride), Index(3, stride)],
         a=[Index(2, 1, -padding), Index(3, 1, -padding)], boundary=boundary, name="I")
-    return Problem(name, strategy, (n, c, ho, wo), (k, k), [image])
+    unit = "compare" if name == "max_pool2d" else "add"
+    return Problem(name, strategy, (n, c, ho, wo), (k, k), [image],
+                   ops=Ops(n * c * ho * wo * k * k, unit))
 
 
 def max_pool2d(n, c, h, w, k, *, stride=None, padding=0):
@@ -175,7 +249,8 @@ def pixel_shuffle(n, c, h, w, r):
         (n, c * r * r, h, w),
         p=[Index(0), Index(1, r * r), Index(2), Index(1, r), Index(3), Index(1)], a=[], name="I")
     out = Output("out", (n, c, h * r, w * r), reshape=(n, c, h * r, w * r))
-    return Problem("pixel_shuffle", S.Copy(), (n, c, h, r, w, r), (), [image], outputs=[out])
+    return Problem("pixel_shuffle", S.Copy(), (n, c, h, r, w, r), (), [image], outputs=[out],
+                   ops=Ops(n * c * h * r * w * r, "copy"))
 
 
 def subpixel_conv(n, c, h, w, m, k, r, *, padding=None):
@@ -200,7 +275,7 @@ def subpixel_conv(n, c, h, w, m, k, r, *, padding=None):
         a=[Index(1), Index(2), Index(3)], name="W")
     out = Output("out", (n, m, ho * r, wo * r), reshape=(n, m, ho * r, wo * r))
     return Problem("subpixel_conv", S.Dot(), (n, m, ho, r, wo, r), (c, k, k), [image, weights],
-                   outputs=[out])
+                   outputs=[out], ops=Ops(n * m * ho * r * wo * r * c * k * k, "MAC"))
 
 
 def correlation(c, h, w, max_disp):
@@ -214,7 +289,8 @@ def correlation(c, h, w, max_disp):
     i1 = Transform((c, h, w), p=[Index(1), Index(2), None, None], a=[Index(0)], name="I1")
     i2 = Transform((c, h, w), p=[Index(1), Index(2), Index(1, 1, -max_disp),
                                  Index(2, 1, -max_disp)], a=[Index(0)], name="I2")
-    return Problem("correlation", S.Dot(), (h, w, d, d), (c,), [i1, i2])
+    return Problem("correlation", S.Dot(), (h, w, d, d), (c,), [i1, i2],
+                   ops=Ops(h * w * d * d * c, "MAC"))
 
 
 def motion_estimation(h, w, *, block=8, search=7, best=False):
@@ -237,13 +313,14 @@ def motion_estimation(h, w, *, block=8, search=7, best=False):
                         a=[Index(0, 1, -search), Index(1, 1, -search), Index(0), Index(1)],
                         boundary="clamp", name="ref")
         return Problem("motion_estimation", S.BestMatch(), (by, bx), (d, d, block, block),
-                       [cur, ref], levels=(2, 2))
+                       [cur, ref], levels=(2, 2), ops=Ops(h * w * d * d, "absolute difference"))
     cur = Transform((h, w), p=[Index(0, block), Index(1, block), None, None],
                     a=[Index(0), Index(1)], name="cur")
     ref = Transform((h, w), p=[Index(0, block), Index(1, block), Index(0, 1, -search),
                                Index(1, 1, -search)], a=[Index(0), Index(1)],
                     boundary="clamp", name="ref")
-    return Problem("motion_estimation", S.L1(), (by, bx, d, d), (block, block), [cur, ref])
+    return Problem("motion_estimation", S.L1(), (by, bx, d, d), (block, block), [cur, ref],
+                   ops=Ops(h * w * d * d, "absolute difference"))
 
 
 def bilateral(h, w, *, sigma_s, sigma_r, radius=None):
@@ -265,7 +342,7 @@ def bilateral(h, w, *, sigma_s, sigma_r, radius=None):
                        boundary="clamp", name="I")
     weights = Transform((k, k), p=[None, None], a=[Index(0), Index(1)], name="G")
     return Problem("bilateral", S.Bilateral(sigma_r), (h, w), (k, k), [centre, window, weights],
-                   values={"G": g})
+                   values={"G": g}, ops=Ops(h * w * k * k, "weighted tap"))
 
 
 def integral_image(h, w):
@@ -276,7 +353,8 @@ def integral_image(h, w):
     """
     _pos(h=h, w=w)
     image = Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, -1), Index(1, -1)], name="I")
-    return Problem("integral_image", S.Sum(), (h, w), (h, w), [image])
+    terms = (h * (h + 1) // 2) * (w * (w + 1) // 2)     # (y + 1)(x + 1) terms per output
+    return Problem("integral_image", S.Sum(), (h, w), (h, w), [image], ops=Ops(terms, "add"))
 
 
 def separable_filter(h, w, k):
@@ -292,7 +370,7 @@ def separable_filter(h, w, k):
     hk = Transform((k,), p=[None, None], a=[None, Index(0)], name="hk")
     v = Transform((k,), p=[None, None], a=[Index(0), None], name="v")
     return Problem("separable_filter", S.SeparableDot(), (h, w), (k, k), [image, hk, v],
-                   levels=(1, 1))
+                   levels=(1, 1), ops=Ops(h * w * 2 * k, "MAC"))
 
 
 def filter3x3(h, w):
@@ -301,7 +379,8 @@ def filter3x3(h, w):
     image = Transform((h, w), p=[Index(0), Index(1)], a=[Index(0, 1, -1), Index(1, 1, -1)],
                       name="I")
     weights = Transform((3, 3), p=[None, None], a=[Index(0), Index(1)], name="W")
-    return Problem("filter3x3", S.Dot(), (h, w), (3, 3), [image, weights])
+    return Problem("filter3x3", S.Dot(), (h, w), (3, 3), [image, weights],
+                   ops=Ops(h * w * 9, "MAC"))
 
 
 def ece408(b=10000, c=1, m=50, h=28, w=28, k=5):

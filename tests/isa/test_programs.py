@@ -25,6 +25,12 @@ EXACT = {
     "integral_image": lambda: W.integral_image(6, 7),
     "separable": lambda: W.separable_filter(8, 9, 3),
     "filter3x3": lambda: W.filter3x3(8, 8),
+    "conv_pool_max": lambda: W.conv_pool2d(1, 3, 12, 12, 4, 3, padding=1, pool=2),
+    "conv_relu_pool_overlap": lambda: W.conv_pool2d(1, 3, 13, 13, 4, 3, stride=2, pool=3,
+                                                    pool_stride=2, relu=True),
+    "deconv_threshold": lambda: W.deconv2d(1, 3, 4, 5, 2, 5, stride=3, padding=1, threshold=4,
+                                           high=255),
+    "alpha_blend": lambda: W.alpha_blend(3, 5, 7),
 }
 
 
@@ -62,6 +68,33 @@ def test_shift_rounds_half_up_and_saturates(shift):
     np.testing.assert_array_equal(fixed, _rounded(wrapped, shift))
     if shift == 0:
         assert (np.abs(fixed) == 32767).mean() > 0.5 or (fixed == -32768).any()
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("shift", [0, 3])
+def test_conv_avg_pool_rounds_the_mean_half_up(relu, shift):
+    problem = W.conv_pool2d(2, 2, 9, 9, 3, 3, pool=2, pool_kind="avg", relu=relu)
+    rng = np.random.default_rng(shift)
+    arrays = problem.random_inputs(rng, np.int16, -64, 64)
+    exact = problem.run(*arrays) * 4                   # the sum over the 2 x 2 window
+    np.testing.assert_array_equal(run(problem, *arrays, shift=shift),
+                                  _rounded(np.rint(exact).astype(np.int64), 2 + shift))
+
+
+def test_conv_max_pool_with_a_shift_starts_below_every_sum():
+    # every convolution output is below -32768: the running maximum must start lower still
+    problem = W.conv_pool2d(1, 1, 4, 4, 1, 1, pool=2)
+    img = np.full((1, 1, 4, 4), -32768, np.int16)
+    img[0, 0, 0, 0] = -32000
+    wgt = np.full((1, 1, 1, 1), 32767, np.int16)
+    out = run(problem, img, wgt, shift=16)
+    np.testing.assert_array_equal(out, _rounded(problem.run(img, wgt), 16))
+    assert out[0, 0, 0, 0] == _rounded(-32000 * 32767, 16)
+
+
+def test_conv_avg_pool_of_three_by_three_is_refused():
+    with pytest.raises(IsaError, match="average pooling over 9 values"):
+        program_for(W.conv_pool2d(1, 1, 9, 9, 1, 3, pool=3, pool_kind="avg"))
 
 
 @pytest.mark.parametrize("k, stride, lo, hi", [(3, 1, -8, 8), (5, 2, -32768, 32767), (2, 2, -8, 8),

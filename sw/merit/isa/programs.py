@@ -59,6 +59,38 @@ def _dot_residual(problem, shift):
     return (["add r0, 0, 0, 0"], ["mac r0, r0, i0, i1"], post, ["i0", "i1", "i0"], [k0], [])
 
 
+@_builder("DotPool")
+def _dot_pool(problem, shift):
+    # r0: the pooled value (running max or sum), r1: one convolution output
+    strategy = problem.strategy
+    if problem.levels[0] == 0:
+        raise IsaError("DotPool programs need the pooling window in level 0")
+    if strategy.pool == "max":
+        init = 0 if strategy.relu else -(1 << 31)
+        k0, rnd = _round(shift)
+        post = [[f"out r0, {rnd} >> {shift}"], ["max r0, r0, r1"]]
+        return ([["add r0, 0, k1, 0"], ["add r1, 0, 0, 0"]], ["mac r1, r1, i0, i1"], post,
+                ["i0", "i1"], [k0, init], [])
+    window = int(np.prod(problem.a_shape[:problem.levels[0]], dtype=np.int64))
+    e = window.bit_length() - 1
+    if window != 1 << e:
+        raise IsaError(f"average pooling over {window} values: MERIT-z's DotPool program divides "
+                       f"by powers of two only")
+    k0, rnd = _round(e + shift)
+    inner = (["max r1, r1, 0"] if strategy.relu else []) + ["add r0, r0, r1, 0"]
+    return ([["add r0, 0, 0, 0"], ["add r1, 0, 0, 0"]], ["mac r1, r1, i0, i1"],
+            [[f"out r0, {rnd} >> {e + shift}"], inner], ["i0", "i1"], [k0], [])
+
+
+@_builder("DotThreshold")
+def _dot_threshold(problem, shift):
+    # (threshold - 1 - acc) >> 31 is -1 exactly when acc >= threshold
+    st = problem.strategy
+    post = ["sub r1, 0, k0, r0 >> 31", "and r1, r1, k1", "out r1, 0"]
+    return (["add r0, 0, 0, 0"], ["mac r0, r0, i0, i1"], post, ["i0", "i1"],
+            [st.threshold - 1, st.high], [])
+
+
 @_builder("SeparableDot")
 def _separable(problem, shift):
     k0, rnd = _round(shift)
