@@ -295,7 +295,7 @@ def _load_counts(kernel, slot, p_origins, a_origin):
         fills = np.where(reads, -(-left // WORDS_PER_BEAT) - (-right // WORDS_PER_BEAT), 0)
     row_cycles = np.maximum(beats + fills, 1)
     datapath = row_cycles.sum(axis=1) + slot["rows"]
-    return beats.sum(axis=1), datapath
+    return beats.sum(axis=1), datapath, beats.sum(axis=1) + slot["rows"]
 
 
 def _write_beats(kernel, p_origins):
@@ -333,6 +333,7 @@ class _Jobs:
     compute: np.ndarray       # CP cycles
     read: np.ndarray          # read beats
     datapath: np.ndarray      # DMA data-path cycles
+    hold: np.ndarray          # ... of them on the R channel: beats + SRAM-row handoffs
     write: np.ndarray         # write beats (last accumulation tile of a tile)
     tail: np.ndarray          # CP cycles of a job after its last write
     rows: tuple               # SRAM rows of one job per RP
@@ -357,11 +358,13 @@ def _jobs(kernel, rp_bytes=RP_BYTES):
     n_t, n_a = len(p_origins), len(a_tiles)
     read = np.zeros((n_t, n_a), dtype=np.int64)
     datapath = np.zeros((n_t, n_a), dtype=np.int64)
+    hold = np.zeros((n_t, n_a), dtype=np.int64)
     for b, (a_origin, _) in enumerate(a_tiles):
         for _, slot in _slots(kernel):
-            r, d = _load_counts(kernel, slot, p_origins, a_origin)
+            r, d, h = _load_counts(kernel, slot, p_origins, a_origin)
             read[:, b] += r
             datapath[:, b] += d
+            hold[:, b] += h
     outs = max(len(kernel.outputs), 1)
     write = np.zeros((n_t, n_a), dtype=np.int64)
     beats, idle = _write_beats(kernel, p_origins)
@@ -391,7 +394,8 @@ def _jobs(kernel, rp_bytes=RP_BYTES):
             count += int((below[end] - below[beg]).sum())
         density.append(min(1.0, count * warps / total) if total else 0.0)
     return _Jobs(np.repeat(np.arange(n_t), n_a), np.tile(np.asarray(compute), n_t),
-                 read.reshape(-1), datapath.reshape(-1), write.reshape(-1), tail.reshape(-1),
+                 read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
+                 tail.reshape(-1),
                  tuple(rows),
                  max(ahead, 1), tuple(density))
 
@@ -499,8 +503,11 @@ def _simulate(jobs, taus, beat_rate, latency):
             # the DMA data path takes at most a beat per cycle and keeps RREADY low while it
             # hands a row to the collector: a load alone holds the DRAM for its data-path
             # cycles; next to writes, part of those slots go to the writes instead
-            alone = max(1.0, beat_rate * float(jobs.datapath[j]) / beats)
-            dram.active[("r", i)] = [beats, 1.0, alone, 1.0 + c["waste"] * (alone - 1.0)]
+            # (rows of zeros and clamp fills take data-path cycles but leave the R channel to
+            # the other TAUs: they cap the load's rate, not the port slots it holds)
+            cap = min(1.0, beats / float(jobs.datapath[j]))
+            alone = max(1.0, beat_rate * float(jobs.hold[j]) / beats)
+            dram.active[("r", i)] = [beats, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
         else:
             heapq.heappush(timers, (now + float(jobs.datapath[j]), next(seq), "loaded", i, j))
 
