@@ -22,7 +22,8 @@ import numpy as np
 __all__ = [
     "Input", "Strategy", "Dot", "DotReLU", "DotResidual", "DotPool", "DotThreshold",
     "SeparableDot", "Sum", "Copy",
-    "Mean", "Max", "Min", "L1", "Bilateral", "BestMatch",
+    "Mean", "Max", "Min", "L1", "Bilateral", "BestMatch", "Elementwise", "Softmax", "LRN",
+    "ELEMENTWISE",
 ]
 
 #: One input of a strategy: its name and the stage that reads it ("pre", "loop" or "post").
@@ -503,3 +504,175 @@ class BestMatch(Strategy):
             s.b1 = np.where(better, s.a[1], s.b1)
         else:
             s.out[:] = [s.best, s.b0, s.b1]
+
+
+def _sigmoid(x):
+    x = np.asarray(x, dtype=np.result_type(x, np.float32))
+    return np.exp(-np.logaddexp(0, -x)).astype(x.dtype)
+
+
+def _c(value):
+    return f"((T){float(value)!r})"
+
+
+#: Elementwise operations: name -> (number of inputs or None for any, parameters,
+#: numpy function(params, *inputs), C expression(params, n_inputs) over ``in0, in1, ...``).
+ELEMENTWISE = {
+    "relu": (1, (), lambda q, x: np.maximum(x, 0), lambda q, n: "max(in0, (T)0)"),
+    "leaky_relu": (1, ("alpha",), lambda q, x: np.where(x >= 0, x, x * q["alpha"]),
+                   lambda q, n: f"(in0 >= (T)0 ? in0 : in0 * {_c(q['alpha'])})"),
+    "clip": (1, ("low", "high"),
+             lambda q, x: np.minimum(np.maximum(x, q["low"]), q["high"]),
+             lambda q, n: f"min(max(in0, {_c(q['low'])}), {_c(q['high'])})"),
+    "clip3": (3, (), lambda q, x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+              lambda q, n: "min(max(in0, in1), in2)"),
+    "sigmoid": (1, (), lambda q, x: _sigmoid(x),
+                lambda q, n: "((T)1 / ((T)1 + expf(-in0)))"),
+    "add": (None, (), lambda q, *xs: sum(xs[1:], xs[0]),
+            lambda q, n: " + ".join(f"in{i}" for i in range(n))),
+    "mul": (2, (), lambda q, x, y: x * y, lambda q, n: "in0 * in1"),
+    "affine": (3, (), lambda q, x, s, t: x * s + t, lambda q, n: "in0 * in1 + in2"),
+    "axpby": (2, ("alpha", "beta"), lambda q, x, y: x * q["alpha"] + y * q["beta"],
+              lambda q, n: f"in0 * {_c(q['alpha'])} + in1 * {_c(q['beta'])}"),
+    "scale": (1, ("alpha",), lambda q, x: x * q["alpha"], lambda q, n: f"in0 * {_c(q['alpha'])}"),
+    "batchnorm": (5, ("epsilon",),
+                  lambda q, x, s, b, m, v: (x - m) * (s / np.sqrt(v + q["epsilon"])) + b,
+                  lambda q, n: f"(in0 - in3) * (in1 / sqrtf(in4 + {_c(q['epsilon'])})) + in2"),
+}
+
+
+class Elementwise(Strategy):
+    """``out = f(x0, x1, ...)`` in a single step (``a = ()``): activations, sums, products,
+    scales (:data:`ELEMENTWISE` lists them). Broadcasting is the transforms' business
+    (a ``None`` index), so every input is one value per lane.
+
+    Parameters
+    ----------
+    op : str
+        A key of :data:`ELEMENTWISE`.
+    n_inputs : int, optional
+        Inputs of an n-ary operation (``"add"``); the others have a fixed count.
+    **params : float
+        The operation's parameters (``alpha`` of ``leaky_relu``, ``low``/``high`` of ``clip``...).
+    """
+
+    inputs = (Input("x0", "loop"),)
+
+    def __init__(self, op, n_inputs=None, **params):
+        if op not in ELEMENTWISE:
+            raise ValueError(f"Elementwise op must be one of {', '.join(ELEMENTWISE)}, not {op!r}")
+        arity, names, self._fn, c_expr = ELEMENTWISE[op]
+        if arity is None:
+            arity = 2 if n_inputs is None else n_inputs
+        if n_inputs is not None and n_inputs != arity:
+            raise ValueError(f"Elementwise {op!r} takes {arity} inputs, not {n_inputs}")
+        if isinstance(arity, bool) or not isinstance(arity, int) or arity < 1:
+            raise ValueError(f"Elementwise {op!r}: n_inputs must be a positive int, not {arity!r}")
+        if set(params) != set(names):
+            raise ValueError(f"Elementwise {op!r} takes parameters ({', '.join(names)}), "
+                             f"got ({', '.join(sorted(params))})")
+        self.op, self.params = op, {k: float(v) for k, v in params.items()}
+        self.inputs = tuple(Input(f"x{i}", "loop") for i in range(arity))
+        self.c_body = {"state": "T v;", "pre": [""],
+                       "loop": f"v = {c_expr(self.params, arity)};", "post": ["out0 = v;"]}
+
+    def pre(self, s, level):
+        pass
+
+    def loop(self, s, *xs):
+        s.v = self._fn(self.params, *xs)
+
+    def post(self, s, level):
+        s.out[0] = s.v
+
+    def output_dtype(self, work_dtype):
+        if self.op == "sigmoid" or (self.op == "batchnorm" and work_dtype.kind != "f"):
+            return np.result_type(work_dtype, np.float32)
+        return work_dtype
+
+    def __repr__(self):
+        extra = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        n = f", n_inputs={len(self.inputs)}" if ELEMENTWISE[self.op][0] is None else ""
+        return f"Elementwise({self.op!r}{n}{extra})"
+
+
+class Softmax(Strategy):
+    """``out = exp(c - max x) / sum exp(x - max x)`` in one pass (online softmax): ``c`` = the
+    lane's own element (PreLoop), ``x`` = the elements of its row (Loop).
+
+    Loop keeps the running maximum ``m`` and the sum ``s`` of ``exp(x - m)``, rescaling ``s``
+    when ``m`` grows; PostLoop divides.
+    """
+
+    inputs = (Input("c", "pre"), Input("x", "loop"))
+    c_body = {"state": "float c; float m; float s;",
+              "pre": ["c = (float)in0; m = -INFINITY; s = 0.0f;"],
+              "loop": "{ float mn = fmaxf(m, (float)in1); s = s * expf(m - mn) + "
+                      "expf((float)in1 - mn); m = mn; }",
+              "post": ["out0 = expf(c - m) / s;"]}
+    chunk_by = "lanes"
+
+    def output_dtype(self, work_dtype):
+        return np.result_type(work_dtype, np.float32)
+
+    def pre(self, s, level, c):
+        ft = np.result_type(s.dtype, np.float32)
+        s.c = np.asarray(c, dtype=ft)
+        s.m = np.asarray(-np.inf, dtype=ft)
+        s.s = np.asarray(0, dtype=ft)
+
+    def _step(self, s, top, total):
+        mn = np.maximum(s.m, top)
+        with np.errstate(invalid="ignore"):
+            scale = np.where(s.m == mn, 1, np.exp(s.m - mn))
+        s.s = s.s * scale + total(mn)
+        s.m = mn
+
+    def loop(self, s, x):
+        self._step(s, x, lambda mn: np.exp(x - mn))
+
+    def loop_chunk(self, s, x):
+        self._step(s, x.max(axis=0), lambda mn: np.exp(x - mn).sum(axis=0))
+
+    def post(self, s, level):
+        s.out[0] = np.exp(s.c - s.m) / s.s
+
+
+class LRN(Strategy):
+    """Local response normalization (AlexNet): ``out = c / (bias + alpha / size * sum x^2) **
+    beta``, ``c`` = the lane's element (PreLoop), ``x`` = its neighbours across channels (Loop).
+    """
+
+    inputs = (Input("c", "pre"), Input("x", "loop"))
+    chunk_by = "lanes"
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, bias=1.0):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"LRN size must be a positive int, not {size!r}")
+        self.size, self.alpha, self.beta, self.bias = int(size), float(alpha), float(beta), \
+            float(bias)
+        k = self.alpha / self.size
+        self.c_body = {"state": "float c; float acc;",
+                       "pre": ["c = (float)in0; acc = 0.0f;"],
+                       "loop": "acc += (float)in1 * (float)in1;",
+                       "post": [f"out0 = c / powf({self.bias!r}f + {k!r}f * acc, "
+                                f"{self.beta!r}f);"]}
+
+    def output_dtype(self, work_dtype):
+        return np.result_type(work_dtype, np.float32)
+
+    def pre(self, s, level, c):
+        s.c = np.asarray(c, dtype=np.result_type(s.dtype, np.float32))
+        s.acc = np.zeros((), s.c.dtype)
+
+    def loop(self, s, x):
+        s.acc = s.acc + x * x
+
+    def loop_chunk(self, s, x):
+        s.acc = s.acc + (x * x).sum(axis=0)
+
+    def post(self, s, level):
+        s.out[0] = s.c / (self.bias + self.alpha / self.size * s.acc) ** self.beta
+
+    def __repr__(self):
+        return f"LRN(size={self.size}, alpha={self.alpha}, beta={self.beta}, bias={self.bias})"

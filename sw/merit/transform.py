@@ -393,6 +393,8 @@ class Gatherer:
                                             in zip(transform.offset, pads, cs, strict=True)),
                        dtype=np.intp)
         self.coef = [0] * len(transform.a)
+        self.pcoef = [0] * len(rp)
+        self.base0 = int(base.reshape(-1)[0])
         for axis, terms in enumerate(transform.terms):
             for pos, stride in terms:
                 if pos < n_p:
@@ -400,6 +402,7 @@ class Gatherer:
                     view[pos] = rp[pos]
                     base = base + (np.arange(rp[pos], dtype=np.intp) * (stride * cs[axis])
                                    ).reshape(view)
+                    self.pcoef[pos] += stride * cs[axis]
                 else:
                     self.coef[pos - n_p] = stride * cs[axis]
         self.base = np.broadcast_to(base, rp)
@@ -414,4 +417,11 @@ class Gatherer:
         for steps, coef in zip(a_steps, self.coef, strict=True):
             if coef:
                 off = off + np.asarray(steps, dtype=np.intp) * coef
+        step = int(off[1] - off[0]) if c > 1 else 0
+        if c == 1 or (np.diff(off) == step).all():
+            # the steps walk the padded source with one stride: a read-only strided view
+            size = self.src.itemsize
+            return np.lib.stride_tricks.as_strided(
+                self.src[self.base0 + int(off[0]):], shape=(c,) + self.base.shape,
+                strides=(step * size,) + tuple(p * size for p in self.pcoef), writeable=False)
         return self.src.take(off.reshape((c,) + (1,) * self.base.ndim) + self.base)

@@ -18,6 +18,8 @@ __all__ = [
     "avg_pool2d", "pixel_shuffle", "subpixel_conv", "correlation", "motion_estimation", "bilateral",
     "integral_image", "separable_filter", "filter3x3", "ece408", "conv_out", "conv_pool2d",
     "alpha_blend",
+    "conv_nd", "conv_transpose_nd", "pool_nd", "elementwise", "transpose", "depth_to_space",
+    "softmax", "lrn", "matmul", "gemm_t",
 ]
 
 
@@ -386,3 +388,338 @@ def filter3x3(h, w):
 def ece408(b=10000, c=1, m=50, h=28, w=28, k=5):
     """The ECE408 forward convolution layer: valid convolution, B x C x H x W -> B x M."""
     return conv2d(b, c, h, w, m, k)
+
+
+# ---- N-dimensional layers (the ONNX front end, ``merit.onnx``) --------------------------------
+
+def _shape(name, shape, ndim=None):
+    shape = tuple(shape)
+    _pos(**{f"{name}[{i}]": v for i, v in enumerate(shape)})
+    if ndim is not None and len(shape) < ndim:
+        raise ValueError(f"{name} must have at least {ndim} axes, not shape {shape}")
+    return shape
+
+
+def _per_axis(name, values, d, default):
+    values = (default,) * d if values is None else tuple(values)
+    if len(values) != d:
+        raise ValueError(f"{name} must have {d} values (one per spatial axis), not {values}")
+    return values
+
+
+def _pads(pads, d):
+    pads = (0,) * (2 * d) if pads is None else tuple(pads)
+    if len(pads) != 2 * d:
+        raise ValueError(f"pads must have {2 * d} values (begin of each spatial axis, then end), "
+                         f"not {pads}")
+    _nonneg(**{f"pads[{i}]": v for i, v in enumerate(pads)})
+    return pads[:d], pads[d:]
+
+
+def conv_nd(x_shape, w_shape, *, strides=None, pads=None, dilations=None, groups=1, bias=False,
+            relu=False):
+    """Convolution over any number of spatial axes (ONNX ``Conv``): ``I`` (n, c, d1, ...),
+    ``W`` (m, c / groups, k1, ...), optional bias ``B`` (m,) added in PostLoop (``DotResidual``).
+
+    ``pads`` = begin of each spatial axis, then end (ONNX order; asymmetric pads allowed).
+    p = (n, m, o1, ...), or (n, groups, m / groups, o1, ...); a = (c / groups, k1, ...).
+    """
+    x_shape, w_shape = _shape("x_shape", x_shape, 3), _shape("w_shape", w_shape, 3)
+    d = len(x_shape) - 2
+    if len(w_shape) != d + 2:
+        raise ValueError(f"w_shape {w_shape} must have {d + 2} axes like x_shape {x_shape}")
+    n, c, *size = x_shape
+    m, cg, *k = w_shape
+    strides, dilations = _per_axis("strides", strides, d, 1), _per_axis("dilations", dilations,
+                                                                        d, 1)
+    _pos(groups=groups, **{f"strides[{i}]": v for i, v in enumerate(strides)},
+         **{f"dilations[{i}]": v for i, v in enumerate(dilations)})
+    begin, end = _pads(pads, d)
+    if c != cg * groups or m % groups:
+        raise ValueError(f"groups={groups}: x has {c} channels and W {w_shape} (expected "
+                         f"{c // groups} input channels per group and m divisible by {groups})")
+    out = tuple(conv_out(size[i] + begin[i] + end[i], k[i], strides[i], 0, dilations[i])
+                for i in range(d))
+    mg = m // groups
+    gp = [Index(1, cg)] if groups > 1 else []
+    image = Transform(x_shape, p=[Index(0)] + gp + [None] + [Index(2 + i, strides[i])
+                                                          for i in range(d)],
+                      a=[Index(1)] + [Index(2 + i, dilations[i], -begin[i]) for i in range(d)],
+                      name="I")
+    gw = [Index(0, mg)] if groups > 1 else []
+    weights = Transform(w_shape, p=[None] + gw + [Index(0)] + [None] * d,
+                        a=[Index(1)] + [Index(2 + i) for i in range(d)], name="W")
+    p_shape = (n,) + ((groups, mg) if groups > 1 else (m,)) + out
+    operands = [image, weights]
+    if bias:
+        operands.append(Transform((m,), p=[None] + gw + [Index(0)] + [None] * d,
+                                  a=[None] * (d + 1), name="B"))
+        strategy = S.DotResidual(relu=relu)
+    else:
+        strategy = S.DotReLU() if relu else S.Dot()
+    o = Output("out", (n, m) + out, reshape=(n, m) + out)
+    return Problem("conv", strategy, p_shape, (cg,) + tuple(k), operands, outputs=[o])
+
+
+def conv_transpose_nd(x_shape, w_shape, *, strides=None, pads=None, dilations=None, groups=1,
+                      output_padding=None, bias=False):
+    """Transposed convolution over any number of spatial axes (ONNX ``ConvTranspose``):
+    ``I`` (n, c, d1, ...), ``W`` (c, m / groups, k1, ...), optional bias ``B`` (m,).
+
+    Output size ``s (d - 1) + output_padding + (k - 1) dilation + 1 - pad_begin - pad_end``.
+    Per spatial axis, the output coordinate is split into a phase as in :func:`deconv2d`
+    (``y + pad_begin = q s + r``, taps ``k = r + s t`` read input ``q - t``); with a dilation
+    (which needs stride 1 on that axis) the taps read ``q - t dilation``.
+    p = (n, [groups,] m / groups, q1, r1, q2, r2, ...), a = (c / groups, t1, ...).
+    """
+    x_shape, w_shape = _shape("x_shape", x_shape, 3), _shape("w_shape", w_shape, 3)
+    d = len(x_shape) - 2
+    if len(w_shape) != d + 2:
+        raise ValueError(f"w_shape {w_shape} must have {d + 2} axes like x_shape {x_shape}")
+    n, c, *size = x_shape
+    cw, mg, *k = w_shape
+    strides, dilations = _per_axis("strides", strides, d, 1), _per_axis("dilations", dilations,
+                                                                        d, 1)
+    output_padding = _per_axis("output_padding", output_padding, d, 0)
+    _pos(groups=groups)
+    begin, end = _pads(pads, d)
+    if cw != c or c % groups:
+        raise ValueError(f"groups={groups}: x has {c} channels, W {w_shape} (expected {c} "
+                         f"input channels divisible by {groups})")
+    cg, m = c // groups, mg * groups
+    out, taps, phases = [], [], []
+    for i in range(d):
+        if strides[i] > 1 and dilations[i] > 1:
+            raise ValueError(f"axis {i}: stride {strides[i]} and dilation {dilations[i]} both "
+                             f"above 1 are not affine in one problem")
+        o = (strides[i] * (size[i] - 1) + output_padding[i] + (k[i] - 1) * dilations[i] + 1
+             - begin[i] - end[i])
+        if o <= 0:
+            raise ValueError(f"axis {i}: pads {begin[i]}, {end[i]} leave no output")
+        out.append(o)
+        phases.append(strides[i])
+        taps.append(-(-k[i] // strides[i]))
+    q = [-(-(out[i] + begin[i]) // strides[i]) for i in range(d)]
+    gp = [Index(1, cg)] if groups > 1 else []
+    gw = [Index(0, cg)] if groups > 1 else []
+    ip, wp, bp = [Index(0)] + gp + [None], [None] + gw + [Index(1)], [None] + (
+        [Index(0, mg)] if groups > 1 else []) + [Index(0)]
+    for i in range(d):
+        ip += [Index(2 + i), None]
+        wp += [None, Index(2 + i)]
+        bp += [None, None]
+    image = Transform(x_shape, p=ip, a=[Index(1)] + [Index(2 + i, -dilations[i])
+                                                      for i in range(d)], name="I")
+    weights = Transform(w_shape, p=wp, a=[Index(0)] + [Index(2 + i, strides[i])
+                                                        for i in range(d)], name="W")
+    operands = [image, weights]
+    strategy = S.Dot()
+    if bias:
+        operands.append(Transform((m,), p=bp, a=[None] * (d + 1), name="B"))
+        strategy = S.DotResidual()
+    p_shape = (n,) + ((groups, mg) if groups > 1 else (m,))
+    for i in range(d):
+        p_shape += (q[i], phases[i])
+    o = Output("out", (n, m) + tuple(out),
+               reshape=(n, m) + tuple(q[i] * phases[i] for i in range(d)),
+               crop=(slice(None), slice(None)) + tuple(slice(begin[i], begin[i] + out[i])
+                                                       for i in range(d)))
+    return Problem("conv_transpose", strategy, p_shape, (cg,) + tuple(taps), operands,
+                   outputs=[o])
+
+
+def _pool_size(size, k, stride, begin, end, dilation, ceil_mode):
+    span = dilation * (k - 1) + 1
+    total = size + begin + end - span
+    if total < 0:
+        raise ValueError(f"pooling window {k} (dilation {dilation}) does not fit input size "
+                         f"{size} with pads {begin}, {end}")
+    o = (-(-total // stride) if ceil_mode else total // stride) + 1
+    if ceil_mode and (o - 1) * stride >= size + begin:
+        o -= 1          # the last window must start inside the input or the begin padding
+    return o
+
+
+def pool_nd(x_shape, kernel, *, kind="max", strides=None, pads=None, dilations=None,
+            ceil_mode=False, count_include_pad=False):
+    """Max or average pooling over any number of spatial axes (ONNX ``MaxPool`` /
+    ``AveragePool`` / ``GlobalAveragePool``), ``I`` (n, c, d1, ...); p = (n, c, o1, ...),
+    a = the window.
+
+    ``kind="max"``: ``Max`` with clamped edges, which equals -inf padding when every window
+    holds an input element next to the edge (no dilation); with a dilation and pads the window
+    may skip the edge: that case raises ValueError (pad the input with the lowest value first).
+    ``kind="avg"``: ``Mean`` when every window has the same divisor, else ``Dot`` with a fixed
+    tensor ``R`` of reciprocal counts (``count_include_pad``: pads count, the part past the end
+    padding that ``ceil_mode`` adds never does).
+    """
+    x_shape = _shape("x_shape", x_shape, 3)
+    d = len(x_shape) - 2
+    kernel = _per_axis("kernel", kernel, d, 1)
+    strides = _per_axis("strides", strides, d, 1)
+    dilations = _per_axis("dilations", dilations, d, 1)
+    _pos(**{f"kernel[{i}]": v for i, v in enumerate(kernel)},
+         **{f"strides[{i}]": v for i, v in enumerate(strides)},
+         **{f"dilations[{i}]": v for i, v in enumerate(dilations)})
+    begin, end = _pads(pads, d)
+    if kind not in ("max", "avg"):
+        raise ValueError(f"kind must be 'max' or 'avg', not {kind!r}")
+    size = x_shape[2:]
+    out = tuple(_pool_size(size[i], kernel[i], strides[i], begin[i], end[i], dilations[i],
+                           ceil_mode) for i in range(d))
+    over = [((out[i] - 1) * strides[i] - begin[i], (out[i] - 1) * strides[i] - begin[i]
+             + dilations[i] * (kernel[i] - 1)) for i in range(d)]
+    reaches_out = [begin[i] > 0 or over[i][1] >= size[i] for i in range(d)]
+    if kind == "max" and any(reaches_out[i] and dilations[i] > 1 for i in range(d)):
+        raise ValueError(f"max pooling with dilations {dilations} and windows past the edge "
+                         f"(pads {begin + end}, ceil_mode {ceil_mode}): clamped edges differ "
+                         f"from -inf padding; pad the input with its lowest value first")
+    image = Transform(x_shape, p=[Index(0), Index(1)] + [Index(2 + i, strides[i])
+                                                        for i in range(d)],
+                      a=[Index(2 + i, dilations[i], -begin[i]) for i in range(d)],
+                      boundary="clamp" if kind == "max" else "zero", name="I")
+    p_shape = tuple(x_shape[:2]) + out
+    if kind == "max":
+        return Problem("max_pool", S.Max(), p_shape, kernel, [image])
+    counts = np.ones((), dtype=np.float64)
+    for i in range(d):
+        lo, hi = (-begin[i], size[i] + end[i]) if count_include_pad else (0, size[i])
+        start = np.arange(out[i]) * strides[i] - begin[i]
+        pos = start[:, None] + np.arange(kernel[i])[None, :] * dilations[i]
+        counts = np.multiply.outer(counts, ((pos >= lo) & (pos < hi)).sum(axis=1))
+    if (counts == np.prod(kernel)).all():
+        return Problem("avg_pool", S.Mean(), p_shape, kernel, [image])
+    recip = Transform(out, p=[None, None] + [Index(i) for i in range(d)], a=[None] * d, name="R")
+    return Problem("avg_pool", S.Dot(), p_shape, kernel, [image, recip],
+                   values={"R": 1.0 / counts})
+
+
+def _broadcast_transform(shape, out_shape, name):
+    """A transform reading ``shape`` broadcast (numpy rules) over a parallel space ``out_shape``."""
+    lead = len(out_shape) - len(shape)
+    if lead < 0 or any(s not in (1, o) for s, o in zip(shape, out_shape[lead:], strict=True)):
+        raise ValueError(f"tensor {name!r} of shape {shape} does not broadcast to {out_shape}")
+    p = [None] * lead + [Index(i) if s > 1 else None for i, s in enumerate(shape)]
+    return Transform(shape or (1,), p=p, a=[], name=name)
+
+
+def elementwise(op, shapes, *, names=None, **params):
+    """An elementwise operation (:class:`merit.strategies.Elementwise`) of inputs of ``shapes``
+    broadcast together (numpy rules): p = the broadcast shape, a = () (one step).
+
+    ``names``: the tensors' names (default ``X0, X1, ...``); a scalar (shape ``()``) is read as
+    shape (1,).
+    """
+    shapes = [tuple(int(v) for v in sh) for sh in shapes]
+    names = [f"X{i}" for i in range(len(shapes))] if names is None else list(names)
+    if len(names) != len(shapes):
+        raise ValueError(f"{len(names)} names for {len(shapes)} shapes")
+    strategy = S.Elementwise(op, len(shapes), **params)
+    try:
+        out = tuple(np.broadcast_shapes(*shapes)) or (1,)
+    except ValueError:
+        raise ValueError(f"elementwise {op!r}: shapes {shapes} do not broadcast together "
+                         f"(numpy rules)") from None
+    _pos(**{f"output[{i}]": v for i, v in enumerate(out)})
+    operands = [_broadcast_transform(sh, out, nm) for sh, nm in zip(shapes, names, strict=True)]
+    return Problem(op, strategy, out, (), operands)
+
+
+def transpose(shape, perm):
+    """``out = I.transpose(perm)`` as a copy (a = ()): output axis ``j`` moves along ``perm[j]``."""
+    shape = _shape("shape", shape)
+    perm = tuple(int(v) for v in perm)
+    if sorted(perm) != list(range(len(shape))):
+        raise ValueError(f"perm {perm} is not a permutation of the {len(shape)} axes")
+    image = Transform(shape, p=[Index(j) for j in perm], a=[], name="I")
+    return Problem("transpose", S.Copy(), tuple(shape[j] for j in perm), (), [image])
+
+
+def depth_to_space(n, c, h, w, r, *, mode="DCR"):
+    """ONNX ``DepthToSpace``: ``I`` (n, c r^2, h, w) -> (n, c, h r, w r), a copy.
+
+    ``"CRD"`` is :func:`pixel_shuffle` (channel ``c r^2 + i r + j``); ``"DCR"`` reads channel
+    ``(i r + j) c + c'``.
+    """
+    if mode == "CRD":
+        return pixel_shuffle(n, c, h, w, r)
+    if mode != "DCR":
+        raise ValueError(f"mode must be 'DCR' or 'CRD', not {mode!r}")
+    _pos(n=n, c=c, h=h, w=w, r=r)
+    image = Transform(
+        (n, c * r * r, h, w),
+        p=[Index(0), Index(1), Index(2), Index(1, r * c), Index(3), Index(1, c)], a=[], name="I")
+    out = Output("out", (n, c, h * r, w * r), reshape=(n, c, h * r, w * r))
+    return Problem("depth_to_space", S.Copy(), (n, c, h, r, w, r), (), [image], outputs=[out])
+
+
+def softmax(shape, axes):
+    """Softmax over ``axes`` of a tensor (:class:`merit.strategies.Softmax`): p = ``shape``,
+    a = the sizes of ``axes``; each lane reads its own element (PreLoop) and its row (Loop)."""
+    shape = _shape("shape", shape)
+    axes = tuple(int(v) for v in axes)
+    if not axes or any(not 0 <= v < len(shape) for v in axes) or len(set(axes)) != len(axes):
+        raise ValueError(f"axes {axes} must be distinct axes of shape {shape}")
+    centre = Transform(shape, p=[Index(i) for i in range(len(shape))], a=[None] * len(axes),
+                       name="X")
+    row = Transform(shape, p=[None if i in axes else Index(i) for i in range(len(shape))],
+                    a=[Index(v) for v in axes], name="X")
+    return Problem("softmax", S.Softmax(), shape, tuple(shape[v] for v in axes), [centre, row])
+
+
+def lrn(shape, size, *, alpha=1e-4, beta=0.75, bias=1.0):
+    """Local response normalization across channels (ONNX ``LRN``, axis 1): the window of
+    channel ``c`` runs from ``c - floor((size - 1) / 2)`` to ``c + ceil((size - 1) / 2)``."""
+    shape = _shape("shape", shape, 2)
+    _pos(size=size)
+    nd = len(shape)
+    centre = Transform(shape, p=[Index(i) for i in range(nd)], a=[None], name="X")
+    window = Transform(shape, p=[Index(i) for i in range(nd)], a=[Index(1, 1, -((size - 1) // 2))],
+                       name="X")
+    return Problem("lrn", S.LRN(size, alpha, beta, bias), shape, (size,), [centre, window])
+
+
+def matmul(a_shape, b_shape):
+    """``A @ B`` with numpy's rules (batch axes broadcast, 1-D operands promoted):
+    p = batch + (m, n), a = (k,); the output drops the promoted axes."""
+    a_shape, b_shape = _shape("a_shape", a_shape), _shape("b_shape", b_shape)
+    a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
+    b2 = b_shape + (1,) if len(b_shape) == 1 else b_shape
+    if a2[-1] != b2[-2]:
+        raise ValueError(f"matmul: inner sizes differ, {a_shape} @ {b_shape}")
+    batch = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+    m, k, n = a2[-2], a2[-1], b2[-1]
+    p_shape = batch + (m, n)
+
+    def side(shape2, name, rows):
+        lead = len(batch) - (len(shape2) - 2)
+        p = [None] * lead + [Index(i) if s > 1 else None for i, s in enumerate(shape2[:-2])]
+        base = len(shape2) - 2
+        if rows:                       # A: p (m) on axis -2, a (k) on axis -1
+            p += [Index(base) if m > 1 else None, None]
+            a = [Index(base + 1)]
+        else:                          # B: a (k) on axis -2, p (n) on axis -1
+            p += [None, Index(base + 1) if n > 1 else None]
+            a = [Index(base)]
+        return Transform(shape2, p=p, a=a, name=name)
+
+    A, B = side(a2, "A", True), side(b2, "B", False)
+    shown = batch + ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
+    out = Output("out", shown, reshape=shown or (1,))
+    return Problem("matmul", S.Dot(), p_shape, (k,), [A, B], outputs=[out])
+
+
+def gemm_t(m, n, k, *, trans_a=False, trans_b=False, bias_shape=None, relu=False):
+    """ONNX ``Gemm`` without scaling: ``A' @ B' (+ C)``, ``A`` (m, k) or (k, m) when
+    ``trans_a``, ``B`` (k, n) or (n, k) when ``trans_b``, ``C`` broadcast to (m, n) and added in
+    PostLoop (``DotResidual``, optionally with ReLU)."""
+    _pos(m=m, n=n, k=k)
+    A = Transform((k, m) if trans_a else (m, k),
+                  p=[Index(1 if trans_a else 0), None], a=[Index(0 if trans_a else 1)], name="A")
+    B = Transform((n, k) if trans_b else (k, n),
+                  p=[None, Index(0 if trans_b else 1)], a=[Index(1 if trans_b else 0)], name="B")
+    if bias_shape is None:
+        return Problem("gemm", S.DotReLU() if relu else S.Dot(), (m, n), (k,), [A, B])
+    C = _broadcast_transform(tuple(bias_shape), (m, n), "C")
+    C = Transform(C.source_shape, p=C.p, a=[None], name="C")
+    return Problem("gemm", S.DotResidual(relu=relu), (m, n), (k,), [A, B, C])
