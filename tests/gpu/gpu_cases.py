@@ -46,3 +46,19 @@ CASES = {
 
 #: Cases that also run in int32 (fixed point); the others use float-only strategy bodies.
 INT_CASES = ("gemm", "conv", "max_pool", "motion", "motion_best", "separable", "integral")
+
+#: Dot-like cases the tensor cores run (rows >= 16, columns >= 8): every kind of convolution,
+#: GEMM and FC, ragged boxes, a reduction whose chunk leaves a partial last tile (K = 37).
+MMA_CASES = {
+    "gemm": lambda: W.gemm(64, 48, 40),
+    "gemm_odd": lambda: W.gemm(50, 40, 37),
+    "fc": lambda: W.fc(8, 30, 20),
+    "conv": lambda: W.conv2d(2, 3, 17, 19, 16, 3, padding=1),
+    "conv_s2_dil_groups": lambda: W.conv2d(2, 8, 16, 16, 32, 3, stride=2, padding=1,
+                                           dilation=2, groups=2),
+    "conv_relu": lambda: W.conv_relu(2, 5, 12, 12, 12, 3),
+    "residual": lambda: W.residual(2, 3, 12, 12, 8, 3, padding=1),
+    "deconv": lambda: W.deconv2d(2, 3, 7, 7, 8, 3, stride=2, padding=1),
+    "conv_1x1": lambda: W.conv2d(3, 24, 9, 11, 40, 1),
+    "ece408": lambda: W.ece408(4, 1, 10, 12, 12, 5),
+}

@@ -1,5 +1,6 @@
 """merit.gpu without a GPU: imports, kernel source, tile choice, bank conflicts, argument checks."""
 
+import math
 import shutil
 import subprocess
 import sys
@@ -148,8 +149,8 @@ def test_user_tile_is_completed_and_checked():
         check_tile(spec, {"threads": (1, 4, 4, 8), "regs": (1, 0, 1, 1)})
     with pytest.raises(ValueError, match="tile uses 2048 threads per block; the limit is 1024"):
         check_tile(spec, {"threads": (2, 16, 8, 8)})
-    with pytest.raises(TypeError, match=r"tile has unknown fields \['warps'\]"):
-        check_tile(spec, {"threads": (1, 4, 4, 8), "warps": 4})
+    with pytest.raises(TypeError, match=r"tile has unknown fields \['lanes'\]"):
+        check_tile(spec, {"threads": (1, 4, 4, 8), "lanes": 4})
     with pytest.raises(TypeError, match="tile must give 'threads'"):
         check_tile(spec, {"regs": (1, 1, 1, 1)})
     big = spec_of(W.conv2d(1, 512, 128, 128, 16, 3, padding=1), "float32")
@@ -241,3 +242,84 @@ def test_a0_in_an_inner_level_is_never_split():
     spec = spec_of(CASES["outer_level_empty"](), "float32")
     assert check_tile(spec, {"threads": (4, 8), "chunk": 2}).chunk == 5
     assert all(t.chunk == 5 for t in rank(spec, count=3))
+
+
+# ---- tensor cores -------------------------------------------------------------------------------
+
+def test_mma_roles_split_rows_and_columns():
+    from merit.gpu.mma import roles
+
+    def r(problem):
+        return roles(spec_of(problem, "float32", "tf32"))
+
+    assert r(W.gemm(64, 48, 40)) == mma_roles(0, 1, (0,), (1,))
+    # conv: rows are (n, y, x) of the image, columns the output channels of the weights
+    assert r(W.conv2d(2, 3, 17, 19, 16, 3, padding=1)) == mma_roles(0, 1, (0, 2, 3), (1,))
+    # grouped: the group index moves both inputs and takes one value per block
+    assert r(W.conv2d(2, 8, 16, 16, 32, 3, groups=2)) == mma_roles(0, 1, (0, 3, 4), (2,))
+    # the bigger side gives the rows
+    assert r(W.fc(8, 30, 20)) == mma_roles(1, 0, (1,), (0,))
+    # depthwise (one column), correlation (no row index), max pooling (not a dot product)
+    assert r(W.depthwise(2, 4, 12, 12, 3)) is None
+    assert r(W.correlation(8, 12, 12, 2)) is None
+    assert r(W.max_pool2d(2, 3, 13, 13, 3)) is None
+
+
+def mma_roles(a, b, rows, cols):
+    from merit.gpu.mma import Roles
+
+    return Roles(a, b, rows, cols)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
+def test_mma_kernel_source(precision):
+    problem = W.conv2d(2, 8, 20, 20, 32, 3, padding=1)
+    p = plan(problem, precision=precision)
+    assert p.tile.mma == precision and p.name.startswith(f"merit_conv2d_{precision}_b")
+    kind = {"tf32": "m16n8k8.row.col.f32.tf32.tf32.f32", "fp16": "m16n8k16.row.col.f32.f16.f16",
+            "bf16": "m16n8k16.row.col.f32.bf16.bf16"}[precision]
+    assert f"mma.sync.aligned.{kind}" in p.source
+    assert p.launch[1] == 32 * math.prod(p.tile.warps)
+    rows = math.prod(p.tile.regs[j] for j in (0, 2, 3))
+    assert rows == 16 * p.tile.warps[0] * p.tile.frags[0]
+    assert p.tile.regs[1] == 8 * p.tile.warps[1] * p.tile.frags[1]
+    assert plan(problem).source.count("mma.sync") == 0     # fp32 stays on the SIMT cores
+
+
+def test_mma_gemm_fragment_reads_are_conflict_free():
+    spec = spec_of(W.gemm(1024, 1024, 1024), "float32", "tf32")
+    for t in rank(spec, count=3):
+        assert conflicts(spec, t, 0) == 1 and conflicts(spec, t, 1) == 1
+
+
+def test_mma_argument_checks():
+    with pytest.raises(ValueError, match="precision must be one of 'fp32', 'tf32', 'fp16', "
+                                         "'bf16', not 'fp8'"):
+        plan(W.gemm(64, 48, 40), precision="fp8")
+    with pytest.raises(ValueError, match="precision 'fp16' needs float32 arrays, not int32"):
+        plan(W.gemm(64, 48, 40), dtype="int32", precision="fp16")
+    with pytest.raises(ValueError, match=r"problem 'conv2d': precision 'tf32' runs on the tensor "
+                                         r"cores, which need a dot product"):
+        plan(W.depthwise(2, 4, 12, 12, 3), precision="tf32")
+    spec = spec_of(W.gemm(64, 48, 40), "float32", "tf32")
+    with pytest.raises(ValueError, match=r"tile.mma is '' but the problem is specialized for "
+                                         r"precision 'tf32'"):
+        check_tile(spec, {"threads": (8, 8)})
+    with pytest.raises(ValueError, match=r"tensor-core tile box \(32, 32\) must hold 16\*WM\*FM "
+                                         r"= 16 rows"):
+        check_tile(spec, {"mma": "tf32", "regs": (32, 32), "warps": (1, 1), "frags": (1, 1)})
+    t = check_tile(spec, {"mma": "tf32", "regs": (32, 16), "warps": (2, 1), "frags": (1, 2),
+                          "chunk": 16})
+    assert t.nthreads == 64 and t.shared == (True, True) and t.double
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_mma_source_compiles_for_hopper(precision, tmp_path):
+    p = plan(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), precision=precision)
+    cu = tmp_path / "k.cu"
+    cu.write_text(p.source)
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr

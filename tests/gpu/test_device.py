@@ -6,7 +6,7 @@ kernel never writes fails the check; the float reference is the golden model in 
 
 import numpy as np
 import pytest
-from gpu_cases import CASES, INT_CASES
+from gpu_cases import CASES, INT_CASES, MMA_CASES
 
 from merit.gpu import Tile, run
 from merit.gpu.spec import spec_of
@@ -97,3 +97,54 @@ def test_error_boundary_raises_before_launch():
     problem = Problem("shift", Sum(), (8,), (2,), [tr])
     with pytest.raises(IndexError, match="tensor 'x': axis 0 is indexed over"):
         run(problem, np.zeros(8, np.float32))
+
+
+def _round_operand(x, precision):
+    """x (float32) rounded as the tensor cores see it, computed on the bits (float64 out)."""
+    x = np.asarray(x, np.float32)
+    if precision == "fp16":
+        return x.astype(np.float16).astype(np.float64)
+    bits = x.view(np.uint32).astype(np.uint64)
+    if precision == "tf32":      # cvt.rna: to nearest, ties away from zero; 10 mantissa bits
+        bits = (bits + 0x1000) & 0xFFFFE000
+    else:                        # bf16, cvt.rn: to nearest, ties to even; 7 mantissa bits
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
+@pytest.mark.parametrize("name", sorted(MMA_CASES))
+def test_tensor_cores_match_golden_on_rounded_operands(name, precision):
+    """Tensor-core kernels over their 3 best tiles: the golden model on the operands rounded to
+    the precision, summed in float64, is met to fp32 accumulation error (a wrong index fails)."""
+    problem = MMA_CASES[name]()
+    rng = np.random.default_rng(abs(hash((name, precision))) % 2**32)
+    arrays = problem.random_inputs(rng, np.float32)
+    loop = {op.tensor for op in problem.operands[:2]}
+    ref_in = [_round_operand(a, precision) if t.name in loop else a.astype(np.float64)
+              for t, a in zip(problem.tensors, arrays, strict=True)]
+    ref = problem.run(*ref_in)
+    exact = problem.run(*[a.astype(np.float64) for a in arrays])
+    spec = spec_of(problem, "float32", precision)
+    for tile in rank(spec, count=3):
+        assert tile.mma == precision
+        out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+        got = cp.asnumpy(run(problem, *arrays, tile=tile, out=out, precision=precision))
+        assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
+        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
+        assert err < 2e-6, f"relative error {err:.2e} against rounded operands with {tile}"
+        bound = {"tf32": 3e-3, "fp16": 3e-3, "bf16": 2e-2}[precision]
+        assert np.linalg.norm(got - exact) / np.linalg.norm(exact) < bound
+
+
+def test_tensor_cores_partial_last_chunk_and_clamp():
+    """A chunk that leaves a partial last accumulation tile (K = 37 = 16 + 16 + 5)."""
+    problem = MMA_CASES["gemm_odd"]()
+    rng = np.random.default_rng(9)
+    a, b = problem.random_inputs(rng, np.float32)
+    ref = _round_operand(a, "tf32") @ _round_operand(b, "tf32")
+    for tile in ({"mma": "tf32", "regs": (32, 16), "warps": (2, 1), "frags": (1, 2), "chunk": 16},
+                 {"mma": "tf32", "regs": (16, 8), "warps": (1, 1), "frags": (1, 1), "chunk": 8,
+                  "double": True}):
+        got = cp.asnumpy(run(problem, a, b, tile=tile, precision="tf32"))
+        assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 2e-6

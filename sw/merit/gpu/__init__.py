@@ -10,11 +10,12 @@ source (:func:`kernel_source`, :func:`plan`) needs neither CuPy nor a GPU.
 from dataclasses import dataclass
 
 from .codegen import kernel_name, source
-from .spec import Spec, spec_of
+from .spec import PRECISIONS, Spec, spec_of
 from .tile import Tile
 from .tiling import check_tile, rank
 
-__all__ = ["Plan", "Tile", "plan", "kernel_source", "run", "tune", "prepare", "dtype_of"]
+__all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "tune", "prepare",
+           "dtype_of"]
 
 _DTYPES = {"float32": "float32", "int32": "int32"}
 
@@ -48,23 +49,24 @@ def _check_problem(problem):
         raise TypeError(f"problem must be a merit.Problem, not {problem!r}")
 
 
-def plan(problem, dtype="float32", tile=None):
-    """Specialize ``problem`` for ``dtype`` ("float32" or "int32") and a tile.
+def plan(problem, dtype="float32", tile=None, precision="fp32"):
+    """Specialize ``problem`` for ``dtype`` ("float32" or "int32"), a precision and a tile.
 
     ``tile`` is a :class:`Tile`, a dict of some of its fields (``threads`` required), or None for
-    the cost model's first choice (no timing; :func:`run` autotunes).
+    the cost model's first choice (no timing; :func:`run` autotunes).  ``precision`` as in
+    :func:`run`.
     """
     _check_problem(problem)
     if dtype not in _DTYPES:
         raise TypeError(f"dtype must be 'float32' or 'int32', not {dtype!r}")
-    spec = spec_of(problem, dtype)
+    spec = spec_of(problem, dtype, precision)
     t = rank(spec, count=1)[0] if tile is None else check_tile(spec, tile)
     return Plan(spec, t)
 
 
-def kernel_source(problem, dtype="float32", tile=None):
+def kernel_source(problem, dtype="float32", tile=None, precision="fp32"):
     """CUDA source of the kernel :func:`run` would launch for ``problem`` (no GPU needed)."""
-    return plan(problem, dtype, tile).source
+    return plan(problem, dtype, tile, precision).source
 
 
 def dtype_of(arrays, names):
@@ -102,7 +104,7 @@ def _check_out(spec, out, cp):
                              f"and dtype {spec.out_dtype}")
 
 
-def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None):
+def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None, precision="fp32"):
     """Check the arguments, choose the tile and allocate outputs, without launching.
 
     Returns ``(plan, go, raw_outputs)``: ``go()`` launches the kernel on these arrays and writes
@@ -119,7 +121,7 @@ def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None):
     dtype = dtype_of(arrays, names)
     for op in problem.operands:
         op.transform.check_bounds(problem.p_shape, problem.a_shape)
-    spec = spec_of(problem, dtype)
+    spec = spec_of(problem, dtype, precision)
     by_name = dict(zip(names, arrays, strict=True))
     inputs = [by_name[op.tensor] for op in problem.operands]
     if out is None:
@@ -131,12 +133,12 @@ def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None):
     return Plan(spec, t), runtime.launcher(spec, t, inputs, out), out
 
 
-def tune(problem, *arrays, cache=None):
+def tune(problem, *arrays, cache=None, precision="fp32"):
     """The :class:`Plan` whose tile the autotuner picks for these arrays (cached on disk)."""
-    return prepare(problem, *arrays, cache=cache)[0]
+    return prepare(problem, *arrays, cache=cache, precision=precision)[0]
 
 
-def run(problem, *arrays, tile=None, out=None, tune=True, cache=None):
+def run(problem, *arrays, tile=None, out=None, tune=True, cache=None, precision="fp32"):
     """Run ``problem`` on the current CUDA device.
 
     Parameters
@@ -154,12 +156,17 @@ def run(problem, *arrays, tile=None, out=None, tune=True, cache=None):
     cache : merit.gpu.runtime.TileCache, optional
         Where tuned tiles are remembered (default: ``$MERIT_GPU_CACHE`` or
         ``~/.cache/merit/gpu-tiles.json``).
+    precision : {"fp32", "tf32", "fp16", "bf16"}
+        "fp32": exact fp32 arithmetic on the SIMT cores.  The others run Dot-like problems
+        (convolutions, GEMM, FC) on the tensor cores (:mod:`merit.gpu.mma`): operands rounded to
+        TF32, FP16 or BF16 as they are read, products summed in fp32; the arrays stay float32.
 
     Returns
     -------
     cupy array, or a tuple of them for several outputs (after each Output's reshape/crop).
     """
-    _, go, out = prepare(problem, *arrays, tile=tile, out=out, tune=tune, cache=cache)
+    _, go, out = prepare(problem, *arrays, tile=tile, out=out, tune=tune, cache=cache,
+                         precision=precision)
     go()
     res = tuple(o.finish(r) for o, r in zip(problem.outputs, out, strict=True))
     return res[0] if len(res) == 1 else res

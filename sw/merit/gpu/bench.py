@@ -166,19 +166,61 @@ def im2col_gemm(x, w, stride, padding):
     return cp.matmul(w.reshape(m, c * k * k), cols).reshape(n, m, ho, wo)
 
 
-def _conv_peers(prob, arrays, stride, padding):
+def _conv_peers(prob, arrays, stride, padding, dilation=1, groups=1):
     torch = _torch()
     import cupy as cp
 
     x, w = arrays
     tx, tw = torch.as_tensor(x, device="cuda"), torch.as_tensor(w, device="cuda")
-    peers = {
-        "cuDNN fp32 (torch)": lambda: torch.nn.functional.conv2d(tx, tw, stride=stride,
-                                                                 padding=padding),
-        "im2col + cuBLAS (cupy)": lambda: im2col_gemm(x, w, stride, padding),
-    }
-    ref = torch.nn.functional.conv2d(tx.double(), tw.double(), stride=stride, padding=padding)
+    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    peers = {"cuDNN fp32 (torch)": lambda: torch.nn.functional.conv2d(tx, tw, **kw)}
+    if dilation == 1 and groups == 1:
+        peers["im2col + cuBLAS (cupy)"] = lambda: im2col_gemm(x, w, stride, padding)
+    ref = torch.nn.functional.conv2d(tx.double(), tw.double(), **kw)
     return peers, (cp.asarray(ref),)
+
+
+def _set_tf32(torch, on):
+    torch.backends.cudnn.allow_tf32 = on
+    torch.backends.cuda.matmul.allow_tf32 = on
+
+
+def _tc_peer(torch, prec, op, *tensors):
+    """The library call ``op(*tensors)`` in the tensor-core precision ``prec``: TF32 math on
+    float32 tensors, or the tensors cast to float16 / bfloat16 once, outside the timing."""
+    if prec == "tf32":
+        def call():
+            _set_tf32(torch, True)
+            try:
+                return op(*tensors)
+            finally:
+                _set_tf32(torch, False)
+        return call
+    dt = torch.float16 if prec == "fp16" else torch.bfloat16
+    cast = [t.to(dt) for t in tensors]
+    return lambda: op(*cast)
+
+
+def _tc_conv_peers(prob, arrays, prec, stride, padding, dilation=1, groups=1):
+    torch = _torch()
+    import cupy as cp
+
+    x, w = arrays
+    tx, tw = torch.as_tensor(x, device="cuda"), torch.as_tensor(w, device="cuda")
+    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    call = _tc_peer(torch, prec, lambda a, b: torch.nn.functional.conv2d(a, b, **kw), tx, tw)
+    ref = torch.nn.functional.conv2d(tx.double(), tw.double(), **kw)
+    return {f"cuDNN {prec} (torch)": call}, (cp.asarray(ref),)
+
+
+def _tc_gemm_peers(prob, arrays, prec):
+    torch = _torch()
+    import cupy as cp
+
+    a, b = arrays
+    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+    call = _tc_peer(torch, prec, lambda x, y: x @ y, ta, tb)
+    return {f"cuBLAS {prec} (torch)": call}, (cp.asarray(ta.double() @ tb.double()),)
 
 
 def _gemm_peers(prob, arrays):
@@ -347,9 +389,61 @@ def rows(quick=False):
                 ("bilateral", dict(n=2048, radius=4))))
     out.append(("correlation", "FlowNet correlation N8 C256 64x64 d=5 (11x11)", "vision",
                 ("correlation", dict(n=8, c=256, h=64, w=64, d=5))))
+    dense = [r for r in out if r[3][0] in ("conv", "gemm")]
+    for prec in PRECISIONS_TC:
+        for key, label, _, (kind, params) in dense:
+            out.append((f"{key}@{prec}", f"{label} [{prec}]", "tc",
+                        (kind, dict(params, precision=prec))))
     if quick:
         out = [r for r in out if r[0] in ("conv_3+1", "ece408", "filter3x3", "separable_31",
-                                          "bilateral", "motion")]
+                                          "bilateral", "motion", "conv_3+1@fp16", "gemm@tf32")]
+    return out
+
+
+PRECISIONS_TC = ("tf32", "fp16", "bf16")
+#: Relative error against float64 a tensor-core row must stay under (operands rounded).
+TC_TOL = {"tf32": 3e-3, "fp16": 3e-3, "bf16": 2e-2}
+
+
+def random_rows(seed, count=8):
+    """Rows of shapes nobody tuned for, drawn from ``seed``: odd sizes, padding that is not a
+    multiple of any tile, strides with dilations, 1x1 and depthwise convolutions, batch 1,
+    square GEMMs of sizes that are not powers of two and skinny GEMMs (fp32, TF32 off)."""
+    rng = np.random.default_rng(seed)
+
+    def odd(lo, hi):
+        return int(rng.integers(lo, hi)) | 1
+
+    kinds = ("conv", "conv_s2_dil", "conv_1x1", "depthwise_s2", "gemm_odd", "gemm_skinny",
+             "conv_batch1", "depthwise_s1")
+    out = []
+    for i in range(count):
+        kind = kinds[i % len(kinds)]
+        if kind.startswith("gemm"):
+            if kind == "gemm_odd":
+                m, n, k = (odd(700, 3000) for _ in range(3))
+            else:
+                m, n, k = int(rng.integers(1, 17)), odd(1000, 8000), odd(1000, 8000)
+            params = dict(n=m, cols=n, k=k)
+            label = f"random GEMM {m}x{n}x{k}"
+            out.append((f"rand{i}_{kind}", label, "random", ("gemm", params)))
+            continue
+        n = 1 if kind == "conv_batch1" else int(rng.choice((2, 4, 8, 16)))
+        h, w = odd(17, 120), odd(17, 120)
+        k = 1 if kind == "conv_1x1" else int(rng.choice((3, 5, 7)))
+        stride = 2 if kind in ("conv_s2_dil", "depthwise_s2") else int(rng.choice((1, 2)))
+        dil = 2 if kind == "conv_s2_dil" else 1
+        pad = int(rng.integers(0, (k // 2) * dil + 1))
+        if kind.startswith("depthwise"):
+            c = int(rng.integers(16, 257))
+            m, groups = c, c
+        else:
+            c, m, groups = odd(3, 200), odd(8, 260), 1
+        params = dict(n=n, c=c, h=h, w=w, m=m, k=k, stride=stride, padding=pad, dilation=dil,
+                      groups=groups)
+        label = (f"random {kind} N{n} C{c} M{m} {h}x{w} k{k} s{stride} p{pad} d{dil}"
+                 + (f" g{groups}" if groups > 1 else ""))
+        out.append((f"rand{i}_{kind}", label, "random", ("conv", params)))
     return out
 
 
@@ -357,15 +451,23 @@ def build(kind, a, rng):
     """(problem or None, cupy arrays, peers, references, bytes, steps, ours-factory)."""
     import cupy as cp
 
+    prec = a.get("precision", "fp32")
     if kind == "conv":
-        prob = W.conv2d(a["n"], a["c"], a["h"], a["w"], a["m"], a["k"], stride=a["stride"],
-                        padding=a["padding"])
+        conv = dict(stride=a["stride"], padding=a["padding"], dilation=a.get("dilation", 1),
+                    groups=a.get("groups", 1))
+        prob = W.conv2d(a["n"], a["c"], a["h"], a["w"], a["m"], a["k"], **conv)
         arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
-        peers, refs = _conv_peers(prob, arrays, a["stride"], a["padding"])
+        if prec == "fp32":
+            peers, refs = _conv_peers(prob, arrays, **conv)
+        else:
+            peers, refs = _tc_conv_peers(prob, arrays, prec, **conv)
     elif kind == "gemm":
-        prob = W.gemm(a["n"], a["n"], a["n"])
+        prob = W.gemm(a["n"], a.get("cols", a["n"]), a.get("k", a["n"]))
         arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
-        peers, refs = _gemm_peers(prob, arrays)
+        if prec == "fp32":
+            peers, refs = _gemm_peers(prob, arrays)
+        else:
+            peers, refs = _tc_gemm_peers(prob, arrays, prec)
     elif kind == "filter3x3":
         prob = W.filter3x3(a["n"], a["n"])
         arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
@@ -436,7 +538,13 @@ def main(argv=None):
     ap.add_argument("--out", default="docs/results", help="folder for gpu.json and gpu.md")
     ap.add_argument("--only", default="", help="comma-separated row keys")
     ap.add_argument("--quick", action="store_true", help="a few representative rows")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of the random shapes (default: drawn per run, printed)")
+    ap.add_argument("--random", type=int, default=8, help="number of random shapes")
     args = ap.parse_args(argv)
+    started = time.time()
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 10**6)
+    print(f"random shapes: seed {seed}", flush=True)
 
     import cupy as cp
 
@@ -453,7 +561,7 @@ def main(argv=None):
     rng = np.random.default_rng(2026)
     only = set(filter(None, args.only.split(",")))
     results = []
-    for key, label, target, (kind, params) in rows(args.quick):
+    for key, label, target, (kind, params) in rows(args.quick) + random_rows(seed, args.random):
         if only and key not in only:
             continue
         t0 = time.time()
@@ -477,7 +585,9 @@ def main(argv=None):
                 row["tile"] = f"6 kernels, scan block {best_b} (autotuned each)"
                 poison = [result]
             else:
-                plan, go, outs = prepare(prob, *arrays, cache=cache)
+                prec = params.get("precision", "fp32")
+                row["precision"] = prec
+                plan, go, outs = prepare(prob, *arrays, cache=cache, precision=prec)
                 row["tile"] = plan.tile.label()
                 row["kernel"] = plan.name
                 poison = list(outs)
@@ -490,8 +600,12 @@ def main(argv=None):
             cp.cuda.Device().synchronize()
             errs = [_relerr(g, r) for g, r in zip(finish(), refs, strict=True)]
             row["rel_err"] = max(errs)
-            row["ok"] = all(e < TOL for e in errs)
+            tol = TC_TOL.get(params.get("precision"), TOL)
+            row["ok"] = all(e < tol for e in errs)
             row["ours_ms"] = time_launch(go)
+            if target == "tc":   # the peer's own accuracy in the same precision
+                (peer_fn,) = peers.values()
+                row["peer_rel_err"] = _relerr(peer_fn().float(), refs[0])
             if kind == "separable":
                 # the same filter as two 1-D problems; "ours" is the faster formulation
                 n, k = params["n"], params["k"]
@@ -522,7 +636,10 @@ def main(argv=None):
     if "--out" in shown:   # where the files go does not change the numbers
         i = shown.index("--out")
         del shown[i:i + 2]
+    if "--seed" not in shown:
+        shown += ["--seed", str(seed)]
     meta = {"command": " ".join(["python -m merit.gpu.bench"] + shown),
+            "seed": seed, "wall_s": round(time.time() - started, 1),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": device, "copy_bandwidth_Bps": bw, "sgemm_flops": sgemm,
             "cupy": cp.__version__, "torch": _torch().__version__,
@@ -537,14 +654,10 @@ def _verdict(row):
     ours = row["ours_ms"]
     peers = row["peers_ms"]
     t = row["target"]
-    if t in ("tableV", "conv", "ece408"):
-        im2col = peers["im2col + cuBLAS (cupy)"]
-        cudnn = peers["cuDNN fp32 (torch)"]
-        need = [("faster than im2col+cuBLAS", ours < im2col)]
-        if t == "tableV":
-            need.append((">= 1/2 cuDNN throughput", ours <= 2 * cudnn))
-        if t == "ece408":
-            need.append(("faster than cuDNN", ours < cudnn))
+    if t in ("tableV", "conv", "ece408", "gemm", "random"):
+        need = [(">= 1.0x best peer (fp32, TF32 off)", ours <= min(peers.values()))]
+    elif t == "tc":
+        need = [(f">= 1.0x {next(iter(peers))}", ours <= min(peers.values()))]
     elif t == "vision":
         best = min(peers.values())
         need = [(">= 5x best peer", ours * 5 <= best),
@@ -555,6 +668,12 @@ def _verdict(row):
                                                for n, ok in need)
 
 
+_SECTIONS = (("fp32 (SIMT cores)", ("tableV", "conv", "ece408", "gemm", "vision")),
+             ("Tensor cores: TF32, FP16, BF16 operands, fp32 sums, against cuDNN / cuBLAS in the "
+              "same precision", ("tc",)),
+             ("Shapes nobody tuned for (fp32, drawn from the seed)", ("random",)))
+
+
 def report(meta, results):
     lines = ["# merit.gpu benchmark", "",
              f"Command: `{meta['command']}` (run from the repository root with `PYTHONPATH=sw`)  ",
@@ -562,29 +681,46 @@ def report(meta, results):
              f"Device: {meta['device']}; measured copy bandwidth "
              f"{meta['copy_bandwidth_Bps'] / 1e12:.2f} TB/s (read + write), SGEMM "
              f"{meta['sgemm_flops'] / 1e12:.1f} TFLOP/s (fp32, TF32 off)  ",
+             f"GPU time used: {meta['wall_s']:.0f} s of wall-clock time on the device for the "
+             f"whole run (compiling, autotuning, checking, timing every peer); random shapes "
+             f"drawn from seed {meta['seed']}  ",
              f"CuPy {meta['cupy']}, torch {meta['torch']}; every row checked against a float64 "
-             f"reference (relative error < {meta['tolerance']:g}, outputs poisoned with NaN).", "",
+             f"reference (fp32 rows: relative error < {meta['tolerance']:g}; tensor-core rows: "
+             f"< {', '.join(f'{k} {v:g}' for k, v in TC_TOL.items())}, the peer's error beside "
+             f"ours), outputs poisoned with NaN.", "",
              "Times are milliseconds per call (median of 5 batches of back-to-back launches). "
-             "Ratios > 1 mean merit.gpu is faster.", "",
-             "| workload | ours ms | rel. err | best peer (ms) | peer / ours | floor ms | "
-             "ours / floor | target |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        if "error" in r:
-            lines.append(f"| {r['label']} | error: {r['error']} | | | | | | NO |")
+             "Ratios > 1 mean merit.gpu is faster."]
+    for title, targets in _SECTIONS:
+        sect = [r for r in results if r["target"] in targets]
+        if not sect:
             continue
-        peers = r["peers_ms"]
-        best = min(peers, key=peers.get)
-        met, text = _verdict(r)
-        if not r["ok"]:
-            met, text = False, "WRONG RESULT; " + text
-        ratios = ", ".join(f"{n} {v:.3f} ({v / r['ours_ms']:.2f}x)" for n, v in peers.items())
-        lines.append(
-            f"| {r['label']} | {r['ours_ms']:.3f} | {r['rel_err']:.1e} | {ratios} | "
-            f"{peers[best] / r['ours_ms']:.2f} | {r['floor_ms']:.3f} | "
-            f"{r['ours_ms'] / r['floor_ms']:.1f} | {'met' if met else 'MISSED'}: {text} |")
-    lines += ["", "Floors: bytes = every tensor read once + every output written once; "
-              "flops = 2 per inner-product step (for the separable filter, 2 x 2k per pixel: "
+        lines += ["", f"## {title}", "",
+                  "| workload | ours ms | rel. err | peers (ms, peer / ours) | best peer / ours | "
+                  "floor ms | ours / floor | target |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sect:
+            if "error" in r:
+                lines.append(f"| {r['label']} | error: {r['error']} | | | | | | NO |")
+                continue
+            peers = r["peers_ms"]
+            best = min(peers, key=peers.get)
+            met, text = _verdict(r)
+            if not r["ok"]:
+                met, text = False, "WRONG RESULT; " + text
+            ratios = ", ".join(f"{n} {v:.3f} ({v / r['ours_ms']:.2f}x)" for n, v in peers.items())
+            err = f"{r['rel_err']:.1e}"
+            if "peer_rel_err" in r:
+                err += f" (peer {r['peer_rel_err']:.1e})"
+            lines.append(
+                f"| {r['label']} | {r['ours_ms']:.3f} | {err} | {ratios} | "
+                f"{peers[best] / r['ours_ms']:.2f} | {r['floor_ms']:.3f} | "
+                f"{r['ours_ms'] / r['floor_ms']:.1f} | {'met' if met else 'MISSED'}: {text} |")
+    done = [r for r in results if "error" not in r and r["target"] != "vision"]
+    met = sum(1 for r in done if r["ok"] and _verdict(r)[0])
+    lines += ["", f"Convolution / GEMM rows at >= 1.0x their best peer: {met} of {len(done)}.",
+              "", "Floors: bytes = every tensor read once + every output written once; "
+              "flops = 2 per inner-product step at the measured fp32 SGEMM rate (also for the "
+              "tensor-core rows) (for the separable filter, 2 x 2k per pixel: "
               "two 1-D passes; for the integral image only the bytes count).  A step of SAD "
               "or of the bilateral filter (exp, division) costs several instructions, so "
               "their floors are not reachable; see docs/gpu.md.", "",

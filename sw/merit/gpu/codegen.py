@@ -140,6 +140,10 @@ def source(spec, tile):
     -------
     (name, code, nblocks, nthreads, smem_bytes)
     """
+    if tile.mma:
+        from .mma import source as mma_source
+
+        return mma_source(spec, tile)
     ctype = _CTYPE[spec.dtype]
     name = kernel_name(spec, tile)
     P, A = spec.np, spec.na

@@ -9,9 +9,12 @@ type and the strategy's C bodies.  Array contents are not part of it.
 import hashlib
 from dataclasses import dataclass, field
 
-__all__ = ["Operand", "Spec", "DTYPES", "STAGES", "spec_of"]
+__all__ = ["Operand", "Spec", "DTYPES", "PRECISIONS", "STAGES", "spec_of"]
 
 DTYPES = ("float32", "int32")
+#: Arithmetic of a float32 problem: exact fp32 on the SIMT cores, or tensor cores whose operands
+#: are rounded to TF32, FP16 or BF16 (fp32 accumulation).
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 STAGES = ("pre", "loop", "post")
 
 
@@ -52,6 +55,7 @@ class Spec:
     ``outputs``: the number of outputs; each has the shape ``pshape`` (C order).
     ``body``: the strategy's ``c_body`` (keys "state", "pre", "loop", "post").
     ``params``: ``(name, value)`` constants the bodies use.
+    ``precision``: one of :data:`PRECISIONS` ("fp32" for int32 problems).
     """
 
     name: str
@@ -64,6 +68,7 @@ class Spec:
     dtype: str = "float32"
     out_dtype: str = "float32"
     params: tuple = ()
+    precision: str = "fp32"
 
     @property
     def np(self):
@@ -82,7 +87,8 @@ class Spec:
                  repr(self.levels),
                  repr([op.signature() for op in self.inputs]),
                  repr(self.outputs),
-                 repr(sorted((k, repr(v)) for k, v in self.body.items())), repr(self.params)]
+                 repr(sorted((k, repr(v)) for k, v in self.body.items())), repr(self.params),
+                 self.precision]
         key = "|".join(parts)
         object.__setattr__(self, "_key", key)
         return key
@@ -91,12 +97,18 @@ class Spec:
         return hashlib.sha1(self.key().encode()).hexdigest()[:10]
 
 
-def spec_of(problem, dtype):
-    """The :class:`Spec` of a :class:`merit.Problem` computed in ``dtype`` ("float32"/"int32")."""
+def spec_of(problem, dtype, precision="fp32"):
+    """The :class:`Spec` of a :class:`merit.Problem` computed in ``dtype`` ("float32"/"int32")
+    with the arithmetic ``precision`` (one of :data:`PRECISIONS`; tensor cores need float32)."""
     import numpy as np
 
     if dtype not in DTYPES:
         raise TypeError(f"merit.gpu computes in {' or '.join(DTYPES)}, not {dtype}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, "
+                         f"not {precision!r}")
+    if precision != "fp32" and dtype != "float32":
+        raise ValueError(f"precision {precision!r} needs float32 arrays, not {dtype}")
     strategy = problem.strategy
     odt = np.dtype(strategy.output_dtype(np.dtype(dtype)))
     out_dtype = "float32" if odt.kind == "f" else "int32"
@@ -113,4 +125,5 @@ def spec_of(problem, dtype):
     return Spec(name=problem.name, pshape=tuple(problem.p_shape), ashape=tuple(problem.a_shape),
                 levels=tuple(problem.levels),
                 inputs=tuple(Operand(op.transform, op.stage) for op in problem.operands),
-                outputs=len(strategy.outputs), body=body, dtype=dtype, out_dtype=out_dtype)
+                outputs=len(strategy.outputs), body=body, dtype=dtype, out_dtype=out_dtype,
+                precision=precision)

@@ -41,6 +41,14 @@ class Tile:
     vector : tuple of bool
         Per input: copy its footprint rows in 16-byte pieces when eligible (see
         :class:`Geometry`); empty = wherever eligible.
+    mma : str
+        "" for the SIMT kernel, or the tensor-core operand precision ("tf32", "fp16", "bf16") of
+        the ``mma.sync`` kernel (see :mod:`merit.gpu.mma`).  Then ``threads`` are all 1, ``regs``
+        is the block's box over the parallel indices, and the warps below compute it.
+    warps : tuple of int
+        Tensor-core tiles only: ``(WM, WN)`` warps along the rows and the columns of the block.
+    frags : tuple of int
+        Tensor-core tiles only: ``(FM, FN)`` fragments of 16 rows x 8 columns per warp.
     """
 
     threads: tuple
@@ -53,6 +61,9 @@ class Tile:
     double: bool = False
     unroll: int = 0
     vector: tuple = ()
+    mma: str = ""
+    warps: tuple = ()
+    frags: tuple = ()
 
     @property
     def block(self):
@@ -60,6 +71,8 @@ class Tile:
 
     @property
     def nthreads(self):
+        if self.mma:
+            return 32 * math.prod(self.warps)
         return math.prod(self.threads)
 
     @property
@@ -71,7 +84,12 @@ class Tile:
         t = "x".join(map(str, self.threads))
         r = "x".join(map(str, self.regs))
         sh = "".join("s" if s else "g" for s in self.shared)
-        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{'_db' if self.double else ''}"
+        db = "_db" if self.double else ""
+        if self.mma:
+            w = "x".join(map(str, self.warps))
+            f = "x".join(map(str, self.frags))
+            return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
+        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import itertools
 import math
 import re
 
+from . import mma
 from .tile import Tile, extents, geometry
 
 __all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts"]
@@ -274,6 +275,8 @@ def _candidates(spec):
 def complete(spec, tile, device=H100):
     """Fill the fields a caller left out of ``tile`` (shared, pads, order, double, unroll)."""
     P = spec.np
+    if tile.mma:
+        return _complete_mma(spec, tile, device)
     chunk = min(tile.chunk, spec.ashape[0]) if spec.na else 1
     if spec.na and spec.levels[0] == 0:
         # a0 belongs to an inner level whose PreLoop runs inside the tile loop: one tile only
@@ -299,10 +302,28 @@ def complete(spec, tile, device=H100):
     return t
 
 
+def _complete_mma(spec, tile, device):
+    """Fill a tensor-core tile: both loop inputs shared, fragment-read padding, double buffers."""
+    P = spec.np
+    chunk = min(tile.chunk, spec.ashape[0])
+    shared = tuple(op.stage == "loop" for op in spec.inputs)
+    t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
+             (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
+             tuple(tile.frags))
+    if not t.pads:
+        t = _tune_banks(spec, t)
+    ntiles = -(-spec.ashape[0] // chunk)
+    if ntiles == 1:
+        t = _replace(t, double=False)
+    elif not tile.double:
+        dbl = _replace(t, double=True)
+        if _smem_bytes(spec, dbl) <= min(SMEM_CAP, device.smem_block):
+            t = dbl
+    return t
+
+
 def _replace(tile, **kw):
-    fields = dict(threads=tile.threads, regs=tile.regs, chunk=tile.chunk, shared=tile.shared,
-                  pads=tile.pads, order=tile.order, strided=tile.strided, double=tile.double,
-                  unroll=tile.unroll, vector=tile.vector)
+    fields = {k: getattr(tile, k) for k in Tile.__dataclass_fields__}
     fields.update(kw)
     return Tile(**fields)
 
@@ -313,6 +334,8 @@ def _smem_bytes(spec, tile):
     for k in range(len(spec.inputs)):
         if tile.shared and tile.shared[k]:
             total += -(-geometry(spec, tile, k).words * nbuf // 4) * 4
+    if tile.mma:
+        total += mma.ktab_words(spec, tile)
     return total * 4
 
 
@@ -333,6 +356,8 @@ def conflicts(spec, tile, k):
     to warp 0 in one step (1 = conflict-free; equal words are broadcast)."""
     from merit.mapping.bank import BankFunction
 
+    if tile.mma:
+        return mma.conflicts(spec, tile, k)
     tr = spec.inputs[k].transform
     g = geometry(spec, tile, k)
     strided = tile.strided or (False,) * spec.np
@@ -432,12 +457,27 @@ def _with_pad(tile, k, pad):
 
 
 def rank(spec, count=6, device=H100):
-    """The ``count`` best complete tiles by the cost model, best first (distinct shapes)."""
+    """The ``count`` best complete tiles by the cost model, best first (distinct shapes).
+
+    A problem specialized for a tensor-core precision gets tensor-core tiles only (ValueError when
+    it is not a dot product they can run, see :func:`merit.gpu.mma.roles`)."""
     scored = []
-    for t in _candidates(spec):
-        cost = estimate(spec, t, device)
-        if cost is not None:
-            scored.append((cost, t))
+    if spec.precision != "fp32":
+        if mma.roles(spec) is None:
+            raise ValueError(f"problem {spec.name!r}: precision {spec.precision!r} runs on the "
+                             f"tensor cores, which need a dot product (Dot, DotReLU, "
+                             f"DotResidual) whose inputs split the parallel indices into rows "
+                             f"(>= 16) and columns (>= 8)")
+        cap = min(SMEM_CAP, device.smem_block)
+        for t in mma.candidates(spec, spec.precision, cap):
+            cost = mma.estimate(spec, t, device, cap)
+            if cost is not None:
+                scored.append((cost, t))
+    else:
+        for t in _candidates(spec):
+            cost = estimate(spec, t, device)
+            if cost is not None:
+                scored.append((cost, t))
     scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
     out = []
     for cost, t in scored[: count * 4]:
@@ -465,6 +505,8 @@ def check_tile(spec, tile, device=H100):
         fields = dict(tile)
         P = spec.np
         fields.setdefault("regs", (1,) * P)
+        if fields.get("mma"):
+            fields.setdefault("threads", (1,) * P)
         if "threads" not in fields:
             raise TypeError("tile must give 'threads' (one count per parallel index)")
         tile = Tile(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
@@ -479,9 +521,29 @@ def check_tile(spec, tile, device=H100):
         for j, n in enumerate(v):
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise ValueError(f"tile.{what}[{j}] must be a positive integer, not {n!r}")
+    want = "" if spec.precision == "fp32" else spec.precision
+    if tile.mma != want:
+        raise ValueError(f"tile.mma is {tile.mma!r} but the problem is specialized for precision "
+                         f"{spec.precision!r} (expected tile.mma={want!r})")
+    if tile.mma:
+        if mma.roles(spec) is None:
+            raise ValueError(f"problem {spec.name!r} is not a dot product the tensor cores run")
+        if len(tile.warps) != 2 or len(tile.frags) != 2 or min(tile.warps + tile.frags) < 1:
+            raise ValueError(f"a tensor-core tile needs warps=(WM, WN) and frags=(FM, FN), "
+                             f"not warps={tile.warps!r}, frags={tile.frags!r}")
+        r = mma.roles(spec)
+        rows = math.prod(tile.regs[j] for j in r.rows)
+        cols = math.prod(tile.regs[j] for j in r.cols)
+        others = [j for j in range(P) if j not in r.rows + r.cols and tile.regs[j] != 1]
+        if (rows != 16 * tile.warps[0] * tile.frags[0] or cols != 8 * tile.warps[1]
+                * tile.frags[1] or others or any(n != 1 for n in tile.threads)):
+            raise ValueError(f"tensor-core tile box {tile.regs} must hold 16*WM*FM = "
+                             f"{16 * tile.warps[0] * tile.frags[0]} rows over indices {r.rows}, "
+                             f"8*WN*FN = {8 * tile.warps[1] * tile.frags[1]} columns over "
+                             f"{r.cols} and 1 elsewhere, with threads all 1")
     if tile.nthreads > 1024:
         raise ValueError(f"tile uses {tile.nthreads} threads per block; the limit is 1024")
-    if tile.nregs > 256:
+    if tile.nregs > 256 and not tile.mma:
         raise ValueError(f"tile gives each thread {tile.nregs} outputs; the limit is 256")
     if not isinstance(tile.chunk, int) or tile.chunk < 1:
         raise ValueError(f"tile.chunk must be a positive integer, not {tile.chunk!r}")
