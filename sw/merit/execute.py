@@ -8,19 +8,24 @@ of the innermost level a strategy with ``loop_chunk`` processes several steps pe
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .strategies import State, Strategy
 from .transform import Transform, _as_shape
 
-__all__ = ["execute", "split_levels", "work_dtype"]
+__all__ = ["execute", "split_levels", "work_dtype", "check_int_range"]
 
 #: Elements of temporaries per chunk of accumulation steps (about 32 MiB of float64).
 CHUNK_BUDGET = 1 << 22
 
 
 def work_dtype(dtypes):
-    """The dtype the golden model computes in: the floating result type, or int64 for integers."""
+    """The dtype the golden model computes in: the floating result type, or int64 for integers
+    (and for a strategy without inputs)."""
+    if not len(dtypes):
+        return np.dtype(np.int64)
     dt = np.result_type(*dtypes)
     return dt if dt.kind == "f" else np.dtype(np.int64)
 
@@ -39,6 +44,34 @@ def split_levels(levels, a_shape, n_levels):
             f"levels {levels} must give {n_levels} non-negative counts summing to the "
             f"{len(a_shape)} accumulation indices of a_shape {a_shape}")
     return levels
+
+
+#: The largest magnitude of an int64 value.
+INT64_MAX = (1 << 63) - 1
+
+
+def _peak(array):
+    """``max |x|`` of an integer array, as a Python int (exact for every integer dtype)."""
+    return max(abs(int(array.min())), abs(int(array.max())))
+
+
+def check_int_range(strategy, a_size, arrays):
+    """Refuse integer inputs whose run could overflow the int64 work type.
+
+    The bound is :meth:`Strategy.int_bound` of the inputs' largest magnitudes: the golden model
+    never wraps silently (``docs/golden.md``). Raises ValueError naming the bound.
+    """
+    for a in arrays:
+        if a.dtype.kind == "u" and int(a.max()) > INT64_MAX:
+            raise ValueError(f"{strategy!r}: an unsigned input holds {int(a.max())}, beyond int64 "
+                             f"({INT64_MAX}); pass float64 arrays or smaller values")
+    peaks = [_peak(a) for a in arrays]
+    bound = strategy.int_bound(a_size, peaks)
+    if bound > INT64_MAX:
+        raise ValueError(
+            f"{strategy!r}: integer inputs of magnitude up to {max(peaks)} over {a_size} "
+            f"accumulation step(s) can reach {bound}, beyond int64 ({INT64_MAX}); the golden "
+            f"model refuses rather than wrap: pass float64 arrays or smaller values")
 
 
 def _check_inputs(strategy, p_shape, a_shape, inputs):
@@ -94,8 +127,10 @@ def execute(strategy, p_shape, a_shape, inputs, levels=None):
     levels = split_levels(levels, a_shape, strategy.levels)
     arrays, transforms = _check_inputs(strategy, p_shape, a_shape, inputs)
     wdt = work_dtype([a.dtype for a in arrays])
+    a_size = math.prod(a_shape)
+    if wdt.kind != "f":
+        check_int_range(strategy, a_size, arrays)
     arrays = [a.astype(wdt, copy=False) for a in arrays]
-    a_size = int(np.prod(a_shape, dtype=np.int64))
     s = State(len(strategy.outputs), wdt, p_shape, a_size)
 
     stage = {st: strategy.stage_inputs(st) for st in ("pre", "loop", "post")}

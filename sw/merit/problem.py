@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,9 +148,9 @@ class Problem:
         if len(self.outputs) != len(strategy.outputs):
             raise ValueError(f"problem {name!r}: {len(self.outputs)} outputs given, "
                              f"{strategy!r} has {len(strategy.outputs)}")
-        lanes = int(np.prod(self.p_shape, dtype=np.int64))
+        lanes = math.prod(self.p_shape)
         for o in self.outputs:
-            if o.reshape is not None and int(np.prod(o.reshape, dtype=np.int64)) != lanes:
+            if o.reshape is not None and math.prod(o.reshape) != lanes:
                 raise ValueError(f"problem {name!r}: output {o.name!r} reshapes p_shape "
                                  f"{self.p_shape} to {o.reshape}, which has a different size")
 
@@ -165,7 +166,7 @@ class Problem:
     @property
     def steps(self):
         """Inner-product steps: lanes x accumulation steps (MACs for a dot product)."""
-        return int(np.prod(self.p_shape, dtype=np.int64) * np.prod(self.a_shape, dtype=np.int64))
+        return math.prod(self.p_shape) * math.prod(self.a_shape)
 
     def run(self, *arrays):
         """Execute on the golden model; one array per tensor (``self.tensors`` order).

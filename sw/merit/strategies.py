@@ -82,6 +82,20 @@ class Strategy:
         """Dtype of the outputs for inputs computed in ``work_dtype``."""
         return work_dtype
 
+    def int_bound(self, a_size, peaks):
+        """Largest magnitude any integer value computed in a run can reach (a Python int).
+
+        ``peaks`` holds, per input, the largest ``|x|`` of its array; ``a_size`` is the number
+        of accumulation steps. The golden model computes integer inputs in int64 and refuses a
+        run whose bound does not fit (``docs/golden.md``). The default, ``a_size`` times the
+        product of the peaks (each at least 1), holds for any sum of products of the inputs;
+        strategies override it where a tighter bound holds.
+        """
+        bound = a_size
+        for p in peaks:
+            bound *= max(int(p), 1)
+        return bound
+
     def pre(self, s, level, *ins):
         raise NotImplementedError
 
@@ -213,6 +227,10 @@ class DotResidual(Dot):
         self.relu = bool(relu)
         self.c_body = dict(Dot.c_body, post=[_RESIDUAL_POST[self.relu]])
 
+    def int_bound(self, a_size, peaks):
+        x, w, r = (int(p) for p in peaks)
+        return a_size * x * w + r
+
     def post(self, s, level, r):
         v = s.acc + r
         s.out[0] = np.maximum(v, 0) if self.relu else v
@@ -323,6 +341,9 @@ class Sum(Strategy):
               "post": ["out0 = acc;"]}
     chunk_by = "lanes"
 
+    def int_bound(self, a_size, peaks):
+        return a_size * int(peaks[0])
+
     def pre(self, s, level):
         s.acc = s.dtype.type(0)
 
@@ -341,6 +362,9 @@ class Copy(Strategy):
 
     inputs = (Input("x", "loop"),)
     c_body = {"state": "T v;", "pre": [""], "loop": "v = in0;", "post": ["out0 = v;"]}
+
+    def int_bound(self, a_size, peaks):
+        return 0                # selects an input, computes no new value
 
     def pre(self, s, level):
         pass
@@ -373,6 +397,9 @@ class Max(Strategy):
               "post": ["out0 = acc;"]}
     chunk_by = "lanes"
     _reduce = staticmethod(np.maximum)
+
+    def int_bound(self, a_size, peaks):
+        return 0                # selects an input, computes no new value
 
     def pre(self, s, level):
         s.acc = s.lowest
@@ -408,6 +435,9 @@ class L1(Strategy):
 
     def pre(self, s, level):
         s.acc = s.dtype.type(0)
+
+    def int_bound(self, a_size, peaks):
+        return a_size * (int(peaks[0]) + int(peaks[1]))
 
     def loop(self, s, x, y):
         s.acc = s.acc + np.abs(x - y)
@@ -447,6 +477,9 @@ class Bilateral(Strategy):
 
     def output_dtype(self, work_dtype):
         return np.result_type(work_dtype, np.float32)
+
+    def int_bound(self, a_size, peaks):
+        return max(int(p) for p in peaks)        # integer inputs are read; the sums are floats
 
     def pre(self, s, level, c):
         s.c = c.astype(np.float64)
@@ -489,6 +522,9 @@ class BestMatch(Strategy):
             s.best, s.b0, s.b1 = s.highest, s.dtype.type(0), s.dtype.type(0)
         else:
             s.sad = s.dtype.type(0)
+
+    def int_bound(self, a_size, peaks):
+        return a_size * (int(peaks[0]) + int(peaks[1]))
 
     def loop(self, s, x, y):
         s.sad = s.sad + np.abs(x - y)
