@@ -156,7 +156,7 @@ def assemble(text, *, consts=None, luts=None):
     k = [0] * N_CONSTS
     tables = {}
     levels = None
-    current = None
+    current = implicit = None
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = re.split(r"[;#]", raw, maxsplit=1)[0].strip()
         if not line:
@@ -197,6 +197,11 @@ def assemble(text, *, consts=None, luts=None):
             if not _SECTION.match(name):
                 raise AsmError(f"line {lineno}: unknown section {name!r} (expected preN:, "
                                f"loop: or postN: with N in 1..{MAX_LEVELS})")
+            if implicit is not None and _section_key(name) <= _section_key("loop"):
+                raise AsmError(f"line {lineno}: section {name + ':'!r} after an instruction "
+                               f"outside any section (line {implicit}), which starts the loop "
+                               f"body; put a label before every instruction (pre1..preD, loop, "
+                               f"postD..post1)")
             if name in sections:
                 raise AsmError(f"line {lineno}: section {name!r} appears twice")
             if current is not None and _section_key(name) <= _section_key(current):
@@ -207,7 +212,7 @@ def assemble(text, *, consts=None, luts=None):
             continue
         if current is None:
             sections["loop"] = [0, 0]
-            current = "loop"
+            current, implicit = "loop", lineno
         words.append(_instruction(line, lineno))
         sections[current][1] = len(words)
 
