@@ -30,7 +30,15 @@ from .encoding import (
 )
 from .interp import Trace, execute, operand_value, step
 from .program import Program, check_range_table, range_select, step_ranges
-from .programs import bilateral_tables, operand_ports, program_for, run, supported
+from .programs import (
+    ProgramParts,
+    bilateral_tables,
+    operand_ports,
+    program_for,
+    register_program,
+    run,
+    supported,
+)
 
 __all__ = [
     "IMM_MAX", "IMM_MIN", "LUT_ENTRIES", "LUT_FRAC", "MAX_LEVELS", "N_CONSTS", "N_LUTS", "N_REGS",
@@ -39,5 +47,5 @@ __all__ = [
     "alu", "assemble", "check_range_table", "decode", "disassemble", "disassemble_word",
     "encode", "execute", "is_legal", "lut_interp", "out_value", "range_select", "sat16",
     "step_ranges", "wrap32", "operand_value", "step", "program_for", "run", "supported",
-    "bilateral_tables", "operand_ports",
+    "bilateral_tables", "operand_ports", "ProgramParts", "register_program",
 ]

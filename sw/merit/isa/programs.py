@@ -3,27 +3,93 @@
 :func:`program_for` returns the :class:`~merit.isa.Program` of a :class:`merit.Problem` (its
 strategy, its accumulation levels, the RP port of every operand); :func:`run` executes the problem
 on int16 data through the bit-exact interpreter, so a result can be compared with
-``problem.run(...)`` (float or int64) and with the RTL.
+``problem.run(...)`` (float or int64) and with the RTL. :func:`register_program` gives a new
+strategy its program (``docs/guide.md`` §4.2).
 
 Fixed-point conventions (``docs/isa.md`` §Programs): inputs are int16; sums accumulate in 32 bits
 (wrapping); ``shift`` scales the result down with round-half-up before the saturating ``out``.
 """
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .asm import assemble
-from .encoding import LUT_ENTRIES, LUT_FRAC, IsaError
+from .encoding import LUT_ENTRIES, LUT_FRAC, N_CONSTS, N_LUTS, IsaError
 from .interp import execute
 
-__all__ = ["program_for", "operand_ports", "run", "supported", "bilateral_tables"]
+__all__ = ["ProgramParts", "register_program", "program_for", "operand_ports", "run",
+           "supported", "bilateral_tables"]
 
-# strategy class name -> builder(problem, shift) -> (pre, loop, post, ports, consts, luts)
-#   pre / post: one list of lines per golden level (outermost first)
-#   ports: for each strategy input (problem.operands order), "i0" or "i1"
+
+@dataclass(frozen=True)
+class ProgramParts:
+    """What a program builder returns: the assembler text of each part of a strategy's program.
+
+    Attributes
+    ----------
+    pre, post : list
+        One list of assembler lines per accumulation level of the strategy, outermost first (for
+        a one-level strategy a plain list of lines is accepted).
+    loop : list of str
+        The lines of the loop body.
+    ports : sequence of str
+        Per strategy input (the strategy's order, i.e. ``problem.operands``), the RP that feeds
+        it: ``"i0"`` (RP0) or ``"i1"`` (RP1). The k-th input bound to ``i0`` is read by the k-th
+        instruction (address order) that reads ``i0``.
+    consts : sequence of int
+        Constants ``k0 .. k3`` (missing ones are 0).
+    luts : sequence of sequence of int
+        Lookup tables ``t0``, ``t1`` of 33 int16 entries.
+    """
+
+    pre: list
+    loop: list
+    post: list
+    ports: tuple
+    consts: tuple = ()
+    luts: tuple = ()
+
+
+# strategy class name -> builder(problem, shift) -> ProgramParts (or the same six fields as a tuple)
 _BUILDERS = {}
+
+
+def register_program(strategy, builder, *, replace=False):
+    """Give ``strategy`` its MERIT-z program: ``builder(problem, shift)`` returns
+    :class:`ProgramParts` for a problem of that strategy.
+
+    Parameters
+    ----------
+    strategy : type or str
+        A :class:`merit.strategies.Strategy` subclass (or its class name). Programs are looked up
+        by the class name of ``problem.strategy``.
+    builder : callable
+        ``builder(problem, shift) -> ProgramParts``; ``shift`` (0..31) is the right shift the
+        ``out`` instructions should apply (round half up), as for :func:`program_for`.
+    replace : bool
+        Allow replacing a program already registered under that name.
+
+    Returns ``builder``, so that the function also works as a decorator factory's result.
+    """
+    from ..strategies import Strategy
+
+    if isinstance(strategy, type) and issubclass(strategy, Strategy):
+        name = strategy.__name__
+    elif isinstance(strategy, str) and strategy.isidentifier():
+        name = strategy
+    else:
+        raise TypeError(f"strategy must be a merit.strategies.Strategy subclass or its name, "
+                        f"not {strategy!r}")
+    if not callable(builder):
+        raise TypeError(f"builder must be callable(problem, shift) -> ProgramParts, not "
+                        f"{builder!r}")
+    if name in _BUILDERS and _BUILDERS[name] is not builder and not replace:
+        raise ValueError(f"strategy {name} already has a program; pass replace=True to replace "
+                         f"it")
+    _BUILDERS[name] = builder
+    return builder
 
 
 def _builder(*names):
@@ -32,6 +98,30 @@ def _builder(*names):
             _BUILDERS[name] = fn
         return fn
     return register
+
+
+def _parts(problem, shift):
+    """The checked :class:`ProgramParts` of ``problem``'s strategy."""
+    name = type(problem.strategy).__name__
+    if name not in _BUILDERS:
+        raise IsaError(f"no MERIT-z program for strategy {name} (supported: "
+                       f"{', '.join(sorted(_BUILDERS))}; merit.isa.register_program adds one)")
+    parts = _BUILDERS[name](problem, shift)
+    if isinstance(parts, tuple) and not isinstance(parts, ProgramParts) and len(parts) == 6:
+        parts = ProgramParts(*parts)
+    if not isinstance(parts, ProgramParts):
+        raise IsaError(f"the program builder of {name} must return a merit.isa.ProgramParts, "
+                       f"not {type(parts).__name__}")
+    ports = tuple(parts.ports)
+    n_in = len(problem.strategy.inputs)
+    if len(ports) != n_in or any(p not in ("i0", "i1") for p in ports):
+        raise IsaError(f"the program builder of {name} must give one port 'i0' or 'i1' per "
+                       f"strategy input ({n_in}), not {list(ports)}")
+    if len(parts.consts) > N_CONSTS or len(parts.luts) > N_LUTS:
+        raise IsaError(f"the program builder of {name} gives {len(parts.consts)} constants and "
+                       f"{len(parts.luts)} tables; a program has at most {N_CONSTS} and "
+                       f"{N_LUTS}")
+    return replace(parts, ports=ports)
 
 
 def _round(shift):
@@ -230,12 +320,11 @@ def program_for(problem, *, shift=0):
     (``problem.operands`` order) is bound to the RP named in the program's ``rp0`` / ``rp1``.
     """
     name = type(problem.strategy).__name__
-    if name not in _BUILDERS:
-        raise IsaError(f"no MERIT-z program for strategy {name} (supported: "
-                       f"{', '.join(sorted(_BUILDERS))})")
-    if not 0 <= shift <= 31:
-        raise IsaError(f"shift must be in 0..31, not {shift}")
-    pre, loop, post, ports, consts, luts = _BUILDERS[name](problem, shift)
+    if not isinstance(shift, int) or isinstance(shift, bool) or not 0 <= shift <= 31:
+        raise IsaError(f"shift must be an integer in 0..31, not {shift!r}")
+    parts = _parts(problem, shift)
+    pre, loop, post, ports = parts.pre, parts.loop, parts.post, parts.ports
+    consts, luts = parts.consts, parts.luts
     levels = problem.levels
     if len(levels) == 1:
         pre, post = [pre] if pre and isinstance(pre[0], str) else pre, post
@@ -285,12 +374,9 @@ def operand_ports(problem, *, shift=0):
     Operand ``k`` is read by the ``slot``-th instruction (address order) of
     ``program_for(problem)`` that reads ``i<port>``: the RP tensor configuration it needs.
     """
-    name = type(problem.strategy).__name__
-    if name not in _BUILDERS:
-        raise IsaError(f"no MERIT-z program for strategy {name}")
     used = {0: 0, 1: 0}
     out = []
-    for port in _BUILDERS[name](problem, shift)[3]:
+    for port in _parts(problem, shift).ports:
         r = int(port[1])
         out.append((r, used[r]))
         used[r] += 1
@@ -323,7 +409,7 @@ def run(problem, *arrays, shift=0, program=None):
         if np.asarray(a).dtype != np.int16:
             raise IsaError(f"tensor {t.name!r} must be int16, not {np.asarray(a).dtype}")
     program = program_for(problem, shift=shift) if program is None else program
-    ports = _BUILDERS[type(problem.strategy).__name__](problem, shift)[3]
+    ports = _parts(problem, shift).ports
     rp0, rp1, acc = _operand_arrays(problem, ports, arrays)
     lanes = int(np.prod(problem.p_shape, dtype=np.int64))
     pindex = np.indices(problem.p_shape).reshape(len(problem.p_shape), lanes)
