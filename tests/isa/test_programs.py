@@ -157,5 +157,5 @@ def test_run_errors():
         run(problem, a.astype(np.float32), a)
     with pytest.raises(IsaError, match=r"problem 'gemm' takes 2 arrays \(A, B\), got 1"):
         run(problem, a)
-    with pytest.raises(IsaError, match=r"shift must be in 0..31, not 32"):
+    with pytest.raises(IsaError, match=r"shift must be an integer in 0..31, not 32"):
         program_for(problem, shift=32)
