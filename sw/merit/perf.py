@@ -351,11 +351,19 @@ def job_costs(kernel):
                                                     "write")}
 
 
+#: Most (parallel tile, accumulation tile) jobs the model walks (a few int64 arrays of that size).
+MAX_JOBS = 1 << 23
+
+
 def _jobs(kernel, rp_bytes=RP_BYTES):
     p_origins = np.asarray(kernel.tiles, dtype=np.int64).reshape(len(kernel.tiles), -1)
     a_tiles = _a_tiles(kernel)
     compute = _compute_cycles(kernel)
     n_t, n_a = len(p_origins), len(a_tiles)
+    if n_t * n_a > MAX_JOBS:
+        raise ValueError(f"problem {kernel.problem.name!r}: {n_t} parallel tiles x {n_a} "
+                         f"accumulation tiles = {n_t * n_a} jobs; the performance model walks "
+                         f"at most {MAX_JOBS}: predict a slice of the problem (fewer outputs)")
     read = np.zeros((n_t, n_a), dtype=np.int64)
     datapath = np.zeros((n_t, n_a), dtype=np.int64)
     hold = np.zeros((n_t, n_a), dtype=np.int64)
