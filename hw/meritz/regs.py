@@ -145,7 +145,8 @@ class Regs(wiring.Component):
                                 instructions=instructions)
         super().__init__({
             "s_axil": In(axi_lite_signature()),
-            "config": Out(self.map.layout),
+            "config": Out(kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots,
+                                           outputs=outputs, instructions=instructions)),
             "luts": Out(lut_layout()),
             "run": Out(1),
             "flush": Out(1),

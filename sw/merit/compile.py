@@ -1,7 +1,8 @@
 """Problem + hardware parameters -> the kernel configuration of a MERIT-z TAU (``docs/tau.md``).
 
-The values are plain nested dicts and lists shaped like ``meritz.kernelcfg.layout()`` (this module
-does not import amaranth; ``meritz.kernelcfg.pack`` turns the dict into register bits).
+The values are plain nested dicts and lists of the fields of :mod:`merit.kernelcfg`; every value is
+checked against its field's range before the kernel is returned (``CompileError`` naming the field,
+the value and the range), so nothing is truncated on its way into the registers.
 
 Placement rules (``docs/tau.md`` §3-5):
 
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .mapping.bank import BankFunction
+from . import kernelcfg
+from .mapping.bank import BankFunction, check_lanes
 from .transform import Transform
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
@@ -256,6 +258,44 @@ def program_slots(problem, shift=0):
     return 16 if len(program_for(problem, shift=shift).words) <= 16 else 24
 
 
+def _check_hardware(lanes, rp_bytes, cp_bytes, dram_base):
+    """``(lanes, rp_bytes, cp_bytes)`` checked: lanes a power of two up to 2**LANE_BITS, SRAMs of
+    whole rows (at least two per RP: double buffering), an even DRAM base."""
+    lanes = check_lanes(lanes)
+    if lanes > 1 << kernelcfg.LANE_BITS:
+        raise ValueError(f"lanes must be at most {1 << kernelcfg.LANE_BITS} (the lane fields "
+                         f"have {kernelcfg.LANE_BITS} bits), not {lanes}")
+    if isinstance(rp_bytes, (str, bytes)) or not hasattr(rp_bytes, "__len__") \
+            or len(rp_bytes) != 2:
+        raise TypeError(f"rp_bytes must be a pair (RP0 bytes, RP1 bytes), not {rp_bytes!r}")
+    row = 2 * lanes
+    for r, size in enumerate(rp_bytes):
+        if isinstance(size, bool) or not isinstance(size, int):
+            raise TypeError(f"rp_bytes[{r}] must be an integer, not {size!r}")
+        if size < 2 * row or size % row:
+            raise ValueError(f"rp_bytes[{r}] must be whole SRAM rows of {lanes} lanes x 2 bytes "
+                             f"({row} bytes), at least two (double buffering): a multiple of "
+                             f"{row} from {2 * row}, not {size}")
+    if isinstance(cp_bytes, bool) or not isinstance(cp_bytes, int):
+        raise TypeError(f"cp_bytes must be an integer, not {cp_bytes!r}")
+    if cp_bytes < 4 * lanes or cp_bytes % (4 * lanes):
+        raise ValueError(f"cp_bytes must be whole rows of {lanes} lanes x 4 bytes: a multiple "
+                         f"of {4 * lanes}, not {cp_bytes}")
+    if isinstance(dram_base, bool) or not isinstance(dram_base, int):
+        raise TypeError(f"dram_base must be an integer, not {dram_base!r}")
+    if dram_base < 0 or dram_base % 2:
+        raise ValueError(f"dram_base must be an even byte address >= 0, not {dram_base}")
+    return lanes, tuple(rp_bytes), cp_bytes
+
+
+def _check_fields(values, fields, problem, hint=""):
+    """:func:`merit.kernelcfg.check_config` as a CompileError naming the problem."""
+    try:
+        kernelcfg.check_config(values, fields, where=f"problem {problem.name!r}")
+    except ValueError as e:
+        raise CompileError(f"{e}{hint}") from None
+
+
 def _align(value, to=64):
     return -(-value // to) * to
 
@@ -270,7 +310,13 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_by
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
     from .mapping.search import search
+    from .problem import Problem
 
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a merit.Problem, not {type(problem).__name__}")
+    lanes, rp_bytes, cp_bytes = _check_hardware(lanes, rp_bytes, cp_bytes, dram_base)
+    fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
+                              instructions=instructions)
     try:
         program = program_for(problem, shift=shift)
     except IsaError as e:
@@ -279,6 +325,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_by
     if n_p > P_INDICES or n_a > A_INDICES:
         raise CompileError(f"problem {problem.name!r} has {n_p} parallel and {n_a} accumulation "
                            f"indices; the TAU has {P_INDICES} and {A_INDICES}")
+    _check_fields({"p_size": list(problem.p_shape), "a_size": list(problem.a_shape)}, fields,
+                  problem, hint="; split the problem into kernels whose sizes fit")
     if len(program.words) > instructions:
         raise CompileError(f"problem {problem.name!r}: the program has {len(program.words)} "
                            f"instructions, the TAU holds {instructions}")
@@ -295,8 +343,20 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_by
     prog6 = program.with_levels(max(n_a, 1)).with_levels(A_INDICES)
     regs = max(program.regs, 1)
     cp_rows = cp_bytes * 8 // (32 * lanes)
+    if cp_rows < regs:
+        raise CompileError(f"problem {problem.name!r}: the program keeps {regs} register(s) per "
+                           f"warp, the CP's {cp_bytes} bytes hold {cp_rows} row(s) of {lanes} "
+                           f"lanes")
     limit = lanes * (cp_rows // regs)
-    max_outputs = limit if max_outputs is None else min(max_outputs, limit)
+    if max_outputs is None:
+        max_outputs = limit
+    else:
+        if isinstance(max_outputs, bool) or not isinstance(max_outputs, int):
+            raise TypeError(f"max_outputs must be an integer, not {max_outputs!r}")
+        if not lanes <= max_outputs <= limit:
+            raise CompileError(f"max_outputs must be between the {lanes} lanes and the {limit} "
+                               f"partial results the CP holds ({cp_rows} rows // {regs} "
+                               f"register(s) x {lanes} lanes), not {max_outputs}")
     budgets = []
     for r, _ in ports:
         share = sum(1 for p, _ in ports if p == r)
@@ -351,6 +411,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_by
         "out_base": pad([a for _, a in out_list], 0, outputs),
         "out_pitch": pad(pitch, 0, P_INDICES),
     }
+    _check_fields(config, fields, problem)
     grid = [range(0, n, t) for n, t in zip(problem.p_shape, tiling.p_tile, strict=True)]
     tiles = tuple(tuple(o) for o in itertools.product(*grid))
     acc = tuple(problem.a_shape) or (1,)

@@ -1,13 +1,12 @@
 """The MERIT-z register map: control registers, then the kernel configuration, then the LUT table.
 
 The configuration registers are generated from the one description of the kernel configuration,
-:mod:`meritz.kernelcfg` (SPEC §5): its scalar fields, in bit order, are placed into 32-bit
-registers first-fit in order, a field never straddling two registers. The same map drives the
-register bank (:mod:`meritz.regs`), the benches and the documentation
-(``python -m merit.regmap`` writes ``docs/registers.md``).
-
-Unlike the rest of :mod:`merit`, this module imports :mod:`meritz.kernelcfg` and so needs
-amaranth; ``import merit`` does not import it.
+:mod:`merit.kernelcfg` (§V of the MERIT paper): its scalar fields, in bit order, are placed into
+32-bit registers first-fit in order, a field never straddling two registers. The same map drives
+the register bank (:mod:`meritz.regs`), the benches and the documentation
+(``python -m merit.regmap`` writes ``docs/registers.md``). Every value written through
+:meth:`RegisterMap.config_words` and :meth:`RegisterMap.lut_words_for` is checked against its
+field first: nothing is truncated.
 
 The two lookup tables of the ISA (``merit.isa``: 2 x 33 int16) are not registers: they live in a
 table window at :data:`LUT_BASE`, two entries per word, written through the same control port.
@@ -67,7 +66,7 @@ CHECKS = (
 @dataclass(frozen=True)
 class RegField:
     """Bits ``[lsb, lsb + width)`` of a register; ``config`` = bit offset in the kernel
-    configuration (``meritz.kernelcfg.layout``), None for control fields; ``access`` = how
+    configuration (``merit.kernelcfg.flatten``), None for control fields; ``access`` = how
     software sees the field when it differs from its register's (W1, W1C bits), else None."""
     name: str
     lsb: int
@@ -142,14 +141,14 @@ class RegisterMap:
     """
 
     def __init__(self, **layout_params):
-        from meritz import kernelcfg
+        from merit import kernelcfg
 
-        self.layout = kernelcfg.layout(**layout_params)
-        self.config_bits = kernelcfg.total_bits(self.layout)
+        self.fields = kernelcfg.fields(**layout_params)
+        self.config_bits = kernelcfg.total_bits(self.fields)
         control = _control_registers()
         offset = control[-1].offset + 4
         config, fields, used = [], [], 0
-        for name, bit, width, sgn in kernelcfg.flatten(self.layout):
+        for name, bit, width, sgn in kernelcfg.flatten(self.fields):
             if used + width > 32:
                 config.append(Register(f"CFG{len(config)}", offset, Access.RW, tuple(fields)))
                 offset, fields, used = offset + 4, [], 0
@@ -177,12 +176,22 @@ class RegisterMap:
         raise KeyError(f"{register} has no field {name!r}")
 
     def config_words(self, values):
-        """``[(offset, word)]`` of every configuration register for ``values`` (the dict that
-        ``meritz.kernelcfg.pack`` takes; missing fields are 0)."""
-        from meritz import kernelcfg
+        """``[(offset, word)]`` of every configuration register for ``values`` (nested dicts /
+        lists as ``merit.compile`` makes; missing fields are 0).
 
-        bits = kernelcfg.pack(values, self.layout)
-        return [(reg.offset, self.word_from_config(reg, bits)) for reg in self.config_registers]
+        Raises ValueError (TypeError) naming the field, the value and its range for a value that
+        does not fit its field, or listing the fields for an unknown key."""
+        from merit.kernelcfg import check_config
+
+        check_config(values, self.fields, where="RegisterMap.config_words")
+        flat = dict(_flat_values(values))
+        words = []
+        for reg in self.config_registers:
+            word = 0
+            for f in reg.fields:
+                word |= (int(flat.get(f.name, 0)) & ((1 << f.width) - 1)) << f.lsb
+            words.append((reg.offset, word))
+        return words
 
     @staticmethod
     def word_from_config(reg, bits):
@@ -193,19 +202,48 @@ class RegisterMap:
         return word
 
     def lut_words_for(self, luts):
-        """``[(offset, word)]`` of the LUT window for ``luts`` (N_LUTS sequences of int16)."""
+        """``[(offset, word)]`` of the LUT window for ``luts`` (at most N_LUTS tables of at most
+        LUT_ENTRIES int16 each; missing entries are 0). A table too many or too long, or an entry
+        outside int16, raises ValueError naming it."""
+        luts = list(luts)
+        if len(luts) > N_LUTS:
+            raise ValueError(f"RegisterMap.lut_words_for: {len(luts)} lookup tables; the LUT "
+                             f"window at {self.lut_base:#05x} holds {N_LUTS}")
         words = []
         for t, table in enumerate(luts):
-            table = list(table) + [0] * (2 * self.lut_words_per_table - len(table))
+            table = list(table)
+            if len(table) > LUT_ENTRIES:
+                raise ValueError(f"RegisterMap.lut_words_for: table t{t} has {len(table)} "
+                                 f"entries; a lookup table holds {LUT_ENTRIES}")
+            for e, v in enumerate(table):
+                if isinstance(v, bool) or not hasattr(v, "__index__"):
+                    raise TypeError(f"RegisterMap.lut_words_for: t{t}[{e}] must be an integer, "
+                                    f"not {v!r}")
+                if not -32768 <= int(v) <= 32767:
+                    raise ValueError(f"RegisterMap.lut_words_for: t{t}[{e}] = {int(v)} does not "
+                                     f"fit its 16-bit signed entry (-32768..32767)")
+            table = table + [0] * (2 * self.lut_words_per_table - len(table))
             for w in range(self.lut_words_per_table):
-                lo, hi = table[2 * w] & 0xFFFF, table[2 * w + 1] & 0xFFFF
+                lo, hi = int(table[2 * w]) & 0xFFFF, int(table[2 * w + 1]) & 0xFFFF
                 offset = self.lut_base + 4 * (t * self.lut_words_per_table + w)
                 words.append((offset, lo | hi << 16))
         return words
 
 
+def _flat_values(values, prefix=""):
+    """Yield ``(flat name, value)`` of the scalars of ``values`` (names as in ``flatten``)."""
+    if isinstance(values, dict):
+        for key, v in values.items():
+            yield from _flat_values(v, f"{prefix}.{key}" if prefix else key)
+    elif hasattr(values, "__len__") and not isinstance(values, (str, bytes)):
+        for i, v in enumerate(values):
+            yield from _flat_values(v, f"{prefix}[{i}]")
+    else:
+        yield prefix, values
+
+
 def register_map(**layout_params):
-    """The :class:`RegisterMap` of ``meritz.kernelcfg.layout(**layout_params)``."""
+    """The :class:`RegisterMap` of ``merit.kernelcfg.fields(**layout_params)``."""
     return RegisterMap(**layout_params)
 
 
@@ -219,7 +257,7 @@ def markdown(rmap=None):
     out = [
         "# MERIT-z registers",
         "",
-        "Generated by `python -m merit.regmap` from `meritz.kernelcfg` (do not edit). The control",
+        "Generated by `python -m merit.regmap` from `merit.kernelcfg` (do not edit). The control",
         "port is an AXI4-Lite slave, 32-bit data, byte addresses. An address that holds no",
         "register answers SLVERR; so does a write to a configuration register or the LUT window",
         "while STATUS.busy (the configuration is held stable for the whole run).",
@@ -265,7 +303,7 @@ def markdown(rmap=None):
         for f in reg.fields:
             out.append(f"| {reg.offset:#05x} | {reg.name} | {_bits(f)} | {f.name} | "
                        f"{(f.access or reg.access).value} | {f.doc} |")
-    out += ["", "## Configuration registers (read / write; meaning in `meritz.kernelcfg`)", "",
+    out += ["", "## Configuration registers (read / write; meaning in `merit.kernelcfg`)", "",
             "| offset | register | bits | field | signed |", "|---|---|---|---|---|"]
     for reg in rmap.config_registers:
         for f in reg.fields:
