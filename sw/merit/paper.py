@@ -12,8 +12,23 @@ traffic. They cut the output (rows, columns, channels) and, for deep layers, the
 (the accumulation length): per parallel tile, compute and input traffic both scale with the
 channels, so the slice is slightly pessimistic (its output writes and tile turnarounds weigh more).
 
-Rows follow the paper; our rows are the convolutions alone: the paper's "CONV+Pool" rows fuse the
-pooling into the convolution, which our compiler does not (pooling is its own kernel).
+The "CONV+Pool" rows are one fused kernel each (:func:`merit.workloads.conv_pool2d`: the pooling
+window is the outer accumulation level, the MACs the inner one, §III-B). We read the paper's
+"PoolK" as K x K max pooling with stride K (VGG-16's pools are 2 x 2 / 2; AlexNet's own are
+3 x 3 / 2, overlapping, which a fused kernel would compute 2.25 times over: the label says 2).
+
+**Saliency [22]** (Wu, Lin, Tu, Chien, "Hardware-efficient two-stage saliency detection", SiPS
+2018): we found no public description of its layer shapes, so the six rows use this network,
+every size an assumption of ours that keeps the paper's row names: a 3 x 216 x 324 image; CONV1-3
+3 x 3 convolutions (padding 1) to 32, 64 and 128 channels, each fused with 3 x 3 / 3 max pooling
+(216 x 324 -> 72 x 108 -> 24 x 36 -> 8 x 12); DECONV4 128 -> 64 and DECONV5 64 -> 1 transposed
+convolutions (kernel 5, stride 3, padding 1: 8 x 12 -> 24 x 36 -> 72 x 108), DECONV5 thresholded
+into a binary matte (:class:`~merit.strategies.DotThreshold`, threshold 0, 32767 inside); alpha
+blending of the 3 x 216 x 324 image over a background with that matte, each matte pixel covering
+3 x 3 image pixels (:func:`~merit.workloads.alpha_blend`).
+
+Each problem carries its standard arithmetic count (``problem.ops``: MACs as frameworks count
+them, plus the pooling's compares), from which the tables' utilization is computed.
 """
 
 from __future__ import annotations
@@ -64,6 +79,18 @@ def _vgg(layers):
     return lambda: [(W.conv2d(1, c, hw, hw, m, 3, padding=1), 1) for c, hw, m in layers]
 
 
+def _vgg_pool(layers):
+    """VGG-16 convolutions ``(c, hw, m, pooled)``, 3x3, padding 1; ``pooled``: fused with the
+    2 x 2 / 2 max pooling that follows the layer."""
+    return lambda: [(W.conv_pool2d(1, c, hw, hw, m, 3, padding=1, pool=2) if pooled
+                     else W.conv2d(1, c, hw, hw, m, 3, padding=1), 1)
+                    for c, hw, m, pooled in layers]
+
+
+#: The saliency network's image (channels, height, width); see the module docstring.
+SALIENCY_IMAGE = (3, 216, 324)
+
+
 def _fc(layers, batch=32):
     return lambda: [(W.fc(batch, i, o), 1) for i, o in layers]
 
@@ -71,15 +98,17 @@ def _fc(layers, batch=32):
 ROWS = (
     # ---- Table VIII: AlexNet, VGG-16 (3.2 GB/s DRAM = 8 B/cycle at 400 MHz) ----
     Row("alexnet_conv1", "VIII", "AlexNet CONV1+Pool2", 0.88,
-        "conv 11x11 stride 4, 3 -> 96 channels, 227x227 -> 55x55",
-        lambda: [(W.conv2d(1, 3, 227, 227, 96, 11, stride=4), 1)],
-        lambda: W.conv2d(1, 3, 71, 135, 32, 11, stride=4),
-        "output rows 0-15, columns 0-31, channels 0-31 (input 71x135)"),
+        "conv 11x11 stride 4, 3 -> 96 channels, 227x227 -> 55x55, fused 2x2/2 max pool -> 27x27",
+        lambda: [(W.conv_pool2d(1, 3, 227, 227, 96, 11, stride=4, pool=2), 1)],
+        lambda: W.conv_pool2d(1, 3, 71, 263, 32, 11, stride=4, pool=2),
+        "pooled rows 0-7, columns 0-31, channels 0-31 (conv rows 0-15, columns 0-63; input "
+        "71x263)"),
     Row("alexnet_conv2", "VIII", "AlexNet CONV2+Pool2", 0.95,
-        "conv 5x5 pad 2, 96 -> 256 channels in 2 groups, 27x27 (one kernel per group)",
-        lambda: [(W.conv2d(1, 48, 27, 27, 128, 5, padding=2), 2)],
-        lambda: W.conv2d(1, 16, 27, 27, 16, 5, padding=2),
-        "one group, input channels 0-15, output channels 0-15, all 27x27"),
+        "conv 5x5 pad 2, 96 -> 256 channels in 2 groups, 27x27, fused 2x2/2 max pool -> 13x13 "
+        "(one kernel per group)",
+        lambda: [(W.conv_pool2d(1, 48, 27, 27, 128, 5, padding=2, pool=2), 2)],
+        lambda: W.conv_pool2d(1, 16, 27, 27, 16, 5, padding=2, pool=2),
+        "one group, input channels 0-15, output channels 0-15, all 13x13 pooled outputs"),
     Row("alexnet_conv3", "VIII", "AlexNet CONV3", 0.77,
         "conv 3x3 pad 1, 256 -> 384 channels, 13x13",
         lambda: [(W.conv2d(1, 256, 13, 13, 384, 3, padding=1), 1)],
@@ -106,22 +135,57 @@ ROWS = (
         lambda: W.conv2d(1, 3, 16, 64, 64, 3, padding=1),
         "output rows 0-15, columns 0-63, all 64 channels"),
     Row("vgg16_conv2_4", "VIII", "VGG-16D CONV2-4+Pool2", 0.95,
-        "conv 3x3 pad 1: 64 -> 64 at 224x224, 64 -> 128 and 128 -> 128 at 112x112",
-        _vgg([(64, 224, 64), (64, 112, 128), (128, 112, 128)]),
-        lambda: W.conv2d(1, 16, 16, 64, 32, 3, padding=1),
-        "CONV4 (128 -> 128, 112x112): input channels 0-15, output rows 0-15, columns 0-63, "
-        "channels 0-31"),
+        "conv 3x3 pad 1: 64 -> 64 at 224x224 + pool, 64 -> 128 and 128 -> 128 at 112x112 + pool "
+        "(2x2/2 max pools fused)",
+        _vgg_pool([(64, 224, 64, True), (64, 112, 128, False), (128, 112, 128, True)]),
+        lambda: W.conv_pool2d(1, 16, 16, 64, 32, 3, padding=1, pool=2),
+        "CONV4+Pool (128 -> 128, 112x112): input channels 0-15, conv rows 0-15, columns 0-63 "
+        "(pooled 8x32), channels 0-31"),
     Row("vgg16_conv5_13", "VIII", "VGG-16D CONV5-13+Pool2", 0.83,
-        "conv 3x3 pad 1: 128 -> 256 ... 512 -> 512, 56x56 to 14x14 (9 layers)",
-        _vgg([(128, 56, 256), (256, 56, 256), (256, 56, 256), (256, 28, 512), (512, 28, 512),
-              (512, 28, 512), (512, 14, 512), (512, 14, 512), (512, 14, 512)]),
+        "conv 3x3 pad 1: 128 -> 256 ... 512 -> 512, 56x56 to 14x14 (9 layers; the 2x2/2 max "
+        "pools after CONV7, 10 and 13 fused)",
+        _vgg_pool([(128, 56, 256, False), (256, 56, 256, False), (256, 56, 256, True),
+                   (256, 28, 512, False), (512, 28, 512, False), (512, 28, 512, True),
+                   (512, 14, 512, False), (512, 14, 512, False), (512, 14, 512, True)]),
         lambda: W.conv2d(1, 16, 14, 14, 128, 3, padding=1),
-        "CONV11-13 (512 -> 512, 14x14): input channels 0-15, output channels 0-127"),
+        "CONV11-12 (512 -> 512, 14x14, no pool): input channels 0-15, output channels 0-127"),
     Row("vgg16_fc", "VIII", "VGG-16D FC1-3 (batch=32)", 0.92,
         "FC 25088 -> 4096 -> 4096 -> 1000, batch 32",
         _fc([(25088, 4096), (4096, 4096), (4096, 1000)]),
         lambda: W.fc(32, 256, 512),
         "as AlexNet FC's slice (batch 32, inputs 0-255, outputs 0-511)"),
+    # ---- Table VIII: saliency [22] (shapes assumed: module docstring) ----
+    Row("saliency_conv1", "VIII", "Saliency CONV1+Pool3", 0.72,
+        "conv 3x3 pad 1, 3 -> 32 channels, 216x324, fused 3x3/3 max pool -> 72x108",
+        lambda: [(W.conv_pool2d(1, 3, 216, 324, 32, 3, padding=1, pool=3), 1)],
+        lambda: W.conv_pool2d(1, 3, 24, 96, 32, 3, padding=1, pool=3),
+        "conv rows 0-23, columns 0-95 (pooled 8x32), all 32 channels"),
+    Row("saliency_conv2", "VIII", "Saliency CONV2+Pool3", 0.82,
+        "conv 3x3 pad 1, 32 -> 64 channels, 72x108, fused 3x3/3 max pool -> 24x36",
+        lambda: [(W.conv_pool2d(1, 32, 72, 108, 64, 3, padding=1, pool=3), 1)],
+        lambda: W.conv_pool2d(1, 16, 24, 48, 64, 3, padding=1, pool=3),
+        "input channels 0-15, conv rows 0-23, columns 0-47 (pooled 8x16), all 64 channels"),
+    Row("saliency_conv3", "VIII", "Saliency CONV3+Pool3", 0.65,
+        "conv 3x3 pad 1, 64 -> 128 channels, 24x36, fused 3x3/3 max pool -> 8x12",
+        lambda: [(W.conv_pool2d(1, 64, 24, 36, 128, 3, padding=1, pool=3), 1)],
+        lambda: W.conv_pool2d(1, 16, 24, 36, 64, 3, padding=1, pool=3),
+        "input channels 0-15, output channels 0-63, all 8x12 pooled outputs"),
+    Row("saliency_deconv4", "VIII", "Saliency DECONV4", 0.87,
+        "deconv 5x5 stride 3 pad 1, 128 -> 64 channels, 8x12 -> 24x36",
+        lambda: [(W.deconv2d(1, 128, 8, 12, 64, 5, stride=3, padding=1), 1)],
+        lambda: W.deconv2d(1, 16, 8, 12, 32, 5, stride=3, padding=1),
+        "input channels 0-15, output channels 0-31, all 24x36"),
+    Row("saliency_deconv5", "VIII", "Saliency DECONV5+threshold", 0.71,
+        "deconv 5x5 stride 3 pad 1, 64 -> 1 channel, 24x36 -> 72x108, thresholded to a matte",
+        lambda: [(W.deconv2d(1, 64, 24, 36, 1, 5, stride=3, padding=1, threshold=0,
+                             high=32767), 1)],
+        lambda: W.deconv2d(1, 16, 24, 36, 1, 5, stride=3, padding=1, threshold=0, high=32767),
+        "input channels 0-15 (of 64), the whole 72x108 output"),
+    Row("saliency_alpha", "VIII", "Saliency Alpha blending", 0.07,
+        "alpha blending, 3 x 216 x 324 image over a background, matte 72x108 (3x3 pixels each)",
+        lambda: [(W.alpha_blend(3, 216, 324, scale=3), 1)],
+        lambda: W.alpha_blend(3, 72, 324, scale=3),
+        "image rows 0-71 (of 216), all columns and channels"),
     # ---- Table IX: layers from vision papers ----
     Row("dilated", "IX", "Dilated [13]", 0.95,
         "conv 3x3 dilation 2, 32 -> 32 channels, output 64x64x32",

@@ -181,6 +181,12 @@ def tau_utilization(data, path):
 _ROMAN = {"VIII": 8, "IX": 9}
 
 
+def _std(row, key):
+    """A row's standard-count figure (``key + "_std"``), else the older ALU-busy one."""
+    value = row.get(key + "_std")
+    return row.get(key) if value is None else value
+
+
 def utilization_vs_paper(data, path):
     """Ours vs the paper per row of ``utilization.json``, one panel per paper table (VIII, IX).
 
@@ -195,7 +201,10 @@ def utilization_vs_paper(data, path):
     if not tables:
         raise ValueError("utilization.json has no rows")
     setup = data.get("setup", {})
-    groups = {t: [(n, r) for n, r in rows.items() if r["table"] == t] for t in tables}
+    from .paper import ROWS
+    order = {r.name: i for i, r in enumerate(ROWS)}            # the paper's row order
+    groups = {t: sorted([(n, r) for n, r in rows.items() if r["table"] == t],
+                        key=lambda nr: (order.get(nr[0], len(order)), nr[0])) for t in tables}
 
     def draw(fig):
         axes = fig.subplots(1, len(tables), sharey=True, squeeze=False,
@@ -207,8 +216,8 @@ def utilization_vs_paper(data, path):
                      if r.get("one_tau") is not None]
             width = 0.27 if alone else 0.4
             left = -width if alone else -0.2
-            measured = [(x, r["utilization"]) for x, (_, r) in zip(xs, group, strict=True)
-                        if r.get("utilization") is not None]
+            measured = [(x, _std(r, "utilization")) for x, (_, r) in zip(xs, group, strict=True)
+                        if _std(r, "utilization") is not None]
             ours = ax.bar([x + left for x, _ in measured], [u for _, u in measured], width,
                           color="C0", label=f"ours (RTL on a slice, {setup.get('taus', '?')} "
                                             f"TAUs x {setup.get('lanes', '?')} lanes)")
@@ -227,8 +236,8 @@ def utilization_vs_paper(data, path):
                               color="C7", label=PAPER_LABEL)
                 _label_bars(ax, bars, lambda b: f"{b.get_height():.2f}", label_type="center",
                             color="white", fontsize=6)
-            model = [(x, r["model_full"]) for x, (_, r) in zip(xs, group, strict=True)
-                     if r.get("model_full") is not None]
+            model = [(x, _std(r, "model_full")) for x, (_, r) in zip(xs, group, strict=True)
+                     if _std(r, "model_full") is not None]
             if model:
                 ax.plot([x + left for x, _ in model], [u for _, u in model], linestyle="none",
                         marker="D", color="black", markersize=5,
@@ -238,7 +247,7 @@ def utilization_vs_paper(data, path):
                           fontsize=7, rotation=35, ha="right")
             ax.set(ylim=(0, 1.12), title=f"Table {table} rows")
             ax.grid(True, axis="y", alpha=0.3)
-        axes[0].set_ylabel("utilization = useful ALU ops / (cycles x ALUs)")
+        axes[0].set_ylabel("utilization = standard op count / (cycles x ALUs)")
         handles = {}
         for ax in axes:
             for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):

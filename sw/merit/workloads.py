@@ -141,18 +141,26 @@ def conv_pool2d(n, c, h, w, m, k, *, stride=1, padding=0, dilation=1, pool=2, po
                    ops=Ops(macs + pooled, unit))
 
 
-def alpha_blend(c, h, w):
+def alpha_blend(c, h, w, *, scale=1):
     """Alpha blending ``out = alpha I + (1 - alpha) B`` of a ``c``-channel image ``I`` over a
     background ``B`` with a per-pixel ``alpha``, as one dot product over the two sources.
 
-    ``X`` (2, c, h, w) holds ``I`` and ``B``; ``A`` (2, h, w) holds ``alpha`` and ``1 - alpha``
-    (the stage that makes the matte writes both). p = (c, h, w), a = (2,). Standard count: two
+    ``X`` (2, c, h, w) holds ``I`` and ``B``; ``A`` (2, h / scale, w / scale) holds ``alpha`` and
+    ``1 - alpha`` (the stage that makes the matte writes both), each matte pixel covering
+    ``scale x scale`` image pixels (nearest-neighbour enlargement, free in the transform).
+    p = (c, h / scale, scale, w / scale, scale), a = (2,); out (c, h, w). Standard count: two
     MACs per output element.
     """
-    _pos(c=c, h=h, w=w)
-    x = Transform((2, c, h, w), p=[Index(1), Index(2), Index(3)], a=[Index(0)], name="X")
-    a = Transform((2, h, w), p=[None, Index(1), Index(2)], a=[Index(0)], name="A")
-    return Problem("alpha_blend", S.Dot(), (c, h, w), (2,), [x, a], ops=Ops(2 * c * h * w, "MAC"))
+    _pos(c=c, h=h, w=w, scale=scale)
+    if h % scale or w % scale:
+        raise ValueError(f"image {h}x{w} is not a whole number of {scale}x{scale} matte pixels")
+    hs, ws = h // scale, w // scale
+    x = Transform((2, c, h, w), p=[Index(1), Index(2, scale), Index(2), Index(3, scale), Index(3)],
+                  a=[Index(0)], name="X")
+    a = Transform((2, hs, ws), p=[None, Index(1), None, Index(2), None], a=[Index(0)], name="A")
+    out = Output("out", (c, h, w), reshape=(c, h, w))
+    return Problem("alpha_blend", S.Dot(), (c, hs, scale, ws, scale), (2,), [x, a],
+                   outputs=[out], ops=Ops(2 * c * h * w, "MAC"))
 
 
 def conv_relu(n, c, h, w, m, k, **kw):

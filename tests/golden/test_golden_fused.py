@@ -50,10 +50,12 @@ def test_deconv_threshold_is_a_mask_of_the_deconvolution(rng):
     assert 0 < (out == 255).mean() < 1
 
 
-def test_alpha_blend(rng):
-    prob = wl.alpha_blend(3, 5, 7)
+@pytest.mark.parametrize("c, h, w, scale", [(3, 5, 7, 1), (2, 6, 9, 3)])
+def test_alpha_blend(rng, c, h, w, scale):
+    prob = wl.alpha_blend(c, h, w, scale=scale)
     X, A = prob.random_inputs(rng)
-    ref = A[0][None] * X[0] + A[1][None] * X[1]
+    big = np.repeat(np.repeat(A, scale, axis=1), scale, axis=2)
+    ref = big[0][None] * X[0] + big[1][None] * X[1]
     np.testing.assert_allclose(prob.run(X, A), ref, **TOL)
 
 

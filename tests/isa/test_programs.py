@@ -30,7 +30,7 @@ EXACT = {
                                                     pool_stride=2, relu=True),
     "deconv_threshold": lambda: W.deconv2d(1, 3, 4, 5, 2, 5, stride=3, padding=1, threshold=4,
                                            high=255),
-    "alpha_blend": lambda: W.alpha_blend(3, 5, 7),
+    "alpha_blend": lambda: W.alpha_blend(3, 6, 9, scale=3),
 }
 
 

@@ -10,7 +10,10 @@ from merit.paper import ROWS, row
 def test_rows_are_the_papers():
     viii = [r for r in ROWS if r.table == "VIII"]
     ix = [r for r in ROWS if r.table == "IX"]
-    assert len(viii) == 10 and len(ix) == 6
+    assert len(viii) == 16 and len(ix) == 6
+    assert [r.label for r in viii[10:]] == [
+        "Saliency CONV1+Pool3", "Saliency CONV2+Pool3", "Saliency CONV3+Pool3",
+        "Saliency DECONV4", "Saliency DECONV5+threshold", "Saliency Alpha blending"]
     assert row("depthwise").paper == 0.63 and row("gemm").paper == 0.92
     assert len({r.name for r in ROWS}) == len(ROWS)
     with pytest.raises(KeyError, match="no paper row 'nope'; rows: alexnet_conv1"):
@@ -26,6 +29,10 @@ def test_slice_and_full_layer_compile_for_four_taus(r):
         assert repeat >= 1
         full = compile_problem(problem, lanes=32)
         assert full.useful_ops >= kernel.useful_ops or r.slice_what == "whole layer"
+    assert r.slice().ops is not None and all(p.ops is not None for p, _ in r.full())
+    if "+Pool" in r.label:         # fused: the pooling window is the outer level
+        assert all(p.strategy.levels == 2 for p, _ in r.full() if p.name == "conv_pool2d")
+        assert any(p.name == "conv_pool2d" for p, _ in r.full())
     if r.slice_what == "whole layer":
         (problem, repeat), = r.full()
         assert repeat == 1 and problem.p_shape == r.slice().p_shape
