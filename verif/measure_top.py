@@ -96,12 +96,29 @@ def slice_key(problem, lanes, taus, bandwidth, latency):
 ONE_TAU_SLOTS = 24
 
 
-def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done):
-    """Simulate the slice of row ``name`` on ``taus`` TAUs (``None``: one TAU driven by the
-    bench), or reuse the run of a row in ``done`` with the same slice; return the run's entry."""
+def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20):
+    """``(problem, "full" or "slice")``: what row ``name`` simulates: the whole layer when it is
+    one problem run once and ``merit.perf`` predicts fewer than ``whole_under`` cycles for it,
+    else the row's slice."""
+    r = row(name)
+    full = r.full()
+    if whole_under and len(full) == 1 and full[0][1] == 1:
+        from merit.perf import predict_problem
+        cycles = predict_problem(full[0][0], lanes=lanes, taus=max(taus or 1, 1),
+                                 dram_bytes_per_cycle=bandwidth, latency=latency).cycles
+        if cycles < whole_under:
+            return full[0][0], "full"
+    return r.slice(), "slice"
+
+
+def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
+    """Simulate the slice (or the whole layer, :func:`simulated`) of row ``name`` on ``taus``
+    TAUs (``None``: one TAU driven by the bench), or reuse the run of a row in ``done`` with the
+    same problem; return the run's entry."""
     from simulate import simulate
 
-    problem = row(name).slice()
+    problem, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
+                              bandwidth=bandwidth, latency=latency)
     key = slice_key(problem, lanes, taus or 0, bandwidth, latency)
     for other, entry in done.items():
         if other != name and entry.get("slice_key") == key:
@@ -113,8 +130,9 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done):
                        latency=latency, seed=seed, progress=lambda line: print(line, flush=True),
                        **extra)
     std = problem.ops.count / (metrics["cycles"] * lanes * (taus or 1))
-    return {"slice_key": key, "utilization": metrics["utilization"], "cycles": metrics["cycles"],
-            "standard_ops": problem.ops.count, "ops_unit": problem.ops.unit,
+    return {"slice_key": key, "simulated": part, "utilization": metrics["utilization"],
+            "cycles": metrics["cycles"], "standard_ops": problem.ops.count,
+            "ops_unit": problem.ops.unit,
             "utilization_std": round(std, 4),
             "tiles": metrics.get("tiles"), "tiling": metrics.get("tiling"),
             "dram_busy": metrics.get("dram_busy"), "useful_ops": metrics["useful_ops"],
@@ -123,13 +141,14 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done):
             "wall_s": round(time.time() - start, 1)}
 
 
-def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done):
-    """The table entry of row ``name``: its slice's run on ``taus`` TAUs and the row's labels."""
+def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
+    """The table entry of row ``name``: its run on ``taus`` TAUs and the row's labels."""
     r = row(name)
     entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                      seed=seed, done=done)
+                      seed=seed, done=done, whole_under=whole_under)
+    whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
     return dict(entry, table=r.table, label=r.label, paper=r.paper, what=r.what,
-                slice=r.slice_what, whole=r.slice_what == "whole layer")
+                slice="whole layer" if whole else r.slice_what, whole=whole)
 
 
 def add_model(entry, name, *, lanes, taus, bandwidth, latency):
@@ -137,7 +156,8 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency):
     r = row(name)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
     entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
-    sliced = _model([(r.slice(), 1)], lanes=lanes, taus=taus, bandwidth=bandwidth,
+    ran = r.full()[0][0] if entry.get("simulated") == "full" else r.slice()
+    sliced = _model([(ran, 1)], lanes=lanes, taus=taus, bandwidth=bandwidth,
                     latency=latency)
     full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency)
     if sliced is None:
@@ -152,7 +172,7 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency):
     entry["model_full_std"] = round(full[3], 4)
     entry["model_full_cycles"] = full[1]
     entry["bound"] = full[2]
-    entry["ops_unit"] = r.slice().ops.unit
+    entry["ops_unit"] = ran.ops.unit
     return entry
 
 
@@ -314,7 +334,7 @@ def render(results, one_tau=None):
             e = dict(e, utilization_std=ours)
             lines.append(
                 f"| {r.label} | {r.paper:.2f} | {_num(ours) or 'not measured'} | "
-                f"{_num(e.get('utilization'))} | {r.slice_what} | "
+                f"{_num(e.get('utilization'))} | {e.get('slice') or r.slice_what} | "
                 f"{_num(e.get('model_slice_std'))} ({_pct(e.get('model_error'))}) | "
                 f"{_num(e.get('model_full_std'))} | {_num(e.get('model_full'))} | "
                 f"{e.get('bound') or ''} | {_num(e.get('roofline_full'))} | "
@@ -366,6 +386,9 @@ def main(argv=None):
     parser.add_argument("--scaling-taus", type=int, nargs="*", default=[0, 4],
                         help="TAU counts simulated for Fig. 15 (0: one TAU alone, driven by "
                              "the bench; the TAU count of the tables reuses their runs)")
+    parser.add_argument("--whole-under", type=int, default=0, metavar="CYCLES",
+                        help="simulate a row's whole layer (one problem) when the model predicts "
+                             "fewer cycles than this for it (default 0: slices)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS / "utilization"))
     args = parser.parse_args(argv)
@@ -393,9 +416,10 @@ def main(argv=None):
     for store, taus in ((results["rows"], args.taus), (one_tau["rows"], 0)):
         for name in list(store):
             key = store[name].get("slice_key")
+            ran = (row(name).full()[0][0] if store[name].get("simulated") == "full"
+                   else row(name).slice()) if name in names else None
             if name not in names or key is not None and key != slice_key(
-                    row(name).slice(), args.lanes, taus, args.dram_bytes_per_cycle,
-                    args.latency):
+                    ran, args.lanes, taus, args.dram_bytes_per_cycle, args.latency):
                 del store[name]                     # a run of a slice that has changed since
 
     if args.one_tau:
@@ -426,7 +450,8 @@ def main(argv=None):
             add_model(entry, name, **model_kw)
             continue
         print(f"== {name}: {row(name).slice_what}", flush=True)
-        entry = measure_row(name, seed=args.seed, done=results["rows"], **model_kw)
+        entry = measure_row(name, seed=args.seed, done=results["rows"],
+                            whole_under=args.whole_under, **model_kw)
         results["rows"][name] = (entry if args.no_model
                                  else add_model(entry, name, **model_kw))
         print(f"{name}: {entry}", flush=True)

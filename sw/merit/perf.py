@@ -762,6 +762,8 @@ def _row_problem(row, name, factories):
     from . import workloads as W
     if row.get("table") in ("VIII", "IX", "paper"):     # utilization*.json: merit.paper rows
         from .paper import row as paper_row
+        if row.get("simulated") == "full":          # the whole layer ran, not the slice
+            return paper_row(name).full()[0][0]
         return paper_row(name).slice()
     function = row.get("function")
     if function is not None:

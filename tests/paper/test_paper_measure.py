@@ -62,3 +62,12 @@ def test_render_judges_rows_on_the_standard_count():
     assert "| AlexNet CONV1+Pool2 | 0.88 | not measured |" in text
     assert "1 of 3 measured rows keep the DRAM port busy" in text
     assert "Model error on the slices: max 4.0%" in text
+
+
+def test_whole_layers_under_the_limit_are_simulated_whole():
+    problem, part = M.simulated("depthwise", whole_under=10**7)
+    assert part == "full" and problem.p_shape == row("depthwise").full()[0][0].p_shape
+    # a row of several layers, or a layer above the limit, runs its slice
+    assert M.simulated("vgg16_conv2_4", whole_under=10**9)[1] == "slice"
+    assert M.simulated("gemm", whole_under=1000)[1] == "slice"
+    assert M.simulated("gemm")[1] == "slice"
