@@ -3,6 +3,7 @@
 from merit import Index, Problem, Transform
 from merit import strategies as S
 from merit import workloads as W
+from merit.gpu.fixed import random_inputs
 
 
 def _total():
@@ -62,3 +63,18 @@ MMA_CASES = {
     "conv_1x1": lambda: W.conv2d(3, 24, 9, 11, 40, 1),
     "ece408": lambda: W.ece408(4, 1, 10, 12, 12, 5),
 }
+
+#: Workloads with a MERIT-z program, run in fixed point (int16) bit-exact with the ISA.
+FIXED_CASES = {
+    **{k: CASES[k] for k in ("gemm", "fc", "conv", "conv_s2_dil_groups", "conv_relu",
+                             "residual", "depthwise", "deconv", "max_pool", "avg_pool",
+                             "correlation", "motion", "motion_best", "separable", "filter3x3",
+                             "integral", "ece408", "pixel_shuffle")},
+    "bilateral": lambda: W.bilateral(12, 10, sigma_s=1.5, sigma_r=0.25),
+}
+
+
+
+def fixed_inputs(problem, rng, lo=-32768, hi=32768):
+    """int16 inputs for a fixed-point run (see merit.gpu.fixed.random_inputs)."""
+    return random_inputs(problem, rng, lo, hi)

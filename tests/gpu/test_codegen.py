@@ -323,3 +323,24 @@ def test_mma_source_compiles_for_hopper(precision, tmp_path):
                           "-o", str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "0 bytes spill stores" in res.stderr
+
+
+def test_split_k_tiles():
+    from merit.gpu.tiling import splittable
+
+    gemm = spec_of(W.gemm(8, 40, 300), "float32")
+    assert splittable(gemm) and not splittable(spec_of(W.conv_relu(1, 3, 8, 8, 4, 3), "float32"))
+    assert not splittable(spec_of(W.max_pool2d(1, 3, 8, 8, 2), "float32"))
+    t = check_tile(gemm, {"threads": (8, 8), "regs": (1, 4), "chunk": 16, "split": 4})
+    name, src, nb, _, _ = source(gemm, t)
+    assert nb == 2 * 4 and "atomicAdd(g_out0 + at, s[r].out0)" in src and name.endswith(
+        f"_k4_{gemm.digest()}")
+    with pytest.raises(ValueError, match=r"tile.split=6 leaves a block without accumulation "
+                                         r"tiles \(19 tiles of chunk 16\)"):
+        check_tile(gemm, {"threads": (8, 8), "chunk": 16, "split": 6})
+    relu = spec_of(W.conv_relu(1, 3, 8, 8, 4, 3), "float32")
+    with pytest.raises(ValueError, match="tile.split=2: split-K needs a SIMT tile of a sum"):
+        check_tile(relu, {"threads": (1, 4, 8, 8), "chunk": 1, "split": 2})
+    # a skinny GEMM's 85 output blocks leave SMs idle: the model splits K
+    skinny = spec_of(W.gemm(3, 5409, 4071), "float32")
+    assert rank(skinny, count=1)[0].split > 1

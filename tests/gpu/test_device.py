@@ -6,9 +6,9 @@ kernel never writes fails the check; the float reference is the golden model in 
 
 import numpy as np
 import pytest
-from gpu_cases import CASES, INT_CASES, MMA_CASES
+from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, fixed_inputs
 
-from merit.gpu import Tile, run
+from merit.gpu import Tile, run, run_fixed
 from merit.gpu.spec import spec_of
 from merit.gpu.tiling import rank
 
@@ -148,3 +148,42 @@ def test_tensor_cores_partial_last_chunk_and_clamp():
                   "double": True}):
         got = cp.asnumpy(run(problem, a, b, tile=tile, precision="tf32"))
         assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 2e-6
+
+
+@pytest.mark.parametrize("name", sorted(FIXED_CASES))
+def test_fixed_point_is_bit_exact_with_the_isa(name):
+    """run_fixed over the 2 best tiles: the ISA interpreter's int16 outputs, bit for bit."""
+    from merit.isa import programs
+
+    problem = FIXED_CASES[name]()
+    rng = np.random.default_rng(len(name))
+    for shift, (lo, hi) in ((0, (-8, 8)), (9, (-32768, 32768))):
+        arrays = fixed_inputs(problem, rng, lo, hi)
+        want = programs.run(problem, *arrays, shift=shift)
+        want = want if isinstance(want, tuple) else (want,)
+        spec = spec_of(problem, "int32", fixed=shift)
+        for tile in rank(spec, count=2):
+            got = run_fixed(problem, *arrays, shift=shift, tile=tile)
+            got = got if isinstance(got, tuple) else (got,)
+            for g, w in zip(got, want, strict=True):
+                assert g.dtype == np.int16
+                np.testing.assert_array_equal(cp.asnumpy(g), w, err_msg=f"{tile}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_split_k_adds_partial_sums(dtype):
+    """Split-K: blocks summing shares of the accumulation tiles into zeroed outputs."""
+    from merit import workloads as W
+
+    problem = W.gemm(8, 40, 300)
+    rng = np.random.default_rng(4)
+    a, b = problem.random_inputs(rng, dtype)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    for tile in ({"threads": (8, 8), "regs": (1, 4), "chunk": 16, "split": 4},
+                 {"threads": (4, 16), "chunk": 32, "split": 3, "double": True}):
+        out = (cp.full((8, 40), POISON[np.dtype(dtype).name], dtype=dtype),)
+        got = cp.asnumpy(run(problem, a, b, tile=tile, out=out)).astype(np.float64)
+        if dtype == np.int32:
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5

@@ -14,8 +14,8 @@ from .spec import PRECISIONS, Spec, spec_of
 from .tile import Tile
 from .tiling import check_tile, rank
 
-__all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "tune", "prepare",
-           "dtype_of"]
+__all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "run_fixed", "tune",
+           "prepare", "dtype_of"]
 
 _DTYPES = {"float32": "float32", "int32": "int32"}
 
@@ -104,11 +104,13 @@ def _check_out(spec, out, cp):
                              f"and dtype {spec.out_dtype}")
 
 
-def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None, precision="fp32"):
+def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None, precision="fp32",
+            fixed=None):
     """Check the arguments, choose the tile and allocate outputs, without launching.
 
     Returns ``(plan, go, raw_outputs)``: ``go()`` launches the kernel on these arrays and writes
-    ``raw_outputs`` (shape ``problem.p_shape``).  Arguments as :func:`run`.
+    ``raw_outputs`` (shape ``problem.p_shape``).  Arguments as :func:`run`; ``fixed`` (an output
+    shift) runs the MERIT-z program on int16 arrays as :func:`run_fixed` does.
     """
     from . import runtime
 
@@ -118,10 +120,16 @@ def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None, precis
     if len(arrays) == len(names):
         arrays = [runtime.to_device(a, n) for a, n in zip(arrays, names, strict=True)]
     _check_arrays(problem, arrays)
+    if fixed is not None:
+        for a, n in zip(arrays, names, strict=True):
+            if str(a.dtype) != "int16":
+                raise TypeError(f"tensor {n!r} has dtype {a.dtype}; fixed point takes int16 "
+                                f"arrays (the MERIT-z data type)")
+        arrays = [a.astype(cp.int32) for a in arrays]
     dtype = dtype_of(arrays, names)
     for op in problem.operands:
         op.transform.check_bounds(problem.p_shape, problem.a_shape)
-    spec = spec_of(problem, dtype, precision)
+    spec = spec_of(problem, dtype, precision, fixed)
     by_name = dict(zip(names, arrays, strict=True))
     inputs = [by_name[op.tensor] for op in problem.operands]
     if out is None:
@@ -172,6 +180,22 @@ def run(problem, *arrays, tile=None, out=None, tune=True, cache=None, precision=
     return res[0] if len(res) == 1 else res
 
 
+def run_fixed(problem, *arrays, shift=0, tile=None, tune=True, cache=None):
+    """Run ``problem``'s MERIT-z program on the GPU, bit-exact with ``merit.isa.programs.run``.
+
+    ``arrays`` are int16 (one per tensor, as ``merit.isa.programs.run`` takes them); ``shift``
+    (0..31) divides the 32-bit result by ``2**shift`` with round half up before the saturating
+    16-bit ``out`` (docs/isa.md).  Returns int16 CuPy array(s) in the outputs' shapes.
+    """
+    from . import runtime
+
+    cp = runtime.cupy()
+    _, go, out = prepare(problem, *arrays, tile=tile, tune=tune, cache=cache, fixed=shift)
+    go()
+    res = tuple(o.finish(r).astype(cp.int16) for o, r in zip(problem.outputs, out, strict=True))
+    return res[0] if len(res) == 1 else res
+
+
 def _choose(spec, inputs, out, tile, tune, cache):
     from . import runtime
 
@@ -185,6 +209,7 @@ def _choose(spec, inputs, out, tile, tune, cache):
     cands = rank(spec, count=8 if tune else 1)
     best = cands[0]
     if tune and len(cands) > 1:
+        _compile_all(spec, cands)
         times = []
         for t in cands:
             try:
@@ -197,3 +222,20 @@ def _choose(spec, inputs, out, tile, tune, cache):
             best = min(times, key=lambda mt: mt[0])[1]
         cache.put(device, spec, best)
     return best
+
+
+def _compile_all(spec, tiles):
+    """Compile the candidates concurrently (NVRTC runs outside the interpreter lock); a candidate
+    that fails here is compiled, and skipped, again in the timing loop."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import runtime
+
+    def one(t):
+        try:
+            runtime.compiled(spec, t)
+        except Exception:  # reported by the timing loop
+            pass
+
+    with ThreadPoolExecutor(max_workers=min(8, len(tiles))) as pool:
+        list(pool.map(one, tiles))

@@ -405,6 +405,30 @@ PRECISIONS_TC = ("tf32", "fp16", "bf16")
 TC_TOL = {"tf32": 3e-3, "fp16": 3e-3, "bf16": 2e-2}
 
 
+def fixed_rows():
+    """Quantized layers in MERIT-z fixed point (int16): (key, label, problem factory, shift)."""
+    return [
+        ("q_conv", "conv N1 C32 M32 96x96 k3 (int16, shift 8)",
+         lambda: W.conv2d(1, 32, 96, 96, 32, 3, padding=1), 8),
+        ("q_conv_relu", "conv + ReLU N2 C16 M32 48x48 k5 s2",
+         lambda: W.conv_relu(2, 16, 48, 48, 32, 5, stride=2, padding=2), 10),
+        ("q_residual", "residual conv N2 C16 M16 48x48 k3 + ReLU",
+         lambda: W.residual(2, 16, 48, 48, 16, 3, padding=1), 9),
+        ("q_depthwise", "depthwise N4 C64 56x56 k3 s2",
+         lambda: W.depthwise(4, 64, 56, 56, 3, stride=2, padding=1), 6),
+        ("q_gemm", "GEMM 384 x 256 x 512", lambda: W.gemm(384, 256, 512), 12),
+        ("q_max_pool", "max pool N4 C64 56x56 k3 s2",
+         lambda: W.max_pool2d(4, 64, 56, 56, 3, stride=2, padding=1), 0),
+        ("q_avg_pool", "avg pool N4 C64 56x56 k2", lambda: W.avg_pool2d(4, 64, 56, 56, 2), 0),
+        ("q_separable", "separable filter k=7 256^2", lambda: W.separable_filter(256, 256, 7), 6),
+        ("q_motion", "motion estimation 128x128, 8x8 blocks +-4, best match",
+         lambda: W.motion_estimation(128, 128, block=8, search=4, best=True), 0),
+        ("q_bilateral", "bilateral 128^2 5x5 (lookup table)",
+         lambda: W.bilateral(128, 128, sigma_s=1.0, sigma_r=0.25, radius=2), 0),
+        ("q_correlation", "correlation C64 32x32 d=3", lambda: W.correlation(64, 32, 32, 3), 8),
+    ]
+
+
 def random_rows(seed, count=8):
     """Rows of shapes nobody tuned for, drawn from ``seed``: odd sizes, padding that is not a
     multiple of any tile, strides with dilations, 1x1 and depthwise convolutions, batch 1,
@@ -571,7 +595,7 @@ def main(argv=None):
             if prob is None:
                 # the scan block B is a tile size of this formulation: time each, keep the best
                 chains = {}
-                for b in (16, 32, 64):
+                for b in (16, 32):
                     go_b, res_b, _ = integral_chain(params["n"], params["n"], arrays[0], cache,
                                                     block=b)
                     chains[b] = (time_launch(go_b), go_b, res_b)
@@ -632,6 +656,12 @@ def main(argv=None):
         print(json.dumps(row), flush=True)
         cp.get_default_memory_pool().free_all_blocks()
 
+    for key, label, make, shift in fixed_rows():
+        if only and key not in only:
+            continue
+        results.append(_fixed_row(key, label, make, shift, rng, cache, time_launch))
+        print(json.dumps(results[-1]), flush=True)
+
     shown = [a for a in (argv if argv is not None else sys.argv[1:])]
     if "--out" in shown:   # where the files go does not change the numbers
         i = shown.index("--out")
@@ -647,6 +677,40 @@ def main(argv=None):
     (outdir / "gpu.json").write_text(json.dumps({"meta": meta, "rows": results}, indent=1))
     (outdir / "gpu.md").write_text(report(meta, results))
     print(report(meta, results))
+
+
+def _fixed_row(key, label, make, shift, rng, cache, time_launch):
+    """One fixed-point row: merit.gpu.run_fixed against the ISA interpreter, bit for bit."""
+    import cupy as cp
+
+    from merit.gpu import prepare
+    from merit.gpu.fixed import random_inputs
+    from merit.isa import programs
+
+    t0 = time.time()
+    row = {"key": key, "label": label, "target": "fixed", "shift": shift}
+    try:
+        prob = make()
+        arrays = random_inputs(prob, rng)
+        c0 = time.time()
+        want = programs.run(prob, *arrays, shift=shift)
+        row["isa_cpu_s"] = round(time.time() - c0, 2)
+        want = want if isinstance(want, tuple) else (want,)
+        plan, go, outs = prepare(prob, *arrays, cache=cache, fixed=shift)
+        row["tile"] = plan.tile.label()
+        for o in outs:
+            o.fill(-(2**31) + 7)
+        go()
+        got = [o.finish(r).astype(cp.int16) for o, r in zip(prob.outputs, outs, strict=True)]
+        row["mismatches"] = int(sum(int((cp.asnumpy(g) != w).sum())
+                                    for g, w in zip(got, want, strict=True)))
+        row["elements"] = int(sum(w.size for w in want))
+        row["ok"] = row["mismatches"] == 0
+        row["ours_ms"] = time_launch(go)
+    except Exception as exc:  # a failing row is reported, the others still run
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    row["wall_s"] = round(time.time() - t0, 1)
+    return row
 
 
 def _verdict(row):
@@ -691,7 +755,7 @@ def report(meta, results):
              "Times are milliseconds per call (median of 5 batches of back-to-back launches). "
              "Ratios > 1 mean merit.gpu is faster."]
     for title, targets in _SECTIONS:
-        sect = [r for r in results if r["target"] in targets]
+        sect = [r for r in results if r["target"] in targets and r["target"] != "fixed"]
         if not sect:
             continue
         lines += ["", f"## {title}", "",
@@ -715,7 +779,23 @@ def report(meta, results):
                 f"| {r['label']} | {r['ours_ms']:.3f} | {err} | {ratios} | "
                 f"{peers[best] / r['ours_ms']:.2f} | {r['floor_ms']:.3f} | "
                 f"{r['ours_ms'] / r['floor_ms']:.1f} | {'met' if met else 'MISSED'}: {text} |")
-    done = [r for r in results if "error" not in r and r["target"] != "vision"]
+    fixed = [r for r in results if r["target"] == "fixed"]
+    if fixed:
+        lines += ["", "## Fixed point: MERIT-z programs on the GPU, bit for bit against the "
+                  "golden ISA model", "",
+                  "int16 inputs drawn over the whole int16 range, the layer's MERIT-z program "
+                  "(merit.isa.programs) translated into the kernel (merit.gpu.run_fixed); every "
+                  "output compared with the ISA interpreter's.", "",
+                  "| workload | shift | ours ms | outputs | mismatches | ISA interpreter (CPU) s "
+                  "| target |", "|---|---|---|---|---|---|---|"]
+        for r in fixed:
+            if "error" in r:
+                lines.append(f"| {r['label']} | {r['shift']} | error: {r['error']} | | | | NO |")
+                continue
+            lines.append(f"| {r['label']} | {r['shift']} | {r['ours_ms']:.3f} | "
+                         f"{r['elements']} | {r['mismatches']} | {r['isa_cpu_s']} | "
+                         f"{'met' if r['ok'] else 'MISSED'}: bit-identical |")
+    done = [r for r in results if "error" not in r and r["target"] not in ("vision", "fixed")]
     met = sum(1 for r in done if r["ok"] and _verdict(r)[0])
     lines += ["", f"Convolution / GEMM rows at >= 1.0x their best peer: {met} of {len(done)}.",
               "", "Floors: bytes = every tensor read once + every output written once; "

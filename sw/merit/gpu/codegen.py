@@ -149,7 +149,8 @@ def source(spec, tile):
     P, A = spec.np, spec.na
     block = tile.block
     grid = [-(-n // b) for n, b in zip(spec.pshape, block, strict=True)]
-    nblocks = math.prod(grid)
+    split = tile.split
+    nblocks = math.prod(grid) * split
     nt = tile.nthreads
     R = tile.nregs
     ext = extents(spec, tile)
@@ -182,6 +183,7 @@ def source(spec, tile):
         lit = repr(value) if cty == "int" else f"{float(value)!r}f"
         out.append(f"constexpr {cty} {pname} = {lit};")
     out.append(_PRELUDE)
+    out.append(spec.body.get("defs", ""))
     out.append(_strategy_struct(spec, ctype))
     for k in range(len(spec.inputs)):
         if k not in shared:
@@ -194,7 +196,13 @@ def source(spec, tile):
     if shared:
         w("extern __shared__ __align__(16) T smem[];")
     w("const int tid = threadIdx.x;")
-    w("int bq = blockIdx.x;")
+    if split > 1:
+        tps = -(-ntiles // split)
+        w(f"const int at0 = (blockIdx.x % {split}) * {tps};")
+        w(f"const int at1 = min({ntiles}, at0 + {tps});")
+        w(f"int bq = blockIdx.x / {split};")
+    else:
+        w("int bq = blockIdx.x;")
     for j in range(P - 1, -1, -1):
         w(f"const int pb{j} = (bq % {grid[j]}) * {block[j]}; bq /= {grid[j]};")
     w("int tq = tid;")
@@ -261,23 +269,26 @@ def source(spec, tile):
             call(f"post{lv}", "post", [])
     else:
         call("pre0", "pre", modes(0, "first"))
+        first_at, end_at = ("at0", "at1") if split > 1 else ("0", str(ntiles))
         if shared and nbuf > 1:
-            _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "0", "0")
+            _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt,
+                       "0" if split == 1 else f"at0 * {chunk}", "0")
             w("merit_cp_commit();")
         w("#pragma unroll 1")
-        w.open(f"for (int at = 0; at < {ntiles}; ++at)")
+        w.open(f"for (int at = {first_at}; at < {end_at}; ++at)")
         w(f"const int ab0 = at * {chunk};")
         if shared:
             if nbuf > 1:
-                w.open(f"if (at + 1 < {ntiles})")
+                rel = "at" if split == 1 else "(at - at0)"
+                w.open(f"if (at + 1 < {end_at})")
                 _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {chunk}",
-                           "((at + 1) & 1)")
+                           f"(({rel} + 1) & 1)")
                 w("merit_cp_commit(); merit_cp_wait<1>();")
                 w.close("} else {")
                 w.depth += 1
                 w("merit_cp_wait<0>();")
                 w.close()
-                w("const int buf = at & 1;")
+                w(f"const int buf = {rel} & 1;")
             else:
                 _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
                 w("merit_cp_commit(); merit_cp_wait<0>();")
@@ -318,7 +329,10 @@ def source(spec, tile):
     conds = [f"{pidx(j)} < {spec.pshape[j]}" for j in range(P) if spec.pshape[j] % block[j]]
     lin = " + ".join(f"({oidx}){pidx(j)} * {ostr[j]}" for j in range(P)) or "0"
     w(f"const {oidx} at = {lin};")
-    stores = " ".join(f"g_out{o}[at] = s[r].out{o};" for o in range(spec.outputs))
+    if split > 1:   # partial sums of the blocks of one output tile, into zeroed outputs
+        stores = " ".join(f"atomicAdd(g_out{o} + at, s[r].out{o});" for o in range(spec.outputs))
+    else:
+        stores = " ".join(f"g_out{o}[at] = s[r].out{o};" for o in range(spec.outputs))
     w(f"if ({' && '.join(conds)}) {{ {stores} }}" if conds else stores)
     w.close()
     out.append("\n".join(w.lines))

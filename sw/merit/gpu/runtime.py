@@ -76,6 +76,17 @@ def launcher(spec, tile, inputs, outputs):
     """A no-argument function launching the kernel of (spec, tile) on these device arrays."""
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
     args = tuple(inputs) + tuple(outputs)
+    if tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
+        cp = cupy()
+        zero = [(o.data.ptr, o.nbytes) for o in outputs]
+
+        def go():
+            stream = cp.cuda.get_current_stream().ptr
+            for ptr, n in zero:
+                cp.cuda.runtime.memsetAsync(ptr, 0, n, stream)
+            kernel((nblocks,), (nthreads,), args, shared_mem=smem)
+
+        return go
 
     def go():
         kernel((nblocks,), (nthreads,), args, shared_mem=smem)
@@ -113,7 +124,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 
 
 class TileCache:

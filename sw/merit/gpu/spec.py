@@ -97,9 +97,13 @@ class Spec:
         return hashlib.sha1(self.key().encode()).hexdigest()[:10]
 
 
-def spec_of(problem, dtype, precision="fp32"):
+def spec_of(problem, dtype, precision="fp32", fixed=None):
     """The :class:`Spec` of a :class:`merit.Problem` computed in ``dtype`` ("float32"/"int32")
-    with the arithmetic ``precision`` (one of :data:`PRECISIONS`; tensor cores need float32)."""
+    with the arithmetic ``precision`` (one of :data:`PRECISIONS`; tensor cores need float32).
+
+    ``fixed``: an output shift (0..31) to run the problem's MERIT-z program instead of the
+    strategy's bodies, bit-exact with the ISA (:mod:`merit.gpu.fixed`; int32 only).
+    """
     import numpy as np
 
     if dtype not in DTYPES:
@@ -113,6 +117,12 @@ def spec_of(problem, dtype, precision="fp32"):
     odt = np.dtype(strategy.output_dtype(np.dtype(dtype)))
     out_dtype = "float32" if odt.kind == "f" else "int32"
     body = dict(strategy.c_body)
+    if fixed is not None:
+        from .fixed import isa_body
+
+        if dtype != "int32":
+            raise ValueError(f"fixed point runs in int32, not {dtype}")
+        body, out_dtype = isa_body(problem, fixed), "int32"
     for key in ("state", "loop"):
         body.setdefault(key, "")
     for key in ("pre", "post"):

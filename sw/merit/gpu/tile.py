@@ -49,6 +49,10 @@ class Tile:
         Tensor-core tiles only: ``(WM, WN)`` warps along the rows and the columns of the block.
     frags : tuple of int
         Tensor-core tiles only: ``(FM, FN)`` fragments of 16 rows x 8 columns per warp.
+    split : int
+        Split-K: the accumulation tiles are dealt to ``split`` blocks per output block, whose
+        partial sums are added atomically into outputs zeroed first (sums only, see
+        :func:`merit.gpu.tiling.splittable`).
     """
 
     threads: tuple
@@ -64,6 +68,7 @@ class Tile:
     mma: str = ""
     warps: tuple = ()
     frags: tuple = ()
+    split: int = 1
 
     @property
     def block(self):
@@ -89,7 +94,8 @@ class Tile:
             w = "x".join(map(str, self.warps))
             f = "x".join(map(str, self.frags))
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
-        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}"
+        sk = f"_k{self.split}" if self.split > 1 else ""
+        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}"
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,10 @@ def estimate(spec, tile, device=H100):
     ext = extents(spec, tile)
     chunk = ext[P] if spec.na else 1
     ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
+    split = tile.split
+    if split > 1:   # each of `split` blocks takes a share of the tiles, sums added atomically
+        nb *= split
+        ntiles = -(-ntiles // split)
     tile_steps = math.prod(ext[P:])
     u, usteps = _unroll(spec, chunk, tile.unroll or None)
     shared = tile.shared or shared_inputs(spec, tile, device)
@@ -165,6 +169,7 @@ def estimate(spec, tile, device=H100):
     lsu = warps * steps * (lds + 2 * ldg)
     run = tile.block[-1] if tile.block else 1
     out_bytes = math.prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
+    out_bytes *= 2 * split if split > 1 else 1
     dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
     resident = per_sm * nt / 32
     eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
@@ -265,11 +270,41 @@ def _candidates(spec):
                     r = [1] * P
                     r[j1], r[j2] = e1, e2
                     regsets.append(tuple(r))
+    sums = splittable(spec)
     for regs in regsets:
         for threads in _thread_layouts(spec, regs):
             t = Tile(threads, regs, 1)
             if _waste(spec, t) <= 1.3:
-                yield Tile(threads, regs, _chunk(spec, t))
+                t = Tile(threads, regs, _chunk(spec, t))
+                yield t
+                if sums:
+                    yield from _splits(spec, t)
+
+
+def splittable(spec):
+    """Whether split-K applies: one level summing ``in0 * in1`` or ``in0`` into ``acc`` from
+    zero, whose PostLoop only stores the sum (partial sums then add up to the result)."""
+    b = spec.body
+    return (spec.na > 0 and len(spec.levels) == 1 and spec.outputs == 1
+            and spec.out_dtype == spec.dtype and "defs" not in b
+            and mma._norm(b.get("state", "")) == "Tacc;"
+            and [mma._norm(x) for x in b["pre"]] == ["acc=0;"]
+            and [mma._norm(x) for x in b["post"]] == ["out0=acc;"]
+            and mma._norm(b["loop"]) in ("acc+=in0*in1;", "acc+=in0;")
+            and all(op.stage == "loop" for op in spec.inputs))
+
+
+def _splits(spec, tile, device=H100):
+    """Split-K variants of ``tile`` when its blocks fill less than two waves of the SMs."""
+    nb = math.prod(-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True))
+    ntiles = -(-spec.ashape[0] // min(tile.chunk, spec.ashape[0]))
+    if nb >= 2 * device.sms:
+        return
+    for split in (2, 4, 8, 16, 32):
+        per = -(-ntiles // split)
+        if -(-ntiles // per) != split or nb * split > 16 * device.sms:
+            continue   # every split must get tiles
+        yield _replace(tile, split=split)
 
 
 def complete(spec, tile, device=H100):
@@ -283,7 +318,8 @@ def complete(spec, tile, device=H100):
         chunk = spec.ashape[0]
     t = Tile(tuple(tile.threads), tuple(tile.regs), chunk, tile.shared, tile.pads,
              tuple(tile.order) or tuple(range(P - 1, -1, -1)),
-             tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector))
+             tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector),
+             split=tile.split)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -547,6 +583,17 @@ def check_tile(spec, tile, device=H100):
         raise ValueError(f"tile gives each thread {tile.nregs} outputs; the limit is 256")
     if not isinstance(tile.chunk, int) or tile.chunk < 1:
         raise ValueError(f"tile.chunk must be a positive integer, not {tile.chunk!r}")
+    if not isinstance(tile.split, int) or tile.split < 1:
+        raise ValueError(f"tile.split must be a positive integer, not {tile.split!r}")
+    if tile.split > 1:
+        if tile.mma or not splittable(spec):
+            raise ValueError(f"tile.split={tile.split}: split-K needs a SIMT tile of a sum "
+                             f"(Dot or Sum into 'acc', PostLoop 'out0 = acc;')")
+        ntiles = -(-spec.ashape[0] // min(tile.chunk, spec.ashape[0]))
+        per = -(-ntiles // tile.split)
+        if -(-ntiles // per) != tile.split:
+            raise ValueError(f"tile.split={tile.split} leaves a block without accumulation "
+                             f"tiles ({ntiles} tiles of chunk {tile.chunk})")
     if tile.shared:
         if len(tile.shared) != len(spec.inputs):
             raise ValueError(f"tile.shared must have one entry per input ({len(spec.inputs)}), "
