@@ -108,8 +108,8 @@ def test_fixed_spec_and_errors():
     assert spec.key() != spec_of(CASES["conv"](), "int32", fixed=4).key()
     with pytest.raises(ValueError, match="fixed point runs in int32, not float32"):
         spec_of(CASES["conv"](), "float32", fixed=0)
-    with pytest.raises(ValueError, match=r"no fixed-point kernel for problem 'conv2d': shift must "
-                                         r"be in 0..31, not 40"):
+    with pytest.raises(ValueError, match=r"no fixed-point kernel for problem 'conv2d': shift "
+                                         r"must be .*0..31, not 40"):
         isa_body(CASES["conv"](), 40)
 
 
