@@ -5,7 +5,9 @@ The bench compiles the problem (``merit.compile``), writes the configuration reg
 window through the AXI4-Lite port (``merit.regmap``), fills DRAM with random bytes and the inputs
 with random int16, writes CTRL.start and waits for the interrupt. Then STATUS must say done
 without error, every output must equal the golden ISA model (``merit.isa.programs.run``) bit for
-bit, and every other DRAM byte must be unchanged, whatever the number of TAUs. Records the same
+bit, and every other DRAM byte must be unchanged, whatever the number of TAUs. With
+``register_writes`` in the configuration, the register stream of another driver (the C driver's
+log, ``merit.flow.driver``) is replayed instead of the Python one. Records the same
 metrics as ``bench_tau`` (utilization over all TAUs' ALUs) plus the CYCLES register, and prints a
 progress line every ~2 s of wall time; tiles done = the dispatcher's count of tiles handed over,
 read from the model's hierarchy (the control port is not touched while the kernel runs).
@@ -51,7 +53,14 @@ async def kernel_matches_the_isa_model(dut):
     nrng = np.random.default_rng(rand.randrange(1 << 30))
     image, arrays = fill_dram(dram, kernel, problem, nrng)
 
-    writes = rmap.config_words(kernel.config) + rmap.lut_words_for(kernel.program.luts)
+    ctrl = rmap["CTRL"].offset
+    if cfg.get("register_writes"):      # a stream from another driver (the C driver's log)
+        stream = replayed_writes(cfg["register_writes"])
+        cut = next(i for i, (offset, _) in enumerate(stream) if offset == ctrl) + 1
+        writes, start, after = stream[:cut - 1], stream[cut - 1][1], stream[cut:]
+    else:
+        writes = rmap.config_words(kernel.config) + rmap.lut_words_for(kernel.program.luts)
+        start, after = 0b101, []
     for offset, word in writes:
         resp = await bus.write(offset, word.to_bytes(4, "little"))
         assert resp.resp == 0, f"register {offset:#x} refused"
@@ -61,7 +70,7 @@ async def kernel_matches_the_isa_model(dut):
                                                  expected=expected, in_flight=2 * taus,
                                                  path=cfg.get("progress_file")))
     started = time.monotonic()
-    await bus.write(rmap["CTRL"].offset, (0b101).to_bytes(4, "little"))
+    await bus.write(ctrl, start.to_bytes(4, "little"))
     await with_timeout(RisingEdge(dut.irq), cycle_limit(cfg, expected) * 10, "ns")
     seconds = time.monotonic() - started
     progress.cancel()
@@ -78,3 +87,18 @@ async def kernel_matches_the_isa_model(dut):
     check_outputs(dram, kernel, problem, image, isa_run(problem, *arrays, shift=shift))
     record_run(dram, kernel, cfg, alus=lanes * taus, seconds=seconds)
     record_metric("cycles_register", await read("CYCLES"))
+    for offset, word in after:          # the driver's writes after done (clearing STATUS.done)
+        await bus.write(offset, word.to_bytes(4, "little"))
+    if after:
+        await RisingEdge(dut.clk)
+        assert not await read("STATUS") & 2 and not int(dut.irq.value), "done not cleared"
+
+
+def replayed_writes(path):
+    """``[(offset, value)]`` of the ``W OFFSET VALUE`` lines (hexadecimal) of a driver's log."""
+    writes = []
+    for line in open(path).read().splitlines():
+        if line.startswith("W "):
+            _, offset, value = line.split()
+            writes.append((int(offset, 16), int(value, 16)))
+    return writes

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import REPO, run_bench  # noqa: E402
 from merit.compile import program_slots  # noqa: E402  (re-exported: the benches' default)
-from merit.toolchain import check_fst_headers  # noqa: E402
+from merit.toolchain import wave_format  # noqa: E402
 
 __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
            "cycle_limit", "record_run"]
@@ -58,15 +58,21 @@ def top_for(lanes, taus, *, rp_bytes=None, cp_bytes=5120, instructions=16):
 
 
 def _check_waves(waves):
+    """``(path, kind, note)`` of a ``waves`` argument: an ``.fst`` file where FST can be built,
+    else the ``.vcd`` file beside it (``note`` says why); a ``.vcd`` file as asked."""
     if waves is None:
-        return None
+        return None, None, None
     if not isinstance(waves, (str, os.PathLike)):
-        raise TypeError(f"waves must be the path of an .fst file, not {waves!r}")
+        raise TypeError(f"waves must be the path of an .fst or .vcd file, not {waves!r}")
     path = Path(waves)
-    if path.suffix != ".fst":
-        raise ValueError(f"waves must name an .fst file (FST waveform), not {str(path)!r}")
-    check_fst_headers()
-    return path
+    if path.suffix not in (".fst", ".vcd"):
+        raise ValueError(f"waves must name an .fst or .vcd file, not {str(path)!r}")
+    if path.suffix == ".vcd":
+        return path, "vcd", None
+    kind, why = wave_format()
+    if kind == "vcd":
+        return path.with_suffix(".vcd"), "vcd", f"VCD instead of FST: {why}"
+    return path, "fst", None
 
 
 def _problem_file(problem):
@@ -98,7 +104,7 @@ class _Tail(threading.Thread):
 
 def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20, shift=0,
              seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=5120, max_outputs=None,
-             instructions=None, waves=None, progress=None):
+             instructions=None, waves=None, progress=None, register_writes=None):
     """Run ``problem`` on one TAU (``taus=None``) or on the processor with ``taus`` TAUs.
 
     Parameters
@@ -121,17 +127,24 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
     instructions : int, optional
         Program slots of a TAU (default: :func:`program_slots`).
     waves : str or path, optional
-        Write an FST waveform of the run to this ``.fst`` file (a separate, traced build).
+        Write a waveform of the run to this ``.fst`` or ``.vcd`` file (a separate, traced
+        build). Where FST cannot be built (no lz4 / zlib headers), an ``.fst`` request writes
+        the ``.vcd`` file beside it instead: ``metrics["waves"]`` is the file written,
+        ``metrics["waves_note"]`` says why.
     progress : callable, optional
         Called with each progress line (``[merit] cycle N, tiles done D/T, ...``) while the
         simulation runs.
+    register_writes : str or path, optional
+        With ``taus``: replay this driver log instead of the Python driver's register writes
+        (``W OFFSET VALUE`` lines in hexadecimal, as the C driver's host shim prints them; the
+        writes up to CTRL.start, then those after done).
 
     Returns ``{"cycles", "utilization", "useful_ops", "read_beats", "write_beats", "dram_busy",
     "compute_bound_cycles", "tiling", "tiles", "sim_seconds", "sim_cycles"}`` (the top adds
     ``cycles_register``, the CYCLES register). Raises ``harness.BenchFailure`` when the RTL
     result differs from the golden ISA model or any byte of DRAM outside the outputs changed.
     """
-    waves = _check_waves(waves)
+    waves, wave_kind, wave_note = _check_waves(waves)
     rp_bytes = tuple(rp_bytes or RP_BYTES)
     instructions = program_slots(problem, shift) if instructions is None else instructions
     config = {"problem": str(_problem_file(problem)), "lanes": lanes,
@@ -146,6 +159,10 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
                       instructions=instructions)
         bench, name = "bench_top_kernel", f"top_n{lanes}_t{taus}"
         config["taus"] = taus
+    if register_writes is not None:
+        if taus is None:
+            raise ValueError("register_writes needs taus: only the processor has registers")
+        config["register_writes"] = str(Path(register_writes).resolve())
     if waves is not None:
         config["waves"] = True
     tail = None
@@ -159,15 +176,18 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         tail.start()
     try:
         metrics = run_bench(top, bench=bench, config=config, seed=seed, name=name,
-                            waves=waves is not None)
+                            waves=wave_kind or False)
     finally:
         if tail is not None:
             tail.done.set()
             tail.join()
     if waves is not None:
-        dump = Path(metrics.pop("run_dir")) / "dump.fst"
+        dump = Path(metrics.pop("run_dir")) / f"dump.{wave_kind}"
         waves.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(dump, waves)
+        metrics["waves"] = str(waves)
+        if wave_note:
+            metrics["waves_note"] = wave_note
     return metrics
 
 

@@ -1,4 +1,5 @@
-"""The ``merit`` command line: emit MERIT-z Verilog, simulate a workload on it, plan a kernel.
+"""The ``merit`` command line: emit MERIT-z Verilog, simulate a workload on it, plan a kernel,
+compile one to C.
 
 Every error is one line on stderr, ``merit: error: ...``, with a non-zero exit status
 (``MERIT_DEBUG=1`` shows the traceback instead).
@@ -7,6 +8,7 @@ Every error is one line on stderr, ``merit: error: ...``, with a non-zero exit s
 import argparse
 import importlib
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -132,8 +134,8 @@ def _cmd_sim(args):
     _check_hardware(args)
     if args.latency < 0:
         raise CommandError(f"--latency must be at least 0, not {args.latency}")
-    if args.waves is not None and Path(args.waves).suffix != ".fst":
-        raise CommandError(f"--waves must name an .fst file (FST waveform), not {args.waves!r}")
+    if args.waves is not None and Path(args.waves).suffix not in (".fst", ".vcd"):
+        raise CommandError(f"--waves must name an .fst or .vcd file, not {args.waves!r}")
     problem, what = _problem(args.workload)
     _verif()
     try:
@@ -183,7 +185,8 @@ def _cmd_sim(args):
                       "changed"),
     ]
     if args.waves:
-        rows.append(("waves", args.waves))
+        rows.append(("waves", metrics["waves"] + (f"  ({metrics['waves_note']})"
+                                                  if "waves_note" in metrics else "")))
     _table(rows)
     if args.json:
         import json
@@ -192,6 +195,30 @@ def _cmd_sim(args):
                   "latency": args.latency, "wall_s": round(wall, 1), **metrics}
         Path(args.json).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         print(f"wrote {args.json}")
+
+
+def _cmd_compile(args):
+    problem, what = _problem(args.workload)
+    try:
+        from merit.flow.driver import emit_c
+    except ImportError as exc:
+        raise CommandError(f"C emission needs the flow packages ({exc}); run 'make setup'") \
+            from None
+    name = args.name or re.sub(r"\W", "_", args.workload.rpartition(":")[2])
+    if name[:1].isdigit():
+        name = f"k_{name}"
+    try:
+        from systemrdl import RDLCompileError
+    except ImportError as exc:
+        raise CommandError(f"C emission needs systemrdl-compiler ({exc}); run 'make setup'") \
+            from None
+    try:
+        paths = emit_c(problem, args.out, name, lanes=args.lanes, shift=args.shift,
+                       description=what)
+    except RDLCompileError as exc:
+        raise CommandError(f"the register description did not compile: {exc}") from None
+    for path in paths:
+        print(f"wrote {path}")
 
 
 def _cmd_plan(args):
@@ -264,8 +291,31 @@ def _parser():
     sim.add_argument("--seed", type=int, help="random seed of the bench (default: random)")
     sim.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
     sim.add_argument("--waves", metavar="FILE.fst",
-                     help="write an FST waveform of the run (a separate, traced build)")
+                     help="write a waveform of the run (a separate, traced build): FST, or VCD "
+                          "for a .vcd name or where FST cannot be built (no lz4 / zlib "
+                          "headers; the .vcd goes beside the .fst name, and the table says so)")
     sim.set_defaults(run=_cmd_sim)
+
+    comp = commands.add_parser(
+        "compile", help="compile a workload for MERIT-z and emit it as C: register writes, LUT "
+                        "contents and a small driver",
+        description="Compile one workload for MERIT-z and write it as C into a folder: "
+                    "NAME.c / NAME.h (the configuration register writes and LUT window of the "
+                    "kernel, the DRAM address of each tensor), meritz_driver.c / .h (load, "
+                    "start, wait, STATUS decoding) and meritz.h (the register header generated "
+                    "from the SystemRDL description). The platform supplies meritz_write32 and "
+                    "meritz_read32.")
+    comp.add_argument("workload", help="workload name, paper:ROW or MODULE:FUNCTION returning a "
+                                       "merit.Problem")
+    comp.add_argument("--emit", choices=["c"], default="c", help="output language (default: c)")
+    comp.add_argument("--lanes", type=int, default=32, metavar="N",
+                      help="lanes per TAU of the target, a power of two (default: 32)")
+    comp.add_argument("--shift", type=int, default=0, metavar="S",
+                      help="right shift of the results (default: 0)")
+    comp.add_argument("--name", metavar="NAME",
+                      help="C name of the kernel (default: the workload's name)")
+    comp.add_argument("--out", default=".", metavar="DIR", help="output folder (default: .)")
+    comp.set_defaults(run=_cmd_compile)
 
     plan = commands.add_parser(
         "plan", help="tiling, cycles and bottleneck of a workload on MERIT-z, without simulating",

@@ -14,11 +14,13 @@ turned into ``_`` (``rp0[1].stride[3]`` is ``rp0_1_stride_3``); the original nam
 import hashlib
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from merit.regmap import BUDGET_BYTES, ID_MAGIC, Access, Error, register_map
 
-__all__ = ["ADDRMAP", "field_identifier", "systemrdl", "compile_rdl", "export", "main"]
+__all__ = ["ADDRMAP", "field_identifier", "systemrdl", "compile_rdl", "write_header", "export",
+           "main"]
 
 #: Name of the SystemRDL addrmap (and the prefix of the C header's macros).
 ADDRMAP = "meritz"
@@ -119,6 +121,20 @@ def compile_rdl(path):
     compiler = RDLCompiler()
     compiler.compile_file(str(path))
     return compiler.elaborate(top_def_name=ADDRMAP)
+
+
+def write_header(out_dir, rmap=None):
+    """Write ``meritz.h`` alone (the C header of :func:`export`) into ``out_dir``; return it."""
+    from peakrdl_cheader.exporter import CHeaderExporter
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    header = out / f"{ADDRMAP}.h"
+    with tempfile.TemporaryDirectory() as folder:
+        rdl = Path(folder) / f"{ADDRMAP}.rdl"
+        rdl.write_text(systemrdl(rmap))
+        CHeaderExporter().export(compile_rdl(rdl), str(header))
+    return header
 
 
 def export(out_dir, rmap=None):
