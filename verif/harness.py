@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from xml.etree import ElementTree
 
-from merit.toolchain import verilator_env
+from merit.toolchain import verilator_env, wave_format
 
 __all__ = ["REPO", "VERIF", "WAIVERS", "BenchFailure", "build", "run_bench"]
 
@@ -48,6 +48,21 @@ def _locked(path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+#: Verilator options of each waveform kind (cocotb's runner adds ``--trace`` itself: VCD).
+_TRACE_ARGS = {None: [], "fst": ["--trace-fst", "--trace-structs"], "vcd": ["--trace-structs"]}
+
+
+def _wave_kind(waves):
+    """None, ``"fst"`` or ``"vcd"`` for ``waves`` (False, True = FST, or a kind)."""
+    if waves in (False, None):
+        return None
+    if waves is True:
+        return "fst"
+    if waves not in ("fst", "vcd"):
+        raise ValueError(f"waves must be False, True, 'fst' or 'vcd', not {waves!r}")
+    return waves
+
+
 def build(top, *, name=None, waves=False):
     """Emit and build ``top``; return ``(build_dir, module_name, metadata)``.
 
@@ -59,7 +74,7 @@ def build(top, *, name=None, waves=False):
 
     name = name or f"dut_{type(top).__name__.lower()}"
     text, metadata = to_verilog(top, name)
-    args = VERILATOR_ARGS + (["--trace-fst", "--trace-structs"] if waves else [])
+    args = VERILATOR_ARGS + _TRACE_ARGS[_wave_kind(waves)]
     digest = hashlib.sha1("\0".join([text, WAIVERS.read_text(), *args]).encode()).hexdigest()[:12]
     build_dir = _sim_build_root() / f"{name}-{digest}"
     os.environ.update(verilator_env())
@@ -71,7 +86,7 @@ def build(top, *, name=None, waves=False):
             (build_dir / f"{name}.json").write_text(json.dumps(metadata, indent=2) + "\n")
             runner = get_runner("verilator")
             runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
-                         build_args=args, waves=waves, log_file=build_dir / "build.log")
+                         build_args=args, waves=bool(waves), log_file=build_dir / "build.log")
     return build_dir, name, metadata
 
 
@@ -105,8 +120,10 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         JSON-serializable configuration handed to the bench (``benchlib.bench_config()``).
     seed : int, optional
         Random seed of the bench (cocotb's and ours); random and printed when not given.
-    waves : bool
-        Dump an FST waveform into the build folder (also enabled by ``WAVES=1``).
+    waves : bool or str
+        Dump a waveform into the run folder: True or ``"fst"`` (``dump.fst``), ``"vcd"``
+        (``dump.vcd``, needs no system header); ``WAVES=1`` picks the FST where it can be built
+        (:func:`merit.toolchain.wave_format`), else the VCD.
     testcase : str, optional
         Run only the cocotb tests whose names match.
 
@@ -117,7 +134,8 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
 
     if not (VERIF / f"{bench}.py").is_file():
         raise ValueError(f"bench must name a cocotb module in {VERIF}, not {bench!r}")
-    waves = waves or os.environ.get("WAVES", "0") not in ("", "0")
+    if not waves and os.environ.get("WAVES", "0") not in ("", "0"):
+        waves = wave_format()[0]        # FST where its headers are, else VCD
     build_dir, module, metadata = build(top, name=name, waves=waves)
     seed = random.randrange(2**31) if seed is None else int(seed)
     print(f"[merit] bench {bench} on {module}: seed {seed} (replay with seed={seed})")
@@ -135,7 +153,7 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         runner.test(test_module=bench, hdl_toplevel=module, hdl_toplevel_lang="verilog",
                     build_dir=build_dir,
                     test_dir=test_dir, test_args=["--trace"] if waves else [],
-                    extra_env=env, seed=seed, waves=waves, results_xml=str(results),
+                    extra_env=env, seed=seed, waves=bool(waves), results_xml=str(results),
                     testcase=testcase, log_file=test_dir / "sim.log")
     except SystemExit as exc:
         failed = _failed_tests(results)

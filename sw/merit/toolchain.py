@@ -8,8 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["ToolchainError", "check_fst_headers", "verilator_root", "verilator_bin",
-           "verilator_env", "check_build_tools"]
+__all__ = ["ToolchainError", "FST_HEADERS_ENV", "check_fst_headers", "wave_format",
+           "verilator_root", "verilator_bin", "verilator_env", "check_build_tools"]
 
 
 class ToolchainError(RuntimeError):
@@ -52,18 +52,36 @@ def check_build_tools():
                                "(e.g. 'apt-get install g++ make perl')")
 
 
+#: Environment variable: the headers that the FST probe compiles against, space-separated
+#: (default ``"lz4.h zlib.h"``). Naming a header that does not exist, e.g.
+#: ``MERIT_FST_HEADERS="lz4.h missing.h"``, makes the probe fail as on a machine without them:
+#: the way to see (and test) the VCD fallback of :func:`wave_format` anywhere.
+FST_HEADERS_ENV = "MERIT_FST_HEADERS"
+
+
 def check_fst_headers():
     """Raise :class:`ToolchainError` unless the C++ compiler finds ``lz4.h`` and ``zlib.h``:
     Verilator's FST waveform writer compiles against them (a system package, not a wheel)."""
     import subprocess
 
+    headers = os.environ.get(FST_HEADERS_ENV, "lz4.h zlib.h").split()
     probe = subprocess.run([os.environ.get("CXX", "c++"), "-E", "-x", "c++", "-", "-o",
-                            os.devnull], input="#include <lz4.h>\n#include <zlib.h>\n",
+                            os.devnull], input="".join(f"#include <{h}>\n" for h in headers),
                            text=True, capture_output=True)
     if probe.returncode:
         raise ToolchainError("waves (FST) need the lz4 and zlib headers for Verilator's FST "
                              "writer; install them (Debian/Ubuntu: apt-get install liblz4-dev "
                              "zlib1g-dev)")
+
+
+def wave_format():
+    """``("fst", None)`` where FST waveforms can be built, else ``("vcd", why)``: VCD needs no
+    system header, so waves work on a fresh machine (bigger files)."""
+    try:
+        check_fst_headers()
+    except ToolchainError as exc:
+        return "vcd", str(exc)
+    return "fst", None
 
 
 def verilator_env(base=None):
