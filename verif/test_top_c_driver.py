@@ -19,6 +19,7 @@ SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
 
 
 @pytest.mark.sim
+@pytest.mark.slow       # a new build of the real-TAU top (shared with test_top_kernel's)
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_c_driver_stream_runs_the_kernel_bit_exact(tmp_path):
     problem = W.conv2d(1, 3, 9, 13, 4, 3, padding=1)
