@@ -23,6 +23,7 @@ help:
 	@echo "make bench      benchmarks -> docs/results/ (bench-golden + bench-hw; long)"
 	@echo "make bench-gpu  GPU benchmark vs cuDNN/cuBLAS/cupyx (on a CUDA machine)"
 	@echo "make synth      Yosys area report -> docs/results/area.md"
+	@echo "make fpga       ECP5 place and route: Fmax, utilization, logic depth -> docs/results/fpga.md"
 	@echo "make perf       performance model vs the RTL measurements -> docs/results/perf.md"
 	@echo "make plots      redraw the results figures from docs/results/*.json"
 	@echo "make clean      remove build products"
@@ -78,6 +79,13 @@ bench-hw: $(STAMP)
 synth: $(STAMP)
 	$(PY) -m merit.synth
 	$(PY) -m merit.plots
+
+# place and route Top (1 TAU x 8 lanes) on an ECP5 LFE5U-85F: Fmax, utilization, critical path,
+# and the logic depth of every module -> docs/results/fpga.md (cached in build/fpga/; a first run
+# takes about an hour on two busy cores)
+.PHONY: fpga
+fpga: $(STAMP)
+	nice -n 10 $(PY) -m bench.fpga
 
 # the performance model against every RTL measurement -> docs/results/perf.md
 perf: $(STAMP)

