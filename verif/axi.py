@@ -31,7 +31,7 @@ from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiReadBus, AxiWriteBus
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 
-__all__ = ["Dram", "fill_dram", "check_outputs", "check_untouched"]
+__all__ = ["Dram", "fill_dram", "int16_data", "check_outputs", "check_untouched"]
 
 
 def _check_latency(name, value):
@@ -323,17 +323,30 @@ class Dram:
         return self.last_response - self.first_request
 
 
+def int16_data(nrng, shape):
+    """Random int16 over the whole range, an eighth of the elements at each end (-32768, 32767),
+    so that products, sums and ``out`` saturate."""
+    a = nrng.integers(-32768, 32768, size=shape)
+    ends = nrng.random(shape)
+    a[ends < 0.125] = -32768
+    a[ends > 0.875] = 32767
+    return a.astype(np.int16)
+
+
 def fill_dram(dram, kernel, problem, nrng):
     """Fill the whole DRAM of a compiled kernel with random bytes, then place the problem's input
-    tensors (fixed values, or random int16 in -64..63) at their addresses.
+    tensors (fixed values as the program reads them, ``merit.isa.programs.fixed_values``, or
+    :func:`int16_data`) at their addresses.
 
     Returns ``(image, arrays)``: the bytes written and the int16 inputs in ``problem.tensors``
     order."""
+    from merit.isa.programs import fixed_values
+
+    fixed = fixed_values(problem)
     image = nrng.integers(0, 256, size=kernel.dram_bytes, dtype=np.uint8)
     arrays = []
     for tensor in problem.tensors:
-        array = (np.asarray(tensor.value).astype(np.int16) if tensor.value is not None
-                 else nrng.integers(-64, 64, size=tensor.shape).astype(np.int16))
+        array = fixed[tensor.name] if tensor.name in fixed else int16_data(nrng, tensor.shape)
         arrays.append(array)
         start = kernel.tensors[tensor.name]
         image[start:start + array.nbytes] = np.frombuffer(array.astype("<i2").tobytes(),

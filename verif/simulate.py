@@ -19,6 +19,7 @@ The benches print a progress line every ~2 s of wall time (:func:`report_progres
 ``simulate(..., progress=print)`` hands those lines to a callable while the simulation runs.
 """
 
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -140,11 +141,17 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         writes up to CTRL.start, then those after done).
 
     Returns ``{"cycles", "utilization", "useful_ops", "read_beats", "write_beats", "dram_busy",
-    "compute_bound_cycles", "tiling", "tiles", "sim_seconds", "sim_cycles"}`` (the top adds
-    ``cycles_register``, the CYCLES register). Raises ``harness.BenchFailure`` when the RTL
-    result differs from the golden ISA model or any byte of DRAM outside the outputs changed.
+    "compute_bound_cycles", "tiling", "tiles", "sim_seconds", "sim_cycles", "isa_vs_golden"}``
+    (the top adds ``cycles_register``, the CYCLES register). Three ways are compared: the RTL
+    with the ISA interpreter, bit for bit, on inputs over the whole int16 range (the bench raises
+    ``harness.BenchFailure`` when an output differs or any byte of DRAM outside the outputs
+    changed), and the ISA interpreter with the golden model (``problem.run``) on three data sets
+    (:func:`merit.isa.programs.check_golden`; ``isa_vs_golden`` lists them as dicts with
+    ``held``; the caller decides what a failed one means).
     """
     waves, wave_kind, wave_note = _check_waves(waves)
+    from merit.isa.programs import check_golden
+    golden = check_golden(problem, shift=shift)     # the ISA program against the golden model
     rp_bytes = tuple(rp_bytes or RP_BYTES)
     instructions = program_slots(problem, shift) if instructions is None else instructions
     config = {"problem": str(_problem_file(problem)), "lanes": lanes,
@@ -181,6 +188,7 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         if tail is not None:
             tail.done.set()
             tail.join()
+    metrics["isa_vs_golden"] = [dataclasses.asdict(c) for c in golden]
     if waves is not None:
         dump = Path(metrics.pop("run_dir")) / f"dump.{wave_kind}"
         waves.parent.mkdir(parents=True, exist_ok=True)

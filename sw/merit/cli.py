@@ -7,6 +7,7 @@ Every error is one line on stderr, ``merit: error: ...``, with a non-zero exit s
 
 import argparse
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -21,6 +22,9 @@ class CommandError(Exception):
 
 
 def _cmd_verilog(args):
+    from merit.kernelcfg import check_lanes
+    if args.lanes is not None:
+        check_lanes(args.lanes)
     try:
         from meritz.configs import build
         from meritz.emit import write_component
@@ -85,29 +89,90 @@ def _problem(spec):
                                "returning a merit.Problem")
         factory, what = workloads[spec]
         return factory(), what
-    module_name, _, function_name = spec.partition(":")
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CommandError(f"cannot import {module_name!r} of {spec!r}: {exc}") from None
+    module_name, _, function_name = spec.rpartition(":")
+    if not module_name or not function_name.isidentifier():
+        raise CommandError(f"{spec!r}: expected MODULE:FUNCTION or path/to/file.py:FUNCTION, "
+                           f"with a module and a function name")
+    module = _import_user_module(module_name, spec)
     factory = getattr(module, function_name, None)
     if not callable(factory):
         raise CommandError(f"module {module_name!r} has no function {function_name!r}")
     try:
         problem = factory()
-    except (TypeError, ValueError) as exc:
-        raise CommandError(f"{spec}() failed: {exc}") from None
+    except Exception as exc:            # user code: any failure is one line naming it
+        raise CommandError(f"{spec}() failed: {type(exc).__name__}: {exc}") from None
     if not isinstance(problem, Problem):
         raise CommandError(f"{spec} must return a merit.Problem, not "
                            f"{type(problem).__name__}")
     return problem, f"{problem.name} from {spec}"
 
 
-def _check_hardware(args):
+def _import_user_module(module_name, spec):
+    """The module of ``MODULE:FUNCTION``: a file path (``.py``, or with a ``/``), else a module
+    importable from the current folder or ``sys.path``. Any failure is a CommandError."""
     try:
-        from meritz.configs import check_lanes, check_taus
+        if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
+            path = Path(module_name)
+            if not path.is_file():
+                raise CommandError(f"{spec!r}: no file {module_name!r}")
+            name = "_merit_user_" + "".join(c if c.isalnum() else "_" for c in path.stem)
+            loader = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(module)
+            return module
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        return importlib.import_module(module_name)
+    except CommandError:
+        raise
+    except SyntaxError as exc:
+        raise CommandError(f"cannot import {module_name!r} of {spec!r}: SyntaxError: {exc.msg} "
+                           f"({exc.filename}, line {exc.lineno})") from None
+    except Exception as exc:            # ImportError, or anything the module raises at import
+        raise CommandError(f"cannot import {module_name!r} of {spec!r}: "
+                           f"{type(exc).__name__}: {exc}") from None
+
+
+def _check_output_path(option, path):
+    """Refuse an output file whose folder does not exist or cannot be written, before any run."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise CommandError(f"{option} {path!r} is a folder; name a file")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise CommandError(f"{option} {path!r}: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise CommandError(f"{option} {path!r}: folder {str(folder)!r} is not writable")
+
+
+def _compile(problem, args, what):
+    """Compile ``problem`` for the command's hardware before anything is built or drawn: every
+    limit the TAU has is named here, in one line, not after a Verilator build."""
+    from merit.compile import compile_problem, program_slots
+    from merit.isa import IsaError
+    try:
+        instructions = program_slots(problem)
+        kernel = compile_problem(problem, lanes=args.lanes, instructions=instructions)
+        if args.taus is not None:
+            from merit.regmap import register_map
+            register_map(instructions=instructions)
+    except (IsaError, ValueError) as exc:
+        raise CommandError(f"{what} cannot run on {_machine(args)}: {exc}") from None
+    from merit.isa.programs import check_golden
+    failed = [c for c in check_golden(problem) if not c.held]
+    if failed:
+        raise CommandError(f"the ISA program of {what} differs from the golden model on the "
+                           + ", ".join(f"{c.data} data (max error {c.max_error}, tolerance "
+                                       f"{c.tolerance})" for c in failed))
+    return kernel
+
+
+def _check_hardware(args):
+    from merit.kernelcfg import check_lanes
+    try:
+        from meritz.configs import check_taus
     except ImportError as exc:
         raise CommandError(f"the RTL needs amaranth ({exc}); run 'make setup'") from None
     check_lanes(args.lanes)
@@ -136,7 +201,9 @@ def _cmd_sim(args):
         raise CommandError(f"--latency must be at least 0, not {args.latency}")
     if args.waves is not None and Path(args.waves).suffix not in (".fst", ".vcd"):
         raise CommandError(f"--waves must name an .fst or .vcd file, not {args.waves!r}")
+    _check_output_path("--json", args.json)
     problem, what = _problem(args.workload)
+    _compile(problem, args, args.workload)
     _verif()
     try:
         from harness import BenchFailure
@@ -181,13 +248,15 @@ def _cmd_sim(args):
     rows += [
         ("wall time", f"{wall:.1f} s  (simulation {metrics['sim_seconds']:.1f} s)"),
         ("cycles/s", f"{rate:.0f}"),
-        ("bit-exact", "yes: every output equals the golden ISA model, no other DRAM byte "
-                      "changed"),
+        ("RTL = ISA", "yes: every output equals the ISA interpreter bit for bit (inputs over "
+                      "the whole int16 range), no other DRAM byte changed"),
+        ("ISA = golden", _golden_row(metrics["isa_vs_golden"])),
     ]
     if args.waves:
         rows.append(("waves", metrics["waves"] + (f"  ({metrics['waves_note']})"
                                                   if "waves_note" in metrics else "")))
     _table(rows)
+    failed = [c["data"] for c in metrics["isa_vs_golden"] if not c["held"]]
     if args.json:
         import json
         record = {"workload": args.workload, "description": what, "lanes": args.lanes,
@@ -195,6 +264,20 @@ def _cmd_sim(args):
                   "latency": args.latency, "wall_s": round(wall, 1), **metrics}
         Path(args.json).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         print(f"wrote {args.json}")
+    if failed:
+        raise CommandError(f"the ISA program of {args.workload} differs from the golden model on "
+                           f"the {', '.join(failed)} data (the RTL matched the ISA program)")
+
+
+def _golden_row(checks):
+    """The table's line for the ISA-vs-golden comparisons of ``simulate``."""
+    held = all(c["held"] for c in checks)
+    tol = checks[0]["tolerance"] if checks else 0
+    how = "bit-exact" if tol == 0 else f"within {tol} (fixed point)"
+    sets = ", ".join(f"{c['data']} {'held' if c['held'] else 'FAILED'} (max error "
+                     f"{c['max_error']}, {c['saturated']}/{c['outputs']} saturated)"
+                     for c in checks)
+    return f"{'yes' if held else 'NO'}: {how}; {sets}"
 
 
 def _cmd_compile(args):
@@ -223,7 +306,9 @@ def _cmd_compile(args):
 
 def _cmd_plan(args):
     _check_hardware(args)
+    _check_output_path("--png", args.png)
     problem, _ = _problem(args.workload)
+    _compile(problem, args, args.workload)
     try:
         from merit.plan import plan_png, plan_text
     except ImportError:
@@ -343,6 +428,12 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("merit: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:            # a bug of merit itself: still one line, still exit 2
+        if os.environ.get("MERIT_DEBUG"):
+            raise
+        print(f"merit: error: internal error, {type(exc).__name__}: {exc} (MERIT_DEBUG=1 shows "
+              f"the traceback)", file=sys.stderr)
+        return 2
     return 0
 
 

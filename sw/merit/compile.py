@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernelcfg
-from .mapping.bank import BankFunction, check_lanes
+from .mapping.bank import BankFunction
 from .transform import Transform
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
@@ -261,10 +261,7 @@ def program_slots(problem, shift=0):
 def _check_hardware(lanes, rp_bytes, cp_bytes, dram_base):
     """``(lanes, rp_bytes, cp_bytes)`` checked: lanes a power of two up to 2**LANE_BITS, SRAMs of
     whole rows (at least two per RP: double buffering), an even DRAM base."""
-    lanes = check_lanes(lanes)
-    if lanes > 1 << kernelcfg.LANE_BITS:
-        raise ValueError(f"lanes must be at most {1 << kernelcfg.LANE_BITS} (the lane fields "
-                         f"have {kernelcfg.LANE_BITS} bits), not {lanes}")
+    lanes = kernelcfg.check_lanes(lanes)
     if isinstance(rp_bytes, (str, bytes)) or not hasattr(rp_bytes, "__len__") \
             or len(rp_bytes) != 2:
         raise TypeError(f"rp_bytes must be a pair (RP0 bytes, RP1 bytes), not {rp_bytes!r}")

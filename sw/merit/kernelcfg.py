@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 __all__ = ["P_INDICES", "A_INDICES", "INDICES", "AXES", "LANE_BITS", "BUDGET_BITS", "Bits",
            "Field", "FIELDS", "fields", "slot_fields", "check_params", "flatten", "field_range",
-           "check_config", "total_bits"]
+           "check_config", "total_bits", "MAX_LANES", "check_lanes"]
 
 P_INDICES = 6           # parallel indices
 A_INDICES = 6           # accumulation indices
@@ -24,6 +24,7 @@ INDICES = P_INDICES + A_INDICES
 AXES = 4                # axes of a source tensor (outermost first; unused outer axes have size 1)
 LANE_BITS = 6           # log2 of the largest lane count (64)
 BUDGET_BITS = 4096      # §V of the MERIT paper: under 0.5 KB of registers
+MAX_LANES = 1 << LANE_BITS
 
 #: A scalar field's bits: ``width`` bits, two's complement when ``signed``.
 Bits = namedtuple("Bits", "width signed")
@@ -66,6 +67,16 @@ def slot_fields():
         Field("xor", _u(4), LANE_BITS, "bank function: address bit XORed into bank bit j"),
         Field("rotate", _u(3), None, "bank function: rotation"),
     )
+
+
+def check_lanes(lanes):
+    """``lanes``: a power of two from 2 to :data:`MAX_LANES` (the lane fields' range)."""
+    if not isinstance(lanes, int) or isinstance(lanes, bool):
+        raise TypeError(f"lanes must be an integer, not {lanes!r}")
+    if lanes < 2 or lanes & (lanes - 1) or lanes > MAX_LANES:
+        raise ValueError(f"lanes must be a power of two from 2 to {MAX_LANES} (the lane fields "
+                         f"have {LANE_BITS} bits), not {lanes}")
+    return lanes
 
 
 def check_params(*, rp0_slots, rp1_slots, outputs, instructions):

@@ -19,7 +19,8 @@ from .asm import assemble
 from .encoding import LUT_ENTRIES, LUT_FRAC, N_CONSTS, N_LUTS, IsaError
 from .interp import execute
 
-__all__ = ["ProgramParts", "register_program", "program_for", "operand_ports", "run",
+__all__ = ["ProgramParts", "register_program", "check_golden", "GoldenCheck", "tolerance",
+           "fixed_values", "program_for", "operand_ports", "run",
            "supported", "bilateral_tables"]
 
 
@@ -42,6 +43,21 @@ class ProgramParts:
         Constants ``k0 .. k3`` (missing ones are 0).
     luts : sequence of sequence of int
         Lookup tables ``t0``, ``t1`` of 33 int16 entries.
+    tolerance : int
+        Largest ``|ISA - golden|`` in output units (after the golden result is shifted, rounded
+        half up and saturated like ``out``): 0 for a program exact in integers, more for fixed-
+        point approximations (reciprocals, lookup tables). :func:`check_golden` holds it.
+    domain : (int, int)
+        The input values the program is specified for (default: all of int16); e.g. the
+        bilateral program's pixels are 0..4095.
+    exact_below : int
+        The program matches the golden model while ``strategy.int_bound`` of the inputs is
+        below this (default 2**31: no 32-bit register wraps); e.g. the separable filter's row
+        sums pass through the 16-bit multiplier, so 2**15 there.
+    value_frac : int
+        Fraction bits of the tensors whose value is part of the problem (``Tensor.value``): the
+        TAU reads ``round(value * 2**value_frac)`` as int16 (:func:`fixed_values`); e.g. the
+        bilateral spatial weights are Q12.
     """
 
     pre: list
@@ -50,6 +66,10 @@ class ProgramParts:
     ports: tuple
     consts: tuple = ()
     luts: tuple = ()
+    tolerance: int = 0
+    domain: tuple = (-32768, 32767)
+    exact_below: int = 1 << 31
+    value_frac: int = 0
 
 
 # strategy class name -> builder(problem, shift) -> ProgramParts (or the same six fields as a tuple)
@@ -92,6 +112,14 @@ def register_program(strategy, builder, *, replace=False):
     return builder
 
 
+# the built-in fixed-point programs that are not exact in integers: |ISA - golden| at most
+# (Mean: the reciprocal; Bilateral: the exp and reciprocal lookup tables, docs/isa.md)
+_TOLERANCES = {"Mean": 1, "Bilateral": 8}
+_DOMAINS = {"Bilateral": (0, 4095)}
+_VALUE_FRAC = {"Bilateral": 12}
+_EXACT_BELOW = {"SeparableDot": 1 << 15}    # mac saturates the row sum r1 to int16
+
+
 def _builder(*names):
     def register(fn):
         for name in names:
@@ -108,7 +136,10 @@ def _parts(problem, shift):
                        f"{', '.join(sorted(_BUILDERS))}; merit.isa.register_program adds one)")
     parts = _BUILDERS[name](problem, shift)
     if isinstance(parts, tuple) and not isinstance(parts, ProgramParts) and len(parts) == 6:
-        parts = ProgramParts(*parts)
+        parts = ProgramParts(*parts, tolerance=_TOLERANCES.get(name, 0),
+                             domain=_DOMAINS.get(name, (-32768, 32767)),
+                             exact_below=_EXACT_BELOW.get(name, 1 << 31),
+                             value_frac=_VALUE_FRAC.get(name, 0))
     if not isinstance(parts, ProgramParts):
         raise IsaError(f"the program builder of {name} must return a merit.isa.ProgramParts, "
                        f"not {type(parts).__name__}")
@@ -417,3 +448,131 @@ def run(problem, *arrays, shift=0, program=None):
     outs = tuple(o.finish(v[-1].reshape(problem.p_shape))
                  for o, v in zip(problem.outputs, trace.outputs, strict=True))
     return outs[0] if len(outs) == 1 else outs
+
+
+def tolerance(problem, *, shift=0):
+    """``|ISA - golden|`` that :func:`check_golden` allows for ``problem`` (0: bit-exact)."""
+    return int(_parts(problem, shift).tolerance)
+
+
+@dataclass(frozen=True)
+class GoldenCheck:
+    """One comparison of the ISA interpreter with the golden model (:func:`check_golden`).
+
+    Attributes
+    ----------
+    data : str
+        Which inputs: ``"small"``, ``"medium"``, ``"large"`` or ``"given"`` (:func:`check_golden`).
+    held : bool
+        The relation held: bit-exact (``tolerance == 0``) or within the tolerance.
+    tolerance, max_error : int
+        Allowed and largest ``|ISA - golden|`` over every output.
+    outputs, saturated : int
+        Values compared; of them, golden values beyond int16 (``out`` saturates them).
+    note : str
+        Why a data set was not compared ('' when it was).
+    """
+
+    data: str
+    held: bool
+    tolerance: int
+    max_error: int
+    outputs: int
+    saturated: int
+    note: str = ""
+
+
+def _peak_for(problem, limit):
+    """The largest int16 magnitude ``m`` with ``strategy.int_bound(a_size, [m] * inputs) <
+    limit`` (at least 1)."""
+    a_size = math.prod(problem.a_shape)
+    n = len(problem.strategy.inputs)
+    lo, hi = 1, 32767
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if problem.strategy.int_bound(a_size, [mid] * n) < limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def fixed_values(problem, *, shift=0):
+    """``{tensor name: int16 array}`` of the tensors whose value belongs to ``problem``, as the
+    TAU reads them: ``round(value * 2**value_frac)`` (:class:`ProgramParts`), refused (IsaError)
+    where that leaves int16."""
+    frac = int(_parts(problem, shift).value_frac)
+    out = {}
+    for t in problem.tensors:
+        if t.value is None:
+            continue
+        v = np.round(np.asarray(t.value, dtype=np.float64) * (1 << frac))
+        if v.size and (v.min() < -32768 or v.max() > 32767):
+            raise IsaError(f"tensor {t.name!r}: its value scaled by 2**{frac} leaves int16 "
+                           f"({v.min():g}..{v.max():g})")
+        out[t.name] = v.astype(np.int16)
+    return out
+
+
+def _data(problem, rng, peak, domain, fixed):
+    """int16 inputs in ``[-peak, peak]`` within ``domain``, a quarter of them at the ends."""
+    low, high = max(-peak, domain[0]), min(peak, domain[1])
+    out = []
+    for t in problem.tensors:
+        if t.name in fixed:
+            out.append(fixed[t.name])
+            continue
+        a = rng.integers(low, high + 1, size=t.shape)
+        ends = rng.random(t.shape) < 0.25
+        a[ends] = rng.choice([low, high], size=int(ends.sum()))
+        out.append(a.astype(np.int16))
+    return out
+
+
+def _expected(golden, shift):
+    """The golden result as ``out`` writes it: divided by 2**shift, rounded half up, saturated."""
+    g = np.asarray(golden, dtype=np.float64) / (1 << shift)
+    return np.clip(np.floor(g + 0.5), -32768, 32767), np.abs(np.floor(g + 0.5)) > 32767
+
+
+def check_golden(problem, *, shift=0, rng=None, arrays=None):
+    """Run ``problem`` on the ISA interpreter and on the golden model and compare them.
+
+    Three data sets, each with a quarter of its elements at the ends of its range and within the
+    program's ``domain``: ``small`` in -64..63, ``medium`` (values whose sums stay below 2**17 by
+    the strategy's :meth:`~merit.strategies.Strategy.int_bound`: some outputs saturate) and
+    ``large`` (sums below 2**31, so no 32-bit register wraps: most outputs saturate); each
+    bounded by the program's ``exact_below``;
+    ``arrays`` (int16, ``problem.tensors`` order) adds a data set ``given``. The golden result is
+    divided by ``2**shift``, rounded half up and saturated to int16 like ``out``; the ISA must
+    equal it (``tolerance(problem) == 0``) or stay within the tolerance.
+
+    Returns a list of :class:`GoldenCheck`. A strategy with several outputs (``BestMatch``) is
+    compared on every output; ``shift`` applies to each.
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    parts = _parts(problem, shift)
+    tol, domain = int(parts.tolerance), tuple(parts.domain)
+    fixed = fixed_values(problem, shift=shift)
+    top = int(parts.exact_below)
+    sets = [("small", _data(problem, rng, min(64, _peak_for(problem, top)), domain, fixed)),
+            ("medium", _data(problem, rng, _peak_for(problem, min(1 << 17, top)), domain, fixed)),
+            ("large", _data(problem, rng, _peak_for(problem, top), domain, fixed))]
+    if arrays is not None:
+        sets.append(("given", [np.asarray(a, dtype=np.int16) for a in arrays]))
+    checks = []
+    for name, data in sets:
+        got = run(problem, *data, shift=shift)
+        scale = float(1 << int(parts.value_frac))
+        ref = problem.run(*[a / scale if t.name in fixed else a
+                            for t, a in zip(problem.tensors, data, strict=True)])
+        got = got if isinstance(got, tuple) else (got,)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        err, n, sat = 0, 0, 0
+        for g, r in zip(got, ref, strict=True):
+            expected, saturated = _expected(r, shift)
+            err = max(err, int(np.abs(g.astype(np.float64) - expected).max(initial=0)))
+            n += expected.size
+            sat += int(saturated.sum())
+        checks.append(GoldenCheck(name, err <= tol, tol, err, n, sat))
+    return checks
