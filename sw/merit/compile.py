@@ -314,14 +314,14 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_by
     lanes, rp_bytes, cp_bytes = _check_hardware(lanes, rp_bytes, cp_bytes, dram_base)
     fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                               instructions=instructions)
-    try:
-        program = program_for(problem, shift=shift)
-    except IsaError as e:
-        raise CompileError(f"problem {problem.name!r}: {e}") from None
     n_p, n_a = len(problem.p_shape), len(problem.a_shape)
     if n_p > P_INDICES or n_a > A_INDICES:
         raise CompileError(f"problem {problem.name!r} has {n_p} parallel and {n_a} accumulation "
                            f"indices; the TAU has {P_INDICES} and {A_INDICES}")
+    try:
+        program = program_for(problem, shift=shift)
+    except IsaError as e:
+        raise CompileError(f"problem {problem.name!r}: {e}") from None
     _check_fields({"p_size": list(problem.p_shape), "a_size": list(problem.a_shape)}, fields,
                   problem, hint="; split the problem into kernels whose sizes fit")
     if len(program.words) > instructions:

@@ -85,7 +85,8 @@ def _check_inputs(strategy, p_shape, a_shape, inputs):
         try:
             array, tr = pair
         except (TypeError, ValueError):
-            raise TypeError(f"input {n} must be an (array, Transform) pair, not {pair!r}") from None
+            raise TypeError(f"input {n} must be an (array, Transform) pair, not "
+                            f"{type(pair).__name__}") from None
         if not isinstance(tr, Transform):
             raise TypeError(f"input {n}: expected a Transform, not {tr!r}")
         array = np.asarray(array)

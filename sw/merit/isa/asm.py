@@ -57,7 +57,7 @@ _MNEMONICS = {
     "lut": (Op.LOOKUP, None, ("rd", "a", "b", "c", "table")),
     "out": (Op.OUT, 0, ("a", "b")),
 }
-_SECTION = re.compile(r"^(pre|post)([1-9])$|^loop$")
+_SECTION = re.compile(rf"^(pre|post)([1-{MAX_LEVELS}])$|^loop$")
 
 
 def _parse_int(text, what, lineno):
