@@ -307,8 +307,10 @@ def render(results, one_tau=None):
         "the same slice is given, and which predicts the full layer. The roofline is the "
         "standard count over the compulsory DRAM traffic of the full layer (every input read "
         "once, every output written once). The CONV+Pool rows are one fused kernel (pooling "
-        "window outer, MACs inner); the Saliency rows' shapes are assumptions "
-        "(`sw/merit/paper.py`).",
+        "window outer, MACs inner): where a layer's input channels do not fit one accumulation "
+        "tile, every window position re-reads its inputs (`docs/decisions.md`), so the deep "
+        "full layers fall below their 16-channel slices. The Saliency rows' shapes are "
+        "assumptions (`sw/merit/paper.py`).",
         "",
     ]
     for table, title in (("VIII", "Table VIII: DNN layers"),
