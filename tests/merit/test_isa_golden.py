@@ -19,7 +19,18 @@ WORKLOADS = {
     "sad": lambda: W.motion_estimation(16, 16, block=4, search=2),
     "separable": lambda: W.separable_filter(8, 8, 3),
     "bilateral": lambda: W.bilateral(12, 12, sigma_s=1.0, sigma_r=200.0),
+    "conv_max_pool": lambda: W.conv_pool2d(1, 3, 12, 12, 4, 3, padding=1, pool=2),
+    "conv_relu_avg_pool": lambda: W.conv_pool2d(2, 2, 9, 9, 3, 3, pool=2, pool_kind="avg",
+                                                relu=True),
+    "deconv_threshold": lambda: W.deconv2d(1, 3, 4, 5, 2, 5, stride=3, padding=1, threshold=4,
+                                           high=255),
+    "alpha_blend": lambda: W.alpha_blend(3, 6, 9, scale=3),
 }
+
+
+@pytest.mark.parametrize("name", ["conv_max_pool", "conv_relu_avg_pool", "deconv_threshold"])
+def test_fused_programs_hold_with_a_shift(name):
+    assert all(c.held and c.max_error == 0 for c in check_golden(WORKLOADS[name](), shift=4))
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

@@ -207,9 +207,10 @@ def _dot_pool(problem, shift):
 def _dot_threshold(problem, shift):
     # (threshold - 1 - acc) >> 31 is -1 exactly when acc >= threshold
     st = problem.strategy
-    post = ["sub r1, 0, k0, r0 >> 31", "and r1, r1, k1", "out r1, 0"]
+    rnd, _ = _round(shift)
+    post = ["sub r1, 0, k0, r0 >> 31", "and r1, r1, k1", f"out r1, k2 >> {shift}"]
     return (["add r0, 0, 0, 0"], ["mac r0, r0, i0, i1"], post, ["i0", "i1"],
-            [st.threshold - 1, st.high], [])
+            [st.threshold - 1, st.high, rnd], [])
 
 
 @_builder("SeparableDot")
