@@ -201,7 +201,7 @@ def utilization_vs_paper(data, path):
     if not tables:
         raise ValueError("utilization.json has no rows")
     setup = data.get("setup", {})
-    from .paper import ROWS
+    from merit.paper import ROWS
     order = {r.name: i for i, r in enumerate(ROWS)}            # the paper's row order
     groups = {t: sorted([(n, r) for n, r in rows.items() if r["table"] == t],
                         key=lambda nr: (order.get(nr[0], len(order)), nr[0])) for t in tables}
