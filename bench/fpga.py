@@ -44,7 +44,7 @@ def _parser():
 
 def _depth(lanes, taus, work, log):
     from merit.flow.depth import logic_depth_verilog
-    from meritz.configs import BLOCKS, build
+    from meritz.blocks import BLOCKS, build
     from meritz.emit import write_component
 
     row = next(r for r in BLOCKS if "taus" in r[2])

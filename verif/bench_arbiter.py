@@ -2,9 +2,9 @@
 
 Each upstream port is driven by a cocotbext-axi ``AxiMaster`` running several concurrent workers
 (random unaligned writes and read-backs on a private region, so many IDs are in flight), the
-DRAM port is the throttled AXI RAM of ``verif/axi.py``, and every channel of both sides gets random
-backpressure. Checks: every read returns what the model of that region holds, the whole memory
-matches at the end, round-robin fairness on AR and AW (a waiting manager sees at most
+DRAM port is the throttled AXI RAM of ``sw/merit/sim/dram.py``, and every channel of both sides gets
+random backpressure. Checks: every read returns what the model of that region holds, the whole
+memory matches at the end, round-robin fairness on AR and AW (a waiting manager sees at most
 ``managers - 1`` grants to others), and ``drain`` completes everything DRAM accepted.
 """
 
@@ -12,8 +12,8 @@ import cocotb
 from cocotb.triggers import ClockCycles, Combine, RisingEdge
 from cocotbext.axi import AxiBus, AxiMaster
 
-from axi import Dram
-from benchlib import bench_config, pause_generator, record_metric, rng, setup
+from merit.sim.benchlib import bench_config, pause_generator, record_metric, rng, setup
+from merit.sim.dram import Dram
 
 REGION = 4096           # bytes per worker
 

@@ -1,4 +1,5 @@
-"""cocotb bench of :class:`meritz.banks.TileBuffer`: the banked SRAM used as a circular tile FIFO.
+"""cocotb bench of :class:`meritz.tau.rp.banks.TileBuffer`: the banked SRAM used as a circular tile
+FIFO.
 
 One coroutine runs the bench cycle by cycle: it drives every input stream (random valid gaps on
 the sources, random ready on the sinks, payloads held until their transfer), then, in the
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import cocotb
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from benchlib import (
+from merit.sim.benchlib import (
     bench_config,
     pack_lanes,
     pause_generator,

@@ -1,4 +1,4 @@
-"""cocotb bench of the read butterfly (:class:`meritz.butterfly.Butterfly`).
+"""cocotb bench of the read butterfly (:class:`meritz.tau.rp.butterfly.Butterfly`).
 
 The reference is the mapper's network model (:mod:`merit.mapping.network`): ``route`` gives the
 select bits and the conflict verdict of every request, ``butterfly`` the words each lane must see.
@@ -9,7 +9,8 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
-from benchlib import (
+from merit.mapping import BankFunction, butterfly, route
+from merit.sim.benchlib import (
     bench_config,
     pack_lanes,
     pause_generator,
@@ -18,7 +19,6 @@ from benchlib import (
     setup,
     unpack_lanes,
 )
-from merit.mapping import BankFunction, butterfly, route
 
 
 class StreamTB:

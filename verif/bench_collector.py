@@ -1,4 +1,4 @@
-"""cocotb bench of the collector (:class:`meritz.collector.Collector`).
+"""cocotb bench of the collector (:class:`meritz.tau.rp.collector.Collector`).
 
 The reference is the mapper's collector model (:func:`merit.mapping.collector_network`), which is
 itself checked against the bank function in ``tests/mapping``: every word of a line must land in
@@ -8,8 +8,8 @@ itself checked against the bank function in ``tests/mapping``: every word of a l
 import cocotb
 
 from bench_butterfly import StreamTB
-from benchlib import pack_lanes, record_metric, unpack_lanes
 from merit.mapping import BankFunction, collector_network
+from merit.sim.benchlib import pack_lanes, record_metric, unpack_lanes
 
 
 class TB(StreamTB):

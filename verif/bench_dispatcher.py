@@ -13,7 +13,7 @@ import itertools
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from benchlib import bench_config, rng, setup
+from merit.sim.benchlib import bench_config, rng, setup
 from meritz import kernelcfg
 
 P = kernelcfg.P_INDICES

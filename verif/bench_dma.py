@@ -1,4 +1,4 @@
-"""cocotb bench of :class:`meritz.dma.Dma`: footprint tiles from the AXI DRAM into SRAM rows.
+"""cocotb bench of :class:`meritz.tau.dma.Dma`: footprint tiles from the AXI DRAM into SRAM rows.
 
 The bench requests tiles of one input slot (the slot's values from ``merit.compile.slot_config``)
 and collects the rows the DMA sends, with random backpressure on the rows and, when asked, on
@@ -16,12 +16,12 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from axi import Dram
-from benchlib import bench_config, record_metric, rng, setup
 from merit.compile import Tiling, slot_config, tile_words
+from merit.sim.benchlib import bench_config, record_metric, rng, setup
+from merit.sim.dram import Dram
 from merit.transform import Index, Transform
 from meritz import kernelcfg
-from meritz.dma import request_layout
+from meritz.tau.dma import request_layout
 
 BASE = 0x200
 

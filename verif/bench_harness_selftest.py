@@ -4,7 +4,7 @@ that fails on purpose when the configuration asks for it."""
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from benchlib import bench_config, pack_lanes, record_metric, rng, setup, unpack_lanes
+from merit.sim.benchlib import bench_config, pack_lanes, record_metric, rng, setup, unpack_lanes
 
 
 @cocotb.test(skip=bench_config().get("skip_all", False))

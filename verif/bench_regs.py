@@ -20,8 +20,8 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from benchlib import bench_config, pause_generator, rng, setup
 from merit.regmap import CHECKS, Error, register_map
+from merit.sim.benchlib import bench_config, pause_generator, rng, setup
 
 OKAY, SLVERR = 0, 2
 

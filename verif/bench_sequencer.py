@@ -1,4 +1,4 @@
-"""cocotb bench of :class:`meritz.sequencer.ComputePipeline`: whole ranged-inner-product programs.
+"""cocotb bench of :class:`meritz.tau.cp.ComputePipeline`: whole ranged-inner-product programs.
 
 The pytest side passes a program (words, range table, constants, tables), the accumulation space
 and its tiling (the outermost index split into accumulation tiles), the lane groups of a parallel
@@ -18,7 +18,8 @@ from amaranth.hdl import Shape
 from amaranth.lib import data
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from benchlib import (
+from merit.isa import Program, execute, range_select
+from merit.sim.benchlib import (
     bench_config,
     pack_lanes,
     pause_generator,
@@ -27,8 +28,8 @@ from benchlib import (
     setup,
     unpack_lanes,
 )
-from merit.isa import Program, execute, range_select
-from meritz.sequencer import DIMS, cp_config_layout, job_layout, sequencer_config
+from meritz.tau.cp import cp_config_layout
+from meritz.tau.cp.sequencer import DIMS, job_layout, sequencer_config
 
 CORNERS = [-32768, -32767, -1, 0, 1, 32766, 32767]
 

@@ -1,4 +1,5 @@
-"""cocotb bench of :class:`meritz.simd.SimdArray`: random instruction streams against ``merit.isa``.
+"""cocotb bench of :class:`meritz.tau.cp.simd.SimdArray`: random instruction streams against
+``merit.isa``.
 
 The bench runs cycle by cycle: it drives the command, RP0 and RP1 sources (random valid gaps,
 payload held until the transfer) and the ``out`` sink (random ready), then, in the read-only
@@ -19,15 +20,6 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from benchlib import (
-    bench_config,
-    pack_lanes,
-    pause_generator,
-    record_metric,
-    rng,
-    setup,
-    unpack_lanes,
-)
 from merit.isa import (
     LUT_ENTRIES,
     N_REGS,
@@ -39,7 +31,16 @@ from merit.isa import (
     is_legal,
     step,
 )
-from meritz.simd import Command, cmd_layout
+from merit.sim.benchlib import (
+    bench_config,
+    pack_lanes,
+    pause_generator,
+    record_metric,
+    rng,
+    setup,
+    unpack_lanes,
+)
+from meritz.tau.cp.simd import Command, cmd_layout
 
 CORNERS16 = [-32768, -32767, -1, 0, 1, 32766, 32767]
 CORNERS32 = [-(1 << 31), -(1 << 31) + 1, -32769, 32768, (1 << 31) - 1]

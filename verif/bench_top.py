@@ -1,10 +1,10 @@
 """cocotb bench of meritz.top.Top: control through AXI4-Lite, DRAM through the throttled AXI RAM.
 
-Runs with the stand-in TAU (``meritz.top.StubTau``: out[p] = in[p] + 1 at the origin ``p`` of each
-parallel tile; the real TAUs run in ``bench_top_kernel``). The bench writes the registers with
-``merit.regmap``, starts, waits for the interrupt and checks STATUS, TILES and the whole DRAM image
-(every tile's element written once, nothing else touched), with random backpressure on every AXI
-channel; an error inside a TAU stops the run.
+Runs with the stand-in TAU (``verif/stubs.py``, ``StubTau``: out[p] = in[p] + 1 at the origin ``p``
+of each parallel tile; the real TAUs run in :mod:`merit.sim.cocotb_top`). The bench writes the
+registers with ``merit.regmap``, starts, waits for the interrupt and checks STATUS, TILES and the
+whole DRAM image (every tile's element written once, nothing else touched), with random backpressure
+on every AXI channel; an error inside a TAU stops the run.
 
 :class:`TB` and :class:`StubJob` are shared with ``bench_top_robust`` (the robustness scenarios:
 random latency, abort, reset, AXI errors, every configuration check). Every wait is bounded by a
@@ -19,9 +19,9 @@ import numpy as np
 from cocotb.triggers import First, RisingEdge, SimTimeoutError, Timer, with_timeout
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from axi import Dram
-from benchlib import bench_config, pause_generator, record_metric, rng, setup
 from merit.regmap import Error, register_map
+from merit.sim.benchlib import bench_config, pause_generator, record_metric, rng, setup
+from merit.sim.dram import Dram
 
 IN, OUT, DRAM_BYTES = 0x0000, 0x8000, 0x10000
 PERIOD_NS = 10              # benchlib.setup's clock

@@ -41,13 +41,13 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from axi import check_outputs, check_untouched, fill_dram
 from bench_regs import bad_configs, changed, edge_configs, good_config
 from bench_top import DRAM_BYTES, GRIDS, IN, TB, StubJob
-from benchlib import bench_config, record_metric
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.regmap import Error
+from merit.sim.benchlib import bench_config, record_metric
+from merit.sim.dram import check_outputs, check_untouched, fill_dram
 
 SLVERR, DECERR = 2, 3
 

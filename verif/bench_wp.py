@@ -1,4 +1,5 @@
-"""cocotb bench of :class:`meritz.wp.WritePipeline`: output vectors -> AXI4 bursts into the DRAM.
+"""cocotb bench of :class:`meritz.tau.wp.WritePipeline`: output vectors -> AXI4 bursts into the
+DRAM.
 
 The bench plays the CP: for each parallel tile and each warp (the order of ``docs/tau.md`` §2) it
 sends one vector of random words with the warp's coordinates and element offset, with random gaps.
@@ -17,9 +18,9 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from axi import Dram
-from benchlib import bench_config, record_metric, rng, setup
 from merit.compile import lane_coords
+from merit.sim.benchlib import bench_config, record_metric, rng, setup
+from merit.sim.dram import Dram
 from meritz import kernelcfg
 
 
@@ -102,6 +103,6 @@ async def wp_writes_exactly_the_output(dut):
 
 def kernelcfg_vector(lanes, data, offset, p_warp):
     """Bits of a ``vector_layout`` payload (data, offset, p_warp, output 0)."""
-    from meritz.wp import vector_layout
+    from meritz.tau.wp import vector_layout
     return vector_layout(lanes).const({"data": data, "offset": offset, "p_warp": p_warp,
                                        "output": 0}).as_bits()

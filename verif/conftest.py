@@ -1,13 +1,7 @@
-"""pytest set-up for the cocotb benches.
-
-``verif/`` is importable (``harness``, ``benchlib``), and ``--merit-summary`` prints one table of
-every bench run: outcome, wall time and the metrics the benches recorded (cycles, utilization...).
+"""pytest set-up for the cocotb benches: ``--merit-summary`` prints one table of every bench run:
+outcome, wall time and the metrics the benches recorded (cycles, utilization...). ``verif/`` is on
+the Python path through ``pythonpath`` in ``pyproject.toml`` (``harness``, ``stubs``).
 """
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def pytest_addoption(parser):

@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from harness import VERILATOR_ARGS, run_bench
-from merit.toolchain import verilator_env
-from meritz.banks import SramBank, TileBuffer
+from merit.sim.toolchain import verilator_env
 from meritz.emit import to_verilog
+from meritz.tau.rp.banks import SramBank, TileBuffer
 
 pytestmark = pytest.mark.sim
 

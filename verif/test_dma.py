@@ -3,7 +3,7 @@
 import pytest
 
 from harness import run_bench
-from meritz.dma import Dma
+from meritz.tau.dma import Dma
 
 CONV = dict(shape=[3, 7, 11],
             transform={"p": [[1, 1, 0], [2, 1, 0]], "a": [[0, 1, 0], [1, 1, -1], [2, 1, -1]],

@@ -11,8 +11,8 @@ from amaranth.sim import Simulator
 
 from harness import run_bench
 from merit.mapping import BankFunction, find_hash, property_matrix, route
-from meritz.butterfly import Butterfly, ButterflyRouter
-from meritz.collector import Collector
+from meritz.tau.rp.butterfly import Butterfly, ButterflyRouter
+from meritz.tau.rp.collector import Collector
 
 
 def _offsets(layout):

@@ -8,8 +8,9 @@ import pytest
 from harness import run_bench
 from merit import workloads as W
 from merit.isa import Instruction, Op, Program, assemble, encode, program_for, range_select
-from meritz.sequencer import ComputePipeline, Sequencer, sequencer_config
-from meritz.simd import Command
+from meritz.tau.cp import ComputePipeline
+from meritz.tau.cp.sequencer import Sequencer, sequencer_config
+from meritz.tau.cp.simd import Command
 
 NESTED = """
 .levels 3
@@ -143,7 +144,7 @@ def _simulate_sequencer(config, job, *, max_cycles=400):
     """
     from amaranth.sim import Simulator
 
-    from meritz.sequencer import job_layout, sequencer_config_layout
+    from meritz.tau.cp.sequencer import job_layout, sequencer_config_layout
 
     dut = Sequencer(lanes=8, program_depth=32)
     issued = []

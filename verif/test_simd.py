@@ -3,7 +3,7 @@
 import pytest
 
 from harness import run_bench
-from meritz.simd import SimdArray
+from meritz.tau.cp.simd import SimdArray
 
 pytestmark = pytest.mark.sim
 

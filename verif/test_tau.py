@@ -1,12 +1,12 @@
 """One TAU end to end on the Verilator model (cocotb, AXI RAM at 8 bytes/cycle), bit-exact
 against the golden ISA model, the whole DRAM image checked; each workload once without and once
 with random stalls on every AXI channel. All ``slow`` (one 8-lane build takes minutes); CI runs
-the same TAU in Amaranth's simulator (``tests/tau/test_tau_pysim.py``)."""
+the same TAU in Amaranth's simulator (``tests/meritz/tau/test_tau_pysim.py``)."""
 
 import pytest
 
 from merit import workloads as W
-from simulate import simulate
+from merit.sim import simulate
 
 SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, instructions=24)
 

@@ -1,7 +1,7 @@
 """The C driver's register stream on the simulated processor: ``merit compile --emit c`` output,
 built with ``cc -Wall -Werror`` and dry-run on the host (``merit.flow.driver.dry_run``), replayed
 through the AXI4-Lite port of an 8-lane, one-TAU Top; the result must equal the golden ISA model
-bit for bit, as with the Python driver (``verif/bench_top_kernel.py``)."""
+bit for bit, as with the Python driver (``sw/merit/sim/cocotb_top.py``)."""
 
 import shutil
 
@@ -12,7 +12,7 @@ from merit import workloads as W
 pytest.importorskip("peakrdl_cheader")
 
 from merit.flow import driver  # noqa: E402
-from simulate import simulate  # noqa: E402
+from merit.sim import simulate  # noqa: E402
 
 #: The configuration of test_top_kernel's one-TAU run (one Verilator build for both).
 SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)

@@ -4,7 +4,7 @@
 import pytest
 
 from merit import workloads as W
-from simulate import simulate
+from merit.sim import simulate
 
 SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
 

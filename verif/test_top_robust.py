@@ -10,7 +10,8 @@ import pytest
 
 from harness import run_bench
 from merit import workloads as W
-from meritz.top import StubTau, Top
+from meritz.top import Top
+from stubs import StubTau
 
 #: The DRAM of the robustness runs: 30 % stalls on every channel, 1..60 cycles of read latency
 #: per burst, 0..40 cycles before each write response, read bursts of different IDs reordered

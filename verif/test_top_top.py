@@ -5,7 +5,8 @@ end-to-end kernels in test_top_kernel)."""
 import pytest
 
 from harness import run_bench
-from meritz.top import StubTau, Top
+from meritz.top import Top
+from stubs import StubTau
 
 # bad_configuration_is_refused runs on the top in test_top_robust (with DRAM checks)
 REGISTER_TESTS = ["registers_read_back", "unmapped_addresses_answer_slverr"]

@@ -3,7 +3,7 @@
 import pytest
 
 from harness import run_bench
-from meritz.wp import WritePipeline
+from meritz.tau.wp import WritePipeline
 
 CASES = {
     # odd 2-D output, 4x2 lanes per warp, unaligned base

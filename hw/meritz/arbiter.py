@@ -21,14 +21,14 @@ from amaranth.lib.wiring import In, Out
 
 __all__ = ["Arbiter", "axi_signature", "round_robin", "DATA_WIDTH", "ID_WIDTH"]
 
-ID_WIDTH = 4            # IDs of one TAU's requests (meritz.dma / meritz.wp)
+ID_WIDTH = 4            # IDs of one TAU's requests (meritz.tau.dma / meritz.tau.wp)
 DATA_WIDTH = 64         # DRAM data bus (SPEC §5)
 
 
 def axi_signature(*, id_width=ID_WIDTH, addr_width=32, data_width=DATA_WIDTH):
     """The read and write channels of an AXI4 manager (flattened as ``<member>__araddr`` ...),
-    the union of :func:`meritz.dma.axi_read_signature` and :func:`meritz.wp.axi_write_signature`
-    with a parametric ID width."""
+    the union of :func:`meritz.tau.dma.axi_read_signature` and
+    :func:`meritz.tau.wp.axi_write_signature` with a parametric ID width."""
     return wiring.Signature({
         "arvalid": Out(1), "arready": In(1), "arid": Out(id_width), "araddr": Out(addr_width),
         "arlen": Out(8), "arsize": Out(3), "arburst": Out(2),

@@ -17,9 +17,9 @@ from amaranth import Cat, Module, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from merit.checks import check_taus
 from meritz import kernelcfg
 from meritz.arbiter import round_robin
-from meritz.configs import check_taus
 
 __all__ = ["Dispatcher", "tile_layout"]
 

@@ -19,10 +19,10 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from merit.checks import check_lanes, check_taus
 from merit.isa import LUT_ENTRIES, N_LUTS
 from merit.regmap import CHECKS, ID_MAGIC, Error, register_map
 from meritz import kernelcfg
-from meritz.configs import check_lanes, check_taus
 
 __all__ = ["Regs", "axi_lite_signature", "error_layout", "lut_layout", "ADDR_WIDTH"]
 

@@ -24,7 +24,8 @@
 
 The TAU is a parameter: ``tau`` is a class (or any callable) taking ``lanes`` and the kernel
 layout parameters, returning a component with the members of :func:`check_tau` (by default
-:class:`meritz.tau.Tau`; :class:`StubTau` is a small stand-in that exercises the rest of Top).
+:class:`meritz.tau.Tau`; ``verif/stubs.py``: ``StubTau`` is a small stand-in that exercises the rest
+of Top).
 """
 
 import hashlib
@@ -33,23 +34,22 @@ from amaranth import (
     Cat,
     ClockDomain,
     ClockSignal,
-    Const,
     DomainRenamer,
     Module,
     ResetSignal,
     Signal,
 )
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from merit.checks import check_lanes, check_taus
 from meritz import kernelcfg
 from meritz.arbiter import ID_WIDTH, Arbiter, axi_signature
-from meritz.configs import check_lanes, check_taus
-from meritz.dispatcher import Dispatcher, tile_layout
+from meritz.dispatcher import Dispatcher
 from meritz.emit import Shared
-from meritz.regs import Regs, axi_lite_signature, lut_layout
+from meritz.regs import Regs, axi_lite_signature
 
-__all__ = ["Top", "StubTau", "check_tau"]
+__all__ = ["Top", "check_tau"]
 
 #: Members every TAU must have (name -> flow); ``luts`` is optional.
 TAU_MEMBERS = {"config": In, "tiles": In, "m_axi": Out, "idle": Out, "errors": Out}
@@ -199,84 +199,4 @@ class Top(wiring.Component):
             conflict, other = _error_bits(tau.errors)
             m.d.comb += [regs.errors.conflict[i].eq(_any(conflict)),
                          regs.errors.tau[i].eq(_any(other))]
-        return m
-
-
-class StubTau(wiring.Component):
-    """A stand-in TAU with the TAU's interface, for benches of Top without the compute path.
-
-    For each parallel tile with origin ``p``: ``off = sum_j p_j * out_pitch[j]``; it reads the
-    16-bit element at ``rp0[0].base + 2 off`` and, after a delay that depends on ``p`` (0..31
-    cycles, so TAUs finish out of order), writes that element + 1 to ``out_base[0] + 2 off``.
-    ``idle`` follows the TAU contract; ``errors.other`` is set by a tile with ``p_origin[0] ==
-    0x7FFF`` (an injected error for the benches).
-    """
-
-    def __init__(self, *, lanes, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, **_sizes):
-        self._lanes = check_lanes(lanes)
-        super().__init__({
-            "config": In(kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots,
-                                          outputs=outputs, instructions=instructions)),
-            "luts": In(lut_layout()),
-            "tiles": In(stream.Signature(tile_layout())),
-            "m_axi": Out(axi_signature()),
-            "idle": Out(1),
-            "errors": Out(data.StructLayout({"conflict": 1, "other": 1})),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        cfg, bus = self.config, self.m_axi
-        p = [Signal(16, name=f"p{j}") for j in range(kernelcfg.P_INDICES)]
-        off = Signal(32)
-        m.d.comb += off.eq(sum(p[j] * cfg.out_pitch[j] for j in range(kernelcfg.P_INDICES)))
-        src = Signal(32)
-        dst = Signal(32)
-        m.d.comb += [src.eq(cfg.rp0[0].base + 2 * off), dst.eq(cfg.out_base[0] + 2 * off)]
-        value = Signal(16)
-        delay = Signal(5)
-        m.d.comb += [bus.arlen.eq(0), bus.arsize.eq(3), bus.arburst.eq(1), bus.arid.eq(p[-1]),
-                     bus.awlen.eq(0), bus.awsize.eq(3), bus.awburst.eq(1), bus.awid.eq(p[-1]),
-                     bus.araddr.eq(src & ~7), bus.awaddr.eq(dst & ~7), bus.wlast.eq(1),
-                     bus.wdata.eq((value + 1)[:16] << (dst[1:3] * 16)),
-                     bus.wstrb.eq(Const(0b11, 8) << (dst[1:3] * 2))]
-        aw_done, w_done = Signal(), Signal()
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += [self.tiles.ready.eq(1),
-                             self.idle.eq(~self.tiles.valid)]
-                with m.If(self.tiles.valid):
-                    m.d.sync += [p[j].eq(self.tiles.payload[j]) for j in range(len(p))]
-                    m.d.sync += delay.eq(self.tiles.payload[-1] * 7 + self.tiles.payload[-2] * 3)
-                    with m.If(self.tiles.payload[0] == 0x7FFF):
-                        m.d.sync += self.errors.other.eq(1)
-                    m.next = "READ"
-            with m.State("READ"):
-                m.d.comb += bus.arvalid.eq(1)
-                with m.If(bus.arready):
-                    m.next = "DATA"
-            with m.State("DATA"):
-                m.d.comb += bus.rready.eq(1)
-                with m.If(bus.rvalid):
-                    m.d.sync += value.eq(bus.rdata.word_select(src[1:3], 16))
-                    with m.If(bus.rlast):
-                        m.next = "WAIT"
-            with m.State("WAIT"):
-                m.d.sync += delay.eq(delay - 1)
-                with m.If(delay == 0):
-                    m.d.sync += [aw_done.eq(0), w_done.eq(0)]
-                    m.next = "WRITE"
-            with m.State("WRITE"):
-                m.d.comb += [bus.awvalid.eq(~aw_done), bus.wvalid.eq(~w_done)]
-                with m.If(bus.awvalid & bus.awready):
-                    m.d.sync += aw_done.eq(1)
-                with m.If(bus.wvalid & bus.wready):
-                    m.d.sync += w_done.eq(1)
-                with m.If((aw_done | (bus.awvalid & bus.awready)) &
-                          (w_done | (bus.wvalid & bus.wready))):
-                    m.next = "RESPONSE"
-            with m.State("RESPONSE"):
-                m.d.comb += bus.bready.eq(1)
-                with m.If(bus.bvalid):
-                    m.next = "IDLE"
         return m

@@ -1,7 +1,7 @@
 """MERIT: tensor transform + ranged inner products.
 
 The core (``Index``, ``Transform``, ``execute``, ``Problem``, ``strategies``) needs only numpy.
-``workloads`` and the subpackages (``isa``, ``mapping``, ``gpu``, ``cli``, ``toolchain``) are
+``workloads`` and the subpackages (``isa``, ``mapping``, ``gpu``, ``sim``, ``flow``, ``cli``) are
 imported on first use.
 """
 
@@ -14,7 +14,7 @@ from .transform import Index, Transform
 
 __all__ = ["Index", "Output", "Problem", "Transform", "execute", "strategies", "workloads"]
 
-_LAZY = ("workloads", "isa", "mapping", "gpu", "cli", "toolchain")
+_LAZY = ("workloads", "isa", "mapping", "gpu", "sim", "flow", "cli")
 
 
 def __getattr__(name):

@@ -22,45 +22,29 @@ class CommandError(Exception):
 
 
 def _cmd_verilog(args):
+    from merit.flow.verilog import write_verilog
     from merit.kernelcfg import check_lanes
+
     if args.lanes is not None:
         check_lanes(args.lanes)
     try:
-        from meritz.configs import build
-        from meritz.emit import write_component
+        written = write_verilog(args.out, lanes=args.lanes, taus=args.taus)
     except ImportError as exc:
         raise CommandError(f"the RTL needs amaranth ({exc}); run 'make setup'") from None
-    out = Path(args.out)
-    written = []
-    for name, component in build(lanes=args.lanes, taus=args.taus):
-        v_path = write_component(component, name, out)
-        (out / f"{name}.f").write_text(f"{v_path.name}\n")
-        written.append(v_path)
-        print(f"wrote {v_path} (+ {name}.json, {name}.f)")
     if not written:
-        raise CommandError("no MERIT-z component is registered in meritz.configs.BLOCKS")
-    (out / "meritz.f").write_text("".join(f"{path.name}\n" for path in written))
-    print(f"wrote {out / 'meritz.f'}: file list of all {len(written)} modules")
+        raise CommandError("no MERIT-z component is registered in meritz.blocks.BLOCKS")
 
 
-def _verif():
-    """Make the repository's ``verif/`` benches importable (the CLI runs from a checkout)."""
-    verif = Path(__file__).resolve().parents[2] / "verif"
-    if not (verif / "simulate.py").is_file():
-        raise CommandError(f"merit sim runs from a source checkout; {verif} has no simulate.py")
-    if str(verif) not in sys.path:
-        sys.path.insert(0, str(verif))
-
-
-def _workloads():
-    """The benchmark workloads: name -> (problem factory, description)."""
-    _verif()
-    try:
-        from measure_tau import WORKLOADS
-    except ImportError as exc:
-        raise CommandError(f"the workload table needs the simulation packages ({exc}); "
-                           f"run 'make setup'") from None
-    return WORKLOADS
+def _import_module(name):
+    """Import module ``name``: ``name.py`` of the current folder if there is one, else from the
+    Python path."""
+    path = Path.cwd() / f"{name}.py"
+    if "." not in name and path.is_file():
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(name)
 
 
 def _problem(spec):
@@ -81,7 +65,7 @@ def _problem(spec):
         return r.slice(), f"{r.label} (Table {r.table}), slice: {r.slice_what}"
 
     if ":" not in spec:
-        workloads = _workloads()
+        from merit.suite import WORKLOADS as workloads
         if spec not in workloads:
             raise CommandError(f"unknown workload {spec!r}; expected one of "
                                + ", ".join(sorted(workloads))
@@ -109,7 +93,7 @@ def _problem(spec):
 
 def _import_user_module(module_name, spec):
     """The module of ``MODULE:FUNCTION``: a file path (``.py``, or with a ``/``), else a module
-    importable from the current folder or ``sys.path``. Any failure is a CommandError."""
+    importable from the current folder or the Python path. Any failure is a CommandError."""
     try:
         if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
             path = Path(module_name)
@@ -120,9 +104,7 @@ def _import_user_module(module_name, spec):
             module = importlib.util.module_from_spec(loader)
             loader.loader.exec_module(module)
             return module
-        if "" not in sys.path and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        return importlib.import_module(module_name)
+        return _import_module(module_name)
     except CommandError:
         raise
     except SyntaxError as exc:
@@ -170,11 +152,9 @@ def _compile(problem, args, what):
 
 
 def _check_hardware(args):
+    from merit.checks import check_taus
     from merit.kernelcfg import check_lanes
-    try:
-        from meritz.configs import check_taus
-    except ImportError as exc:
-        raise CommandError(f"the RTL needs amaranth ({exc}); run 'make setup'") from None
+
     check_lanes(args.lanes)
     if args.taus is not None:
         check_taus(args.taus)
@@ -204,14 +184,8 @@ def _cmd_sim(args):
     _check_output_path("--json", args.json)
     problem, what = _problem(args.workload)
     _compile(problem, args, args.workload)
-    _verif()
-    try:
-        from harness import BenchFailure
-        from simulate import simulate
-    except ImportError as exc:
-        raise CommandError(f"simulation needs cocotb and amaranth ({exc}); run 'make setup'") \
-            from None
-    from merit.toolchain import ToolchainError
+    from merit.sim import BenchFailure, simulate
+    from merit.sim.toolchain import ToolchainError
 
     print(f"simulating {args.workload} ({what}) on {_machine(args)}, "
           f"DRAM {args.dram_bytes_per_cycle} B/cycle, read latency {args.latency} cycles "

@@ -5,11 +5,11 @@ simulating the RTL. The model (``docs/perf.md``) works at the granularity of one
 (parallel tile, accumulation tile), the unit in which the TAU loads, computes and frees:
 
 * **exact counts** from the kernel configuration, walking the same loops as the hardware:
-  the Compute Pipeline's cycles per job (``meritz.sequencer``: restore, every step's program range,
-  save, one cycle between jobs), the DRAM read beats of every footprint row (``meritz.dma``:
-  8-byte beats, partial first / last beats, rows outside a ``zero`` tensor not read), the DMA's
-  data-path cycles (a beat per cycle, one more cycle per SRAM row it hands to the collector) and
-  the WP's write beats (one beat per 8-byte line an ``out`` vector touches);
+  the Compute Pipeline's cycles per job (``meritz.tau.cp.sequencer``: restore, every step's program
+  range, save, one cycle between jobs), the DRAM read beats of every footprint row
+  (``meritz.tau.dma``: 8-byte beats, partial first / last beats, rows outside a ``zero`` tensor not
+  read), the DMA's data-path cycles (a beat per cycle, one more cycle per SRAM row it hands to the
+  collector) and the WP's write beats (one beat per 8-byte line an ``out`` vector touches);
 * a **fluid event simulation** of the pipelines of ``taus`` TAUs: per TAU the DMA loads jobs in
   order as far ahead as the RP tile FIFOs hold them (Fig. 9, 10), a job's compute starts when its
   tiles are committed and the previous job is done, its outputs stream to DRAM while it
@@ -21,7 +21,7 @@ simulating the RTL. The model (``docs/perf.md``) works at the granularity of one
   first instruction that reads it, the pipeline latency of a load that starts from an idle DMA,
   and the cycles from the last instruction to the last write response.
 
-Pure numpy; it imports neither amaranth nor the simulator. ``python -m merit.perf`` prints the
+Pure numpy; it imports neither amaranth nor the simulator. ``python -m bench.perf`` prints the
 model against every RTL measurement in ``docs/results/`` and writes ``docs/results/perf.md``.
 """
 
@@ -30,15 +30,12 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
-import json
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CONSTANTS", "Prediction", "TileCost", "predict", "predict_problem", "job_costs",
-           "calibration_table", "main"]
+__all__ = ["CONSTANTS", "Prediction", "TileCost", "predict", "predict_problem", "job_costs"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -251,7 +248,7 @@ def _slots(kernel):
 
 def _load_counts(kernel, slot, p_origins, a_origin):
     """DRAM read beats and DMA data-path cycles of one slot's tile for every parallel tile
-    (arrays over ``p_origins``), walking the footprint rows as ``meritz.dma`` does."""
+    (arrays over ``p_origins``), walking the footprint rows as ``meritz.tau.dma`` does."""
     from .compile import A_INDICES, AXES, P_INDICES
     p_tile = list(kernel.config["p_tile"])
     a_tile = list(kernel.config["a_tile"])
@@ -679,160 +676,3 @@ def predict_problem(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8, latenc
     kernel = compile_problem(problem, lanes=lanes, **compile_kwargs)
     return predict(kernel, taus=taus, dram_bytes_per_cycle=dram_bytes_per_cycle,
                    latency=latency, rp_bytes=compile_kwargs.get("rp_bytes", RP_BYTES))
-
-
-# ---- calibration against the RTL ----------------------------------------------------------------
-
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
-
-
-def _workloads():
-    """name -> problem factory of ``verif/measure_tau.py`` (loaded without the simulator)."""
-    import ast
-    path = Path(__file__).resolve().parents[2] / "verif" / "measure_tau.py"
-    tree = ast.parse(path.read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "WORKLOADS":
-            from . import workloads as W
-            table = eval(compile(ast.Expression(node.value), str(path), "eval"), {"W": W})
-            return {name: factory for name, (factory, _) in table.items()}
-    raise LookupError(f"{path} defines no WORKLOADS")
-
-
-#: Row files that :func:`calibration_table` reads besides ``tau.json``, when they exist.
-ROW_FILES = ("perf_n8.json", "utilization.json", "utilization_one_tau.json")
-
-
-def calibration_table(results=RESULTS):
-    """Predicted vs measured cycles of every RTL measurement in ``results``.
-
-    Reads ``tau.json`` (one 32-lane TAU, ``verif/measure_tau.py``) and each of
-    :data:`ROW_FILES` that exists: ``perf_n8.json`` (one 8-lane TAU) and ``utilization.json``
-    (the processor), both ``{"rows": {name: {"problem", "cycles", "taus", "lanes", ...}}}`` where
-    ``problem`` names a workload of ``verif/measure_tau.py``, or ``function``, ``args`` and
-    ``kwargs`` call a :mod:`merit.workloads` function (other rows, and rows without a number of
-    cycles, are skipped);
-    ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes``, ``cp_bytes`` and ``instructions`` are
-    optional.
-    A row's optional ``bench`` (``"tau"``: one TAU driven by the bench, ``"top"``: the processor
-    through its control port) is appended to its source. Returns a list of dicts ``source, name,
-    lanes, taus, bandwidth, measured, predicted, error`` (relative, signed) and ``bound``.
-    """
-    results = Path(results)
-    factories = _workloads()
-    rows = []
-    tau = json.loads((results / "tau.json").read_text())
-    setup = tau["setup"]
-    from .compile import compile_problem
-    for name, r in sorted(tau["workloads"].items()):
-        kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24)
-        p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
-                    latency=setup["latency"])
-        rows.append(_row("tau.json", name, r["cycles"], p))
-    for source in ROW_FILES:
-        path = results / source
-        if not path.exists():
-            continue
-        for name, r in sorted(json.loads(path.read_text()).get("rows", {}).items()):
-            if not isinstance(r.get("cycles"), (int, float)):
-                continue
-            if source.startswith("utilization") and "problem" not in r and "function" not in r:
-                r = dict(r, table=r.get("table", "paper"))     # a row of merit.paper (a slice)
-            problem = _row_problem(r, name, factories)
-            if problem is None or not isinstance(r.get("cycles"), (int, float)):
-                continue
-            rp_bytes = tuple(r.get("rp_bytes", RP_BYTES))
-            kernel = compile_problem(problem, lanes=int(r.get("lanes", 32)),
-                                     instructions=int(r.get("instructions",
-                                                            _instruction_slots(problem))),
-                                     rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)))
-            p = predict(kernel, taus=int(r.get("taus", 1)),
-                        dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
-                        latency=int(r.get("latency", 20)), rp_bytes=rp_bytes)
-            label = f"{source} ({r['bench']})" if "bench" in r else source
-            rows.append(_row(label, name, r["cycles"], p))
-    return rows
-
-
-def _row_problem(row, name, factories):
-    """The problem of a measurement row: ``function`` + ``args`` / ``kwargs`` call a
-    :mod:`merit.workloads` function; a row of ``utilization.json`` (``table`` VIII / IX) is the
-    slice of that row of :mod:`merit.paper`; else ``problem`` (default: the row's name) names a
-    workload of ``verif/measure_tau.py``. None when neither is known."""
-    from . import workloads as W
-    if row.get("table") in ("VIII", "IX", "paper"):     # utilization*.json: merit.paper rows
-        from .paper import row as paper_row
-        if row.get("simulated") == "full":          # the whole layer ran, not the slice
-            return paper_row(name).full()[0][0]
-        return paper_row(name).slice()
-    function = row.get("function")
-    if function is not None:
-        if function not in W.__all__:
-            return None
-        return getattr(W, function)(*row.get("args", ()), **row.get("kwargs", {}))
-    factory = factories.get(row.get("problem", name))
-    return factory() if factory is not None else None
-
-
-def _instruction_slots(problem):
-    """Program slots of the TAU that ran ``problem`` (:func:`merit.compile.program_slots`)."""
-    from .compile import program_slots
-    return program_slots(problem)
-
-
-def _row(source, name, measured, p):
-    return {"source": source, "name": name, "lanes": p.lanes, "taus": p.taus,
-            "bandwidth": p.dram_bytes_per_cycle, "measured": int(measured), "predicted": p.cycles,
-            "error": (p.cycles - measured) / measured, "bound": p.bound}
-
-
-def _markdown(rows, command):
-    import datetime
-    import platform
-    worst = max((abs(r["error"]) for r in rows), default=0.0)
-    lines = [
-        "# Performance model vs RTL measurements",
-        "",
-        f"Command: `{command}` ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
-        f"UTC, {platform.node() or 'unknown host'}, {platform.machine()}, Python "
-        f"{platform.python_version()}). Model: `merit.perf` (`docs/perf.md`); measurements: "
-        "`docs/results/tau.json` (one 32-lane TAU, `verif/measure_tau.py`), "
-        "`docs/results/perf_n8.json` (8 lanes: one TAU driven by the bench, `(tau)`, and the "
-        "processor with 1 or 2 TAUs through its control port, `(top)`) and, when present, "
-        "`docs/results/utilization.json` (the processor). "
-        "Error = (predicted - measured) / measured.",
-        "",
-        "| source | workload | lanes | TAUs | B/cycle | measured cycles | predicted | error "
-        "| bound (model) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(f"| {r['source']} | {r['name']} | {r['lanes']} | {r['taus']} | "
-                     f"{r['bandwidth']:g} | {r['measured']} | {r['predicted']} | "
-                     f"{100 * r['error']:+.1f} % | {r['bound']} |")
-    lines += ["", f"Max |error|: {100 * worst:.1f} % over {len(rows)} rows (target: 10 %)."]
-    for source in sorted({r["source"] for r in rows}):
-        mine = [abs(r["error"]) for r in rows if r["source"] == source]
-        lines.append(f"* `{source}`: {len(mine)} rows, max |error| {100 * max(mine):.1f} %, "
-                     f"mean |error| {100 * sum(mine) / len(mine):.1f} %.")
-    return "\n".join(lines) + "\n"
-
-
-def main(argv=None):
-    """``python -m merit.perf [--out FILE]``: print the calibration table and write it as
-    Markdown (default ``docs/results/perf.md``)."""
-    import argparse
-    parser = argparse.ArgumentParser(description="merit.perf against the RTL measurements")
-    parser.add_argument("--out", default=str(RESULTS / "perf.md"))
-    args = parser.parse_args(argv)
-    rows = calibration_table()
-    for r in rows:
-        print(f"{r['source']:17} {r['name']:18} lanes={r['lanes']:2} taus={r['taus']} "
-              f"B/cycle={r['bandwidth']:g} measured={r['measured']:8} "
-              f"predicted={r['predicted']:8} error={100 * r['error']:+6.1f} %  {r['bound']}")
-    Path(args.out).write_text(_markdown(rows, "python -m merit.perf"))
-    print(f"wrote {args.out}")
-
-
-if __name__ == "__main__":
-    main()

@@ -20,9 +20,8 @@ __all__ = ["plan_text", "plan_png"]
 
 
 def _kernel(problem, lanes):
-    from .compile import compile_problem
-    from .perf import _instruction_slots
-    return compile_problem(problem, lanes=lanes, instructions=_instruction_slots(problem))
+    from .compile import compile_problem, program_slots
+    return compile_problem(problem, lanes=lanes, instructions=program_slots(problem))
 
 
 def _check(problem, taus, dram_bytes_per_cycle):

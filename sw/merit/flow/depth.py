@@ -1,9 +1,9 @@
 """Logic depth of MERIT-z in generic gates: the longest combinational path of every module.
 
 The ASIC view of timing without a cell library's delays: each module is mapped (Yosys, as in
-:mod:`merit.synth`, hierarchy kept) to the generic gates of :func:`merit.synth.liberty` with
-flip-flop enables and synchronous resets turned into gates, and ``ltp -noff`` counts the gates on
-its longest path from a flip-flop, memory read port or input to a flip-flop, memory port or
+:mod:`merit.flow.synth`, hierarchy kept) to the generic gates of :func:`merit.flow.synth.liberty`
+with flip-flop enables and synchronous resets turned into gates, and ``ltp -noff`` counts the gates
+on its longest path from a flip-flop, memory read port or input to a flip-flop, memory port or
 output. Memories are cut like flip-flops (their read ports are synchronous). A path that crosses
 module boundaries is counted in pieces, one per module; the FPGA's critical path
 (:mod:`merit.flow.fpga`) is the whole-chip view.
@@ -37,7 +37,7 @@ def logic_depth_verilog(verilog, top, work_dir, *, timeout=3600, cache=True):
     Returns ``{module: {"depth", "path"}}``: module names as in the Verilog (Amaranth's
     ``top.sub.sub``), ``path`` the named signals along the path (Yosys' own names are left out).
     """
-    from merit.synth import _check_paths, _check_top, _stage_sources, _yosys_flow, liberty
+    from merit.flow.synth import _check_paths, _check_top, _stage_sources, _yosys_flow, liberty
 
     top = _check_top(top)
     paths, work = _check_paths(verilog, work_dir)

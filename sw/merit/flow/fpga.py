@@ -214,7 +214,7 @@ def summarize(work_dir):
 def run_config(lanes, taus, work_root="build/fpga", *, device="LFE5U-85F", freq_mhz=100,
                log=print):
     """Emit ``Top(taus x lanes)``, synthesize it for ECP5, place and route; return the summary."""
-    from meritz.configs import BLOCKS, build
+    from meritz.blocks import BLOCKS, build
     from meritz.emit import to_verilog
 
     row = next(r for r in BLOCKS if "taus" in r[2])

@@ -1,7 +1,8 @@
 """The MERIT-z instruction set: encoding, assembler, bit-exact interpreter, programs per workload.
 
 Pure numpy (no amaranth). ``docs/isa.md`` documents the encoding and the semantics; the RTL in
-``hw/meritz/simd.py`` and ``hw/meritz/sequencer.py`` is checked against :func:`execute`.
+``hw/meritz/tau/cp/simd.py`` and ``hw/meritz/tau/cp/sequencer.py`` is checked against
+:func:`execute`.
 """
 
 from .alu import alu, lut_interp, out_value, sat16, wrap32

@@ -50,9 +50,8 @@ def _static_shape(value_info, overrides, name):
 def _evaluate(node, inputs, opset):
     """Run one node on the host with ONNX's reference implementation."""
     onnx = _onnx()
-    from onnx.reference import ReferenceEvaluator
-
     from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
     graph_inputs = []
     feeds = {}
     for name, value in zip(node.input, inputs, strict=True):

@@ -1,0 +1,159 @@
+"""The performance model against the RTL measurements: ``python -m bench.perf``.
+
+Predicts (:func:`merit.perf.predict`) every RTL measurement in ``docs/results/`` and writes the
+table with the errors to ``docs/results/perf.md``.
+"""
+
+import json
+from pathlib import Path
+
+from merit.perf import RP_BYTES, predict
+from merit.suite import WORKLOADS
+
+__all__ = ["calibration_table", "main"]
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def _workloads():
+    """name -> problem factory of :data:`merit.suite.WORKLOADS`."""
+    return {name: factory for name, (factory, _) in WORKLOADS.items()}
+
+
+#: Row files that :func:`calibration_table` reads besides ``tau.json``, when they exist.
+ROW_FILES = ("perf_n8.json", "utilization.json", "utilization_one_tau.json")
+
+
+def calibration_table(results=RESULTS):
+    """Predicted vs measured cycles of every RTL measurement in ``results``.
+
+    Reads ``tau.json`` (one 32-lane TAU, ``bench/tau.py``) and each of
+    :data:`ROW_FILES` that exists: ``perf_n8.json`` (one 8-lane TAU) and ``utilization.json``
+    (the processor), both ``{"rows": {name: {"problem", "cycles", "taus", "lanes", ...}}}`` where
+    ``problem`` names a workload of ``bench/tau.py``, or ``function``, ``args`` and
+    ``kwargs`` call a :mod:`merit.workloads` function (other rows, and rows without a number of
+    cycles, are skipped);
+    ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes``, ``cp_bytes`` and ``instructions`` are
+    optional.
+    A row's optional ``bench`` (``"tau"``: one TAU driven by the bench, ``"top"``: the processor
+    through its control port) is appended to its source. Returns a list of dicts ``source, name,
+    lanes, taus, bandwidth, measured, predicted, error`` (relative, signed) and ``bound``.
+    """
+    results = Path(results)
+    factories = _workloads()
+    rows = []
+    tau = json.loads((results / "tau.json").read_text())
+    setup = tau["setup"]
+    from merit.compile import compile_problem
+    for name, r in sorted(tau["workloads"].items()):
+        kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24)
+        p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
+                    latency=setup["latency"])
+        rows.append(_row("tau.json", name, r["cycles"], p))
+    for source in ROW_FILES:
+        path = results / source
+        if not path.exists():
+            continue
+        for name, r in sorted(json.loads(path.read_text()).get("rows", {}).items()):
+            if not isinstance(r.get("cycles"), (int, float)):
+                continue
+            if source.startswith("utilization") and "problem" not in r and "function" not in r:
+                r = dict(r, table=r.get("table", "paper"))     # a row of merit.paper (a slice)
+            problem = _row_problem(r, name, factories)
+            if problem is None or not isinstance(r.get("cycles"), (int, float)):
+                continue
+            rp_bytes = tuple(r.get("rp_bytes", RP_BYTES))
+            kernel = compile_problem(problem, lanes=int(r.get("lanes", 32)),
+                                     instructions=int(r.get("instructions",
+                                                            _instruction_slots(problem))),
+                                     rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)))
+            p = predict(kernel, taus=int(r.get("taus", 1)),
+                        dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
+                        latency=int(r.get("latency", 20)), rp_bytes=rp_bytes)
+            label = f"{source} ({r['bench']})" if "bench" in r else source
+            rows.append(_row(label, name, r["cycles"], p))
+    return rows
+
+
+def _row_problem(row, name, factories):
+    """The problem of a measurement row: ``function`` + ``args`` / ``kwargs`` call a
+    :mod:`merit.workloads` function; a row of ``utilization.json`` (``table`` VIII / IX) is the
+    slice of that row of :mod:`merit.paper`; else ``problem`` (default: the row's name) names a
+    workload of ``bench/tau.py``. None when neither is known."""
+    from merit import workloads as W
+    if row.get("table") in ("VIII", "IX", "paper"):     # utilization*.json: merit.paper rows
+        from merit.paper import row as paper_row
+        if row.get("simulated") == "full":          # the whole layer ran, not the slice
+            return paper_row(name).full()[0][0]
+        return paper_row(name).slice()
+    function = row.get("function")
+    if function is not None:
+        if function not in W.__all__:
+            return None
+        return getattr(W, function)(*row.get("args", ()), **row.get("kwargs", {}))
+    factory = factories.get(row.get("problem", name))
+    return factory() if factory is not None else None
+
+
+def _instruction_slots(problem):
+    """Program slots of the TAU that ran ``problem`` (:func:`merit.compile.program_slots`)."""
+    from merit.compile import program_slots
+    return program_slots(problem)
+
+
+def _row(source, name, measured, p):
+    return {"source": source, "name": name, "lanes": p.lanes, "taus": p.taus,
+            "bandwidth": p.dram_bytes_per_cycle, "measured": int(measured), "predicted": p.cycles,
+            "error": (p.cycles - measured) / measured, "bound": p.bound}
+
+
+def _markdown(rows, command):
+    import datetime
+    import platform
+    worst = max((abs(r["error"]) for r in rows), default=0.0)
+    lines = [
+        "# Performance model vs RTL measurements",
+        "",
+        f"Command: `{command}` ({datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+        f"UTC, {platform.node() or 'unknown host'}, {platform.machine()}, Python "
+        f"{platform.python_version()}). Model: `merit.perf` (`docs/perf.md`); measurements: "
+        "`docs/results/tau.json` (one 32-lane TAU, `bench/tau.py`), "
+        "`docs/results/perf_n8.json` (8 lanes: one TAU driven by the bench, `(tau)`, and the "
+        "processor with 1 or 2 TAUs through its control port, `(top)`) and, when present, "
+        "`docs/results/utilization.json` (the processor). "
+        "Error = (predicted - measured) / measured.",
+        "",
+        "| source | workload | lanes | TAUs | B/cycle | measured cycles | predicted | error "
+        "| bound (model) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['source']} | {r['name']} | {r['lanes']} | {r['taus']} | "
+                     f"{r['bandwidth']:g} | {r['measured']} | {r['predicted']} | "
+                     f"{100 * r['error']:+.1f} % | {r['bound']} |")
+    lines += ["", f"Max |error|: {100 * worst:.1f} % over {len(rows)} rows (target: 10 %)."]
+    for source in sorted({r["source"] for r in rows}):
+        mine = [abs(r["error"]) for r in rows if r["source"] == source]
+        lines.append(f"* `{source}`: {len(mine)} rows, max |error| {100 * max(mine):.1f} %, "
+                     f"mean |error| {100 * sum(mine) / len(mine):.1f} %.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    """``python -m bench.perf [--out FILE]``: print the calibration table and write it as
+    Markdown (default ``docs/results/perf.md``)."""
+    import argparse
+    parser = argparse.ArgumentParser(description="merit.perf against the RTL measurements")
+    parser.add_argument("--out", default=str(RESULTS / "perf.md"))
+    args = parser.parse_args(argv)
+    rows = calibration_table()
+    for r in rows:
+        print(f"{r['source']:17} {r['name']:18} lanes={r['lanes']:2} taus={r['taus']} "
+              f"B/cycle={r['bandwidth']:g} measured={r['measured']:8} "
+              f"predicted={r['predicted']:8} error={100 * r['error']:+6.1f} %  {r['bound']}")
+    Path(args.out).write_text(_markdown(rows, "python -m bench.perf"))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

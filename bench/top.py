@@ -1,0 +1,467 @@
+"""``make bench-hw``: the paper's utilization tables (VIII, IX) and scaling (Fig. 15) on MERIT-z.
+
+Every row of :data:`merit.paper.ROWS` runs on the Verilator model of the processor
+(``meritz.top.Top``, 4 TAUs x 32 lanes by default, DRAM 8 bytes/cycle, read latency 20),
+driven through its control port like software and checked bit for bit against the golden ISA
+model; layers too large to simulate run as the row's slice (SPEC §5). ``merit.perf`` predicts the
+same slice (its error against the RTL is in the table) and the full layer. ``--scaling`` adds
+Fig. 15: utilization against the number of ALUs, in RTL for the TAU counts given by
+``--scaling-taus`` and with the model from 32 to 1024 ALUs.
+
+Results accumulate in ``docs/results/utilization.json`` (a run with ``--only`` updates those rows
+and keeps the others) and are rendered into ``docs/results/utilization.md``::
+
+    python -m bench.top [--only NAME ...] [--scaling] [--taus 4] [--lanes 32]
+"""
+
+import argparse
+import copy
+import datetime
+import hashlib
+import json
+import os
+import pickle
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from merit.paper import ROWS, row
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+#: ALU counts of Fig. 15 (lanes x TAUs with 32 lanes per TAU)
+SCALING_ALUS = (32, 64, 128, 256, 512, 1024)
+#: rows drawn in the scaling figure
+SCALING_ROWS = ("alexnet_conv3", "vgg16_conv1", "dilated", "depthwise", "gemm",
+                "motion_estimation")
+
+
+def standard_ops(problems):
+    """The standard arithmetic count (``problem.ops``) over ``(problem, repeat)``s."""
+    return sum(repeat * problem.ops.count for problem, repeat in problems)
+
+
+def _model(problems, *, lanes, taus, bandwidth, latency):
+    """``(ALU-busy utilization, cycles, bound, standard-count utilization)`` of the performance
+    model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing."""
+    try:
+        from merit.perf import predict_problem
+    except ImportError:
+        return None
+    useful = cycles = 0
+    bounds = []
+    for problem, repeat in problems:
+        pred = predict_problem(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
+                               latency=latency)
+        useful += repeat * pred.utilization * pred.cycles * lanes * taus
+        cycles += repeat * pred.cycles
+        bounds.append(pred.bound)
+    alus = lanes * taus
+    return (useful / (cycles * alus), int(cycles), "/".join(dict.fromkeys(bounds)),
+            standard_ops(problems) / (cycles * alus))
+
+
+def roofline(problems, *, alus, bandwidth):
+    """Utilization bound (standard count) from compulsory DRAM traffic: every input read once,
+    every output written once (16-bit words), at ``bandwidth`` bytes per cycle, over
+    ``(problem, repeat)``s."""
+    words = 0
+    for problem, repeat in problems:
+        words += repeat * (sum(int(np.prod(t.shape)) for t in problem.tensors)
+                           + sum(int(np.prod(o.shape)) for o in problem.outputs))
+    cycles = 2 * words / bandwidth
+    return min(1.0, standard_ops(problems) / (cycles * alus))
+
+
+def _load(path):
+    if path.is_file():
+        return json.loads(path.read_text())
+    return {"rows": {}, "scaling": {}}
+
+
+def slice_key(problem, lanes, taus, bandwidth, latency):
+    """Identifies one simulation: rows with the same slice share one run (the standard count,
+    ``problem.ops``, is not part of what runs)."""
+    problem = copy.copy(problem)
+    problem.__dict__.pop("ops", None)
+    blob = pickle.dumps((problem, lanes, taus, bandwidth, latency))
+    return hashlib.sha1(blob).hexdigest()[:16]
+
+
+#: program slots of the one-TAU runs: the 32-lane TAU model that :mod:`bench.tau` builds
+ONE_TAU_SLOTS = 24
+
+
+def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20):
+    """``(problem, "full" or "slice")``: what row ``name`` simulates: the whole layer when it is
+    one problem run once and ``merit.perf`` predicts fewer than ``whole_under`` cycles for it,
+    else the row's slice."""
+    r = row(name)
+    full = r.full()
+    if whole_under and len(full) == 1 and full[0][1] == 1:
+        from merit.perf import predict_problem
+        cycles = predict_problem(full[0][0], lanes=lanes, taus=max(taus or 1, 1),
+                                 dram_bytes_per_cycle=bandwidth, latency=latency).cycles
+        if cycles < whole_under:
+            return full[0][0], "full"
+    return r.slice(), "slice"
+
+
+def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
+    """Simulate the slice (or the whole layer, :func:`simulated`) of row ``name`` on ``taus``
+    TAUs (``None``: one TAU driven by the bench), or reuse the run of a row in ``done`` with the
+    same problem; return the run's entry."""
+    from merit.sim import simulate
+
+    problem, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
+                              bandwidth=bandwidth, latency=latency)
+    key = slice_key(problem, lanes, taus or 0, bandwidth, latency)
+    for other, entry in done.items():
+        if other != name and entry.get("slice_key") == key:
+            print(f"{name}: same slice as {other}, its run is reused", flush=True)
+            return dict(entry, same_run_as=other)
+    start = time.time()
+    extra = {"instructions": ONE_TAU_SLOTS} if taus is None else {}
+    metrics = simulate(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
+                       latency=latency, seed=seed, progress=lambda line: print(line, flush=True),
+                       **extra)
+    std = problem.ops.count / (metrics["cycles"] * lanes * (taus or 1))
+    return {"slice_key": key, "simulated": part, "utilization": metrics["utilization"],
+            "cycles": metrics["cycles"], "standard_ops": problem.ops.count,
+            "ops_unit": problem.ops.unit,
+            "utilization_std": round(std, 4),
+            "tiles": metrics.get("tiles"), "tiling": metrics.get("tiling"),
+            "dram_busy": metrics.get("dram_busy"), "useful_ops": metrics["useful_ops"],
+            "read_beats": metrics.get("read_beats"), "write_beats": metrics.get("write_beats"),
+            "lanes": lanes, "taus": taus or 1, "bench": "tau" if taus is None else "top",
+            "wall_s": round(time.time() - start, 1)}
+
+
+def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
+    """The table entry of row ``name``: its run on ``taus`` TAUs and the row's labels."""
+    r = row(name)
+    entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
+                      seed=seed, done=done, whole_under=whole_under)
+    whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
+    return dict(entry, table=r.table, label=r.label, paper=r.paper, what=r.what,
+                slice="whole layer" if whole else r.slice_what, whole=whole)
+
+
+def add_model(entry, name, *, lanes, taus, bandwidth, latency):
+    """Add the model's predictions (slice and full layer) to a row's entry."""
+    r = row(name)
+    entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
+    entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
+    ran = r.full()[0][0] if entry.get("simulated") == "full" else r.slice()
+    sliced = _model([(ran, 1)], lanes=lanes, taus=taus, bandwidth=bandwidth,
+                    latency=latency)
+    full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency)
+    if sliced is None:
+        entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
+        return entry
+    entry["model_slice"] = round(sliced[0], 4)
+    entry["model_slice_std"] = round(sliced[3], 4)
+    entry["model_slice_cycles"] = sliced[1]
+    if entry.get("cycles"):
+        entry["model_error"] = round(sliced[1] / entry["cycles"] - 1, 4)
+    entry["model_full"] = round(full[0], 4)
+    entry["model_full_std"] = round(full[3], 4)
+    entry["model_full_cycles"] = full[1]
+    entry["bound"] = full[2]
+    entry["ops_unit"] = ran.ops.unit
+    return entry
+
+
+def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau):
+    """Fig. 15: utilization vs ALUs, the model for every count, RTL for ``rtl_taus`` (0: one TAU
+    alone, from ``one_tau`` rows when measured)."""
+    alus = list(SCALING_ALUS)
+    out = results.setdefault("scaling", {})
+    out["alus"] = alus
+    rtl = out.setdefault("rtl", {})
+    model = out.setdefault("model", {})
+    for name in SCALING_ROWS:
+        r = row(name)
+        points = [_model([(r.slice(), 1)], lanes=lanes, taus=a // lanes, bandwidth=bandwidth,
+                         latency=latency) for a in alus]
+        model[name] = [None if p is None else round(p[3], 4) for p in points]
+        measured = rtl.setdefault(name, [None] * len(alus))
+        for taus in rtl_taus:
+            a = max(taus, 1) * lanes
+            if a not in alus:
+                continue
+            if taus == results.get("setup", {}).get("taus") and name in results["rows"]:
+                value = _std(results["rows"][name], name)
+            elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
+                if name not in one_tau:
+                    one_tau[name] = run_slice(name, lanes=lanes, taus=None, bandwidth=bandwidth,
+                                              latency=latency, seed=seed, done=one_tau)
+                value = _std(one_tau[name], name)
+            else:
+                value = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth,
+                                  latency=latency, seed=seed, done={})["utilization_std"]
+            measured[alus.index(a)] = value
+            print(f"scaling {name} at {a} ALUs: {value}", flush=True)
+    out["note"] = ("utilization (standard count) of each row's slice; RTL: Verilator model of "
+                   "Top with "
+                   f"{lanes}-lane TAUs ({lanes} ALUs: one TAU driven by the bench); model: "
+                   "merit.perf")
+
+
+def _std(entry, name):
+    """The standard-count utilization of a run entry (older entries: from their cycles)."""
+    if entry.get("utilization_std") is not None:
+        return entry["utilization_std"]
+    ops = row(name).slice().ops.count
+    return round(ops / (entry["cycles"] * entry.get("lanes", 32) * entry.get("taus", 1)), 4)
+
+
+def _pct(value):
+    return "" if value is None else f"{value:+.1%}"
+
+
+def _num(value, digits=2):
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _reading(results, one_tau):
+    """The paragraph that explains the gaps, from the numbers."""
+    setup, rows = results["setup"], results["rows"]
+    alus = setup["taus"] * setup["lanes"]
+    measured = [r for r in ROWS if rows.get(r.name, {}).get("cycles") is not None]
+    if not measured:
+        return []
+    over_roof = [r.label for r in ROWS
+                 if rows.get(r.name, {}).get("roofline_full") is not None
+                 and r.paper > rows[r.name]["roofline_full"] + 0.005]
+    dram = [r.label for r in measured if (rows[r.name].get("dram_busy") or 0) >= 0.8]
+    alone_all = [r for r in measured if r.name in one_tau]
+    alone_ok = [r.label for r in alone_all if _std(one_tau[r.name], r.name) >= r.paper - 0.02]
+    out = ["## Reading the numbers", ""]
+    out.append(
+        f"* **{len(dram)} of {len(measured)} measured rows keep the DRAM port busy 80 % of the "
+        f"cycles or more** on {alus} ALUs: " + (", ".join(dram) or "none") + ".")
+    out.append(
+        "* **The DRAM roofline** bounds any machine with 16-bit data at this bandwidth: every "
+        "input read once, every output written once, nothing else. "
+        + (f"The paper's figure is above that bound for {alus} ALUs on: "
+           + ", ".join(over_roof) + ". No design with this DRAM reaches those figures with "
+           f"{alus} ALUs; the target there is 0.95 x the roofline."
+           if over_roof else "Every paper figure is below it."))
+    if alone_all:
+        out.append(
+            f"* **One TAU alone** (32 ALUs with the whole 8 bytes per cycle) comes within 0.02 "
+            f"of the paper's figure, or above it, on {len(alone_ok)} of {len(alone_all)} rows"
+            + (": " + ", ".join(alone_ok) if alone_ok else "") + ".")
+    out.append("")
+    return out
+
+
+def _verdict(r, e, alone):
+    """How a row compares with the paper, on the standard count."""
+    ours = e.get("utilization_std")
+    best = max(v for v in (ours, e.get("model_full_std"), 0.0) if v is not None)
+    verdict = "at or above" if best >= r.paper - 0.005 else "below"
+    roof = e.get("roofline_full")
+    if roof is not None and r.paper > roof + 0.005:
+        verdict += "; paper above the roofline"
+        if best >= 0.95 * roof:
+            verdict += " (ours >= 0.95 x roofline)"
+    if alone is not None and alone >= r.paper - 0.02:
+        verdict += "; 1 TAU within 0.02 or above"
+    return verdict
+
+
+def render(results, one_tau=None):
+    """``docs/results/utilization.md`` from the results dict (and the one-TAU rows)."""
+    one_tau = one_tau or {}
+    setup = results["setup"]
+    lines = [
+        "# MERIT-z utilization: the paper's Tables VIII and IX, and Fig. 15",
+        "",
+        f"Command: `{setup['command']}  ",
+        f"Date: {setup['date']}  ",
+        f"Machine: {setup['machine']}",
+        "",
+        f"MERIT-z as built here: {setup['taus']} TAUs x {setup['lanes']} lanes "
+        f"({setup['taus'] * setup['lanes']} ALUs), DRAM {setup['dram_bytes_per_cycle']} bytes "
+        f"per cycle (the paper's 3.2 GB/s at 400 MHz), read latency {setup['latency']} cycles. "
+        "Cycles run from the first DRAM request to the last write response, measured on the "
+        "Verilator model of `meritz.top.Top` driven through its control port; every run is "
+        "bit-exact against the golden ISA model.",
+        "",
+        "**Two utilizations.** *std* = the layer's standard arithmetic count / (cycles x ALUs): "
+        "MACs as frameworks count them (every kernel tap, padded taps included), one compare "
+        "per pooled element, one add per summed term, two MACs per alpha-blended element "
+        "(`problem.ops`, computed from the layer's shape, independently of the MERIT program). "
+        "*busy* = ALU operations MERIT-z executes (each output's init and output "
+        "instructions, steps over padding) / (cycles x ALUs). **The paper's figure is compared "
+        "with std**, and the verdict is judged on it.",
+        "",
+        "Layers too large to simulate run as a **slice** (column *slice*; definitions in "
+        "`sw/merit/paper.py`); *model* is `merit.perf`, whose cycle error against the RTL on "
+        "the same slice is given, and which predicts the full layer. The roofline is the "
+        "standard count over the compulsory DRAM traffic of the full layer (every input read "
+        "once, every output written once). The CONV+Pool rows are one fused kernel (pooling "
+        "window outer, MACs inner): where a layer's input channels do not fit one accumulation "
+        "tile, every window position re-reads its inputs (`docs/decisions.md`), so the deep "
+        "full layers fall below their 16-channel slices. The Saliency rows' shapes are "
+        "assumptions (`sw/merit/paper.py`).",
+        "",
+    ]
+    for table, title in (("VIII", "Table VIII: DNN layers"),
+                         ("IX", "Table IX: layers from vision papers")):
+        lines += [f"## {title}", "",
+                  f"| row | paper | ours std (RTL, {setup['taus']} TAUs) | ours busy (RTL) | "
+                  "slice | model std on the slice (cycle error) | model std, full layer | "
+                  "model busy, full layer | bound (model) | DRAM roofline std, full layer | "
+                  "DRAM busy | cycles | ours std, 1 TAU alone (RTL) | vs paper (std) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in ROWS:
+            if r.table != table:
+                continue
+            e = results["rows"].get(r.name)
+            if e is None:
+                lines.append(f"| {r.label} | {r.paper:.2f} | not measured | | {r.slice_what} "
+                             "| | | | | | | | | |")
+                continue
+            alone = one_tau.get(r.name)
+            alone = None if alone is None else _std(alone, r.name)
+            measured = e.get("cycles") is not None
+            ours = _std(e, r.name) if measured else None
+            e = dict(e, utilization_std=ours)
+            lines.append(
+                f"| {r.label} | {r.paper:.2f} | {_num(ours) or 'not measured'} | "
+                f"{_num(e.get('utilization'))} | {e.get('slice') or r.slice_what} | "
+                f"{_num(e.get('model_slice_std'))} ({_pct(e.get('model_error'))}) | "
+                f"{_num(e.get('model_full_std'))} | {_num(e.get('model_full'))} | "
+                f"{e.get('bound') or ''} | {_num(e.get('roofline_full'))} | "
+                f"{_num(e.get('dram_busy'))} | {e.get('cycles') or ''} | {_num(alone)} | "
+                f"{_verdict(r, e, alone)} |")
+        lines.append("")
+    lines += _reading(results, one_tau)
+    errors = [abs(e["model_error"]) for e in results["rows"].values()
+              if e.get("model_error") is not None]
+    if errors:
+        lines += [f"Model error on the slices: max {max(errors):.1%}, mean "
+                  f"{sum(errors) / len(errors):.1%} over {len(errors)} rows.", ""]
+    sc = results.get("scaling") or {}
+    if sc.get("alus"):
+        lines += ["## Fig. 15: utilization vs ALUs", "",
+                  f"{sc.get('note', '')}. DRAM stays at {setup['dram_bytes_per_cycle']} bytes "
+                  "per cycle, so the DRAM-bound rows fall as ALUs are added.", "",
+                  "| row | " + " | ".join(f"{a} ALUs" for a in sc["alus"]) + " |",
+                  "|---|" + "---|" * len(sc["alus"])]
+        for name, values in sorted(sc.get("model", {}).items()):
+            measured = sc.get("rtl", {}).get(name, [None] * len(values))
+            cells = []
+            for m, v in zip(values, measured, strict=True):
+                cell = _num(m)
+                if v is not None:
+                    cell = f"{v:.2f} RTL / {cell} model"
+                cells.append(cell)
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["<!-- plots:begin -->", "<!-- plots:end -->", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lanes", type=int, default=32)
+    parser.add_argument("--taus", type=int, default=4)
+    parser.add_argument("--dram-bytes-per-cycle", type=int, default=8)
+    parser.add_argument("--latency", type=int, default=20)
+    parser.add_argument("--only", action="append", help="row name (repeatable)")
+    parser.add_argument("--model-only", action="store_true",
+                        help="recompute the model columns of the stored rows, simulate nothing")
+    parser.add_argument("--no-model", action="store_true",
+                        help="simulate only (add the model columns later with --model-only)")
+    parser.add_argument("--one-tau", action="store_true",
+                        help="run the slices on one TAU alone instead (its own JSON file, "
+                             "the tables' '1 TAU' column)")
+    parser.add_argument("--scaling", action="store_true", help="also Fig. 15")
+    parser.add_argument("--scaling-taus", type=int, nargs="*", default=[0, 4],
+                        help="TAU counts simulated for Fig. 15 (0: one TAU alone, driven by "
+                             "the bench; the TAU count of the tables reuses their runs)")
+    parser.add_argument("--whole-under", type=int, default=0, metavar="CYCLES",
+                        help="simulate a row's whole layer (one problem) when the model predicts "
+                             "fewer cycles than this for it (default 0: slices)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default=str(RESULTS / "utilization"))
+    args = parser.parse_args(argv)
+    names = [r.name for r in ROWS]
+    for name in args.only or []:
+        row(name)                                   # KeyError listing the rows
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results = _load(out.with_suffix(".json"))
+    results["setup"] = {
+        "lanes": args.lanes, "taus": args.taus, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
+        "latency": args.latency,
+        "command": (f"python -m bench.top --lanes {args.lanes} --taus {args.taus} "
+                    f"--dram-bytes-per-cycle {args.dram_bytes_per_cycle} --scaling` (one row: "
+                    "`--only NAME`; the one-TAU column: `--one-tau`)"),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
+                   f"Python {platform.python_version()}, Verilator model",
+    }
+    model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
+                    latency=args.latency)
+
+    tau_path = out.with_name(out.name + "_one_tau.json")
+    one_tau = _load(tau_path)
+    for store, taus in ((results["rows"], args.taus), (one_tau["rows"], 0)):
+        for name in list(store):
+            key = store[name].get("slice_key")
+            ran = (row(name).full()[0][0] if store[name].get("simulated") == "full"
+                   else row(name).slice()) if name in names else None
+            if name not in names or key is not None and key != slice_key(
+                    ran, args.lanes, taus, args.dram_bytes_per_cycle, args.latency):
+                del store[name]                     # a run of a slice that has changed since
+
+    if args.one_tau:
+        for name in args.only or names:
+            print(f"== {name} on one TAU: {row(name).slice_what}", flush=True)
+            one_tau["rows"][name] = run_slice(
+                name, lanes=args.lanes, taus=None, bandwidth=args.dram_bytes_per_cycle,
+                latency=args.latency, seed=args.seed, done=one_tau["rows"])
+            print(f"{name}: {one_tau['rows'][name]}", flush=True)
+            tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
+        return
+
+    def save():
+        for name, entry in results["rows"].items():     # the one-TAU column, for the plots
+            if entry.get("cycles") is not None:
+                entry["utilization_std"] = _std(entry, name)
+            if name in one_tau["rows"]:
+                entry["one_tau"] = _std(one_tau["rows"][name], name)
+        out.with_suffix(".json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        out.with_suffix(".md").write_text(render(results, one_tau["rows"]))
+
+    for name in args.only or names:
+        if args.model_only:
+            r = row(name)
+            entry = results["rows"].setdefault(name, {"table": r.table, "label": r.label,
+                                                      "paper": r.paper, "what": r.what,
+                                                      "slice": r.slice_what})
+            add_model(entry, name, **model_kw)
+            continue
+        print(f"== {name}: {row(name).slice_what}", flush=True)
+        entry = measure_row(name, seed=args.seed, done=results["rows"],
+                            whole_under=args.whole_under, **model_kw)
+        results["rows"][name] = (entry if args.no_model
+                                 else add_model(entry, name, **model_kw))
+        print(f"{name}: {entry}", flush=True)
+        save()
+    if args.scaling:
+        scaling(results, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
+                latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed,
+                one_tau=one_tau["rows"])
+        tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
+    save()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""The ranged-inner-product sequencer of the Compute Pipeline.
+
+For each job (one parallel tile x one accumulation tile) the sequencer walks the lane groups of the
+tile; for each group it restores the group's registers (``CLEAR`` on the first accumulation tile,
+``LOAD`` from the partial-result SRAM otherwise), runs every accumulation step of the tile, and
+saves the registers (``STORE``) unless this was the last accumulation tile (output stationary,
+§V-B). At each step it issues the program range ``[begs[kf], ends[kl])`` chosen from the range
+table by how many innermost accumulation indices are at their first / last value (§III-B,
+``docs/isa.md``). The next step's range is selected in the cycle its first instruction issues, so
+consecutive steps follow each other without a bubble.
+
+Accumulation tiles of one parallel tile must come in order and may split only the outermost
+accumulation index (inner indices whole), so that every group sees its steps in the order of the
+nested loops. A job with an empty extent or a range past the program is dropped with ``error``.
+"""
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from merit.checks import check_lanes
+from merit.isa import MAX_LEVELS, N_REGS
+from meritz.tau.cp.simd import Command, cmd_layout, sram_depth
+
+__all__ = ["Sequencer", "job_layout", "sequencer_config_layout",
+           "sequencer_config"]
+
+DIMS = MAX_LEVELS      # accumulation levels and parallel dimensions
+INDEX = unsigned(16)
+
+
+def job_layout():
+    """One job: a parallel tile (its origin) and an accumulation tile (origin and extents)."""
+    return data.StructLayout({
+        "a_origin": data.ArrayLayout(INDEX, DIMS),
+        "a_extent": data.ArrayLayout(INDEX, DIMS),
+        "p_origin": data.ArrayLayout(INDEX, DIMS),
+    })
+
+
+def sequencer_config_layout(program_depth):
+    """Per-kernel configuration of the sequencer."""
+    addr = range(program_depth + 1)
+    return data.StructLayout({
+        "program": data.ArrayLayout(unsigned(32), program_depth),
+        "begs": data.ArrayLayout(addr, DIMS + 1),
+        "ends": data.ArrayLayout(addr, DIMS + 1),
+        "a_shape": data.ArrayLayout(INDEX, DIMS),       # whole accumulation space (first/last)
+        "group_shape": data.ArrayLayout(INDEX, DIMS),   # lane groups per parallel tile
+        "lane_bits": data.ArrayLayout(range(8), DIMS),  # log2 lanes along each parallel dim
+        "lane_shift": data.ArrayLayout(range(8), DIMS),  # lane-number bit of each dim's lanes
+        "regs": range(N_REGS + 1),                      # registers saved per group
+    })
+
+
+def sequencer_config(program, a_shape, group_shape, lane_bits):
+    """The configuration values of a :class:`merit.isa.Program` (a dict for ``.eq``/packing).
+
+    ``a_shape`` has one extent per level of the program (it is extended with inner levels of
+    extent 1 up to 6); ``group_shape`` / ``lane_bits`` have one entry per parallel dimension,
+    outermost first (the innermost dimension takes the low lane-number bits).
+    """
+    prog = program.with_levels(DIMS)
+    a_shape = tuple(a_shape) + (1,) * (DIMS - len(a_shape))
+    pdims = len(group_shape)
+    shifts, acc = [], 0
+    for bits in reversed(lane_bits):
+        shifts.insert(0, acc)
+        acc += bits
+    pad = DIMS - pdims
+    return {
+        "program": list(prog.words),
+        "begs": list(prog.begs),
+        "ends": list(prog.ends),
+        "a_shape": list(a_shape),
+        "group_shape": list(group_shape) + [1] * pad,
+        "lane_bits": list(lane_bits) + [0] * pad,
+        "lane_shift": shifts + [0] * pad,
+        "regs": prog.regs,
+    }
+
+
+def _check_depth(program_depth):
+    if not isinstance(program_depth, int) or isinstance(program_depth, bool):
+        raise TypeError(f"program_depth must be an integer, not {program_depth!r}")
+    if not 1 <= program_depth <= 64:
+        raise ValueError(f"program_depth must be between 1 and 64, not {program_depth}")
+    return program_depth
+
+
+class Sequencer(wiring.Component):
+    """Issues the commands of the SIMD array for each job.
+
+    Parameters
+    ----------
+    lanes : int
+        N, a power of two.
+    program_depth : int
+        Instruction words the program memory holds (default 32).
+    sram_bytes : int
+        Capacity of the SIMD array's partial-result SRAM (default 5 KB); the sequencer addresses
+        its ``sram_depth = 8 * sram_bytes / (32 N)`` rows.
+
+    Members
+    -------
+    job : In(stream.Signature(job_layout()))
+        Jobs, accepted when the previous one has issued its last command.
+    cmd : Out(stream.Signature(cmd_layout(lanes, sram_depth)))
+        Commands to the SIMD array.
+    config : In(sequencer_config_layout(program_depth))
+        Held stable while jobs run.
+    error : Out(1)
+        Sticky: a job had an empty extent or group shape, the range table is not monotone or
+        points past the program (such jobs are dropped), or the groups' registers overflow the
+        partial-result SRAM.
+    idle : Out(1)
+        No job in progress.
+    """
+
+    def __init__(self, *, lanes=32, program_depth=32, sram_bytes=5120):
+        self.lanes = check_lanes(lanes)
+        self.program_depth = _check_depth(program_depth)
+        self.sram_depth = sram_depth(lanes, sram_bytes)
+        super().__init__({
+            "job": In(stream.Signature(job_layout())),
+            "cmd": Out(stream.Signature(cmd_layout(lanes, self.sram_depth))),
+            "config": In(sequencer_config_layout(program_depth)),
+            "error": Out(1),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        job = Signal(job_layout())
+        a_cur = Array(Signal(INDEX, name=f"a{j}") for j in range(DIMS))     # global a_j
+        a_end = Array(Signal(INDEX, name=f"a_end{j}") for j in range(DIMS))
+        g_cur = Array(Signal(INDEX, name=f"g{j}") for j in range(DIMS))     # group coordinate
+        row_base = Signal(range(self.sram_depth + N_REGS * 2))
+        reg = Signal(range(N_REGS + 1))
+        pc = Signal(range(self.program_depth + 1))
+        fresh = Signal(init=1)          # at the first instruction of a step
+        first_tile = Signal()
+        last_tile = Signal()
+
+        # range selection of the current step
+        first = [a_cur[j] == 0 for j in range(DIMS)]
+        last = [a_cur[j] + 1 == cfg.a_shape[j] for j in range(DIMS)]
+        kf = Signal(range(DIMS + 1))
+        kl = Signal(range(DIMS + 1))
+        for k in range(DIMS + 1):               # the largest k wins (assigned last)
+            with m.If(Cat(*first[DIMS - k:], Const(1, 1)).all()):
+                m.d.comb += kf.eq(k)
+            with m.If(Cat(*last[DIMS - k:], Const(1, 1)).all()):
+                m.d.comb += kl.eq(k)
+        addr = Signal(range(self.program_depth + 1))
+        end = Signal(range(self.program_depth + 1))
+        m.d.comb += [
+            addr.eq(Mux(fresh, cfg.begs[kf], pc)),
+            end.eq(cfg.ends[kl]),
+        ]
+        word = Signal(unsigned(32))
+        m.d.comb += word.eq(Array(cfg.program)[addr[:max(1, (self.program_depth - 1)
+                                                         .bit_length())]])
+
+        # the index an `index` instruction reads
+        j = word[25:28]
+        is_par = word[5]
+        index = Signal(INDEX)
+        m.d.comb += index.eq(Mux(is_par,
+                                 job.p_origin[j] + (g_cur[j] << cfg.lane_bits[j]),
+                                 a_cur[j]))
+
+        # step advance: innermost index fastest, inside the tile
+        wrap = [a_cur[jj] + 1 == a_end[jj] for jj in range(DIMS)]
+        steps_done = Cat(*wrap).all()
+
+        def advance_step():
+            for jj in range(DIMS):
+                inner_wrap = Cat(*wrap[jj + 1:], Const(1, 1)).all()
+                with m.If(inner_wrap):
+                    m.d.sync += a_cur[jj].eq(Mux(wrap[jj], job.a_origin[jj], a_cur[jj] + 1))
+            m.d.sync += fresh.eq(1)
+
+        def restart_steps(origin):
+            m.d.sync += [a_cur[jj].eq(origin[jj]) for jj in range(DIMS)]
+            m.d.sync += fresh.eq(1)
+
+        gwrap = [g_cur[jj] + 1 == cfg.group_shape[jj] for jj in range(DIMS)]
+        cmd = self.cmd.payload
+        m.d.comb += [
+            cmd.row.eq(row_base + reg),
+            cmd.word.d.eq(reg),
+        ]
+        bad_job = Signal()
+        p = self.job.payload
+        m.d.comb += bad_job.eq(
+            Cat(*[p.a_extent[jj] == 0 for jj in range(DIMS)],
+                *[cfg.group_shape[jj] == 0 for jj in range(DIMS)],
+                *[cfg.ends[k] > self.program_depth for k in range(DIMS + 1)],
+                *[cfg.begs[k] > cfg.begs[k - 1] for k in range(1, DIMS + 1)],
+                *[cfg.ends[k] < cfg.ends[k - 1] for k in range(1, DIMS + 1)],
+                cfg.begs[0] > cfg.ends[0]).any())
+
+        def finish_group():
+            """The group's last command issued: on to the next group, or to the next job."""
+            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0)]
+            restart_steps(job.a_origin)
+            for jj in range(DIMS):
+                with m.If(Cat(*gwrap[jj + 1:], Const(1, 1)).all()):
+                    m.d.sync += g_cur[jj].eq(Mux(gwrap[jj], 0, g_cur[jj] + 1))
+            with m.If(Cat(*gwrap).all()):
+                m.next = "IDLE"
+            with m.Else():
+                m.next = "RESTORE"
+
+        def end_steps():
+            with m.If(last_tile | (cfg.regs == 0)):
+                finish_group()
+            with m.Else():
+                m.d.sync += reg.eq(0)
+                m.next = "SAVE"
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += [self.job.ready.eq(1), self.idle.eq(1)]
+                with m.If(self.job.valid):
+                    with m.If(bad_job):
+                        m.d.sync += self.error.eq(1)
+                    with m.Else():
+                        m.d.sync += [
+                            job.eq(p),
+                            first_tile.eq(Cat(*[p.a_origin[jj] == 0
+                                                for jj in range(DIMS)]).all()),
+                            last_tile.eq(Cat(*[p.a_origin[jj] + p.a_extent[jj] == cfg.a_shape[jj]
+                                               for jj in range(DIMS)]).all()),
+                            row_base.eq(0),
+                            reg.eq(0),
+                        ]
+                        m.d.sync += [a_end[jj].eq(p.a_origin[jj] + p.a_extent[jj])
+                                     for jj in range(DIMS)]
+                        m.d.sync += [g_cur[jj].eq(0) for jj in range(DIMS)]
+                        restart_steps(p.a_origin)
+                        m.next = "RESTORE"
+            with m.State("RESTORE"):
+                with m.If(row_base + cfg.regs > self.sram_depth):
+                    m.d.sync += self.error.eq(1)   # more groups x registers than SRAM rows
+                with m.If(first_tile):
+                    m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.CLEAR)]
+                    with m.If(self.cmd.ready):
+                        m.next = "STEPS"
+                with m.Elif(cfg.regs == 0):
+                    m.next = "STEPS"
+                with m.Else():
+                    m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.LOAD)]
+                    with m.If(self.cmd.ready):
+                        m.d.sync += reg.eq(reg + 1)
+                        with m.If(reg + 1 == cfg.regs):
+                            m.d.sync += reg.eq(0)
+                            m.next = "STEPS"
+            with m.State("STEPS"):
+                with m.If(addr >= end):            # empty range: next step, no command
+                    advance_step()
+                    with m.If(steps_done):
+                        end_steps()
+                with m.Else():
+                    m.d.comb += [
+                        self.cmd.valid.eq(1),
+                        cmd.kind.eq(Command.EXEC),
+                        cmd.word.eq(word),
+                        cmd.index.eq(index),
+                        cmd.lane_shift.eq(cfg.lane_shift[j]),
+                        cmd.lane_bits.eq(cfg.lane_bits[j]),
+                    ]
+                    with m.If(self.cmd.ready):
+                        with m.If(addr + 1 == end):
+                            advance_step()
+                            with m.If(steps_done):
+                                end_steps()
+                        with m.Else():
+                            m.d.sync += [pc.eq(addr + 1), fresh.eq(0)]
+            with m.State("SAVE"):
+                m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.STORE)]
+                with m.If(self.cmd.ready):
+                    m.d.sync += reg.eq(reg + 1)
+                    with m.If(reg + 1 == cfg.regs):
+                        finish_group()
+        return m

@@ -1,0 +1,331 @@
+"""The SIMD compute array of the Compute Pipeline: N lanes executing the MERIT-z ISA (§V, Table I).
+
+Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Two pipeline stages:
+
+1. **issue** accepts a command, decodes it, fetches the operands of every lane (registers with
+   forwarding from stage 2, the RP0 / RP1 element, constants, immediates) and, for ``LOAD``,
+   reads the partial-result SRAM;
+2. **execute** computes the result of every lane and writes the lane register, sends an ``out``
+   vector, or writes the SRAM (``STORE``).
+
+A register written by one instruction is forwarded to the next one, so programs need no ``nop``.
+The partial-result SRAM (5 KB by default) keeps the registers of lane groups that are not running
+(output stationary across accumulation tiles); it is never read and written in the same cycle (a
+``LOAD`` behind a ``STORE`` waits one cycle), so it maps onto a single-port macro.
+"""
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from merit.checks import check_lanes
+from merit.isa import (
+    LUT_ENTRIES,
+    MAX_LEVELS,
+    N_CONSTS,
+    N_LUTS,
+    N_REGS,
+    OPERAND_CONST,
+    OPERAND_RP0,
+    OPERAND_RP1,
+    IndexKind,
+    Logic,
+    Op,
+)
+
+__all__ = ["Opcode", "LogicFn", "Command", "SimdArray", "cmd_layout", "simd_config_layout",
+           "sram_depth"]
+
+
+class Opcode(enum.Enum, shape=4):
+    """Field ``op`` of an instruction (values of :class:`merit.isa.Op`)."""
+    ADD = Op.ADD.value
+    SUB = Op.SUB.value
+    L1 = Op.L1.value
+    MAC = Op.MAC.value
+    LOGIC = Op.LOGIC.value
+    INDEX = Op.INDEX.value
+    LOOKUP = Op.LOOKUP.value
+    OUT = Op.OUT.value
+
+
+class LogicFn(enum.Enum, shape=3):
+    """Field ``fn`` of ``LOGIC`` (values of :class:`merit.isa.Logic`)."""
+    MAX = Logic.MAX.value
+    MIN = Logic.MIN.value
+    SEL = Logic.SEL.value
+    AND = Logic.AND.value
+    OR = Logic.OR.value
+    XOR = Logic.XOR.value
+
+
+class Command(enum.Enum, shape=2):
+    """What a command asks of the SIMD array."""
+    EXEC = 0    # execute ``word``
+    LOAD = 1    # register ``word.d`` of every lane <- SRAM row ``row``
+    STORE = 2   # SRAM row ``row`` <- register ``word.d`` of every lane
+    CLEAR = 3   # every register of every lane <- 0
+
+
+instruction_layout = data.StructLayout({
+    "c": 5, "b": 5, "a": 5, "zero": 2, "d": 3, "s": 5, "fn": 3, "op": Opcode,
+})
+
+
+def cmd_layout(lanes, depth):
+    """Payload of the command stream for ``lanes`` lanes and an SRAM of ``depth`` rows."""
+    return data.StructLayout({
+        "kind": Command,
+        "word": instruction_layout,
+        "row": range(depth),
+        "index": unsigned(16),      # a_fn of the step, or the group's base of p_fn
+        "lane_shift": range(8),     # PAR: the lane adds (lane >> lane_shift) & (2**lane_bits - 1)
+        "lane_bits": range(8),
+    })
+
+
+def simd_config_layout():
+    """Per-kernel constants of the SIMD array: k0..k3 and the lookup tables."""
+    return data.StructLayout({
+        "consts": data.ArrayLayout(signed(32), N_CONSTS),
+        "luts": data.ArrayLayout(data.ArrayLayout(signed(16), LUT_ENTRIES), N_LUTS),
+    })
+
+
+def sram_depth(lanes, sram_bytes):
+    """Rows of N 32-bit registers in a partial-result SRAM of ``sram_bytes`` (validated)."""
+    if not isinstance(sram_bytes, int) or isinstance(sram_bytes, bool):
+        raise TypeError(f"sram_bytes must be an integer, not {sram_bytes!r}")
+    if sram_bytes < lanes * 4 * N_REGS:
+        raise ValueError(f"sram_bytes must hold at least one group of {N_REGS} registers "
+                         f"({lanes * 4 * N_REGS} bytes for {lanes} lanes), not {sram_bytes}")
+    return sram_bytes * 8 // (lanes * 32)
+
+
+def _sat16(v):
+    return Mux(v > 32767, Const(32767, signed(16)),
+               Mux(v < -32768, Const(-32768, signed(16)), v[:16].as_signed()))
+
+
+def is_legal(m, word):
+    """A 1-bit value: the rule of :func:`merit.isa.is_legal` in logic."""
+    legal = Signal(name="legal")
+    reserved = Cat(*[(getattr(word, f) == 14) | (getattr(word, f) == 15) for f in "abc"]).any()
+    with m.Switch(word.op):
+        with m.Case(Opcode.ADD, Opcode.SUB, Opcode.L1, Opcode.MAC):
+            m.d.comb += legal.eq(word.fn == 0)
+        with m.Case(Opcode.LOGIC):
+            m.d.comb += legal.eq(word.fn <= max(f.value for f in LogicFn))
+        with m.Case(Opcode.INDEX):
+            m.d.comb += legal.eq((word.fn < MAX_LEVELS) & (word.b <= max(IndexKind)))
+        with m.Case(Opcode.LOOKUP):
+            m.d.comb += legal.eq(word.fn < N_LUTS)
+        with m.Case(Opcode.OUT):
+            m.d.comb += legal.eq((word.fn == 0) & (word.d == 0))
+    return legal & ~reserved & ~word.zero.any()
+
+
+class SimdArray(wiring.Component):
+    """N ALU lanes in lock-step with per-lane registers and the partial-result SRAM.
+
+    Parameters
+    ----------
+    lanes : int
+        N, a power of two.
+    sram_bytes : int
+        Capacity of the partial-result SRAM (default 5120 = 5 KB): ``8 * sram_bytes / (32 N)``
+        rows of N 32-bit registers.
+
+    Members
+    -------
+    cmd : In(stream.Signature(cmd_layout))
+        Commands from the sequencer (:class:`Command`); one per cycle at best.
+    rp0, rp1 : In(stream.Signature(ArrayLayout(signed(16), lanes)))
+        The current RP elements; one vector is consumed by each executed instruction that reads
+        ``i0`` / ``i1``.
+    out : Out(stream.Signature(ArrayLayout(signed(16), lanes)))
+        Results of ``out`` instructions, to the write pipeline.
+    config : In(simd_config_layout())
+        Constants and lookup tables, held stable while commands run.
+    error : Out(1)
+        Sticky until reset: an illegal instruction was received. It executed nothing, consumed
+        no RP element and produced no output.
+    busy : Out(1)
+        An accepted command has not completed yet.
+    """
+
+    def __init__(self, *, lanes=32, sram_bytes=5120):
+        self.lanes = check_lanes(lanes)
+        self.sram_bytes = sram_bytes
+        self.depth = sram_depth(lanes, sram_bytes)
+        vec16 = data.ArrayLayout(signed(16), lanes)
+        super().__init__({
+            "cmd": In(stream.Signature(cmd_layout(lanes, self.depth))),
+            "rp0": In(stream.Signature(vec16)),
+            "rp1": In(stream.Signature(vec16)),
+            "out": Out(stream.Signature(vec16)),
+            "config": In(simd_config_layout()),
+            "error": Out(1),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.lanes
+        vec32 = data.ArrayLayout(signed(32), n)
+        regs = [Signal(vec32, name=f"r{i}") for i in range(N_REGS)]
+        m.submodules.sram = sram = memory.Memory(shape=vec32, depth=self.depth, init=[])
+        rd = sram.read_port()
+        wr = sram.write_port()
+
+        # ---- stage 2 (execute) state -------------------------------------------------------
+        s2 = Signal(data.StructLayout({
+            "valid": 1, "kind": Command, "word": instruction_layout, "row": range(self.depth),
+        }))
+        a2, b2, c2 = (Signal(vec32, name=f"{x}2") for x in "abc")
+        w2 = s2.word
+        s2_out = (s2.kind == Command.EXEC) & (w2.op == Opcode.OUT)
+        s2_fire = s2.valid & (~s2_out | self.out.ready)
+        s2_writes = s2.valid & (((s2.kind == Command.EXEC) & (w2.op != Opcode.OUT))
+                                | (s2.kind == Command.LOAD))
+        s2_clear = s2.valid & (s2.kind == Command.CLEAR)
+
+        result = Signal(vec32)       # the value written to register w2.d
+        outv = Signal(self.out.payload.shape())
+        luts = self.config.luts
+        entries = [Mux(w2.fn[0], luts[1][k], luts[0][k]) for k in range(LUT_ENTRIES)]
+        for lane in range(n):
+            a, b, c = a2[lane], b2[lane], c2[lane]
+            s = w2.s
+            r = Signal(signed(32), name=f"alu{lane}")
+            with m.Switch(w2.op):
+                with m.Case(Opcode.ADD):
+                    m.d.comb += r.eq(a + ((b + c) >> s))
+                with m.Case(Opcode.SUB):
+                    m.d.comb += r.eq(a + ((b - c) >> s))
+                with m.Case(Opcode.L1):
+                    m.d.comb += r.eq(a + (abs(b - c) >> s))
+                with m.Case(Opcode.MAC):
+                    m.d.comb += r.eq(a + ((_sat16(b) * _sat16(c)) >> s))
+                with m.Case(Opcode.LOGIC):
+                    f = Signal(signed(32), name=f"logic{lane}")
+                    with m.Switch(w2.fn):
+                        with m.Case(LogicFn.MAX):
+                            m.d.comb += f.eq(Mux(a > b, a, b))
+                        with m.Case(LogicFn.MIN):
+                            m.d.comb += f.eq(Mux(a < b, a, b))
+                        with m.Case(LogicFn.SEL):
+                            m.d.comb += f.eq(Mux(a != 0, b, c))
+                        with m.Case(LogicFn.AND):
+                            m.d.comb += f.eq(a & b)
+                        with m.Case(LogicFn.OR):
+                            m.d.comb += f.eq(a | b)
+                        with m.Case(LogicFn.XOR):
+                            m.d.comb += f.eq(a ^ b)
+                    m.d.comb += r.eq(f >> s)
+                with m.Case(Opcode.INDEX):
+                    m.d.comb += r.eq(a + (b >> s))          # b holds the lane's index
+                with m.Case(Opcode.LOOKUP):
+                    x = Signal(signed(33), name=f"lutx{lane}")
+                    u = Signal(unsigned(14), name=f"lutu{lane}")
+                    m.d.comb += [
+                        x.eq((b - c) >> s),
+                        u.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
+                    ]
+                    i = u[8:14]
+                    y0 = Array(entries)[i]
+                    y1 = Array(entries)[Mux(i == LUT_ENTRIES - 1, i, i + 1)]
+                    frac = Cat(u[:8], Const(0, 1)).as_signed()
+                    m.d.comb += r.eq(a + y0 + (((y1 - y0) * frac) >> 8))
+            m.d.comb += [
+                result[lane].eq(Mux(s2.kind == Command.LOAD, rd.data[lane], r)),
+                outv[lane].eq(_sat16((a + b) >> w2.s)),
+            ]
+
+        m.d.comb += [
+            self.out.valid.eq(s2.valid & s2_out),
+            self.out.payload.eq(outv),
+            wr.addr.eq(s2.row),
+            wr.data.eq(a2),
+            wr.en.eq(Mux(s2.valid & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
+        ]
+        with m.If(s2_fire):
+            with m.If(s2_clear):
+                m.d.sync += [reg.eq(0) for reg in regs]
+            with m.Elif(s2_writes):
+                m.d.sync += Array(regs)[w2.d].eq(result)
+
+        # ---- stage 1 (issue) ---------------------------------------------------------------
+        cmd = self.cmd.payload
+        w = cmd.word
+        exec1 = cmd.kind == Command.EXEC
+        legal = is_legal(m, w)
+        run = exec1 & legal
+        reads = [(w.a, True),
+                 (w.b, (w.op != Opcode.INDEX)),
+                 (w.c, (w.op != Opcode.INDEX) & (w.op != Opcode.OUT)
+                  & ~((w.op == Opcode.LOGIC) & (w.fn != LogicFn.SEL)))]
+        need0 = run & Cat(*[(code == OPERAND_RP0) & used for code, used in reads]).any()
+        need1 = run & Cat(*[(code == OPERAND_RP1) & used for code, used in reads]).any()
+        s2_free = ~s2.valid | s2_fire
+        sram_busy = (cmd.kind == Command.LOAD) & s2.valid & (s2.kind == Command.STORE)
+        ready = s2_free & ~sram_busy & (~need0 | self.rp0.valid) & (~need1 | self.rp1.valid)
+        accept = self.cmd.valid & ready
+        m.d.comb += [
+            self.cmd.ready.eq(ready),
+            self.rp0.ready.eq(self.cmd.valid & ready & need0),
+            self.rp1.ready.eq(self.cmd.valid & ready & need1),
+            rd.addr.eq(cmd.row),
+            rd.en.eq(accept & (cmd.kind == Command.LOAD)),
+            self.busy.eq(s2.valid),
+        ]
+
+        def operand(code, lane, forwarded):
+            v = Signal(signed(32), name=f"op{lane}_{len(forwarded)}")
+            with m.Switch(code):
+                with m.Case(*range(N_REGS)):
+                    m.d.comb += v.eq(forwarded[lane])
+                with m.Case(OPERAND_RP0):
+                    m.d.comb += v.eq(self.rp0.payload[lane])
+                with m.Case(OPERAND_RP1):
+                    m.d.comb += v.eq(self.rp1.payload[lane])
+                with m.Case(*range(OPERAND_CONST, OPERAND_CONST + N_CONSTS)):
+                    m.d.comb += v.eq(Array(self.config.consts)[(code - OPERAND_CONST)[:2]])
+                with m.Default():
+                    m.d.comb += v.eq(code[:4].as_signed())
+            return v
+
+        def register(code):
+            """Register ``code`` of every lane, with the result of stage 2 forwarded."""
+            fwd = Signal(vec32, name=f"fwd_{len(fwd_values)}")
+            hit = s2_writes & (w2.d == code[:3])
+            m.d.comb += fwd.eq(Mux(s2_clear, 0, Mux(hit, result, Array(regs)[code[:3]])))
+            fwd_values.append(fwd)
+            return fwd
+
+        fwd_values = []
+        fa, fb, fc = register(w.a), register(w.b), register(w.c)
+        fd = register(w.d)
+        lane_mask = Signal(unsigned(8))
+        m.d.comb += lane_mask.eq((1 << cmd.lane_bits) - 1)
+        with m.If(accept):
+            m.d.sync += [
+                s2.valid.eq(run | (cmd.kind != Command.EXEC)),
+                s2.kind.eq(cmd.kind),
+                s2.word.eq(w),
+                s2.row.eq(cmd.row),
+            ]
+            for lane in range(n):
+                m.d.sync += a2[lane].eq(Mux(exec1, operand(w.a, lane, fa), fd[lane]))
+                lane_idx = Mux(w.b == IndexKind.PAR,
+                               cmd.index + ((Const(lane, range(n)) >> cmd.lane_shift) & lane_mask),
+                               cmd.index)
+                m.d.sync += [
+                    b2[lane].eq(Mux(w.op == Opcode.INDEX, lane_idx, operand(w.b, lane, fb))),
+                    c2[lane].eq(operand(w.c, lane, fc)),
+                ]
+            with m.If(exec1 & ~legal):
+                m.d.sync += self.error.eq(1)
+        with m.Elif(s2_fire):
+            m.d.sync += s2.valid.eq(0)
+        return m

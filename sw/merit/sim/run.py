@@ -1,0 +1,294 @@
+"""``simulate``: run one MERIT problem on the Verilator model of MERIT-z, bit-exact against the
+golden ISA model, and return its cycle count and utilization (SPEC §5).
+
+The entry point of ``merit sim WORKLOAD`` and of the TAU and top benches::
+
+    from merit.sim import simulate
+    metrics = simulate(problem, lanes=32, dram_bytes_per_cycle=8)            # one TAU
+    metrics = simulate(problem, lanes=32, taus=4, dram_bytes_per_cycle=8)    # the processor
+
+With ``taus=None`` the cocotb module (:mod:`merit.sim.cocotb_tau`) is the dispatcher: it hands one
+TAU every parallel tile and waits for its ``idle``. With ``taus=T`` the whole processor
+(:class:`meritz.top.Top`) runs the problem the way software does (:mod:`merit.sim.cocotb_top`):
+configuration registers and LUT window written through AXI4-Lite, ``CTRL.start``, wait for
+``irq``, ``STATUS`` read back. Either way the problem travels to the cocotb bench pickled; the
+bench compiles it (``merit.compile.compile_problem``), fills the DRAM, and checks every output and
+the whole DRAM image.
+
+The benches print a progress line every ~2 s of wall time (:func:`report_progress`, cocotb side);
+``simulate(..., progress=print)`` hands those lines to a callable while the simulation runs.
+"""
+
+import dataclasses
+import hashlib
+import os
+import pickle
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from merit.compile import program_slots  # re-exported: the benches' default
+from merit.sim.build import run_bench, sim_build_root
+from merit.sim.toolchain import wave_format
+
+__all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
+           "cycle_limit", "record_run"]
+
+#: Default SRAM of one TAU (SPEC §5): RP0, RP1 bytes.
+RP_BYTES = (16384, 8192)
+
+
+def tau_for(lanes, *, rp_bytes=None, cp_bytes=5120, ports=1, instructions=16):
+    """The :class:`meritz.tau.Tau` of ``lanes`` lanes (SRAM sizes of SPEC §5 by default)."""
+    from meritz.tau import Tau
+    rp0, rp1 = rp_bytes or RP_BYTES
+    return Tau(lanes=lanes, rp0_bytes=rp0, rp1_bytes=rp1, cp_bytes=cp_bytes, ports=ports,
+               instructions=instructions)
+
+
+def top_for(lanes, taus, *, rp_bytes=None, cp_bytes=5120, instructions=16):
+    """The :class:`meritz.top.Top` of ``taus`` TAUs of ``lanes`` lanes."""
+    from meritz.top import Top
+    rp0, rp1 = rp_bytes or RP_BYTES
+    return Top(lanes=lanes, taus=taus, rp0_bytes=rp0, rp1_bytes=rp1, cp_bytes=cp_bytes,
+               instructions=instructions)
+
+
+def _check_waves(waves):
+    """``(path, kind, note)`` of a ``waves`` argument: an ``.fst`` file where FST can be built,
+    else the ``.vcd`` file beside it (``note`` says why); a ``.vcd`` file as asked."""
+    if waves is None:
+        return None, None, None
+    if not isinstance(waves, (str, os.PathLike)):
+        raise TypeError(f"waves must be the path of an .fst or .vcd file, not {waves!r}")
+    path = Path(waves)
+    if path.suffix not in (".fst", ".vcd"):
+        raise ValueError(f"waves must name an .fst or .vcd file, not {str(path)!r}")
+    if path.suffix == ".vcd":
+        return path, "vcd", None
+    kind, why = wave_format()
+    if kind == "vcd":
+        return path.with_suffix(".vcd"), "vcd", f"VCD instead of FST: {why}"
+    return path, "fst", None
+
+
+def _problem_file(problem):
+    blob = pickle.dumps(problem)
+    folder = sim_build_root() / "problems"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha1(blob).hexdigest()[:16]}.pkl"
+    path.write_bytes(blob)
+    return path
+
+
+class _Tail(threading.Thread):
+    """Hands every line appended to ``path`` to ``callback`` until stopped (then drains)."""
+
+    def __init__(self, path, callback):
+        super().__init__(daemon=True)
+        self.path, self.callback = path, callback
+        self.done = threading.Event()
+
+    def run(self):
+        with open(self.path) as f:
+            while True:
+                stopping = self.done.wait(0.2)
+                for line in f.readlines():
+                    self.callback(line.rstrip("\n"))
+                if stopping:
+                    return
+
+
+def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20, shift=0,
+             seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=5120, max_outputs=None,
+             instructions=None, waves=None, progress=None, register_writes=None):
+    """Run ``problem`` on one TAU (``taus=None``) or on the processor with ``taus`` TAUs.
+
+    Parameters
+    ----------
+    problem : merit.Problem
+    lanes : int
+        Lanes per TAU (a power of two).
+    taus : int, optional
+        None: one TAU driven by the bench. An integer (1..16): :class:`meritz.top.Top` driven
+        through its control port.
+    dram_bytes_per_cycle, latency : int
+        DRAM bandwidth (read and write together) and read latency in cycles.
+    shift, max_outputs : int
+        As for :func:`merit.compile.compile_problem`.
+    seed : int, optional
+        Bench seed; random (and printed) when not given.
+    backpressure : float
+        Probability of a random stall per AXI channel and cycle.
+    rp_bytes, cp_bytes : SRAM bytes per TAU (default: SPEC §5's 16 KB + 8 KB and 5 KB).
+    instructions : int, optional
+        Program slots of a TAU (default: :func:`program_slots`).
+    waves : str or path, optional
+        Write a waveform of the run to this ``.fst`` or ``.vcd`` file (a separate, traced
+        build). Where FST cannot be built (no lz4 / zlib headers), an ``.fst`` request writes
+        the ``.vcd`` file beside it instead: ``metrics["waves"]`` is the file written,
+        ``metrics["waves_note"]`` says why.
+    progress : callable, optional
+        Called with each progress line (``[merit] cycle N, tiles done D/T, ...``) while the
+        simulation runs.
+    register_writes : str or path, optional
+        With ``taus``: replay this driver log instead of the Python driver's register writes
+        (``W OFFSET VALUE`` lines in hexadecimal, as the C driver's host shim prints them; the
+        writes up to CTRL.start, then those after done).
+
+    Returns ``{"cycles", "utilization", "useful_ops", "read_beats", "write_beats", "dram_busy",
+    "compute_bound_cycles", "tiling", "tiles", "sim_seconds", "sim_cycles", "isa_vs_golden"}``
+    (the top adds ``cycles_register``, the CYCLES register). Three ways are compared: the RTL
+    with the ISA interpreter, bit for bit, on inputs over the whole int16 range (the bench raises
+    :class:`merit.sim.BenchFailure` when an output differs or any byte of DRAM outside the outputs
+    changed), and the ISA interpreter with the golden model (``problem.run``) on three data sets
+    (:func:`merit.isa.programs.check_golden`; ``isa_vs_golden`` lists them as dicts with
+    ``held``; the caller decides what a failed one means).
+    """
+    waves, wave_kind, wave_note = _check_waves(waves)
+    from merit.isa.programs import check_golden
+    golden = check_golden(problem, shift=shift)     # the ISA program against the golden model
+    rp_bytes = tuple(rp_bytes or RP_BYTES)
+    instructions = program_slots(problem, shift) if instructions is None else instructions
+    config = {"problem": str(_problem_file(problem)), "lanes": lanes,
+              "bytes_per_cycle": dram_bytes_per_cycle, "latency": latency, "shift": shift,
+              "backpressure": backpressure, "rp_bytes": list(rp_bytes), "cp_bytes": cp_bytes,
+              "max_outputs": max_outputs, "instructions": instructions}
+    if taus is None:
+        top = tau_for(lanes, rp_bytes=rp_bytes, cp_bytes=cp_bytes, instructions=instructions)
+        bench, name = "merit.sim.cocotb_tau", f"tau_n{lanes}"
+    else:
+        top = top_for(lanes, taus, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
+                      instructions=instructions)
+        bench, name = "merit.sim.cocotb_top", f"top_n{lanes}_t{taus}"
+        config["taus"] = taus
+    if register_writes is not None:
+        if taus is None:
+            raise ValueError("register_writes needs taus: only the processor has registers")
+        config["register_writes"] = str(Path(register_writes).resolve())
+    if waves is not None:
+        config["waves"] = True
+    tail = None
+    if progress is not None:
+        folder = sim_build_root() / "progress"
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / f"{os.getpid()}-{threading.get_ident()}.log"
+        log.write_text("")
+        config["progress_file"] = str(log)
+        tail = _Tail(log, progress)
+        tail.start()
+    try:
+        metrics = run_bench(top, bench=bench, config=config, seed=seed, name=name,
+                            waves=wave_kind or False)
+    finally:
+        if tail is not None:
+            tail.done.set()
+            tail.join()
+    metrics["isa_vs_golden"] = [dataclasses.asdict(c) for c in golden]
+    if waves is not None:
+        dump = Path(metrics.pop("run_dir")) / f"dump.{wave_kind}"
+        waves.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(dump, waves)
+        metrics["waves"] = str(waves)
+        if wave_note:
+            metrics["waves_note"] = wave_note
+    return metrics
+
+
+# ---- cocotb side ---------------------------------------------------------------------------
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
+
+
+def expected_cycles(kernel, cfg, taus=1):
+    """The cycles :mod:`merit.perf` predicts for this run (the progress lines' ETA), or None
+    where the model cannot say."""
+    try:
+        from merit.perf import predict
+        return predict(kernel, taus=taus, dram_bytes_per_cycle=cfg.get("bytes_per_cycle", 8),
+                       latency=cfg.get("latency", 20),
+                       rp_bytes=tuple(cfg.get("rp_bytes", RP_BYTES))).cycles
+    except (ImportError, ValueError):
+        return None
+
+
+def cycle_limit(cfg, expected):
+    """Cycles after which a bench gives up: the config's ``max_cycles``, else four times the
+    prediction (at least 2 million)."""
+    return cfg.get("max_cycles") or max(2_000_000, 4 * (expected or 0))
+
+
+async def report_progress(total, done, *, expected=None, in_flight=2, path=None, every_s=2.0,
+                          period_ns=10, check_cycles=1000):
+    """cocotb coroutine (start it with ``cocotb.start_soon`` when the run starts): every
+    ``every_s`` seconds of wall time print ``[merit] cycle N, tiles done D/T, X cycles/s, ETA ...``
+    to the simulator's stdout and append it to ``path`` (the bench config's ``progress_file``).
+
+    ``done`` is a callable returning the tiles handed to TAUs so far; the wall clock is looked at
+    every ``check_cycles`` simulated cycles (a timer, not a per-cycle callback). The ETA divides
+    the cycles left of ``expected`` (:func:`expected_cycles`) by the mean speed so far; without
+    it, it assumes that ``in_flight`` of the tiles handed over (about 2 per TAU: one computing,
+    one loading) are not finished yet."""
+    from cocotb.simtime import get_sim_time
+    from cocotb.triggers import Timer
+
+    def now_cycle():
+        return int(get_sim_time("ns")) // period_ns
+
+    start = last = time.monotonic()
+    first_cycle = last_cycle = now_cycle()
+    while True:
+        await Timer(check_cycles * period_ns, "ns")
+        now = time.monotonic()
+        if now - last < every_s:
+            continue
+        cycle = now_cycle()
+        tiles = done()
+        rate = (cycle - last_cycle) / (now - last)
+        if expected:
+            left = expected - (cycle - first_cycle)
+            mean_rate = (cycle - first_cycle) / (now - start)
+            eta = _duration(left / mean_rate) if left > 0 else "any moment"
+        else:
+            finished = tiles - in_flight
+            eta = (_duration((now - start) * (total - finished) / finished) if finished > 0
+                   else "unknown")
+        line = (f"[merit] cycle {cycle}, tiles done {tiles}/{total}, {rate:.0f} cycles/s, "
+                f"ETA {eta}")
+        print(line, flush=True)
+        if path:
+            with open(path, "a") as f:
+                f.write(line + "\n")
+        last, last_cycle = now, cycle
+
+
+def record_run(dram, kernel, cfg, *, alus, seconds):
+    """Record the metrics of a finished, checked run (cocotb side; ``benchlib.record_metric``).
+
+    ``alus``: lanes x TAUs; ``seconds``: wall time of the simulation itself. Cycles run from the
+    first DRAM request to the last write response (SPEC §5)."""
+    from merit.sim.benchlib import record_metric
+
+    span = dram.cycles
+    record_metric("cycles", span)
+    record_metric("utilization", round(kernel.useful_ops / (span * alus), 4))
+    record_metric("useful_ops", kernel.useful_ops)
+    record_metric("read_beats", dram.read_beats)
+    record_metric("write_beats", dram.write_beats)
+    # share of the DRAM's beats (8 bytes each, one per cycle at 8 B/cycle) that moved data
+    per_cycle = cfg.get("bytes_per_cycle", 8) / 8
+    record_metric("dram_busy", round((dram.read_beats + dram.write_beats) / (span * per_cycle), 4))
+    record_metric("compute_bound_cycles", -(-kernel.useful_ops // alus))
+    record_metric("tiling", f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}")
+    record_metric("tiles", len(kernel.tiles))
+    record_metric("sim_cycles", dram.cycle)
+    record_metric("sim_seconds", round(seconds, 2))
+    if cfg.get("waves"):
+        record_metric("run_dir", os.getcwd())

@@ -1,0 +1,68 @@
+"""bench.top without a simulator: the roofline, slice identity and the rendered table."""
+
+import pytest
+
+from bench import top as M
+from merit.paper import row
+
+
+def test_roofline_of_depthwise_is_compulsory_traffic():
+    # 64x64x32 depthwise: 9 MACs per output (the standard count), 2 bytes read and 2 written
+    # per output (+ the 288 weights): 4 B per 9 MACs at 8 B/cycle = 18 MACs/cycle
+    (problem, _), = row("depthwise").full()
+    outputs = 32 * 64 * 64
+    words = 2 * outputs + 32 * 9
+    expected = M.roofline([(problem, 1)], alus=128, bandwidth=8)
+    assert expected == pytest.approx(9 * outputs / (2 * words / 8 * 128), rel=1e-9)
+    assert M.roofline([(problem, 1)], alus=32, bandwidth=8) == pytest.approx(4 * expected)
+    assert M.roofline([(problem, 1)], alus=32, bandwidth=10**6) == 1.0
+
+
+def test_rows_with_the_same_slice_share_a_key():
+    key = M.slice_key(row("alexnet_conv3").slice(), 32, 4, 8, 20)
+    assert key == M.slice_key(row("alexnet_conv4").slice(), 32, 4, 8, 20)
+    assert key != M.slice_key(row("alexnet_conv3").slice(), 32, 1, 8, 20)
+    assert key != M.slice_key(row("dilated").slice(), 32, 4, 8, 20)
+
+
+def test_slice_key_ignores_the_standard_count():
+    problem = row("gemm").slice()
+    bare = row("gemm").slice()
+    bare.ops = None
+    assert M.slice_key(problem, 32, 4, 8, 20) == M.slice_key(bare, 32, 4, 8, 20)
+
+
+def test_render_judges_rows_on_the_standard_count():
+    results = {"setup": {"lanes": 32, "taus": 4, "dram_bytes_per_cycle": 8, "latency": 20,
+                         "command": "cmd`", "date": "today", "machine": "here"},
+               "rows": {"depthwise": {"utilization": 0.16, "cycles": 73728, "dram_busy": 0.99,
+                                      "taus": 4, "lanes": 32, "roofline_full": 0.14,
+                                      "model_slice_std": 0.12, "model_error": 0.04,
+                                      "model_full_std": 0.12, "model_full": 0.15,
+                                      "bound": "DRAM"},
+                        "gemm": {"utilization": 0.95, "utilization_std": 0.93, "cycles": 10,
+                                 "dram_busy": 0.5, "roofline_full": 1.0},
+                        "dilated": {"utilization": 0.96, "utilization_std": 0.94, "cycles": 10,
+                                    "dram_busy": 0.5, "roofline_full": 1.0}}}
+    text = M.render(results, {"depthwise": {"utilization": 0.62, "utilization_std": 0.61}})
+    depthwise = next(line for line in text.splitlines() if line.startswith("| Depthwise"))
+    # 9 MACs x 131072 outputs / (73728 cycles x 128 ALUs) = 0.125: std from the cycles
+    assert "| 0.63 | 0.12 | 0.16 |" in depthwise
+    assert depthwise.endswith(
+        "below; paper above the roofline; 1 TAU within 0.02 or above |")
+    gemm = next(line for line in text.splitlines() if line.startswith("| GEMM"))
+    assert gemm.endswith("| at or above |")
+    dilated = next(line for line in text.splitlines() if line.startswith("| Dilated"))
+    assert dilated.endswith("| below |")              # busy 0.96 >= 0.95, std 0.94 < 0.95
+    assert "| AlexNet CONV1+Pool2 | 0.88 | not measured |" in text
+    assert "1 of 3 measured rows keep the DRAM port busy" in text
+    assert "Model error on the slices: max 4.0%" in text
+
+
+def test_whole_layers_under_the_limit_are_simulated_whole():
+    problem, part = M.simulated("depthwise", whole_under=10**7)
+    assert part == "full" and problem.p_shape == row("depthwise").full()[0][0].p_shape
+    # a row of several layers, or a layer above the limit, runs its slice
+    assert M.simulated("vgg16_conv2_4", whole_under=10**9)[1] == "slice"
+    assert M.simulated("gemm", whole_under=1000)[1] == "slice"
+    assert M.simulated("gemm")[1] == "slice"

@@ -1,0 +1,346 @@
+"""merit.gpu without a GPU: imports, kernel source, tile choice, bank conflicts, argument checks."""
+
+import math
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gpu_cases import CASES
+
+from merit import Index, Problem, Transform
+from merit import workloads as W
+from merit.gpu import Tile, dtype_of, kernel_source, plan
+from merit.gpu.codegen import source
+from merit.gpu.runtime import TileCache
+from merit.gpu.spec import spec_of
+from merit.gpu.tile import geometry
+from merit.gpu.tiling import SMEM_CAP, _smem_bytes, check_tile, conflicts, rank, shared_inputs
+from merit.strategies import Dot
+
+
+def test_import_needs_no_cupy_or_amaranth():
+    code = ("import sys, merit.gpu, bench.gpu; "
+            "print(sorted(m for m in ('cupy', 'amaranth', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_source_is_one_named_kernel(name):
+    problem = CASES[name]()
+    p = plan(problem)
+    src = p.source
+    assert src.count('extern "C" __global__') == 1
+    assert f" {p.name}(" in src
+    assert p.name.startswith(f"merit_{problem.name}_{p.tile.label()}_")
+    assert src == kernel_source(problem, tile=p.tile)       # deterministic
+    body = problem.strategy.c_body
+    assert body["loop"] in src and all(f in src for f in body["pre"] + body["post"])
+    nb, nt, smem = p.launch
+    assert nt == p.tile.nthreads <= 1024 and smem <= SMEM_CAP
+    grid = np.prod([-(-n // b) for n, b in zip(problem.p_shape, p.tile.block, strict=True)])
+    assert nb == grid
+
+
+def test_kernel_names_differ_per_specialization():
+    a = plan(W.conv2d(1, 3, 16, 16, 4, 3))
+    b = plan(W.conv2d(1, 3, 16, 16, 4, 5))
+    c = plan(W.conv2d(1, 3, 16, 16, 4, 3), dtype="int32")
+    assert len({a.name, b.name, c.name}) == 3
+    assert "typedef int T;" in c.source and "typedef float T;" in a.source
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("name", ["conv", "motion_best", "bilateral", "separable", "deconv"])
+def test_source_compiles_for_hopper(name, tmp_path):
+    p = plan(CASES[name]())
+    cu = tmp_path / "k.cu"
+    cu.write_text(p.source)
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr
+
+
+def test_footprint_geometry_is_eq9():
+    problem = W.conv2d(2, 8, 32, 32, 16, 3, stride=2, padding=1)
+    spec = spec_of(problem, "float32")
+    tile = Tile(threads=(1, 2, 4, 8), regs=(1, 4, 2, 2), chunk=4)
+    for k, op in enumerate(spec.inputs):
+        g = geometry(spec, tile, k)
+        assert g.sides == op.transform.footprint(tile.block, (4, 3, 3))
+        assert g.elements == np.prod(g.sides) and g.words >= g.elements
+        if g.vector:   # rows copied in aligned 16-byte pieces: room for the misalignment
+            assert g.row % 4 == 0 and g.sides[-1] + 3 <= g.row < g.sides[-1] + 7
+
+
+def test_negative_strides_shift_the_box():
+    problem = W.deconv2d(1, 2, 6, 6, 3, 3, stride=2)
+    spec = spec_of(problem, "float32")
+    tile = Tile(threads=(1, 3, 2, 2, 2, 2), regs=(1, 1, 2, 1, 1, 1), chunk=2)
+    g = geometry(spec, tile, 0)
+    low, side = problem.operands[0].transform.box((0,) * 6, (0, 0, 0), tile.block, (2, 2, 2))
+    assert g.sides == side
+    assert tuple(-s for s in g.shift) == tuple(lo for lo in low)
+
+
+def test_shared_rule_pre_post_inputs_use_the_cache():
+    bil = spec_of(CASES["bilateral"](), "float32")
+    res = spec_of(CASES["residual"](), "float32")
+    for spec in (bil, res):
+        t = rank(spec, count=1)[0]
+        for k, op in enumerate(spec.inputs):
+            if op.stage != "loop":
+                assert not t.shared[k]
+    conv = spec_of(W.conv2d(16, 32, 128, 128, 32, 3, padding=1), "float32")
+    assert all(rank(conv, count=1)[0].shared)
+
+
+def test_shared_rule_no_reuse_reads_through_cache():
+    # pixel shuffle has no accumulation: nothing is reused, nothing goes to shared memory
+    spec = spec_of(CASES["pixel_shuffle"](), "float32")
+    t = rank(spec, count=1)[0]
+    assert t.shared == (False,) and "smem" not in source(spec, t)[1]
+    # an input read once per output (a = 1 step, lanes never overlap) is not shared either
+    tr = Transform((64, 64), p=[Index(0), Index(1)], a=[Index(1, 64)], name="x")
+    w = Transform((1,), p=[None, None], a=[None], name="w")
+    spec = spec_of(Problem("copyish", Dot(), (64, 64), (1,), [tr, w]), "float32")
+    assert shared_inputs(spec, Tile((8, 8), (1, 1), 1)) == (False, True)
+
+
+def test_table_v_conv_tiles_use_registers_and_few_bank_conflicts():
+    for k, s in ((3, 1), (9, 1), (3, 2), (9, 2)):
+        spec = spec_of(W.conv2d(16, 32, 128, 128, 32, k, stride=s, padding=k // 2), "float32")
+        for t in rank(spec, count=3):
+            assert t.nregs >= 16 and all(t.shared)
+            # 16-byte-aligned rows allow pads in steps of 4 words only: at most 2 ways remain
+            assert conflicts(spec, t, 0) <= 2 and conflicts(spec, t, 1) == 1
+            assert _smem_bytes(spec, t) <= SMEM_CAP
+
+
+def test_padding_removes_a_conflict():
+    # 32 threads walk axis 0 of a 32-wide box: without padding every lane hits bank 0
+    tr = Transform((64, 32), p=[Index(0)], a=[Index(1)], name="x")
+    w = Transform((32,), p=[None], a=[Index(0)], name="w")
+    spec = spec_of(Problem("rows", Dot(), (64,), (32,), [tr, w]), "float32")
+    bare = Tile(threads=(32,), regs=(1,), chunk=32, shared=(True, True), pads=((0, 0), (0,)),
+                order=(0,), strided=(False,), vector=(False, False))
+    assert conflicts(spec, bare, 0) == 32
+    # 16-byte rows keep pitches a multiple of 4 words: 4 ways at best, so the tuner picks
+    # word copies with an odd pitch instead
+    rows16 = Tile(threads=(32,), regs=(1,), chunk=32, shared=(True, True), pads=((0, 0), (0,)),
+                  order=(0,), strided=(False,), vector=(True, False))
+    assert geometry(spec, rows16, 0).vector and conflicts(spec, rows16, 0) == 4
+    tuned = check_tile(spec, {"threads": (32,), "chunk": 32, "shared": (True, True)})
+    assert conflicts(spec, tuned, 0) == 1 and tuned.pads[0][0] % 2 == 1
+    assert not geometry(spec, tuned, 0).vector
+
+
+def test_user_tile_is_completed_and_checked():
+    spec = spec_of(W.conv2d(2, 8, 32, 32, 16, 3, padding=1), "float32")
+    t = check_tile(spec, {"threads": (1, 4, 4, 8), "regs": (1, 4, 2, 1), "chunk": 4})
+    assert t.block == (1, 16, 8, 8) and t.shared == (True, True) and t.unroll >= 2
+    with pytest.raises(ValueError, match=r"tile.threads must have one entry per parallel index "
+                                         r"\(4\), not 3"):
+        check_tile(spec, {"threads": (4, 4, 8)})
+    with pytest.raises(ValueError, match=r"tile.regs\[1\] must be a positive integer, not 0"):
+        check_tile(spec, {"threads": (1, 4, 4, 8), "regs": (1, 0, 1, 1)})
+    with pytest.raises(ValueError, match="tile uses 2048 threads per block; the limit is 1024"):
+        check_tile(spec, {"threads": (2, 16, 8, 8)})
+    with pytest.raises(TypeError, match=r"tile has unknown fields \['lanes'\]"):
+        check_tile(spec, {"threads": (1, 4, 4, 8), "lanes": 4})
+    with pytest.raises(TypeError, match="tile must give 'threads'"):
+        check_tile(spec, {"regs": (1, 1, 1, 1)})
+    big = spec_of(W.conv2d(1, 512, 128, 128, 16, 3, padding=1), "float32")
+    with pytest.raises(ValueError, match=r"tile needs \d+ bytes of shared memory; the device "
+                                         r"allows 232448 per block"):
+        check_tile(big, {"threads": (1, 1, 16, 16), "regs": (1, 16, 4, 4), "chunk": 512,
+                         "shared": (True, True)})
+    res = spec_of(CASES["residual"](), "float32")
+    with pytest.raises(ValueError, match=r"tile.shared\[2\]: input 2 is read in the post stage"):
+        check_tile(res, {"threads": (1, 4, 4, 4), "shared": (True, True, True)})
+
+
+def test_dtype_checks():
+    a32, b32 = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    assert dtype_of([a32, b32], ["a", "b"]) == "float32"
+    assert dtype_of([np.zeros(2, np.int32)], ["a"]) == "int32"
+    with pytest.raises(TypeError, match="tensor 'b' has dtype float64; merit.gpu computes in "
+                                        "float32 or int32"):
+        dtype_of([a32, np.zeros(3)], ["a", "b"])
+    with pytest.raises(TypeError, match=r"the arrays mix dtypes \['float32', 'int32'\]"):
+        dtype_of([a32, np.zeros(3, np.int32)], ["a", "b"])
+    with pytest.raises(TypeError, match="dtype must be 'float32' or 'int32', not 'float16'"):
+        plan(CASES["gemm"](), dtype="float16")
+    with pytest.raises(TypeError, match="problem must be a merit.Problem"):
+        plan("gemm")
+
+
+def test_int32_outputs_of_float_strategies_are_float():
+    spec = spec_of(W.avg_pool2d(1, 1, 8, 8, 2), "int32")
+    assert (spec.dtype, spec.out_dtype) == ("int32", "float32")
+    assert "float* __restrict__ g_out0" in source(spec, rank(spec, count=1)[0])[1]
+
+
+def test_levels_become_nested_functions():
+    src = plan(CASES["motion_best"]()).source
+    for fn in ("pre0(", "pre1(", "loop(", "post1(", "post0("):
+        assert f"s[r].{fn}" in src
+    assert src.index("s[r].pre1(") < src.index("s[r].loop(") < src.index("s[r].post1(")
+
+
+def test_tile_cache_round_trip(tmp_path):
+    spec = spec_of(CASES["gemm"](), "float32")
+    t = rank(spec, count=1)[0]
+    cache = TileCache(tmp_path / "tiles.json")
+    assert cache.get("dev", spec) is None
+    cache.put("dev", spec, t)
+    assert TileCache(tmp_path / "tiles.json").get("dev", spec) == t
+    assert TileCache(tmp_path / "tiles.json").get("other", spec) is None
+
+
+def test_run_without_cupy_says_what_is_missing():
+    pytest.importorskip("numpy")
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        from merit.gpu import run
+
+        with pytest.raises(ImportError, match="merit.gpu.run needs CuPy and a CUDA GPU"):
+            run(CASES["gemm"](), np.zeros((64, 40), np.float32), np.zeros((40, 48), np.float32))
+    else:
+        pytest.skip("CuPy is installed")
+
+
+def test_bench_compositions_match_the_golden_model():
+    """The bench's multi-problem forms: integral image by blocked scans, separable in 2 passes."""
+    from bench.gpu import integral_passes, separable_passes
+
+    rng = np.random.default_rng(11)
+    h, w, b = 8, 12, 4
+    image = rng.standard_normal((h, w))
+    probs, (nbx, nby) = integral_passes(h, w, b)
+    one = np.ones(1)
+    view = image.reshape(h, nbx, b)
+    r1 = probs[2].run(view, one, probs[1].run(probs[0].run(view)))
+    rv = r1.reshape(nby, b, w)
+    out = probs[5].run(rv, one, probs[4].run(probs[3].run(rv))).reshape(h, w)
+    np.testing.assert_allclose(out, image.cumsum(0).cumsum(1), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="integral_passes needs sides divisible by 32"):
+        integral_passes(40, 64)
+
+    sep = W.separable_filter(20, 24, 5)
+    x, hk, v = sep.random_inputs(rng, np.float64)
+    rows, cols = separable_passes(20, 24, 5)
+    np.testing.assert_allclose(cols.run(rows.run(x, hk), v), sep.run(x, hk, v), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_a0_in_an_inner_level_is_never_split():
+    spec = spec_of(CASES["outer_level_empty"](), "float32")
+    assert check_tile(spec, {"threads": (4, 8), "chunk": 2}).chunk == 5
+    assert all(t.chunk == 5 for t in rank(spec, count=3))
+
+
+# ---- tensor cores -------------------------------------------------------------------------------
+
+def test_mma_roles_split_rows_and_columns():
+    from merit.gpu.mma import roles
+
+    def r(problem):
+        return roles(spec_of(problem, "float32", "tf32"))
+
+    assert r(W.gemm(64, 48, 40)) == mma_roles(0, 1, (0,), (1,))
+    # conv: rows are (n, y, x) of the image, columns the output channels of the weights
+    assert r(W.conv2d(2, 3, 17, 19, 16, 3, padding=1)) == mma_roles(0, 1, (0, 2, 3), (1,))
+    # grouped: the group index moves both inputs and takes one value per block
+    assert r(W.conv2d(2, 8, 16, 16, 32, 3, groups=2)) == mma_roles(0, 1, (0, 3, 4), (2,))
+    # the bigger side gives the rows
+    assert r(W.fc(8, 30, 20)) == mma_roles(1, 0, (1,), (0,))
+    # depthwise (one column), correlation (no row index), max pooling (not a dot product)
+    assert r(W.depthwise(2, 4, 12, 12, 3)) is None
+    assert r(W.correlation(8, 12, 12, 2)) is None
+    assert r(W.max_pool2d(2, 3, 13, 13, 3)) is None
+
+
+def mma_roles(a, b, rows, cols):
+    from merit.gpu.mma import Roles
+
+    return Roles(a, b, rows, cols)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
+def test_mma_kernel_source(precision):
+    problem = W.conv2d(2, 8, 20, 20, 32, 3, padding=1)
+    p = plan(problem, precision=precision)
+    assert p.tile.mma == precision and p.name.startswith(f"merit_conv2d_{precision}_b")
+    kind = {"tf32": "m16n8k8.row.col.f32.tf32.tf32.f32", "fp16": "m16n8k16.row.col.f32.f16.f16",
+            "bf16": "m16n8k16.row.col.f32.bf16.bf16"}[precision]
+    assert f"mma.sync.aligned.{kind}" in p.source
+    assert p.launch[1] == 32 * math.prod(p.tile.warps)
+    rows = math.prod(p.tile.regs[j] for j in (0, 2, 3))
+    assert rows == 16 * p.tile.warps[0] * p.tile.frags[0]
+    assert p.tile.regs[1] == 8 * p.tile.warps[1] * p.tile.frags[1]
+    assert plan(problem).source.count("mma.sync") == 0     # fp32 stays on the SIMT cores
+
+
+def test_mma_gemm_fragment_reads_are_conflict_free():
+    spec = spec_of(W.gemm(1024, 1024, 1024), "float32", "tf32")
+    for t in rank(spec, count=3):
+        assert conflicts(spec, t, 0) == 1 and conflicts(spec, t, 1) == 1
+
+
+def test_mma_argument_checks():
+    with pytest.raises(ValueError, match="precision must be one of 'fp32', 'tf32', 'fp16', "
+                                         "'bf16', not 'fp8'"):
+        plan(W.gemm(64, 48, 40), precision="fp8")
+    with pytest.raises(ValueError, match="precision 'fp16' needs float32 arrays, not int32"):
+        plan(W.gemm(64, 48, 40), dtype="int32", precision="fp16")
+    with pytest.raises(ValueError, match=r"problem 'conv2d': precision 'tf32' runs on the tensor "
+                                         r"cores, which need a dot product"):
+        plan(W.depthwise(2, 4, 12, 12, 3), precision="tf32")
+    spec = spec_of(W.gemm(64, 48, 40), "float32", "tf32")
+    with pytest.raises(ValueError, match=r"tile.mma is '' but the problem is specialized for "
+                                         r"precision 'tf32'"):
+        check_tile(spec, {"threads": (8, 8)})
+    with pytest.raises(ValueError, match=r"tensor-core tile box \(32, 32\) must hold 16\*WM\*FM "
+                                         r"= 16 rows"):
+        check_tile(spec, {"mma": "tf32", "regs": (32, 32), "warps": (1, 1), "frags": (1, 1)})
+    t = check_tile(spec, {"mma": "tf32", "regs": (32, 16), "warps": (2, 1), "frags": (1, 2),
+                          "chunk": 16})
+    assert t.nthreads == 64 and t.shared == (True, True) and t.double
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_mma_source_compiles_for_hopper(precision, tmp_path):
+    p = plan(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), precision=precision)
+    cu = tmp_path / "k.cu"
+    cu.write_text(p.source)
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr
+
+
+def test_split_k_tiles():
+    from merit.gpu.tiling import splittable
+
+    gemm = spec_of(W.gemm(8, 40, 300), "float32")
+    assert splittable(gemm) and not splittable(spec_of(W.conv_relu(1, 3, 8, 8, 4, 3), "float32"))
+    assert not splittable(spec_of(W.max_pool2d(1, 3, 8, 8, 2), "float32"))
+    t = check_tile(gemm, {"threads": (8, 8), "regs": (1, 4), "chunk": 16, "split": 4})
+    name, src, nb, _, _ = source(gemm, t)
+    assert nb == 2 * 4 and "atomicAdd(g_out0 + at, s[r].out0)" in src and name.endswith(
+        f"_k4_{gemm.digest()}")
+    with pytest.raises(ValueError, match=r"tile.split=6 leaves a block without accumulation "
+                                         r"tiles \(19 tiles of chunk 16\)"):
+        check_tile(gemm, {"threads": (8, 8), "chunk": 16, "split": 6})
+    relu = spec_of(W.conv_relu(1, 3, 8, 8, 4, 3), "float32")
+    with pytest.raises(ValueError, match="tile.split=2: split-K needs a SIMT tile of a sum"):
+        check_tile(relu, {"threads": (1, 4, 8, 8), "chunk": 1, "split": 2})
+    # a skinny GEMM's 85 output blocks leave SMs idle: the model splits K
+    skinny = spec_of(W.gemm(3, 5409, 4071), "float32")
+    assert rank(skinny, count=1)[0].split > 1
