@@ -455,7 +455,8 @@ def random_rows(seed, count=8):
         n = 1 if kind == "conv_batch1" else int(rng.choice((2, 4, 8, 16)))
         h, w = odd(17, 120), odd(17, 120)
         k = 1 if kind == "conv_1x1" else int(rng.choice((3, 5, 7)))
-        stride = 2 if kind in ("conv_s2_dil", "depthwise_s2") else int(rng.choice((1, 2)))
+        stride = {"conv_s2_dil": 2, "depthwise_s2": 2, "depthwise_s1": 1}.get(
+            kind, int(rng.choice((1, 2))))
         dil = 2 if kind == "conv_s2_dil" else 1
         pad = int(rng.integers(0, (k // 2) * dil + 1))
         if kind.startswith("depthwise"):
@@ -556,6 +557,19 @@ def ceilings(time_launch):
     return bw, sgemm
 
 
+def tc_ceilings(time_launch):
+    """Measured cuBLAS rates (flop/s) of an 8192^3 matrix product per tensor-core precision."""
+    torch = _torch()
+    n = 8192
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    rates = {}
+    for prec in PRECISIONS_TC:
+        call = _tc_peer(torch, prec, lambda x, y: x @ y, a, b)
+        rates[prec] = 2 * n ** 3 / (time_launch(call) * 1e-3)
+    return rates
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench.gpu",
                                  description=__doc__.split("\n")[0])
@@ -580,6 +594,7 @@ def main(argv=None):
     cache = TileCache(os.environ.get("MERIT_GPU_CACHE") or outdir / "gpu-tiles.json")
     _, device = device_key()
     bw, sgemm = ceilings(time_launch)
+    tc_rates = tc_ceilings(time_launch)
     print(f"device {device}: copy {bw / 1e12:.2f} TB/s, SGEMM {sgemm / 1e12:.1f} TFLOP/s",
           flush=True)
     rng = np.random.default_rng(2026)
@@ -648,7 +663,8 @@ def main(argv=None):
             flops = 2 * steps if steps else 0
             row["bytes"] = nbytes
             row["flops"] = flops
-            row["floor_ms"] = max(nbytes / bw, flops / sgemm) * 1e3
+            rate = tc_rates.get(params.get("precision"), sgemm)
+            row["floor_ms"] = max(nbytes / bw, flops / rate) * 1e3
         except Exception as exc:  # a failing row is reported, the others still run
             row["error"] = f"{type(exc).__name__}: {exc}"
         row["wall_s"] = round(time.time() - t0, 1)
@@ -672,6 +688,7 @@ def main(argv=None):
             "seed": seed, "wall_s": round(time.time() - started, 1),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": device, "copy_bandwidth_Bps": bw, "sgemm_flops": sgemm,
+            "tc_flops": tc_rates,
             "cupy": cp.__version__, "torch": _torch().__version__,
             "python": platform.python_version(), "tolerance": TOL}
     (outdir / "gpu.json").write_text(json.dumps({"meta": meta, "rows": results}, indent=1))
@@ -744,7 +761,9 @@ def report(meta, results):
              f"Date: {meta['date']}  ",
              f"Device: {meta['device']}; measured copy bandwidth "
              f"{meta['copy_bandwidth_Bps'] / 1e12:.2f} TB/s (read + write), SGEMM "
-             f"{meta['sgemm_flops'] / 1e12:.1f} TFLOP/s (fp32, TF32 off)  ",
+             f"{meta['sgemm_flops'] / 1e12:.1f} TFLOP/s (fp32, TF32 off); cuBLAS 8192^3 "
+             + ", ".join(f"{k} {v / 1e12:.0f}" for k, v in meta["tc_flops"].items())
+             + " TFLOP/s  ",
              f"GPU time used: {meta['wall_s']:.0f} s of wall-clock time on the device for the "
              f"whole run (compiling, autotuning, checking, timing every peer); random shapes "
              f"drawn from seed {meta['seed']}  ",
@@ -799,8 +818,8 @@ def report(meta, results):
     met = sum(1 for r in done if r["ok"] and _verdict(r)[0])
     lines += ["", f"Convolution / GEMM rows at >= 1.0x their best peer: {met} of {len(done)}.",
               "", "Floors: bytes = every tensor read once + every output written once; "
-              "flops = 2 per inner-product step at the measured fp32 SGEMM rate (also for the "
-              "tensor-core rows) (for the separable filter, 2 x 2k per pixel: "
+              "flops = 2 per inner-product step at the measured cuBLAS rate of the row's precision "
+              "(SGEMM for fp32) (for the separable filter, 2 x 2k per pixel: "
               "two 1-D passes; for the integral image only the bytes count).  A step of SAD "
               "or of the bilateral filter (exp, division) costs several instructions, so "
               "their floors are not reachable; see docs/gpu.md.", "",

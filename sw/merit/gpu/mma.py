@@ -16,7 +16,8 @@ That is an implicit GEMM, written from the same transforms as the SIMT kernel:
   fill or clamped coordinates at the boundaries, double buffering, bank-conflict padding (chosen
   here for the fragment reads);
 - operands stay fp32 in device and shared memory; each fragment element is rounded to the
-  precision when it is read (``cvt.rna.tf32.f32``, ``cvt.rn.f16x2.f32``, ``cvt.rn.bf16x2.f32``),
+  precision when it is read (TF32: to nearest, ties away, with integer operations on the bits;
+  FP16 / BF16: ``cvt.rn.f16x2.f32``, ``cvt.rn.bf16x2.f32``),
   the products are summed in fp32; the PostLoop runs on each sum as in the SIMT kernel.
 """
 
@@ -171,7 +172,7 @@ def _chunks(spec, tile, cap):
     opts |= {d for d in range(1, min(a0, 64) + 1) if a0 % d == 0}
     out = []
     for c in sorted(opts):
-        if c > 1 and c * rest > 256:
+        if c > 1 and c * rest > 512:
             continue
         t = Tile(tile.threads, tile.regs, c, mma=tile.mma, warps=tile.warps, frags=tile.frags)
         words = sum(geometry(spec, t, k).words + 8 for k in (0, 1))
@@ -180,8 +181,11 @@ def _chunks(spec, tile, cap):
     return out
 
 
-def candidates(spec, precision, cap):
-    """Tensor-core tiles for ``spec`` (``threads`` all 1, ``regs`` the box), before padding."""
+def candidates(spec, precision, cap, big_cap=None):
+    """Tensor-core tiles for ``spec`` (``threads`` all 1, ``regs`` the box), before padding.
+
+    Chunks: the two largest whose buffers fit ``cap`` (two blocks per SM), and the two largest
+    that fit ``big_cap`` (one block per SM, longer accumulation tiles)."""
     r = roles(spec)
     if r is None:
         return
@@ -204,8 +208,11 @@ def candidates(spec, precision, cap):
         if waste > limit:
             continue
         t = Tile((1,) * P, ext, 1, mma=precision, warps=warps, frags=frags)
-        # the two largest chunks that fit: fewer, longer accumulation tiles
-        for c in _chunks(spec, t, cap)[-2:]:
+        # the largest chunks that fit: fewer, longer accumulation tiles
+        chunks = set(_chunks(spec, t, cap)[-2:])
+        if big_cap:
+            chunks |= set(_chunks(spec, t, big_cap)[-2:])
+        for c in sorted(chunks):
             yield Tile((1,) * P, ext, c, mma=precision, warps=warps, frags=frags)
 
 
@@ -264,7 +271,9 @@ def estimate(spec, tile, device, smem_cap):
 _MMA_PRELUDE = {
     "tf32": r"""
 __device__ __forceinline__ unsigned merit_cvt(float x) {
-    unsigned u; asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x)); return u;
+    // round to nearest, ties away (cvt.rna.tf32.f32 for finite values): add half a TF32 unit
+    // to the magnitude bits, clear the 13 low mantissa bits (two integer instructions)
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
 }
 __device__ __forceinline__ void merit_mma(float& d0, float& d1, float& d2, float& d3,
         unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {

@@ -353,7 +353,7 @@ def _complete_mma(spec, tile, device):
         t = _replace(t, double=False)
     elif not tile.double:
         dbl = _replace(t, double=True)
-        if _smem_bytes(spec, dbl) <= min(SMEM_CAP, device.smem_block):
+        if _smem_bytes(spec, dbl) <= device.smem_block - 1024:
             t = dbl
     return t
 
@@ -505,8 +505,9 @@ def rank(spec, count=6, device=H100):
                              f"DotResidual) whose inputs split the parallel indices into rows "
                              f"(>= 16) and columns (>= 8)")
         cap = min(SMEM_CAP, device.smem_block)
-        for t in mma.candidates(spec, spec.precision, cap):
-            cost = mma.estimate(spec, t, device, cap)
+        big = device.smem_block - 1024
+        for t in mma.candidates(spec, spec.precision, cap, big):
+            cost = mma.estimate(spec, t, device, big)
             if cost is not None:
                 scored.append((cost, t))
     else:
@@ -518,7 +519,8 @@ def rank(spec, count=6, device=H100):
     out = []
     for cost, t in scored[: count * 4]:
         full = complete(spec, t, device)
-        if _smem_bytes(spec, full) > min(SMEM_CAP, device.smem_block):
+        cap = device.smem_block - 1024 if t.mma else min(SMEM_CAP, device.smem_block)
+        if _smem_bytes(spec, full) > cap:
             continue
         # bank conflicts slow the shared loads: re-rank with the tuned layout's worst degree
         degree = max([conflicts(spec, full, k) for k in range(len(spec.inputs))

@@ -62,6 +62,7 @@ MMA_CASES = {
     "deconv": lambda: W.deconv2d(2, 3, 7, 7, 8, 3, stride=2, padding=1),
     "conv_1x1": lambda: W.conv2d(3, 24, 9, 11, 40, 1),
     "ece408": lambda: W.ece408(4, 1, 10, 12, 12, 5),
+    "conv_c8": lambda: W.conv2d(2, 8, 12, 12, 16, 3, padding=1),
 }
 
 #: Workloads with a MERIT-z program, run in fixed point (int16) bit-exact with the ISA.
