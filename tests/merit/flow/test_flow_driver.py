@@ -86,3 +86,9 @@ def test_merit_compile_emit_c_writes_kernel_driver_and_header(tmp_path, capsys):
     assert names == ["gemm.c", "gemm.h", "meritz.h", "meritz_driver.c", "meritz_driver.h"]
     assert "wrote" in capsys.readouterr().out
     assert driver.dry_run(tmp_path, "gemm").endswith("ERROR NONE INFO 0\n")
+
+
+def test_merit_compile_refuses_a_program_beyond_the_default_slots(tmp_path, capsys):
+    assert main(["compile", "bilateral", "--lanes", "8", "--out", str(tmp_path)]) == 2
+    assert "the program has 22 instructions, the TAU holds 16" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
