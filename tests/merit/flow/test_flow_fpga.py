@@ -88,3 +88,12 @@ def test_ltp_output_is_parsed_per_module():
             "(length=0):\n    0: \\b\n")
     assert depth.parse_ltp(text) == {"top.sub": {"depth": 2, "path": ["a", "$abc$1$n2", "y"]},
                                      "top": {"depth": 0, "path": ["b"]}}
+
+
+def test_a_failed_synthesis_says_why_and_is_remembered(tmp_path):
+    (tmp_path / "bad.v").write_text("module bad(input clk, output y); assign y = ; endmodule\n")
+    ports = [{"name": "clk", "dir": "in", "width": 1}, {"name": "y", "dir": "out", "width": 1}]
+    with pytest.raises(fpga.FpgaError, match="synth_ecp5 of bad failed: .*ERROR"):
+        fpga.synth_ecp5(tmp_path / "bad.v", ports, "bad", tmp_path)
+    with pytest.raises(fpga.FpgaError, match="\\(cached failure\\)"):
+        fpga.synth_ecp5(tmp_path / "bad.v", ports, "bad", tmp_path)
