@@ -157,7 +157,7 @@ def markdown(report):
         out += ["", "</details>", ""]
     if report.get("blocks"):
         out += ["## Blocks placed and routed alone", "",
-                "Each row of `meritz.configs.BLOCKS` (at the lanes given) in the same timing "
+                "Each row of `meritz.blocks.BLOCKS` (at the lanes given) in the same timing "
                 "wrapper: its own register-to-register speed, without the rest of the chip "
                 "around it (less routing pressure than inside the processor).", "",
                 "| block | module | Fmax MHz | LUT4 sites | FF | BRAM | DSP | critical path "

@@ -280,7 +280,7 @@ def run_config(lanes, taus, work_root="build/fpga", **options):
 
 
 def run_blocks(lanes, work_root="build/fpga", **options):
-    """:func:`run_component` of every row of ``meritz.configs.BLOCKS`` but the top, the TAU (the
+    """:func:`run_component` of every row of ``meritz.blocks.BLOCKS`` but the top, the TAU (the
     processor holds them) and the bank model, at ``lanes`` lanes: where each block's own
     register-to-register paths end."""
     from meritz.blocks import BLOCKS, build
