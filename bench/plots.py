@@ -127,8 +127,9 @@ def gpu_speedups(data, path):
         ax.legend(handles=[Patch(color=c, label=f) for f, c in _PEER_COLORS.items()],
                   loc="lower right", fontsize=7, title="peer library", title_fontsize=7)
         versions = ", ".join(f"{k} {meta[k]}" for k in ("cupy", "torch") if k in meta)
-        ax.set_title(f"merit.gpu vs peers, fp32, median time per call: "
-                     f"{meta.get('device', 'GPU')}" + (f" ({versions})" if versions else ""))
+        ax.set_title(f"merit.gpu vs peers (fp32 unless a row names tf32 / fp16 / bf16), median "
+                     f"time per call: {meta.get('device', 'GPU')}"
+                     + (f" ({versions})" if versions else ""))
 
     return _figure(path, (11, max(3.5, 0.55 * len(rows) + 1.6)), draw)
 
