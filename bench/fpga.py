@@ -172,18 +172,19 @@ def markdown(report):
                 "Each row of `meritz.blocks.BLOCKS` (at the lanes given) in the same timing "
                 "wrapper: its own register-to-register speed, without the rest of the chip "
                 "around it (less routing pressure than inside the processor).", "",
-                "| block | module | Fmax MHz | LUT4 sites | FF | BRAM | DSP | critical path "
-                "(ns) by block |", "|---|---|---|---|---|---|---|---|"]
+                "| block | module | Fmax MHz | LUT4 sites | FF | BRAM | DSP | LUT mapper | "
+                "critical path (ns) by block |", "|---|---|---|---|---|---|---|---|---|"]
         for b in report["blocks"]:
             if not b.get("placed", True):
                 out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | "
-                           "| | | | |")
+                           "| | | | | |")
                 continue
             u = b["utilization"]
             crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
             out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']} | "
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
-                       f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | {crit} |")
+                       f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
+                       f"{'ABC9' if b.get('abc9', True) else 'ABC (-noabc9)'} | {crit} |")
         out.append("")
     depth = report.get("depth")
     if depth:

@@ -28,7 +28,7 @@ def test_the_report_lists_fmax_utilization_blocks_and_depth():
     assert "**Fmax 41.2 MHz** (constraint 100 MHz" in text
     assert "| LUT4 sites (TRELLIS_COMB) | 80,000 | 83,640 | 95.6% |" in text
     assert "| `tau.cp` | 20.0 |" in text
-    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 | 9,000 | 0 | 0 | 0 |" in text
+    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 | 9,000 | 0 | 0 | 0 | ABC9 |" in text
     assert "| `meritz_top_n8_t1.tau.cp` | 61 | `a2 -> r` |" in text
     assert "limited by `tau.cp` (20.0 of 24.27 ns" in text
 
