@@ -361,7 +361,7 @@ def _block_table(report):
 
 def _tau_part(submodule):
     """The Table VII part of a TAU submodule, by name: ``cp*``; ``rp*`` and ``dma*`` (the read
-    side fetches from DRAM, reference/mimori-notes.md §3); everything else."""
+    side fetches from DRAM, in MIMORI); everything else."""
     if submodule.startswith("cp"):
         return "Compute Pipeline"
     if submodule.startswith(("rp", "dma")):
@@ -458,7 +458,7 @@ def _crossbar_discussion(sweep, at32):
         " Why the paper's figure can differ: it does not describe its crossbar (registered or "
         "not, how the selects are encoded); the authors' read network sends the lane addresses "
         "forward through one butterfly and the data back through a mirror butterfly with "
-        "registered routing bits (reference/mimori-notes.md §3.5), more logic than our "
+        "registered routing bits (MIMORI's banked SRAM read port), more logic than our "
         "select-routed data butterfly alone (our router is its own block); and a 28 nm library "
         "prices multiplexers, AOI cells and flip-flops differently from our generic weights.")
 
@@ -508,9 +508,9 @@ def _discussion(report):
                "networks would cost far more than the paper says, so registers for timing, not "
                "routing, are the expensive part. " if bfly_seq > 0.25 else "")
             + f"One of our MAC units is {mac:,.0f} NAND2 eq.: a 16 x 16 radix-4 Booth "
-            "multiplier, a 32-bit adder and a 32-bit accumulator register (SPEC's 32-bit "
-            "accumulators). The authors' RTL keeps 20-bit internal values "
-            "(reference/mimori-notes.md §7), so their MAC unit has a narrower adder and "
+            "multiplier, a 32-bit adder and a 32-bit accumulator register (32-bit "
+            "accumulators, `docs/architecture.md` §4). The authors' RTL (MIMORI) keeps 20-bit "
+            "internal values, so their MAC unit has a narrower adder and "
             "accumulator, and Design Compiler picks its own multiplier architecture; the paper "
             "does not define its MAC unit, and the ratio moves with that definition as much as "
             "with the networks (a smaller MAC unit raises it).")

@@ -3,8 +3,8 @@
 Runs every workload of :data:`merit.suite.WORKLOADS` through :func:`merit.sim.simulate`
 (Verilator model of one TAU, AXI RAM at ``--dram-bytes-per-cycle`` bytes per cycle, bit-exact
 against the golden ISA model) and writes ``docs/results/tau.md`` and ``docs/results/tau.json``.
-Sizes are moderate slices of the paper's layers (SPEC §5: at least 8 full tile rows each); the table
-says which.
+Sizes are moderate slices of the paper's layers (``docs/perf.md``: at least 8 full tile rows
+each); the table says which.
 
     python -m bench.tau [--lanes 32] [--dram-bytes-per-cycle 8] [--only NAME]
 """

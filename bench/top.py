@@ -3,10 +3,10 @@
 Every row of :data:`merit.paper.ROWS` runs on the Verilator model of the processor
 (``meritz.top.Top``, 4 TAUs x 32 lanes by default, DRAM 8 bytes/cycle, read latency 20),
 driven through its control port like software and checked bit for bit against the golden ISA
-model; layers too large to simulate run as the row's slice (SPEC §5). ``merit.perf`` predicts the
-same slice (its error against the RTL is in the table) and the full layer. ``--scaling`` adds
-Fig. 15: utilization against the number of ALUs, in RTL for the TAU counts given by
-``--scaling-taus`` and with the model from 32 to 1024 ALUs.
+model; layers too large to simulate run as the row's slice (``docs/perf.md``). ``merit.perf``
+predicts the same slice (its error against the RTL is in the table) and the full layer.
+``--scaling`` adds Fig. 15: utilization against the number of ALUs, in RTL for the TAU counts
+given by ``--scaling-taus`` and with the model from 32 to 1024 ALUs.
 
 Results accumulate in ``docs/results/utilization.json`` (a run with ``--only`` updates those rows
 and keeps the others) and are rendered into ``docs/results/utilization.md``::

@@ -1,4 +1,4 @@
-"""Robustness benches of meritz.top.Top (issue 7): every scenario ends in the documented STATUS,
+"""Robustness benches of meritz.top.Top: every scenario ends in the documented STATUS,
 never in a hang, and the next run is exact.
 
 The DRAM answers with random backpressure on every AXI channel, a random latency per read burst,

@@ -1,4 +1,4 @@
-"""Robustness of meritz.top.Top (issue 7) on the Verilator model: random backpressure, latency and
+"""Robustness of meritz.top.Top on the Verilator model: random backpressure, latency and
 read reordering, abort, reset in the middle of a kernel, AXI error responses, every configuration
 check (``bench_top_robust``). CI runs them on the stand-in TAU (the model of ``test_top_top``);
 the slow test runs the stopping scenarios, an illegal program and the fields that no check covers

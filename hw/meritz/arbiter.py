@@ -1,4 +1,4 @@
-"""The DRAM port of MERIT-z: several AXI4 managers (the TAUs) onto one AXI4 port (SPEC §5).
+"""The DRAM port of MERIT-z: several AXI4 managers (the TAUs) onto one AXI4 port (paper §V-A).
 
 * AR and AW each go through a one-entry register slice fed by a **round-robin** arbiter (a
   manager that keeps its request up waits at most ``managers - 1`` grants, one per cycle at full
@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["Arbiter", "axi_signature", "round_robin", "DATA_WIDTH", "ID_WIDTH"]
 
 ID_WIDTH = 4            # IDs of one TAU's requests (meritz.tau.dma / meritz.tau.wp)
-DATA_WIDTH = 64         # DRAM data bus (SPEC §5)
+DATA_WIDTH = 64         # DRAM data bus (docs/architecture.md §4)
 
 
 def axi_signature(*, id_width=ID_WIDTH, addr_width=32, data_width=DATA_WIDTH):

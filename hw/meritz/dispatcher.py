@@ -1,4 +1,4 @@
-"""The dispatcher of MERIT-z: parallel tiles to TAUs, and the one "done" (SPEC §5, §V-A).
+"""The dispatcher of MERIT-z: parallel tiles to TAUs, and the one "done" (§V-A of the MERIT paper).
 
 On ``run`` it walks the tile grid of the parallel space (origins ``0, p_tile, 2 p_tile, ...``
 below ``p_size`` per index, row-major, last index fastest) and hands each tile to a TAU: every

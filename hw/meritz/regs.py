@@ -1,4 +1,4 @@
-"""The control port of MERIT-z: AXI4-Lite slave, register file, run control (SPEC §5).
+"""The control port of MERIT-z: AXI4-Lite slave, register file, run control (paper §V-A).
 
 The register map is :mod:`merit.regmap`, itself generated from :mod:`meritz.kernelcfg`; this block
 only implements it. Run control:

@@ -1,4 +1,4 @@
-"""The MERIT-z processor (SPEC §5, paper §V-A, Fig. 7): control port, dispatcher, TAUs, DRAM port.
+"""The MERIT-z processor (paper §V-A, Fig. 7): control port, dispatcher, TAUs, DRAM port.
 
 ```
  s_axil (AXI4-Lite) --> Regs --config/luts--> every TAU, Dispatcher
@@ -99,7 +99,7 @@ class Top(wiring.Component):
     taus : int
         Number of TAUs (1..16).
     rp0_bytes, rp1_bytes, cp_bytes : int
-        SRAM per TAU (SPEC §5 defaults 16 KB, 8 KB, 5 KB).
+        SRAM per TAU (defaults 16 KB, 8 KB, 5 KB, §V-A of the MERIT paper).
     rp0_slots, rp1_slots, outputs, instructions : int
         As for :func:`meritz.kernelcfg.layout`.
     tau : callable, optional

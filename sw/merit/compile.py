@@ -219,7 +219,7 @@ class Kernel:
         Parallel tile origins, in dispatch order.
     useful_ops : int
         ALU operations of the problem (instructions executed x outputs), the utilization
-        numerator of SPEC §5.
+        numerator of the utilization (``docs/perf.md``).
     """
 
     problem: object
@@ -252,7 +252,7 @@ def _lane_index(grouping, n_par):
 def program_slots(problem, shift=0):
     """Instruction slots a TAU needs for ``problem``: 16, or 24 for longer programs (bilateral).
 
-    A TAU alone holds either; the processor's register map fits 16 under SPEC §5's 0.5 KB
+    A TAU alone holds either; the processor's register map fits 16 under the 0.5 KB of §V-A
     (``docs/decisions.md``)."""
     from .isa.programs import program_for
     return 16 if len(program_for(problem, shift=shift).words) <= 16 else 24

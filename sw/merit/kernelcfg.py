@@ -6,8 +6,8 @@ places its scalars into 32-bit registers, and :func:`check_config` refuses a val
 fit its field (the compiler, ``RegisterMap.config_words`` and ``meritz.kernelcfg.pack`` call it),
 naming the field, the value and the range. Nothing is ever truncated into a field.
 
-Sizes are those of §V of the MERIT paper: 6 parallel and 6 accumulation indices, tensors of 4
-axes, up to 64 lanes; the slot counts per RP, the outputs and the program length are parameters.
+Sizes are those of ``docs/architecture.md`` §4: 6 parallel and 6 accumulation indices, tensors of
+4 axes, up to 64 lanes; the slot counts per RP, the outputs and the program length are parameters.
 The whole configuration must stay under :data:`BUDGET_BITS` (0.5 KB).
 """
 

@@ -2,8 +2,8 @@
 
 Each :class:`Row` names the paper's figure, the full layer (as one or more problems: a grouped
 convolution runs once per group, a row that covers several layers lists them) and the **slice**
-that the Verilator model simulates (SPEC §5: layers too large to simulate whole are measured on a
-contiguous slice, and the table says so). ``bench/top.py`` simulates the slices on
+that the Verilator model simulates (``docs/perf.md``: layers too large to simulate whole are
+measured on a contiguous slice, and the table says so). ``bench/top.py`` simulates the slices on
 MERIT-z (4 TAUs x 32 lanes, 8 bytes per DRAM cycle) and ``merit.perf`` predicts the full layers.
 
 Slices keep what sets the utilization of a layer: the kernel size, stride, dilation, the tile shape

@@ -45,7 +45,7 @@ CONSTANTS = {
     "waste": 0.75,      # share of the DMA's RREADY-low slots lost when writes compete
 }
 
-BEAT_BYTES = 8          # DRAM data bus: 64 bits (SPEC §5)
+BEAT_BYTES = 8          # DRAM data bus: 64 bits (docs/architecture.md §4)
 WORDS_PER_BEAT = 4
 RP_BYTES = (16384, 8192)
 
@@ -83,7 +83,7 @@ class Prediction:
     Attributes
     ----------
     cycles : int
-        From the first DRAM request to the last write response (SPEC §5).
+        From the first DRAM request to the last write response (``docs/perf.md``).
     utilization : float
         ``useful_ops / (cycles * lanes * taus)``.
     compute_cycles : int
@@ -602,7 +602,7 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     latency : int
         DRAM read latency in cycles (burst acceptance to first data beat).
     rp_bytes : (int, int)
-        SRAM bytes of RP0 and RP1 (SPEC §5: 16 KB, 8 KB), as given to ``compile_problem``: how
+        SRAM bytes of RP0 and RP1 (default 16 KB, 8 KB), as given to ``compile_problem``: how
         many jobs' tiles the RP tile FIFOs hold at once.
 
     Returns

@@ -22,7 +22,7 @@ from merit.isa import LUT_ENTRIES, N_LUTS
 __all__ = ["Access", "Error", "RegField", "Register", "RegisterMap", "register_map",
            "CHECKS", "ID_MAGIC", "LUT_BASE", "BUDGET_BYTES", "markdown", "main"]
 
-#: SPEC §5: everything a kernel needs in under 0.5 KB of registers.
+#: §V-A of the MERIT paper: everything a kernel needs in under 0.5 KB of registers.
 BUDGET_BYTES = 512
 #: Byte address of the lookup-table window (after the register budget).
 LUT_BASE = 0x200
@@ -265,8 +265,8 @@ def markdown(rmap=None):
         f"**Total: {rmap.size_bytes} bytes of registers** ({len(rmap.registers)} registers: "
         f"{len(rmap.registers) - len(rmap.config_registers)} control, "
         f"{len(rmap.config_registers)} configuration holding {rmap.config_bits} bits), under the "
-        f"{BUDGET_BYTES}-byte budget of SPEC §5. The lookup tables are a separate window of "
-        f"{4 * rmap.lut_words} bytes at {rmap.lut_base:#05x}.",
+        f"{BUDGET_BYTES}-byte budget of §V-A of the MERIT paper. The lookup tables are a separate "
+        f"window of {4 * rmap.lut_words} bytes at {rmap.lut_base:#05x}.",
         "",
         "## Running a kernel",
         "",

@@ -2,9 +2,9 @@
 
 A strategy is a small class with one PreLoop and one PostLoop per accumulation level and one Loop.
 For ``levels = D`` the functions run, on each step of the linearized accumulation loop, as the
-range ``Pre_l .. Pre_D, Loop, Post_D .. Post_l'`` (SPEC §3): ``Pre_l`` runs when the indices of
-level ``l`` and of every inner level are at their first value, ``Post_l`` when they are at their
-last value.
+range ``Pre_l .. Pre_D, Loop, Post_D .. Post_l'`` (§III-B of the MERIT paper): ``Pre_l`` runs
+when the indices of level ``l`` and of every inner level are at their first value, ``Post_l`` when
+they are at their last value.
 
 Python functions receive arrays holding every lane (all parallel indices at once, broadcast shapes
 allowed), never one element.  Levels are numbered from 0 (outermost) to ``D - 1`` (innermost).

@@ -1,7 +1,7 @@
-"""The workload library (SPEC §7): each function builds the ``Problem`` of one kernel.
+"""The workload library (the kernels of §VI of the MERIT paper): one ``Problem`` per function.
 
 Layouts: images NCHW, convolution weights MCKK (``(M, C / groups, K, K)``), transposed-convolution
-weights CMKK (as PyTorch's ``ConvTranspose2d``).  Every problem is checked in ``tests/golden``
+weights CMKK (as PyTorch's ``ConvTranspose2d``).  Every problem is checked in ``tests/merit``
 against a numpy/scipy reference that does not use MERIT.
 """
 

@@ -38,7 +38,7 @@ class Record(S.Strategy):
 
 
 def test_fig4_function_ranges():
-    """a = (i, j, k) in three levels of sizes (2, 1, 2): SPEC §3's ranges, step by step."""
+    """a = (i, j, k) in three levels of sizes (2, 1, 2): the ranges of §III-B, step by step."""
     rec = Record()
     x = Transform((1,), p=[None], a=[None, None, None])
     execute(rec, (1,), (2, 1, 2), [(np.zeros(1), x)], levels=(1, 1, 1))

@@ -23,7 +23,7 @@ def test_rows_are_the_papers():
 @pytest.mark.parametrize("r", ROWS, ids=lambda r: r.name)
 def test_slice_and_full_layer_compile_for_four_taus(r):
     kernel = compile_problem(r.slice(), lanes=32)
-    # SPEC §5: a slice keeps several tiles per TAU (4 TAUs)
+    # docs/perf.md: a slice keeps several tiles per TAU (4 TAUs)
     assert len(kernel.tiles) >= 16, len(kernel.tiles)
     for problem, repeat in r.full():
         assert repeat >= 1

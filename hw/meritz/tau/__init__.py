@@ -36,7 +36,7 @@ __all__ = ["Tau", "axi_signature", "tau_error_layout", "tau_busy_layout", "luts_
 
 P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 
-#: Sticky error flags of a TAU (the status register of issue 7 reports them).
+#: Sticky error flags of a TAU (the status register reports them).
 tau_error_layout = data.StructLayout({
     "rp0": rp_error_layout,
     "rp1": rp_error_layout,
@@ -82,7 +82,7 @@ class Tau(wiring.Component):
     lanes : int
         ``N``, a power of two.
     rp0_bytes, rp1_bytes, cp_bytes : int
-        SRAM sizes (default 16 KB, 8 KB, 5 KB, SPEC §5).
+        SRAM sizes (default 16 KB, 8 KB, 5 KB, §V-A of the MERIT paper).
     ports : int
         1 (single-port RP banks, the default) or 2.
     rp0_slots, rp1_slots, outputs, instructions : int

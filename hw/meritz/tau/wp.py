@@ -24,7 +24,7 @@ __all__ = ["WritePipeline", "axi_write_signature", "vector_layout", "MAX_BURST"]
 
 P = kernelcfg.P_INDICES
 MAX_BURST = 16            # beats per burst
-DATA_BYTES = 8            # 64-bit DRAM bus (SPEC §5)
+DATA_BYTES = 8            # 64-bit DRAM bus (docs/architecture.md §4)
 WORD_BYTES = 2
 
 

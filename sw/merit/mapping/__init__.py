@@ -1,4 +1,4 @@
-"""Memory mapping (SPEC §4; paper §IV-B, §V-C): the bank function, conflict analysis, the hash
+"""Memory mapping (paper §IV-B, §V-C): the bank function, conflict analysis, the hash
 property matrix, and the routing and models of the butterfly and collector networks.
 
 Pure numpy; no amaranth. The one bank function is :class:`BankFunction`; the RTL benches, the

@@ -1,4 +1,4 @@
-"""The bank function: where a tile address lives in N single-port SRAM banks (SPEC §4).
+"""The bank function: where a tile address lives in N single-port SRAM banks (§IV-B, §V-C).
 
 Element at tile address ``A`` lives in row ``A >> m`` of bank ``bank(A)``, ``m = log2 N``. The bank
 is the low ``m`` address bits, XOR-hashed and rotated (paper Eq. 16)::

@@ -6,8 +6,8 @@ data, hands the TAU every parallel tile, and waits until the TAU is idle (every 
 The reference is the golden ISA model (``merit.isa.programs.run``), never re-implemented here:
 every output must equal it bit for bit and **every other DRAM byte must be unchanged**. Records
 ``cycles`` (first DRAM request to last write response) and ``utilization`` (useful ALU operations /
-(cycles x lanes), SPEC §5), the DRAM traffic and the tiling, and prints a progress line every
-~2 s of wall time (``simulate.report_progress``).
+(cycles x lanes), ``docs/perf.md``), the DRAM traffic and the tiling, and prints a progress line
+every ~2 s of wall time (``simulate.report_progress``).
 """
 
 import pickle

@@ -1,4 +1,4 @@
-"""The DRAM of the benches: cocotbext-axi's AXI RAM behind a throttle (SPEC §5).
+"""The DRAM of the benches: cocotbext-axi's AXI RAM behind a throttle (``docs/perf.md``).
 
 :class:`Dram` attaches ``AxiRamRead`` / ``AxiRamWrite`` (one shared memory) to the AXI4 manager
 ports of a DUT and limits them the way the paper's DRAM does: **``bytes_per_cycle`` in all**
@@ -12,8 +12,8 @@ of the requests, unless ``reorder``: then read bursts of different IDs are answe
 and their beats interleaved, as AXI4 allows (the beats of one ID stay in order).
 
 It also measures the cycles from the first DRAM request (AR or AW valid) to the last write
-response, the span SPEC §5 defines for utilization, and counts the bursts still owed an answer
-(:meth:`Dram.describe` names them when a bench's watchdog fires).
+response, the span ``docs/perf.md`` defines for utilization, and counts the bursts still owed an
+answer (:meth:`Dram.describe` names them when a bench's watchdog fires).
 
 An access outside the ``size`` bytes of memory answers SLVERR and changes nothing (cocotbext-axi's
 RAM would wrap the address around); :attr:`Dram.outside` lists them.

@@ -1,5 +1,5 @@
 """``simulate``: run one MERIT problem on the Verilator model of MERIT-z, bit-exact against the
-golden ISA model, and return its cycle count and utilization (SPEC §5).
+golden ISA model, and return its cycle count and utilization (``docs/perf.md``).
 
 The entry point of ``merit sim WORKLOAD`` and of the TAU and top benches::
 
@@ -35,12 +35,12 @@ from merit.sim.toolchain import wave_format
 __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
            "cycle_limit", "record_run"]
 
-#: Default SRAM of one TAU (SPEC §5): RP0, RP1 bytes.
+#: Default SRAM of one TAU (§V-A of the MERIT paper): RP0, RP1 bytes.
 RP_BYTES = (16384, 8192)
 
 
 def tau_for(lanes, *, rp_bytes=None, cp_bytes=5120, ports=1, instructions=16):
-    """The :class:`meritz.tau.Tau` of ``lanes`` lanes (SRAM sizes of SPEC §5 by default)."""
+    """The :class:`meritz.tau.Tau` of ``lanes`` lanes (default SRAM sizes: paper §V-A)."""
     from meritz.tau import Tau
     rp0, rp1 = rp_bytes or RP_BYTES
     return Tau(lanes=lanes, rp0_bytes=rp0, rp1_bytes=rp1, cp_bytes=cp_bytes, ports=ports,
@@ -121,7 +121,7 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         Bench seed; random (and printed) when not given.
     backpressure : float
         Probability of a random stall per AXI channel and cycle.
-    rp_bytes, cp_bytes : SRAM bytes per TAU (default: SPEC §5's 16 KB + 8 KB and 5 KB).
+    rp_bytes, cp_bytes : SRAM bytes per TAU (default: 16 KB + 8 KB and 5 KB, paper §V-A).
     instructions : int, optional
         Program slots of a TAU (default: :func:`program_slots`).
     waves : str or path, optional
@@ -273,7 +273,7 @@ def record_run(dram, kernel, cfg, *, alus, seconds):
     """Record the metrics of a finished, checked run (cocotb side; ``benchlib.record_metric``).
 
     ``alus``: lanes x TAUs; ``seconds``: wall time of the simulation itself. Cycles run from the
-    first DRAM request to the last write response (SPEC §5)."""
+    first DRAM request to the last write response (``docs/perf.md``)."""
     from merit.sim.benchlib import record_metric
 
     span = dram.cycles

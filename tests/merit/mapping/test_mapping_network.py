@@ -189,7 +189,7 @@ def test_collector_places_every_word_in_its_bank(bank, row):
 @pytest.mark.parametrize("lanes", [8, 32])
 def test_collector_handles_chained_xor_sources(lanes):
     """Sources that are themselves XOR-modified (bit 1 <- 2 <- 3 ...): the case where the authors'
-    write network disagreed with their read-side bank function (mimori-notes §3.3)."""
+    write network disagreed with their read-side bank function (MIMORI)."""
     m = lanes.bit_length() - 1
     bank = BankFunction(lanes, xor=tuple(j + 1 for j in range(m)), rotate=m - 1)
     for row in range(8):

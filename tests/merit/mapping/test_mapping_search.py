@@ -7,7 +7,7 @@ from test_mapping_analysis import brute_force
 from merit import workloads as W
 from merit.mapping import NoMapping, analyze, search
 
-#: One modest instance of every workload of the library (SPEC §7).
+#: One modest instance of every workload of the library.
 WORKLOADS = {
     "gemm": lambda: W.gemm(64, 64, 64),
     "fc": lambda: W.fc(16, 256, 128),
