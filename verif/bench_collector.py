@@ -1,8 +1,8 @@
 """cocotb bench of the collector (:class:`meritz.tau.rp.collector.Collector`).
 
 The reference is the mapper's collector model (:func:`merit.mapping.collector_network`), which is
-itself checked against the bank function in ``tests/mapping``: every word of a line must land in
-``bank(row * N + i)``. Random valid/ready backpressure on both streams.
+itself checked against the bank function in ``tests/merit/mapping``: every word of a line must
+land in ``bank(row * N + i)``. Random valid/ready backpressure on both streams.
 """
 
 import cocotb
