@@ -10,7 +10,8 @@
   beats itself (``wlast`` comes from the count). A manager may present W before its AW.
 * ``drain`` (a stopped run, the TAUs held in reset): no new request is accepted from the managers;
   what DRAM already accepted is completed: owed W beats are sent with empty strobes (nothing is
-  written), R and B are accepted and dropped. ``quiet`` = nothing accepted and not answered.
+  written; a beat already presented and waiting for WREADY keeps its payload, as AXI requires),
+  R and B are accepted and dropped. ``quiet`` = nothing accepted and not answered.
 * ``read_error`` / ``write_error`` pulse on an R beat / B response other than OKAY.
 """
 
@@ -165,10 +166,20 @@ class Arbiter(wiring.Component):
         w_owner = order.r_data[8:]
         beat = Signal(8)
         up_valid = Array(s[i].wvalid for i in range(n))[w_owner]
+        # a beat presented and not yet accepted is held as it is (AXI: VALID's payload stays
+        # stable until READY), also when a stop starts draining meanwhile
+        held = Signal()
+        held_data = Signal.like(d.wdata)
+        held_strb = Signal.like(d.wstrb)
+        m.d.sync += held.eq(d.wvalid & ~d.wready)
+        with m.If(d.wvalid & ~d.wready):
+            m.d.sync += [held_data.eq(d.wdata), held_strb.eq(d.wstrb)]
+        up_data = Mux(drain, 0, Array(s[i].wdata for i in range(n))[w_owner])
+        up_strb = Mux(drain, 0, Array(s[i].wstrb for i in range(n))[w_owner])
         m.d.comb += [
-            d.wvalid.eq(order.r_rdy & (drain | up_valid)),
-            d.wdata.eq(Mux(drain, 0, Array(s[i].wdata for i in range(n))[w_owner])),
-            d.wstrb.eq(Mux(drain, 0, Array(s[i].wstrb for i in range(n))[w_owner])),
+            d.wvalid.eq(order.r_rdy & (drain | up_valid | held)),
+            d.wdata.eq(Mux(held, held_data, up_data)),
+            d.wstrb.eq(Mux(held, held_strb, up_strb)),
             d.wlast.eq(beat == w_len),
         ]
         for i in range(n):

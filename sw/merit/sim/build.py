@@ -115,7 +115,7 @@ def _ran_tests(results_xml):
 
 
 def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, testcase=None,
-              path=()):
+              path=(), plusargs=None):
     """Run the cocotb module ``bench`` on the Verilator model of ``top``.
 
     Parameters
@@ -137,6 +137,9 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         Run only the cocotb tests whose names match.
     path : sequence of path-like
         Folders put first on the bench's ``PYTHONPATH`` (where ``bench`` lives).
+    plusargs : list of str, optional
+        Simulator plusargs (``+verilator+rand+reset+2 +verilator+seed+N``: random initial values
+        for the ``--x-initial unique`` models).
 
     Returns the metrics the bench recorded (``benchlib.record_metric``) as a dict. Raises
     :class:`BenchFailure` naming the failed tests.
@@ -170,7 +173,8 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
                     build_dir=build_dir,
                     test_dir=test_dir, test_args=["--trace"] if waves else [],
                     extra_env=env, seed=seed, waves=bool(waves), results_xml=str(results),
-                    testcase=testcase, log_file=test_dir / "sim.log")
+                    testcase=testcase, log_file=test_dir / "sim.log",
+                    plusargs=list(plusargs or []))
     except SystemExit as exc:
         failed = _failed_tests(results)
         if failed is None:
