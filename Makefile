@@ -20,6 +20,7 @@ help:
 	@echo "make verilog    emit the default configurations into $(RTL_OUT)/ (+ JSON, file lists)"
 	@echo "make lint       verilator --lint-only over $(RTL_OUT)/"
 	@echo "make regress    long regressions (slow tests)"
+	@echo "make mutation   mutation testing of sw/merit and hw/meritz -> docs/results/mutation.md"
 	@echo "make bench      benchmarks -> docs/results/ (bench-golden + bench-hw; long)"
 	@echo "make bench-gpu  GPU benchmark vs cuDNN/cuBLAS/cupyx (on a CUDA machine)"
 	@echo "make synth      Yosys area report -> docs/results/area.md"
@@ -61,6 +62,12 @@ test: $(STAMP)
 
 regress: $(STAMP)
 	$(PYTEST) -m slow -q
+
+# test strength: a sample of mutants of the software core (cosmic-ray) and of the Amaranth blocks
+# (bench/mutation.py), each through the tests that own its file (files mutated in place, restored)
+.PHONY: mutation
+mutation: $(STAMP)
+	$(PY) -m bench.mutation
 
 # ends with the plots of every results table (docs/results/*.png, embedded in the .md files)
 bench: bench-golden bench-hw
