@@ -34,21 +34,21 @@ PYTEST = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", 
 SW = [
     ("sw/merit/kernelcfg.py", ["tests/merit/test_field_ranges.py",
                                "tests/merit/test_catalogue_api.py"]),
-    ("sw/merit/isa/alu.py", ["tests/isa/test_alu.py", "tests/isa/test_interp.py"]),
-    ("sw/merit/execute.py", ["tests/golden/test_golden_strategies.py",
+    ("sw/merit/isa/alu.py", ["tests/merit/isa/test_alu.py", "tests/merit/isa/test_interp.py"]),
+    ("sw/merit/execute.py", ["tests/merit/test_golden_strategies.py",
                              "tests/merit/test_golden_limits.py"]),
-    ("sw/merit/compile.py", ["tests/tau/test_compile.py", "tests/merit/test_field_ranges.py",
+    ("sw/merit/compile.py", ["tests/merit/test_compile.py", "tests/merit/test_field_ranges.py",
                              "tests/merit/test_catalogue_api.py"]),
-    ("sw/merit/regmap.py", ["tests/top/test_top_regmap.py", "tests/merit/test_field_ranges.py",
+    ("sw/merit/regmap.py", ["tests/meritz/test_top_regmap.py", "tests/merit/test_field_ranges.py",
                             "tests/merit/test_catalogue_api.py"]),
-    ("sw/merit/mapping/search.py", ["tests/mapping/test_mapping_search.py",
+    ("sw/merit/mapping/search.py", ["tests/merit/mapping/test_mapping_search.py",
                                     "tests/merit/test_field_ranges.py"]),
 ]
 #: (source, tests) of the hardware blocks with Amaranth-simulation benches
 HW = [
-    ("hw/meritz/banks.py", ["tests/hw/test_banks_amaranth.py"]),
-    ("hw/meritz/agu.py", ["tests/tau/test_agu.py"]),
-    ("hw/meritz/kernelcfg.py", ["tests/tau/test_kernelcfg.py", "tests/tau/test_agu.py"]),
+    ("hw/meritz/tau/rp/banks.py", ["tests/meritz/tau/rp/test_banks_amaranth.py"]),
+    ("hw/meritz/tau/rp/agu.py", ["tests/meritz/tau/test_agu.py"]),
+    ("hw/meritz/kernelcfg.py", ["tests/meritz/test_kernelcfg.py", "tests/meritz/tau/test_agu.py"]),
 ]
 
 _SWAPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
