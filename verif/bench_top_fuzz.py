@@ -221,6 +221,10 @@ async def configuration_fuzz(dut):
             check_no_wild_writes(tb, what)
             accepted += 1
         runs += 1
+        if runs % 250 == 0:
+            _check_protocol(checkers)
+            dut._log.info("configuration fuzz: %d runs so far, accepted %d, refused per check "
+                          "%s, no failure, no protocol violation", runs, accepted, refused[1:])
     _check_protocol(checkers)
     dut._log.info("configuration fuzz: %d runs, accepted %d, refused per check %s", runs,
                   accepted, refused[1:])
