@@ -11,6 +11,7 @@ inputs, script and tool version are unchanged since its last successful run is n
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -223,9 +224,10 @@ def _block_of(cell):
     """The MERIT-z block a cell sits in: up to three hierarchy levels under the core (the
     cell's own name, the last level, and ``Shared`` instance levels, ``inst``, left out).
     Yosys names a cell after the net it drives, so the core's logic that ends in the wrapper's
-    output registers carries their name (``outs_r...``): that is the core's output logic."""
+    output registers carries their name (``outs_r...``): that is the core's output logic; the
+    XOR tree into ``sout`` is the wrapper's."""
     name = cell.lstrip("\\")
-    if name.startswith(("outs_r_", "sout_")):
+    if name.startswith("outs_r_") and not re.fullmatch(r"outs_r_TRELLIS_FF_Q(_\d+)?", name):
         return "(core logic to its outputs)"
     if not name.startswith("dut."):
         return "(timing wrapper)"
