@@ -84,6 +84,11 @@ def run(args, log=print):
                                log=log)
                     for taus, lanes in ([] if args.no_top else args.config)],
     }
+    area = Path(args.out) / "area.json"
+    if area.exists():       # make synth's synth_ecp5 fit of the same modules (no wrapper)
+        fit = json.loads(area.read_text()).get("fpga", {})
+        report["area_fit"] = {b["module"]: {k: b[k] for k in ("lut", "ff", "bram", "dsp")}
+                              for b in fit.get("blocks", []) if "lut" in b}
     if not args.no_blocks:
         report["blocks"] = run_blocks(args.block_lanes, args.work, device=args.device,
                                       freq_mhz=args.freq, cached_only=args.cached_only,
@@ -123,6 +128,21 @@ def _synth_only(c):
             *[f"| {k} | {v:,} |" for k, v in rows], ""]
 
 
+def _blocks_reading(blocks):
+    """Which block alone is slowest: the processor, which holds its paths, is no faster."""
+    placed = [b for b in blocks if b.get("placed", True)]
+    if not placed:
+        return "No block was placed and routed in this run."
+    slow = min(placed, key=lambda b: b["fmax_mhz"])
+    where = next(iter(slow["critical_blocks"]), "")
+    below = [b["block"] for b in placed if b["fmax_mhz"] < 100]
+    return (f"Slowest block alone: **{slow['block']} at {slow['fmax_mhz']} MHz** (critical "
+            f"path {slow['critical_delay_ns']} ns, mostly `{where}`). Its register-to-register "
+            f"paths are inside the processor too, with more routing around them, so the "
+            f"processor's Fmax is at most about this. Below 100 MHz alone: "
+            f"{', '.join(below) if below else 'none'}.")
+
+
 def _reading(config):
     """One sentence: which block the critical path spends most of its delay in."""
     blocks = config["critical_blocks"]
@@ -151,7 +171,19 @@ def markdown(report):
     for c in report["configs"]:
         if not c.get("synth", True):
             out += [f"## Top, {c['taus']} TAU x {c['lanes']} lanes (`{c['module']}`): not run",
-                    "", "Neither synthesized nor placed in this run (`--cached-only`).", ""]
+                    "", "Neither synthesized nor placed in this run (`--cached-only`)."]
+            fit = report.get("area_fit", {}).get(c["module"])
+            if fit:
+                out[-1] += (f" `make synth`'s `synth_ecp5` of the same module (no wrapper, "
+                            f"[area.md](area.md)): {fit['lut']:,} LUT4 (a carry cell counts 2), "
+                            f"{fit['ff']:,} flip-flops, {fit['bram']} block RAMs, {fit['dsp']} "
+                            "DSPs")
+                sites = next((b["utilization"]["TRELLIS_COMB"][1]
+                              for b in report.get("blocks", [])
+                              if "TRELLIS_COMB" in b.get("utilization", {})), None)
+                out[-1] += (f": {100 * fit['lut'] / sites:.0f}% of the {sites:,} LUT4 sites "
+                            f"that nextpnr counts on the {report['device']}." if sites else ".")
+            out.append("")
             continue
         if not c.get("placed", True):
             out += _synth_only(c)
@@ -189,7 +221,7 @@ def markdown(report):
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
                        f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
                        f"{'ABC9' if b.get('abc9', True) else 'ABC (-noabc9)'} | {crit} |")
-        out.append("")
+        out += ["", _blocks_reading(report["blocks"]), ""]
     depth = report.get("depth")
     if depth:
         out += [f"## Logic depth per module (`{depth['module']}`, generic gates)", "",

@@ -20,7 +20,7 @@ def test_the_report_lists_fmax_utilization_blocks_and_depth():
               "configs": [_config()],
               "blocks": [{"block": "cp_simd", "module": "meritz_cp_simd_n8", "fmax_mhz": 45.0,
                           "utilization": {"TRELLIS_COMB": [9000, 83640]},
-                          "critical_blocks": {"(top level)": 20.1}}],
+                          "critical_blocks": {"(top level)": 20.1}, "critical_delay_ns": 22.2}],
               "depth": {"module": "meritz_top_n8_t1",
                         "modules": {"meritz_top_n8_t1.tau.cp": {"depth": 61,
                                                                  "path": ["a2", "r"]}}}}
@@ -31,6 +31,8 @@ def test_the_report_lists_fmax_utilization_blocks_and_depth():
     assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 | 9,000 | 0 | 0 | 0 | ABC9 |" in text
     assert "| `meritz_top_n8_t1.tau.cp` | 61 | `a2 -> r` |" in text
     assert "limited by `tau.cp` (20.0 of 24.27 ns" in text
+    assert "Slowest block alone: **cp_simd at 45.0 MHz** (critical path 22.2 ns" in text
+    assert "Below 100 MHz alone: cp_simd." in text
 
 
 def test_a_configuration_not_placed_shows_its_synthesis_counts():
@@ -43,3 +45,19 @@ def test_a_configuration_not_placed_shows_its_synthesis_counts():
     assert "| LUT4 (a carry cell counts 2) | 120 |" in text
     assert "| block RAM (DP16KD) | 48 |" in text
     assert "Fmax" not in text.split("## Top")[1]
+
+
+def test_a_configuration_not_run_quotes_the_area_reports_fit():
+    config = {"module": "meritz_top_n8_t1", "lanes": 8, "taus": 1, "synth": False,
+              "placed": False}
+    block = {"block": "rp_router", "module": "r", "fmax_mhz": 126.2, "critical_delay_ns": 7.9,
+             "utilization": {"TRELLIS_COMB": [509, 83640]}, "critical_blocks": {"x": 7.9}}
+    report = {"command": "c", "date": "d", "machine": "m", "tools": {}, "device": "LFE5U-85F",
+              "speed_grade": 6, "configs": [config], "blocks": [block],
+              "area_fit": {"meritz_top_n8_t1": {"lut": 82223, "ff": 13136, "bram": 24,
+                                                "dsp": 50}}}
+    text = fpga.markdown(report)
+    assert "(`meritz_top_n8_t1`): not run" in text
+    assert "82,223 LUT4 (a carry cell counts 2), 13,136 flip-flops, 24 block RAMs, 50 DSPs: " \
+           "98% of the 83,640 LUT4 sites that nextpnr counts on the LFE5U-85F." in text
+    assert "Below 100 MHz alone: none." in text
