@@ -88,8 +88,8 @@ synth: $(STAMP)
 	$(PY) -m bench.plots
 
 # place and route Top (1 TAU x 8 lanes) on an ECP5 LFE5U-85F: Fmax, utilization, critical path,
-# and the logic depth of every module -> docs/results/fpga.md (cached in build/fpga/; a first run
-# takes about an hour on two busy cores)
+# the blocks alone, the logic depth of every module -> docs/results/fpga.md (cached in build/fpga/;
+# a first run takes hours on two busy cores; --cached-only reports what is there)
 .PHONY: fpga
 fpga: $(STAMP)
 	nice -n 10 $(PY) -m bench.fpga

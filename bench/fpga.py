@@ -5,7 +5,8 @@ lanes by default; ``--config TxN`` for others) on an LFE5U-85F with :mod:`merit.
 reports Fmax, utilization and the critical path; then the longest combinational path of every
 module of the same top in generic gates (:mod:`merit.flow.depth`). Every step is cached in
 ``build/fpga/`` (a configuration whose Verilog and tools are unchanged is not run again), so the
-report can be rewritten in seconds; a first run takes about an hour on two busy cores.
+report can be rewritten in seconds (``--cached-only``); a first run takes hours on two busy
+cores (the processor fills nearly all of the LFE5U-85F).
 """
 
 import argparse
