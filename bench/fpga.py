@@ -221,7 +221,7 @@ def markdown(report):
             out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']} | "
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
                        f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
-                       f"{'ABC9' if b.get('abc9', True) else 'ABC (-noabc9)'} | {crit} |")
+                       f"{'ABC9' if b.get('abc9', True) else 'classic ABC'} | {crit} |")
         out += ["", _blocks_reading(report["blocks"]), ""]
     depth = report.get("depth")
     if depth:

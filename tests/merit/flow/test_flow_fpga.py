@@ -97,3 +97,15 @@ def test_a_failed_synthesis_says_why_and_is_remembered(tmp_path):
         fpga.synth_ecp5(tmp_path / "bad.v", ports, "bad", tmp_path)
     with pytest.raises(fpga.FpgaError, match="\\(cached failure\\)"):
         fpga.synth_ecp5(tmp_path / "bad.v", ports, "bad", tmp_path)
+
+
+def test_the_classic_abc_mapping_gives_an_ecp5_netlist_too(tmp_path):
+    (tmp_path / "add16.v").write_text(ADDER)
+    ports = PORTS[:2] + [{"name": "a", "dir": "in", "width": 16},
+                         {"name": "b", "dir": "in", "width": 16},
+                         {"name": "y", "dir": "out", "width": 16}]
+    synth = fpga.synth_ecp5(tmp_path / "add16.v", ports, "add16", tmp_path, abc9=False)
+    assert synth["abc9"] is False and "abc -lut 4" in (tmp_path / "synth.ys").read_text()
+    assert synth["cells_by_type"]["TRELLIS_FF"] >= 48
+    assert set(synth["cells_by_type"]) & {"LUT4", "CCU2C"}
+    assert json.loads((tmp_path / "netlist.json").read_text())["modules"]
