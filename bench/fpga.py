@@ -55,20 +55,27 @@ def _parser():
 
 
 def _depth(lanes, taus, work, log, cached_only=False):
-    from merit.flow.depth import logic_depth_verilog
+    from merit.flow.depth import logic_depth_verilog, parse_ltp
     from meritz.blocks import BLOCKS, build
     from meritz.emit import write_component
 
     row = next(r for r in BLOCKS if "taus" in r[2])
     name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
     folder = Path(work) / f"depth_{name}"
-    if cached_only and not (folder / "flow.done").exists():
-        return None
-    verilog = write_component(component, name, folder)
-    log(f"logic depth of every module of {name} (generic gates; about 10 minutes)")
-    modules = logic_depth_verilog(verilog, name, folder)
-    return {"module": name, "modules": dict(sorted(modules.items(),
-                                                   key=lambda kv: -kv[1]["depth"]))}
+    if cached_only:         # what the last run left, whatever its script
+        if not (folder / "flow.done").exists():
+            return None
+        modules = {m: {"depth": info["depth"], "path": [p for p in info["path"]
+                                                        if not p.startswith("$")]}
+                   for m, info in parse_ltp((folder / "ltp.txt").read_text()).items()}
+    else:
+        verilog = write_component(component, name, folder)
+        log(f"logic depth of every module of {name} (generic gates; about 10 minutes)")
+        modules = logic_depth_verilog(verilog, name, folder)
+    # before the ltp selection of library gates, a submodule instance counted as one gate
+    own = "ltp -noff w:*" in (folder / "flow.ys").read_text()
+    return {"module": name, "own_gates_only": own,
+            "modules": dict(sorted(modules.items(), key=lambda kv: -kv[1]["depth"]))}
 
 
 def run(args, log=print):
@@ -229,9 +236,17 @@ def markdown(report):
                 "Longest combinational path inside each module, in gates of the generic library "
                 "of `make synth` (INV, NAND2, AOI21, XOR2, MUX2, ...), from a flip-flop, memory "
                 "read port or module input to a flip-flop, memory or module output "
-                "(`merit.flow.depth`). A path through several modules counts in pieces.", "",
-                "| module | depth (gates) | from -> to (named signals) |", "|---|---|---|"]
+                "(`merit.flow.depth`). A path through several modules counts in pieces.", ""]
+        names = list(depth["modules"])
+        parents = {m for m in names if any(n.startswith(m + ".") for n in names)}
+        if not depth.get("own_gates_only", True) and parents:
+            out += [f"The {len(parents)} modules with submodules are left out: this run's `ltp` "
+                    "counted a submodule instance as one gate from every input to every output "
+                    "(`merit.flow.depth` now counts library gates only).", ""]
+        out += ["| module | depth (gates) | from -> to (named signals) |", "|---|---|---|"]
         for module, info in depth["modules"].items():
+            if module in parents and not depth.get("own_gates_only", True):
+                continue
             ends = " -> ".join(info["path"][:1] + info["path"][-1:]) if info["path"] else ""
             out.append(f"| `{module}` | {info['depth']} | `{ends}` |")
         out.append("")

@@ -37,7 +37,14 @@ def logic_depth_verilog(verilog, top, work_dir, *, timeout=3600, cache=True):
     Returns ``{module: {"depth", "path"}}``: module names as in the Verilog (Amaranth's
     ``top.sub.sub``), ``path`` the named signals along the path (Yosys' own names are left out).
     """
-    from merit.flow.synth import _check_paths, _check_top, _stage_sources, _yosys_flow, liberty
+    from merit.flow.synth import (
+        CELL_AREAS,
+        _check_paths,
+        _check_top,
+        _stage_sources,
+        _yosys_flow,
+        liberty,
+    )
 
     top = _check_top(top)
     paths, work = _check_paths(verilog, work_dir)
@@ -58,7 +65,9 @@ def logic_depth_verilog(verilog, top, work_dir, *, timeout=3600, cache=True):
         "opt_clean\n"
         "delete t:$mem_v2\n"
         "read_liberty -lib cells.lib\n"
-        "tee -q -o ltp.txt ltp -noff\n"
+        # only the library's gates: a submodule instance is not one gate from every input to
+        # every output (its own path is counted in its own module)
+        f"tee -q -o ltp.txt ltp -noff w:* {' '.join(f't:{cell}' for cell in CELL_AREAS)}\n"
     )
     try:
         _yosys_flow(names, top, script, work, timeout, "logic depth", cache)
