@@ -109,3 +109,20 @@ def test_the_classic_abc_mapping_gives_an_ecp5_netlist_too(tmp_path):
     assert synth["cells_by_type"]["TRELLIS_FF"] >= 48
     assert set(synth["cells_by_type"]) & {"LUT4", "CCU2C"}
     assert json.loads((tmp_path / "netlist.json").read_text())["modules"]
+
+
+def test_a_submodule_counts_in_its_own_module_not_as_a_gate_of_its_parent(tmp_path):
+    (tmp_path / "t.v").write_text("""
+module sub(input clk, input [15:0] a, output [15:0] y);
+  assign y = a + 16'd3;
+endmodule
+module t(input clk, input [15:0] a, output reg [15:0] z);
+  reg [15:0] ra;
+  wire [15:0] m;
+  sub s (.clk(clk), .a(ra), .y(m));
+  always @(posedge clk) begin ra <= a; z <= m ^ ra; end
+endmodule
+""")
+    result = depth.logic_depth_verilog(tmp_path / "t.v", "t", tmp_path / "w")
+    assert result["t"]["depth"] == 1                 # its own XOR only
+    assert 8 <= result["sub"]["depth"] <= 30         # the adder's carry chain
