@@ -295,6 +295,18 @@ def _cmd_plan(args):
         print(f"wrote {args.png}")
 
 
+def _cmd_run(args):
+    try:
+        from merit.onnx.command import RunError, run_command
+    except ImportError as exc:
+        raise CommandError(f"merit run needs the onnx package ({exc}); run 'make setup'") \
+            from None
+    try:
+        run_command(args)
+    except RunError as exc:
+        raise CommandError(str(exc)) from None
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the one-line error format of the other errors."""
 
@@ -385,6 +397,21 @@ def _parser():
     _hardware_arguments(plan, taus_default=4, taus_help="TAUs, 1..16 (default: 4)")
     plan.add_argument("--png", metavar="FILE", help="also draw the plan into a PNG file")
     plan.set_defaults(run=_cmd_plan)
+
+    run = commands.add_parser(
+        "run", help="run an ONNX model on the golden model, the GPU or MERIT-z (16-bit fixed "
+                    "point and the performance model per layer)",
+        description="Load an ONNX model as MERIT problems (merit.onnx, docs/onnx.md) and run "
+                    "it on a random input: --on golden (numpy), gpu (merit.gpu) or meritz "
+                    "(quantized to 16 bits, each layer's cycles, utilization and DRAM bytes "
+                    "from merit.perf; --rtl simulates named layers on the Verilator model).")
+    try:
+        from merit.onnx.command import add_arguments
+    except ImportError:        # without the onnx extra: the command says so when run
+        run.add_argument("rest", nargs=argparse.REMAINDER)
+    else:
+        add_arguments(run)
+    run.set_defaults(run=_cmd_run)
     return parser
 
 

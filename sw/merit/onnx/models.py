@@ -39,10 +39,13 @@ def _random(rng, shape, dtype):
     return (rng.standard_normal(shape) * scale).astype(dtype)
 
 
-def light_model(name, seed=0):
+def light_model(name, seed=0, batch=1):
     """The light model ``name`` with every placeholder weight set to seeded random values.
 
-    Returns an ``onnx.ModelProto`` whose weights are initializers (not graph inputs).
+    ``batch`` sets the batch size of the input (and of the constant target shapes of the
+    ``Reshape`` nodes that flatten a batch-1 tensor). Returns an ``onnx.ModelProto`` whose
+    weights are initializers (not graph inputs); the same seed gives the same weights whatever
+    the batch.
     """
     import onnx
     from onnx import helper, numpy_helper
@@ -68,10 +71,17 @@ def light_model(name, seed=0):
             continue
         if value.dtype.kind == "f":
             value = _random(rng, value.shape, value.dtype)
+        elif batch != 1 and any(n.op_type == "Reshape" and n.input[1] == name_
+                                for n in keep_nodes) and value.ndim == 1 and value[0] == 1:
+            value = value.copy()
+            value[0] = batch
         new_inits.append(numpy_helper.from_array(value, name_))
     new_inits += [numpy_helper.from_array(v, k) for k, v in weights.items()]
     init_names = {i.name for i in new_inits}
     inputs = [vi for vi in graph.input if vi.name not in init_names and vi.name in used]
+    if batch != 1:
+        for vi in inputs:
+            vi.type.tensor_type.shape.dim[0].dim_value = batch
     new_graph = helper.make_graph(keep_nodes, graph.name, inputs, list(graph.output),
                                   initializer=new_inits)
     out = helper.make_model(new_graph, opset_imports=list(model.opset_import))

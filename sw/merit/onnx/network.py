@@ -21,10 +21,14 @@ class Part:
     graph, reshaped to the problem's view when the sizes agree), ``("const", array)`` (a weight),
     ``("part", k)`` (the result of part ``k`` of the same layer) or ``("pad", onnx_name, pads,
     value)`` (a graph tensor padded with a constant on the host first).
+
+    ``meritz``: how MERIT-z runs it, ``[(problem, repeat)]``, when that differs from ``problem``
+    (a grouped convolution runs one kernel per group: its group index does not fit a TAU).
     """
 
     problem: object
     bind: dict
+    meritz: list | None = None
 
 
 @dataclass
@@ -87,28 +91,30 @@ def _view(array, shape):
     return array.reshape(shape)
 
 
+def tensor_array(part, tensor, env, results):
+    """The array of one tensor (a ``merit.problem.Tensor``) of ``part.problem`` from the graph
+    values ``env`` and the results of the layer's earlier parts."""
+    if tensor.value is not None and tensor.name not in part.bind:
+        return np.asarray(tensor.value)
+    src = part.bind[tensor.name]
+    if src[0] == "value":
+        a = env[src[1]]
+    elif src[0] == "const":
+        a = src[1]
+    elif src[0] == "part":
+        a = results[src[1]]
+    elif src[0] == "pad":
+        x = np.asarray(env[src[1]])
+        fill = src[3] if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        a = np.pad(x, src[2], constant_values=fill)
+    else:
+        raise ValueError(f"unknown binding {src[0]!r} of tensor {tensor.name!r}")
+    return _view(a, tensor.shape)
+
+
 def part_arrays(part, env, results):
-    """The arrays of ``part.problem.tensors`` from the graph values ``env`` and earlier results."""
-    arrays = []
-    for t in part.problem.tensors:
-        if t.value is not None and t.name not in part.bind:
-            arrays.append(np.asarray(t.value))
-            continue
-        src = part.bind[t.name]
-        if src[0] == "value":
-            a = env[src[1]]
-        elif src[0] == "const":
-            a = src[1]
-        elif src[0] == "part":
-            a = results[src[1]]
-        elif src[0] == "pad":
-            x = np.asarray(env[src[1]])
-            fill = src[3] if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-            a = np.pad(x, src[2], constant_values=fill)
-        else:
-            raise ValueError(f"unknown binding {src[0]!r} of tensor {t.name!r}")
-        arrays.append(_view(a, t.shape))
-    return arrays
+    """The arrays of ``part.problem.tensors`` (see :func:`tensor_array`)."""
+    return [tensor_array(part, t, env, results) for t in part.problem.tensors]
 
 
 class Network:

@@ -145,14 +145,21 @@ def _conv(ctx, node, attrs, name):
             relu, out = True, act.output[0]
             absorbed.append(act)
             nodes.append(act.name or "Relu")
+    groups = int(attrs.get("group", 1))
     problem = W.conv_nd(x_shape, w_shape, strides=strides, pads=pads, dilations=dilations,
-                        groups=int(attrs.get("group", 1)), bias=bool(b), relu=relu)
+                        groups=groups, bias=bool(b), relu=relu)
+    per_group = None
+    if groups > 1:      # MERIT-z: one kernel per group (as the paper runs AlexNet's CONV2/4/5)
+        per_group = [(W.conv_nd((x_shape[0], x_shape[1] // groups) + x_shape[2:],
+                                (w_shape[0] // groups,) + w_shape[1:], strides=strides,
+                                pads=pads, dilations=dilations, bias=bool(b), relu=relu), groups)]
     bind = {"I": ("value", x),
             "W": ("const", weights) if weights is not None else ("value", w)}
     if b:
         bind["B"] = ("const", bias) if bias is not None else ("value", b)
     op = "+".join(["Conv"] + [n.op_type for n in absorbed])
-    layer = _layer(ctx, name, op, [Part(problem, bind)], out, problem.outputs[0].shape,
+    layer = _layer(ctx, name, op, [Part(problem, bind, per_group)], out,
+                   problem.outputs[0].shape,
                    ctx.dtypes[x], nodes, note="; ".join(note))
     return {"layer": layer, "absorbed": absorbed, "folded": nodes[1:] if absorbed else []}
 
