@@ -10,7 +10,8 @@ Block kinds (the fence's info string: a language, then flags):
   ``python file=NAME`` is written to ``NAME`` there instead.
 * flag ``setup``: the command runs in the repository as ``make --dry-run`` (the test never
   reinstalls the shared ``.venv``); ``slow``: only in the slow run (it builds a new Verilator
-  model); ``gpu``: only where CuPy sees a CUDA GPU.
+  model); ``gpu``: only where CuPy sees a CUDA GPU; ``norun``: shown, never run (it needs
+  software that the checkout does not install, e.g. PyTorch).
 """
 
 import os
@@ -25,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "guide.md"
 FENCE = re.compile(r"^```(\S*)(.*)$")
 KINDS = ("console", "python")
-FLAGS = ("setup", "slow", "gpu")
+FLAGS = ("setup", "slow", "gpu", "norun")
 
 
 class Block:
@@ -136,7 +137,7 @@ def run_guide(tmp_path, *, slow):
     namespace = {"__name__": "guide"}
     ran = 0
     for block in guide_blocks(GUIDE.read_text()):
-        if "slow" in block.flags and not slow:
+        if "norun" in block.flags or "slow" in block.flags and not slow:
             continue
         if "gpu" in block.flags and not _has_gpu():
             continue
