@@ -153,7 +153,10 @@ def markdown(data, command):
     out = [
         "# Whole ONNX networks on MERIT",
         "",
-        f"Command: `{command}` ({data['date']}, {data['machine']}). Networks: the graphs that "
+        f"Command: `{command}` ({data['date']}, {data['machine']})"
+        + (f"; networks not rerun from `{data['earlier']['command']}` "
+           f"({data['earlier']['date']})" if data.get("earlier") else "")
+        + ". Networks: the graphs that "
         "the onnx wheel ships under `onnx/backend/test/data/light/`, every weight filled with "
         "seeded random values (`merit.onnx.models.light_model`, He initialization), batch 1, "
         "224x224 inputs. Front end: `merit.onnx` (`docs/onnx.md`).",
@@ -223,6 +226,8 @@ def main(argv=None):
                         help="random inputs of the fixed-point check, per network")
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--no-conformance", action="store_true")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the networks of the existing onnx.json that are not rerun")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
@@ -236,6 +241,10 @@ def main(argv=None):
             "machine": f"{platform.node() or 'unknown host'}, {platform.machine()}, "
                        f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
             "command": command, "networks": {}}
+    if args.keep and (out / "onnx.json").exists():
+        old = json.loads((out / "onnx.json").read_text())
+        data["networks"] = old.get("networks", {})
+        data["earlier"] = {k: old[k] for k in ("date", "command") if k in old}
     for name, n in zip(names, samples, strict=True):
         print(f"{name}: float", flush=True)
         entry = {"float": float_check(name)}
