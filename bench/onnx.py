@@ -121,12 +121,10 @@ def meritz_check(name, progress=print):
 
 
 def conformance_counts():
-    """Node and model conformance tests of the default run (tests/onnx)."""
+    """Node and model conformance tests of the default run (tests/merit/onnx)."""
     import subprocess
     repo = Path(__file__).resolve().parents[1]
-    test = repo / "tests" / "onnx" / "test_onnx_conformance.py"
-    if not test.exists():
-        test = repo / "tests" / "merit" / "onnx" / "test_onnx_conformance.py"
+    test = repo / "tests" / "merit" / "onnx" / "test_onnx_conformance.py"
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                              str(test), "-rN"], capture_output=True, text=True, cwd=repo)
     last = [line for line in result.stdout.splitlines() if " passed" in line]
@@ -210,7 +208,7 @@ def markdown(data, command):
         out += [f"## {name}: per layer (batch 1)", "",
                 f"![{name}](onnx_{name}.png)", ""] + _fmt_rows(net["meritz"]["rows"]) + [""]
     if data.get("conformance"):
-        out += ["## ONNX conformance tests (`tests/onnx/test_onnx_conformance.py`)", "",
+        out += ["## ONNX conformance tests (`tests/merit/onnx/test_onnx_conformance.py`)", "",
                 f"pytest: {data['conformance']['pytest']} (skips: the excluded model tests "
                 "and the GPU variants of the model tests). Node tests: 176 of 186 pass, 10 "
                 "refused (training mode, MaxPool's Indices); pytorch-converted / "

@@ -10,7 +10,7 @@ int16, ``docs/isa.md``); a bias is stored at the output's point and added after 
 :meth:`QuantizedNetwork.run` computes the MERIT-z layers in integers as their programs do
 (``merit.isa.programs``: 32-bit wrapping sums, rounding shift, saturation), from exact sums of
 the golden model (float64 sums of int16 products are exact below 2**53), so that a whole network
-runs at golden-model speed; ``tests/onnx`` checks it bit for bit against the ISA interpreter.
+runs at golden-model speed; ``tests/merit/onnx`` checks it bit for bit against the ISA interpreter.
 Layers without a MERIT-z program (LRN, softmax, elementwise, host layers) run in float on the
 host between a dequantize and a requantize.
 """

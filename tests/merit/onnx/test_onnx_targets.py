@@ -7,12 +7,13 @@ import pytest
 
 pytest.importorskip("onnx")
 
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
 from merit import isa  # noqa: E402
 from merit.cli import main  # noqa: E402
 from merit.onnx import load  # noqa: E402
 from merit.onnx.quant import fixed_point, frac_for, quantize  # noqa: E402
 from merit.onnx.targets import gpu_runner, overall, predict_network, simulate_layers  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
 def tiny_model(path=None, seed=3):
