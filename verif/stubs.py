@@ -7,9 +7,8 @@ from amaranth.lib.wiring import In, Out
 
 from merit.checks import check_lanes
 from meritz import kernelcfg
-from meritz.arbiter import axi_signature
-from meritz.dispatcher import tile_layout
-from meritz.regs import lut_layout
+from meritz.bus import AXI4Signature
+from meritz.tau.tile_looper import tile_layout
 
 __all__ = ["StubTau"]
 
@@ -29,9 +28,9 @@ class StubTau(wiring.Component):
         super().__init__({
             "config": In(kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots,
                                           outputs=outputs, instructions=instructions)),
-            "luts": In(lut_layout()),
+            "luts": In(kernelcfg.lut_layout()),
             "tiles": In(stream.Signature(tile_layout())),
-            "m_axi": Out(axi_signature()),
+            "m_axi": Out(AXI4Signature()),
             "idle": Out(1),
             "errors": Out(data.StructLayout({"conflict": 1, "other": 1})),
         })

@@ -1,11 +1,46 @@
-"""The Verilator/cocotb harness itself: build cache, pass, and a failure that names its test."""
+"""Self-test of the harness: a registered pass-through stream, checked against itself, and a test
+that fails on purpose when the configuration asks for it.
 
+The pytest side. The Verilator/cocotb harness itself: build cache, pass, and a failure that names
+its test.
+"""
+
+import cocotb
 import pytest
 from amaranth import Module, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from cocotb.triggers import ReadOnly, RisingEdge
 
 from harness import BenchFailure, build, run_bench
+from merit.sim.benchlib import bench_config, pack_lanes, record_metric, rng, setup, unpack_lanes
+
+
+@cocotb.test(skip=bench_config().get("skip_all", False))
+async def passes_values_through(dut):
+    cfg = bench_config()
+    await setup(dut)
+    rand = rng()
+    lanes, width = cfg["lanes"], 16
+    for _ in range(20):
+        values = [rand.randrange(-32768, 32768) for _ in range(lanes)]
+        dut.inp__payload.value = pack_lanes(values, width)
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        got = unpack_lanes(dut.out__payload.value, lanes, width)
+        assert got == values, f"{got} != {values}"
+        await RisingEdge(dut.clk)
+    record_metric("vectors", 20)
+
+
+@cocotb.test(skip=not bench_config().get("expect_fail", False))
+async def fails_on_purpose(dut):
+    await setup(dut)
+    raise AssertionError("this test fails on purpose")
+
+
+# ---- pytest side: build the model and run the cocotb tests above ----
+
 
 pytestmark = pytest.mark.sim
 
@@ -25,7 +60,7 @@ class PassThrough(wiring.Component):
 
 
 def test_bench_passes_and_build_is_cached(record_property):
-    metrics = run_bench(PassThrough(lanes=4), bench="bench_harness_selftest",
+    metrics = run_bench(PassThrough(lanes=4), bench="test_harness",
                         config={"lanes": 4}, seed=1)
     assert metrics == {"vectors": 20}
     record_property("vectors", metrics["vectors"])
@@ -36,7 +71,7 @@ def test_bench_passes_and_build_is_cached(record_property):
 
 def test_failure_names_the_failed_test():
     with pytest.raises(BenchFailure, match="fails_on_purpose"):
-        run_bench(PassThrough(lanes=4), bench="bench_harness_selftest",
+        run_bench(PassThrough(lanes=4), bench="test_harness",
                   config={"lanes": 4, "expect_fail": True}, seed=2)
 
 
@@ -47,5 +82,5 @@ def test_unknown_bench_is_refused():
 
 def test_a_bench_that_runs_no_test_fails():
     with pytest.raises(BenchFailure, match="ran no cocotb test"):
-        run_bench(PassThrough(lanes=4), bench="bench_harness_selftest",
+        run_bench(PassThrough(lanes=4), bench="test_harness",
                   config={"lanes": 4, "skip_all": True}, seed=3)

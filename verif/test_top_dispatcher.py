@@ -1,12 +1,167 @@
-"""The dispatcher on the Verilator model: every tile exactly once for 1, 2 and 4 TAUs."""
+"""cocotb bench of the dispatcher (meritz.dispatcher.Dispatcher) with model TAUs.
 
+Each model TAU accepts tiles at random (random ``ready``), queues up to ``depth`` of them and
+spends a random latency on each; its ``idle`` obeys the TAU contract (low from the cycle after a
+transfer until its last tile is done). Checks, for each tile grid: every tile of the grid (computed
+here with ``range``, independently of the RTL walk) is handed out exactly once, ``finished``
+pulses once, only when every model TAU is idle, ``count`` equals the number of tiles, and a stop
+in the middle empties every slot.
+
+The pytest side. The dispatcher on the Verilator model: every tile exactly once for 1, 2 and 4 TAUs.
+"""
+
+import itertools
+
+import cocotb
 import pytest
+from cocotb.triggers import ClockCycles, RisingEdge
 
 from harness import run_bench
+from merit.sim.benchlib import bench_config, rng, setup
+from meritz import kernelcfg
 from meritz.dispatcher import Dispatcher
+
+P = kernelcfg.P_INDICES
+
+GRIDS = [
+    # (p_size, p_tile): edge tiles, several indices, one tile, many small tiles
+    ([1, 1, 1, 1, 5, 13], [1, 1, 1, 1, 2, 4]),
+    ([2, 1, 3, 1, 4, 8], [1, 1, 2, 1, 4, 8]),
+    ([1, 1, 1, 1, 1, 8], [1, 1, 1, 1, 1, 8]),
+    ([3, 2, 1, 2, 1, 3], [1, 1, 1, 1, 1, 1]),
+    ([1, 1, 1, 1, 7, 40], [1, 1, 1, 1, 8, 16]),
+]
+
+
+def grid_tiles(size, tile):
+    return list(itertools.product(*(range(0, s, t) for s, t in zip(size, tile, strict=True))))
+
+
+class ModelTau:
+    def __init__(self, tb, i):
+        self.tb, self.i = tb, i
+        self.queue = []
+        self.busy_until = 0
+        self.depth = tb.rand.randint(1, 3)
+        self.ready_p = tb.rand.choice([0.3, 0.7, 1.0])
+        self.latency = tb.rand.choice([(1, 5), (5, 40), (20, 120)])
+        self.stream = (getattr(tb.dut, f"tiles__{i}__valid"), getattr(tb.dut, f"tiles__{i}__ready"),
+                       getattr(tb.dut, f"tiles__{i}__payload"))
+
+    @property
+    def idle(self):
+        return not self.queue
+
+
+class TB:
+    def __init__(self, dut):
+        self.dut = dut
+        self.cfg = bench_config()
+        self.rand = rng()
+        self.n = self.cfg["taus"]
+        self.taus = [ModelTau(self, i) for i in range(self.n)]
+        self.handed = []
+        self.finished = 0
+        self.cycle = 0
+        dut.run.value = 0
+        dut.stop.value = 0
+        dut.idle.value = (1 << self.n) - 1
+        for tau in self.taus:
+            tau.stream[1].value = 0
+
+    async def start(self):
+        await setup(self.dut)
+        cocotb.start_soon(self._taus())
+
+    async def _taus(self):
+        """Drive ready / idle of every model TAU, one clock at a time."""
+        while True:
+            await RisingEdge(self.dut.clk)
+            self.cycle += 1
+            if int(self.dut.finished.value):
+                self.finished += 1
+                assert all(t.idle for t in self.taus), "finished while a TAU is busy"
+            for tau in self.taus:
+                valid, ready, payload = tau.stream
+                if int(valid.value) and int(ready.value):
+                    word = int(payload.value)
+                    origin = tuple((word >> (16 * j)) & 0xFFFF for j in range(P))
+                    self.handed.append((origin, tau.i))
+                    tau.queue.append(origin)
+                    if len(tau.queue) == 1:
+                        tau.busy_until = self.cycle + self.rand.randint(*tau.latency)
+                if tau.queue and self.cycle >= tau.busy_until:
+                    tau.queue.pop(0)
+                    if tau.queue:
+                        tau.busy_until = self.cycle + self.rand.randint(*tau.latency)
+                ready.value = int(len(tau.queue) < tau.depth and self.rand.random() < tau.ready_p)
+            self.dut.idle.value = sum(int(t.idle) << t.i for t in self.taus)
+
+    async def run(self, size, tile):
+        self.dut.config.value = kernelcfg.pack({"p_size": size, "p_tile": tile})
+        self.handed.clear()
+        self.finished = 0
+        await RisingEdge(self.dut.clk)
+        self.dut.run.value = 1
+        await RisingEdge(self.dut.clk)
+        self.dut.run.value = 0
+        for _ in range(200000):
+            await RisingEdge(self.dut.clk)
+            if self.finished:
+                break
+        assert self.finished == 1, f"no finish for {size} / {tile}"
+
+
+@cocotb.test()
+async def every_tile_exactly_once(dut):
+    tb = TB(dut)
+    await tb.start()
+    per_tau = [0] * tb.n
+    for size, tile in GRIDS:
+        await tb.run(size, tile)
+        expected = grid_tiles(size, tile)
+        origins = [o for o, _ in tb.handed]
+        assert sorted(origins) == sorted(expected), f"{size} / {tile}"
+        assert len(set(origins)) == len(origins)
+        assert int(dut.count.value) == len(expected)
+        await ClockCycles(dut.clk, 3)
+        assert tb.finished == 1 and not int(dut.busy.value)
+        for _, i in tb.handed:
+            per_tau[i] += 1
+    dut._log.info("tiles per TAU: %s", per_tau)
+    if tb.n > 1:
+        assert min(per_tau) > 0, f"a TAU got no tile: {per_tau}"
+
+
+@cocotb.test()
+async def stop_empties_the_slots(dut):
+    tb = TB(dut)
+    await tb.start()
+    dut.config.value = kernelcfg.pack({"p_size": [1, 1, 1, 1, 30, 30],
+                                       "p_tile": [1, 1, 1, 1, 1, 1]})
+    dut.run.value = 1
+    await RisingEdge(dut.clk)
+    dut.run.value = 0
+    await ClockCycles(dut.clk, tb.rand.randrange(20, 200))
+    dut.stop.value = 1
+    await RisingEdge(dut.clk)
+    dut.stop.value = 0
+    await RisingEdge(dut.clk)
+    handed = len(tb.handed)
+    assert 0 < handed < 900
+    for _ in range(300):
+        await RisingEdge(dut.clk)
+        assert not int(dut.busy.value)
+        assert not any(int(t.stream[0].value) for t in tb.taus)
+    assert len(tb.handed) == handed and tb.finished == 0
+    await tb.run([1, 1, 1, 1, 2, 3], [1, 1, 1, 1, 1, 1])       # usable again
+    assert sorted(o for o, _ in tb.handed) == grid_tiles([1, 1, 1, 1, 2, 3], [1] * 6)
+
+
+# ---- pytest side: build the model and run the cocotb tests above ----
 
 
 @pytest.mark.sim
 @pytest.mark.parametrize("taus", [1, 2, 4, 8])
 def test_dispatcher(taus):
-    run_bench(Dispatcher(taus=taus), bench="bench_dispatcher", config={"taus": taus})
+    run_bench(Dispatcher(taus=taus), bench="test_top_dispatcher", config={"taus": taus})

@@ -1,19 +1,394 @@
-"""Fault and fuzz regression of meritz.top.Top (``bench_top_fuzz``) on the stand-in TAU, 8 lanes,
-2 TAUs, the robustness DRAM (stalls, random latency, reordered reads and write responses), an
-AXI protocol checker on both ports. Every run starts from random initial values
+"""Fault and fuzz regression of meritz.top.Top on the stand-in TAU, in the manner of NVDLA's test
+levels: many short randomized runs in one simulation, each checked against a reference model,
+with an AXI protocol checker on both ports (``axi_checker.AxiChecker``) failing the bench on any
+violation.
+
+* ``configuration_fuzz``: random configurations over every register field (values within each
+  field, biased to the edges 0, 1, the largest value and the SRAM sizes) and random LUT windows;
+  the expected STATUS comes from :func:`expected_status`, a reference model of the START checks
+  written from ``merit.regmap.CHECKS`` (not from the RTL): a refused kernel must end with error
+  CONFIG and the number of the first failing check, without one DRAM request; an accepted one
+  (its run-affecting fields put back) must complete exactly. Unmapped addresses answer SLVERR;
+  the LUT window reads back what was written.
+* ``stop_storm``: random scenarios on a long kernel: abort at a random point, around the end of
+  the run, START and abort in one write, aborts while idle, reset in the middle of an AXI-Lite
+  access, reset at the cycle done rises, storms of resets and aborts, START while busy. Each ends
+  in the documented STATUS (done, not busy, NONE with an exact output or ABORTED with nothing
+  written but output elements), the DRAM port quiet, nothing written outside the output, and the
+  next run exact.
+* ``several_errors_in_one_run``: SLVERR / DECERR on several read beats and write responses of one
+  run (both channels at once, on the first and last beat): the run stops with the error of the
+  first, and the next run is exact.
+
+The number of runs comes from the configuration (``fuzz_runs``, ``storm_runs``, ``error_runs``),
+and each test records the runs it made under the same names.
+
+The pytest side. Fault and fuzz regression of meritz.top.Top (``test_top_fuzz``) on the stand-in
+TAU, 8 lanes, 2 TAUs, the robustness DRAM (stalls, random latency, reordered reads and write
+responses), an AXI protocol checker on both ports. Every run starts from random initial values
 (``--x-initial unique`` with ``+verilator+rand+reset+2`` and a per-run seed, printed).
 
 The default test runs a few hundred randomized runs with one random seed; the slow one
-(``make regress``) several seeds of thousands of runs each, over the same Verilator build."""
+(``make regress``) several seeds of thousands of runs each, over the same Verilator build.
+"""
 
+import copy
 import random
 
+import cocotb
 import pytest
+from cocotb.triggers import ClockCycles, RisingEdge
 
+from axi_checker import AxiChecker
 from harness import run_bench
+from merit import kernelcfg
+from merit.regmap import CHECKS, Error
+from merit.sim.benchlib import record_metric
 from meritz.top import Top
 from stubs import StubTau
-from test_top_robust import STRESS
+from test_top_robust import LONG, STRESS, check_no_wild_writes, stub_good
+from test_top_top import DRAM_BYTES, OUT, TB, StubJob
+
+SLVERR, DECERR = 2, 3
+
+#: Fields the stand-in's run depends on: put back to the good kernel's values before an
+#: accepted configuration runs (so that its output can be checked exactly).
+RUN_FIELDS = ("p_size", "p_tile", "lane_index", "out_pitch", "out_base", "rp0")
+#: Fields the START checks read (drawn more often: most fuzz runs are refusals, which are short).
+CHECKED = ("p_size", "a_size", "p_tile", "a_tile", "lane_index", "begs", "ends", "enable",
+           "extent", "box", "rows", "rotate", "base", "out_base")
+#: The kernel of the stop scenarios: 48 tiles.
+STORM = ([1, 1, 1, 1, 6, 64], [1, 1, 1, 1, 1, 8])
+
+
+def _get(values, path, default=0):
+    node = values
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(node, list) or key >= len(node):
+                return default
+        elif not isinstance(node, dict) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
+def _set(values, path, value):
+    node = values
+    for i, key in enumerate(path[:-1]):
+        nxt = {} if isinstance(path[i + 1], str) else []
+        if isinstance(key, int):
+            while len(node) <= key:
+                node.append({} if isinstance(nxt, dict) else [])
+            node = node[key]
+        else:
+            node = node.setdefault(key, nxt)
+    key = path[-1]
+    if isinstance(key, int):
+        while len(node) <= key:
+            node.append(0)
+    node[key] = value
+
+
+def _path(name):
+    """``rp0[1].extent[2]`` -> ``("rp0", 1, "extent", 2)``."""
+    out = []
+    for part in name.replace("]", "").split("."):
+        head, *idx = part.split("[")
+        out.append(head)
+        out += [int(i) for i in idx]
+    return tuple(out)
+
+
+def expected_status(values, *, lanes, rows, instructions=16):
+    """The number (1-based, ``merit.regmap.CHECKS`` order) of the first START check that
+    ``values`` fails, or 0 when every check passes. A reference model written from the checks'
+    documentation (``docs/registers.md``)."""
+    P, A, AXES = kernelcfg.P_INDICES, kernelcfg.A_INDICES, kernelcfg.AXES
+    bits = lanes.bit_length() - 1
+
+    def g(*path):
+        return _get(values, path)
+
+    def sizes():
+        return all(g("p_size", j) >= 1 for j in range(P)) and \
+            all(g("a_size", j) >= 1 for j in range(A))
+
+    def tiles():
+        return all(g("p_tile", j) >= 1 for j in range(P)) and \
+            all(g("a_tile", j) >= 1 for j in range(A))
+
+    def lanes_ok():
+        index = [g("lane_index", i) for i in range(bits)]
+        if any(j >= P for j in index):
+            return False
+        return all(g("p_tile", j) % (1 << index.count(j)) == 0 for j in range(P))
+
+    def range_ok():
+        begs = [g("begs", k) for k in range(A + 1)]
+        ends = [g("ends", k) for k in range(A + 1)]
+        return (all(e <= instructions for e in ends)
+                and all(begs[k] <= begs[k - 1] for k in range(1, A + 1))
+                and all(ends[k] >= ends[k - 1] for k in range(1, A + 1))
+                and begs[0] <= ends[0])
+
+    def slots():
+        for port, cap in (("rp0", rows[0]), ("rp1", rows[1])):
+            for k in range(len(_get(values, (port,), []))):
+                if not g(port, k, "enable"):
+                    continue
+                if any(g(port, k, f, a) < 1 for f in ("extent", "box") for a in range(AXES)):
+                    return False
+                rows_k = g(port, k, "rows")
+                if not 1 <= rows_k <= cap or g(port, k, "rotate") >= bits \
+                        or g(port, k, "base") % 2:
+                    return False
+        return True
+
+    def outputs():
+        return all(g("out_base", k) % 2 == 0 for k in range(3))
+
+    checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
+              "slots": slots, "outputs": outputs}
+    for number, (name, _) in enumerate(CHECKS, 1):
+        if not checks[name]():
+            return number
+    return 0
+
+
+def _random_value(rand, width, signed, rows):
+    lo, hi = kernelcfg.field_range(width, signed)
+    pick = rand.random()
+    if pick < 0.2:
+        return 0
+    if pick < 0.35:
+        return 1
+    if pick < 0.45:
+        return hi
+    if pick < 0.5 and signed:
+        return lo
+    if pick < 0.6:
+        return min(hi, rand.choice(rows) + rand.choice((0, 1)))
+    return rand.randint(lo, hi)
+
+
+async def _fuzz_tb(dut):
+    tb = TB(dut, dram_bytes=DRAM_BYTES)
+    await tb.start()
+    checkers = [AxiChecker(dut, "m_axi__", dut.clk, dut.rst, name="m_axi"),
+                AxiChecker(dut, "s_axil__", dut.clk, dut.rst, lite=True, name="s_axil")]
+    return tb, checkers
+
+
+def _check_protocol(checkers):
+    for c in checkers:
+        c.check()
+
+
+@cocotb.test()
+async def configuration_fuzz(dut):
+    tb, checkers = await _fuzz_tb(dut)
+    lanes = tb.cfg["lanes"]
+    rows = (tb.cfg["rp0_rows"], tb.cfg["rp1_rows"])
+    job = StubJob(tb, [1, 1, 1, 1, 2, 16], [1, 1, 1, 1, 1, lanes])
+    good = stub_good(tb, job)
+    flat = list(kernelcfg.flatten())
+    checked = [f for f in flat if f[0].split("[")[0] in CHECKED
+               or f[0].split(".")[-1].split("[")[0] in CHECKED]
+    refused, accepted, runs = [0] * (len(CHECKS) + 1), 0, 0
+    unmapped = [tb.map.size_bytes, tb.map.lut_base + 4 * tb.map.lut_words]
+    for n in range(tb.cfg.get("fuzz_runs", 100)):
+        values = copy.deepcopy(good)
+        pool = checked if tb.rand.random() < 0.7 else flat
+        for name, _, width, signed in tb.rand.sample(pool, tb.rand.randint(1, 6)):
+            _set(values, _path(name), _random_value(tb.rand, width, signed, rows))
+        number = expected_status(values, lanes=lanes, rows=rows)
+        if number == 0 or tb.rand.random() < 0.1:
+            for key in RUN_FIELDS:
+                values[key] = copy.deepcopy(good[key])
+            number = expected_status(values, lanes=lanes, rows=rows)
+        what = f"fuzz run {n}"
+        if tb.rand.random() < 0.2:                      # the LUT window reads back
+            luts = [[tb.rand.randint(-32768, 32767) for _ in range(33)] for _ in range(2)]
+            await tb.configure(values, luts)
+            for offset, word in tb.map.lut_words_for(luts)[::7]:
+                assert await tb.read(offset) == word, f"{what}: LUT word {offset:#x}"
+        if tb.rand.random() < 0.1:                      # an address without a register
+            address = tb.rand.choice(unmapped)
+            resp = await tb.access(what, tb.bus.write(address, bytes(4)))
+            assert resp.resp == SLVERR, f"{what}: write to {address:#x} answered {resp.resp}"
+            resp = await tb.access(what, tb.bus.read(address, 4))
+            assert resp.resp == SLVERR, f"{what}: read of {address:#x} answered {resp.resp}"
+        if number:
+            requests = tb.dram.request_cycles
+            await tb.launch(values)
+            await tb.wait_done(2000, what)
+            st = await tb.status()
+            assert st == {"busy": 0, "done": 1, "error": Error.CONFIG, "info": number}, \
+                f"{what}: expected check {number} ({CHECKS[number - 1][0]}), got {st}"
+            assert tb.dram.request_cycles == requests, f"{what}: a refused kernel used DRAM"
+            refused[number] += 1
+        else:
+            job.values = values
+            await tb.run(job, what=f"{what} (accepted)")
+            check_no_wild_writes(tb, what)
+            accepted += 1
+        runs += 1
+        if runs % 250 == 0:
+            _check_protocol(checkers)
+            dut._log.info("configuration fuzz: %d runs so far, accepted %d, refused per check "
+                          "%s, no failure, no protocol violation", runs, accepted, refused[1:])
+    _check_protocol(checkers)
+    dut._log.info("configuration fuzz: %d runs, accepted %d, refused per check %s", runs,
+                  accepted, refused[1:])
+    record_metric("fuzz_runs", runs)
+    record_metric("accepted", accepted)
+    record_metric("refused", refused[1:])
+
+
+async def _settle(tb, job, what):
+    """After a stop: done (or reset), quiet, nothing written outside, the output either exact
+    or holding only final values; returns the error code seen."""
+    st = await tb.status()
+    if st["busy"]:
+        await tb.wait_done(100_000, what)
+        st = await tb.status()
+    assert st["busy"] == 0, f"{what}: {st}"
+    await tb.wait_quiet()
+    if st["done"] and st["error"] == Error.NONE:
+        job.check()
+    else:
+        assert st["error"] in (Error.NONE, Error.ABORTED), f"{what}: {st}"
+        job.check_untouched()
+    check_no_wild_writes(tb, what)
+    return st["error"]
+
+
+async def _reset(tb, cycles):
+    tb.dut.rst.value = 1
+    await ClockCycles(tb.dut.clk, cycles)
+    tb.dut.rst.value = 0
+    await RisingEdge(tb.dut.clk)
+    tb.shadow.clear()
+
+
+@cocotb.test()
+async def stop_storm(dut):
+    tb, checkers = await _fuzz_tb(dut)
+    ctrl = tb.map["CTRL"].offset
+    job = StubJob(tb, *STORM)
+    cycles = await tb.run(job, what="the first run")
+    outcomes = {}
+    runs = 0
+    for n in range(tb.cfg.get("storm_runs", 20)):
+        kind = tb.rand.choice(["abort", "abort_near_done", "start_abort", "abort_idle",
+                               "reset_lite", "reset_at_done", "reset_storm", "abort_storm",
+                               "start_busy"])
+        what = f"storm {n} ({kind})"
+        job.fill()
+        if kind == "abort_idle":                    # no effect: STATUS keeps the last run's
+            before = await tb.status()
+            await tb.write(ctrl, 0b110)
+            assert await tb.status() == before, f"{what}: {await tb.status()} after {before}"
+            await tb.run(job, what=f"the run after {what}")
+            runs += 1
+            continue
+        if kind == "reset_lite":                    # reset while a register access is pending
+            await tb.configure(job.values, job.luts)
+            task = cocotb.start_soon(tb.bus.read(tb.map["STATUS"].offset, 4))
+            await ClockCycles(dut.clk, tb.rand.randrange(3))
+            await _reset(tb, tb.rand.randrange(1, 4))
+            task.cancel()
+            await ClockCycles(dut.clk, 5)
+        else:
+            await tb.launch(job.values, job.luts)
+            if kind == "abort":
+                await ClockCycles(dut.clk, tb.rand.randrange(cycles))
+                await tb.write(ctrl, 0b110)
+            elif kind == "abort_near_done":
+                await ClockCycles(dut.clk, max(0, cycles - tb.rand.randrange(12)))
+                await tb.write(ctrl, 0b110)
+            elif kind == "start_abort":
+                await tb.write(ctrl, 0b111)             # START and abort in one write
+            elif kind == "reset_at_done":
+                await tb.wait_done(20 * cycles, what)
+                await _reset(tb, tb.rand.randrange(1, 4))
+            elif kind == "reset_storm":
+                for _ in range(tb.rand.randrange(2, 8)):
+                    await ClockCycles(dut.clk, tb.rand.randrange(1, max(2, cycles // 4)))
+                    await _reset(tb, tb.rand.randrange(1, 4))
+                    await tb.launch(job.values, job.luts)
+            elif kind == "abort_storm":
+                for _ in range(tb.rand.randrange(2, 8)):
+                    await ClockCycles(dut.clk, tb.rand.randrange(cycles // 4))
+                    await tb.write(ctrl, 0b110)
+                    await tb.wait_done(20 * cycles, what)
+                    job.fill()
+                    await tb.launch(job.values, job.luts)
+            elif kind == "start_busy":
+                await ClockCycles(dut.clk, tb.rand.randrange(cycles // 2))
+                await tb.write(ctrl, 0b101)             # ignored while busy
+        code = await _settle(tb, job, what)
+        outcomes[f"{kind}:{Error(code).name}"] = outcomes.get(f"{kind}:{Error(code).name}", 0) + 1
+        await tb.run(job, what=f"the run after {what}")
+        runs += 1
+    _check_protocol(checkers)
+    dut._log.info("stop storm: %d scenarios, %s", runs, outcomes)
+    record_metric("storm_runs", runs)
+    record_metric("outcomes", outcomes)
+
+
+@cocotb.test()
+async def several_errors_in_one_run(dut):
+    """Several SLVERR / DECERR in one run, on both channels, including the first and last beat:
+    the run stops with the error of the first one the processor sees; the next run is exact."""
+    tb, checkers = await _fuzz_tb(dut)
+    job = StubJob(tb, *LONG)
+    sent = {"r": 0, "b": 0}
+    poison = {"r": set(), "b": set()}
+    for key, channel in (("r", tb.dram.reader.r_channel), ("b", tb.dram.writer.b_channel)):
+        send = channel.send
+
+        async def poisoned(beat, key=key, send=send):
+            sent[key] += 1
+            if sent[key] in poison[key]:
+                setattr(beat, f"{key}resp", tb.rand.choice((SLVERR, DECERR)))
+            await send(beat)
+        channel.send = poisoned
+    before = dict(sent)
+    await tb.run(job, what="the clean run")
+    counts = {key: sent[key] - before[key] for key in sent}
+    runs = 0
+    for n in range(tb.cfg.get("error_runs", 6)):
+        which = tb.rand.choice(("r", "b", "both"))
+        for key in ("r", "b"):
+            if which in (key, "both"):
+                picks = {1, counts[key], *(tb.rand.randrange(1, counts[key] + 1)
+                                           for _ in range(3))}
+                poison[key] = {sent[key] + p for p in picks}
+        job.fill()
+        await tb.launch(job.values, job.luts)
+        what = f"errors run {n} on {which}"
+        await tb.wait_done(100_000, what)
+        st = await tb.status()
+        codes = {"r": {Error.AXI_READ}, "b": {Error.AXI_WRITE},
+                 "both": {Error.AXI_READ, Error.AXI_WRITE}}[which]
+        assert st["busy"] == 0 and st["done"] == 1 and st["error"] in codes, f"{what}: {st}"
+        await tb.wait_quiet()
+        job.check_untouched()
+        check_no_wild_writes(tb, what)
+        poison = {"r": set(), "b": set()}
+        await tb.run(job, what=f"the run after {what}")
+        runs += 1
+    _check_protocol(checkers)
+    record_metric("error_runs", runs)
+
+
+__all__ = ["expected_status", "OUT"]
+
+
+# ---- pytest side: build the model and run the cocotb tests above ----
+
 
 LANES, TAUS = 8, 2
 
@@ -24,7 +399,7 @@ def fuzz(seed, *, fuzz_runs, storm_runs, error_runs):
               "rp1_rows": 8192 // (2 * LANES), "fuzz_runs": fuzz_runs, "storm_runs": storm_runs,
               "error_runs": error_runs, **STRESS}
     print(f"[merit] fuzz seed {seed} (replay with seed={seed})")
-    return run_bench(top, bench="bench_top_fuzz", config=config, seed=seed,
+    return run_bench(top, bench="test_top_fuzz", config=config, seed=seed,
                      plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed % 2**31 + 1}"])
 
 

@@ -20,36 +20,10 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Arbiter", "axi_signature", "round_robin", "DATA_WIDTH", "ID_WIDTH"]
+from merit.checks import check_range
+from meritz.bus import ID_WIDTH, AXI4Signature
 
-ID_WIDTH = 4            # IDs of one TAU's requests (meritz.tau.dma / meritz.tau.wp)
-DATA_WIDTH = 64         # DRAM data bus (docs/architecture.md §4)
-
-
-def axi_signature(*, id_width=ID_WIDTH, addr_width=32, data_width=DATA_WIDTH):
-    """The read and write channels of an AXI4 manager (flattened as ``<member>__araddr`` ...),
-    the union of :func:`meritz.tau.dma.axi_read_signature` and
-    :func:`meritz.tau.wp.axi_write_signature` with a parametric ID width."""
-    return wiring.Signature({
-        "arvalid": Out(1), "arready": In(1), "arid": Out(id_width), "araddr": Out(addr_width),
-        "arlen": Out(8), "arsize": Out(3), "arburst": Out(2),
-        "rvalid": In(1), "rready": Out(1), "rid": In(id_width), "rdata": In(data_width),
-        "rresp": In(2), "rlast": In(1),
-        "awvalid": Out(1), "awready": In(1), "awid": Out(id_width), "awaddr": Out(addr_width),
-        "awlen": Out(8), "awsize": Out(3), "awburst": Out(2),
-        "wvalid": Out(1), "wready": In(1), "wdata": Out(data_width),
-        "wstrb": Out(data_width // 8), "wlast": Out(1),
-        "bvalid": In(1), "bready": Out(1), "bid": In(id_width), "bresp": In(2),
-    })
-
-
-def _check_int(name, value, low, high):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
-    return value
-
+__all__ = ["Arbiter", "round_robin"]
 
 def round_robin(m, requests, last, n, name):
     """``(any, grant)``: the first requesting manager after ``last``, cyclically."""
@@ -78,9 +52,9 @@ class Arbiter(wiring.Component):
 
     Members
     -------
-    s_axi : In(axi_signature(id_width=id_width)).array(managers)
+    s_axi : In(AXI4Signature(id_width=id_width)).array(managers)
         The managers' ports (this block is their subordinate).
-    m_axi : Out(axi_signature(id_width=id_width + log2 managers))
+    m_axi : Out(AXI4Signature(id_width=id_width + log2 managers))
         The DRAM port.
     drain : In(1)
         Accept nothing new; finish what DRAM accepted (empty-strobe W beats), drop responses.
@@ -91,13 +65,13 @@ class Arbiter(wiring.Component):
     """
 
     def __init__(self, *, managers, id_width=ID_WIDTH, write_queue=8):
-        self._n = _check_int("managers", managers, 1, 16)
-        self._id = _check_int("id_width", id_width, 1, 16)
-        self._queue = _check_int("write_queue", write_queue, 1, 256)
+        self._n = check_range("managers", managers, 1, 16)
+        self._id = check_range("id_width", id_width, 1, 16)
+        self._queue = check_range("write_queue", write_queue, 1, 256)
         self._sel = (managers - 1).bit_length()
         super().__init__({
-            "s_axi": In(axi_signature(id_width=id_width)).array(managers),
-            "m_axi": Out(axi_signature(id_width=id_width + self._sel)),
+            "s_axi": In(AXI4Signature(id_width=id_width)).array(managers),
+            "m_axi": Out(AXI4Signature(id_width=id_width + self._sel)),
             "drain": In(1),
             "quiet": Out(1),
             "read_error": Out(1),

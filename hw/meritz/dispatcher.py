@@ -13,22 +13,18 @@ arrived (so "finished" means the last write response, not the last instruction).
 ``stop`` (a flush) empties the slots and ends the walk; the TAUs are reset at the same time.
 """
 
-from amaranth import Cat, Module, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth import Cat, Module, Signal
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from merit.checks import check_taus
 from meritz import kernelcfg
 from meritz.arbiter import round_robin
+from meritz.tau.tile_looper import tile_layout
 
-__all__ = ["Dispatcher", "tile_layout"]
+__all__ = ["Dispatcher"]
 
 P = kernelcfg.P_INDICES
-
-
-def tile_layout():
-    """One parallel tile for a TAU: its origin per parallel index (``meritz.tau.Tau.tiles``)."""
-    return data.ArrayLayout(unsigned(16), P)
 
 
 class Dispatcher(wiring.Component):

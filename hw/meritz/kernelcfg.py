@@ -3,7 +3,8 @@
 :mod:`merit.kernelcfg` describes each configuration field once (name, bits, count, meaning, range).
 :func:`layout` turns it into the Amaranth ``data.StructLayout`` of the TAU's ``config`` input,
 :func:`pack` checks a dict of values (as produced by ``merit.compile``) against the field ranges
-and turns it into the bits of that input, :func:`table` lists the fields with their widths
+and turns it into the bits of that input, :func:`lut_layout` is the ISA's lookup tables that
+travel with the configuration (the LUT window), :func:`table` lists the fields with their widths
 (``python -m meritz.kernelcfg``).
 """
 
@@ -11,6 +12,7 @@ from amaranth import signed, unsigned
 from amaranth.lib import data
 
 from merit import kernelcfg as _cfg
+from merit.isa import LUT_ENTRIES, N_LUTS
 from merit.kernelcfg import (
     A_INDICES,
     AXES,
@@ -26,7 +28,7 @@ from merit.kernelcfg import (
 
 __all__ = ["P_INDICES", "A_INDICES", "INDICES", "AXES", "LANE_BITS", "BUDGET_BITS",
            "Field", "FIELDS", "layout", "slot_layout", "pack", "flatten", "table", "total_bits",
-           "check_params"]
+           "check_params", "lut_layout"]
 
 
 def _shape(shape):
@@ -42,6 +44,12 @@ def _member(field):
 
 def _struct(fields):
     return data.StructLayout({f.name: _member(f) for f in fields})
+
+
+def lut_layout():
+    """The ISA's lookup tables (``merit.isa``: N_LUTS x LUT_ENTRIES int16), the registers' LUT
+    window, a TAU's ``luts`` input and the SIMD array's ``config.luts``."""
+    return data.ArrayLayout(data.ArrayLayout(signed(16), LUT_ENTRIES), N_LUTS)
 
 
 def layout(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):

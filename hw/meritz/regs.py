@@ -15,32 +15,21 @@ only implements it. Run control:
   clears it.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from merit.checks import check_lanes, check_taus
+from merit.checks import check_lanes, check_range, check_taus
 from merit.isa import LUT_ENTRIES, N_LUTS
 from merit.regmap import CHECKS, ID_MAGIC, Error, register_map
 from meritz import kernelcfg
+from meritz.bus import AXI4LiteSignature
 
-__all__ = ["Regs", "axi_lite_signature", "error_layout", "lut_layout", "ADDR_WIDTH"]
+__all__ = ["Regs", "error_layout", "ADDR_WIDTH"]
 
 #: Byte-address bits of the control port (1 KB: registers, then the LUT window).
 ADDR_WIDTH = 10
 OKAY, SLVERR = 0b00, 0b10
-
-
-def axi_lite_signature(addr_width=ADDR_WIDTH, data_width=32):
-    """An AXI4-Lite manager's signals (the slave uses ``In(...)`` of it)."""
-    return wiring.Signature({
-        "awvalid": Out(1), "awready": In(1), "awaddr": Out(addr_width), "awprot": Out(3),
-        "wvalid": Out(1), "wready": In(1), "wdata": Out(data_width),
-        "wstrb": Out(data_width // 8),
-        "bvalid": In(1), "bready": Out(1), "bresp": In(2),
-        "arvalid": Out(1), "arready": In(1), "araddr": Out(addr_width), "arprot": Out(3),
-        "rvalid": In(1), "rready": Out(1), "rdata": In(data_width), "rresp": In(2),
-    })
 
 
 def error_layout(taus):
@@ -51,19 +40,6 @@ def error_layout(taus):
         "conflict": unsigned(taus),
         "tau": unsigned(taus),
     })
-
-
-def lut_layout():
-    """The ISA's lookup tables (``merit.isa``: N_LUTS x LUT_ENTRIES int16)."""
-    return data.ArrayLayout(data.ArrayLayout(signed(16), LUT_ENTRIES), N_LUTS)
-
-
-def _check_rows(name, value):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not 1 <= value <= 65535:
-        raise ValueError(f"{name} must be between 1 and 65535, not {value}")
-    return value
 
 
 def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
@@ -114,11 +90,11 @@ class Regs(wiring.Component):
 
     Members
     -------
-    s_axil : In(axi_lite_signature())
+    s_axil : In(AXI4LiteSignature(addr_width=ADDR_WIDTH))
         The control port.
     config : Out(kernelcfg.layout(...))
         The configuration registers (held stable while busy: writes are refused).
-    luts : Out(lut_layout())
+    luts : Out(kernelcfg.lut_layout())
         The LUT window.
     run : Out(1)
         Pulse: a checked kernel starts.
@@ -138,16 +114,16 @@ class Regs(wiring.Component):
                  instructions=16):
         self._lanes = check_lanes(lanes)
         self._taus = check_taus(taus)
-        self._rp0_rows = _check_rows("rp0_rows", rp0_rows)
-        self._rp1_rows = _check_rows("rp1_rows", rp1_rows)
+        self._rp0_rows = check_range("rp0_rows", rp0_rows, 1, 65535)
+        self._rp1_rows = check_range("rp1_rows", rp1_rows, 1, 65535)
         self._instructions = instructions
         self.map = register_map(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                                 instructions=instructions)
         super().__init__({
-            "s_axil": In(axi_lite_signature()),
+            "s_axil": In(AXI4LiteSignature(addr_width=ADDR_WIDTH)),
             "config": Out(kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots,
                                            outputs=outputs, instructions=instructions)),
-            "luts": Out(lut_layout()),
+            "luts": Out(kernelcfg.lut_layout()),
             "run": Out(1),
             "flush": Out(1),
             "finished": In(1),

@@ -42,12 +42,14 @@ from amaranth import (
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import CP_BYTES, RP_BYTES
 from merit.checks import check_lanes, check_taus
 from meritz import kernelcfg
-from meritz.arbiter import ID_WIDTH, Arbiter, axi_signature
+from meritz.arbiter import Arbiter
+from meritz.bus import ID_WIDTH, AXI4LiteSignature, AXI4Signature
 from meritz.dispatcher import Dispatcher
 from meritz.emit import Shared
-from meritz.regs import Regs, axi_lite_signature
+from meritz.regs import ADDR_WIDTH, Regs
 
 __all__ = ["Top", "check_tau"]
 
@@ -111,16 +113,17 @@ class Top(wiring.Component):
 
     Members
     -------
-    s_axil : In(axi_lite_signature())
+    s_axil : In(AXI4LiteSignature(addr_width=ADDR_WIDTH))
         Control port (``docs/registers.md``).
-    m_axi : Out(axi_signature(id_width=4 + ceil(log2 taus)))
+    m_axi : Out(AXI4Signature(id_width=4 + ceil(log2 taus)))
         DRAM port, 64-bit data.
     irq : Out(1)
         ``STATUS.done`` when ``CTRL.irq_enable``.
     """
 
-    def __init__(self, *, lanes=32, taus=4, rp0_bytes=16384, rp1_bytes=8192, cp_bytes=5120,
-                 rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, tau=None, share=True):
+    def __init__(self, *, lanes=32, taus=4, rp0_bytes=RP_BYTES[0], rp1_bytes=RP_BYTES[1],
+                 cp_bytes=CP_BYTES, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, tau=None,
+                 share=True):
         self._lanes = check_lanes(lanes)
         self._taus = check_taus(taus)
         for name, value in (("rp0_bytes", rp0_bytes), ("rp1_bytes", rp1_bytes),
@@ -150,8 +153,8 @@ class Top(wiring.Component):
                               for _ in range(taus)]
         self._sel = (taus - 1).bit_length()
         super().__init__({
-            "s_axil": In(axi_lite_signature()),
-            "m_axi": Out(axi_signature(id_width=ID_WIDTH + self._sel)),
+            "s_axil": In(AXI4LiteSignature(addr_width=ADDR_WIDTH)),
+            "m_axi": Out(AXI4Signature(id_width=ID_WIDTH + self._sel)),
             "irq": Out(1),
         })
 
@@ -186,16 +189,9 @@ class Top(wiring.Component):
             m.d.comb += tau.config.eq(regs.config)
             if "luts" in tau.signature.members:
                 m.d.comb += tau.luts.eq(regs.luts)
-            m.d.comb += [tau.tiles.valid.eq(disp.tiles[i].valid),
-                         tau.tiles.payload.eq(disp.tiles[i].payload),
-                         disp.tiles[i].ready.eq(tau.tiles.ready),
-                         disp.idle[i].eq(tau.idle)]
-            up = arb.s_axi[i]
-            for name, member in axi_signature().members.items():
-                if member.flow == Out:
-                    m.d.comb += getattr(up, name).eq(getattr(tau.m_axi, name))
-                else:
-                    m.d.comb += getattr(tau.m_axi, name).eq(getattr(up, name))
+            wiring.connect(m, disp.tiles[i], tau.tiles)
+            m.d.comb += disp.idle[i].eq(tau.idle)
+            wiring.connect(m, tau.m_axi, arb.s_axi[i])
             conflict, other = _error_bits(tau.errors)
             m.d.comb += [regs.errors.conflict[i].eq(_any(conflict)),
                          regs.errors.tau[i].eq(_any(other))]

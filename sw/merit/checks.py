@@ -2,16 +2,38 @@
 
 Each check raises ``TypeError`` for a wrong type and ``ValueError`` for a wrong value, with a
 message that names the parameter, echoes the bad value and says what was expected; it returns the
-value when it is good.
+value when it is good. An integer is a Python ``int`` (not a ``bool``).
 """
 
-__all__ = ["check_lanes", "check_taus"]
+__all__ = ["check_int", "check_range", "check_at_least", "check_lanes", "check_taus"]
+
+
+def check_int(name, value):
+    """``value`` is an integer: ``TypeError`` ``"<name> must be an integer, not <value>"``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    return value
+
+
+def check_range(name, value, low, high):
+    """``value`` is an integer from ``low`` to ``high`` (both included)."""
+    check_int(name, value)
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+    return value
+
+
+def check_at_least(name, value, low):
+    """``value`` is an integer of at least ``low``."""
+    check_int(name, value)
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, not {value}")
+    return value
 
 
 def check_lanes(lanes):
     """``lanes``: a power of two of at least 2."""
-    if not isinstance(lanes, int) or isinstance(lanes, bool):
-        raise TypeError(f"lanes must be an integer, not {lanes!r}")
+    check_int("lanes", lanes)
     if lanes < 2 or lanes & (lanes - 1):
         raise ValueError(f"lanes must be a power of two of at least 2, not {lanes}")
     return lanes
@@ -19,8 +41,4 @@ def check_lanes(lanes):
 
 def check_taus(taus):
     """``taus``: tile accumulation units of MERIT-z, 1 to 16."""
-    if not isinstance(taus, int) or isinstance(taus, bool):
-        raise TypeError(f"taus must be an integer, not {taus!r}")
-    if not 1 <= taus <= 16:
-        raise ValueError(f"taus must be between 1 and 16, not {taus}")
-    return taus
+    return check_range("taus", taus, 1, 16)

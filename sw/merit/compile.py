@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernelcfg
+from .arch import CP_BYTES, RP_BYTES, TILE_ADDRESS_BITS
+from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
 from .transform import Transform
 
@@ -29,10 +31,6 @@ __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling",
            "lane_coords", "program_slots",
            "slot_config", "tile_words", "hw_index"]
 
-P_INDICES = 6
-A_INDICES = 6
-AXES = 4
-TILE_ADDRESS_BITS = 16
 
 
 class CompileError(ValueError):
@@ -297,7 +295,7 @@ def _align(value, to=64):
     return -(-value // to) * to
 
 
-def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=(16384, 8192), cp_bytes=5120,
+def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.

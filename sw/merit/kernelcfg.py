@@ -14,6 +14,9 @@ The whole configuration must stay under :data:`BUDGET_BITS` (0.5 KB).
 from collections import namedtuple
 from dataclasses import dataclass
 
+from merit.arch import MAX_INSTRUCTIONS, MAX_OUTPUTS, MAX_SLOTS
+from merit.checks import check_range
+
 __all__ = ["P_INDICES", "A_INDICES", "INDICES", "AXES", "LANE_BITS", "BUDGET_BITS", "Bits",
            "Field", "FIELDS", "fields", "slot_fields", "check_params", "flatten", "field_range",
            "check_config", "total_bits", "MAX_LANES", "check_lanes"]
@@ -81,13 +84,10 @@ def check_lanes(lanes):
 
 def check_params(*, rp0_slots, rp1_slots, outputs, instructions):
     """The layout parameters: slots per RP 1..4, outputs 1..4, instructions 1..64."""
-    for name, value, low, high in (("rp0_slots", rp0_slots, 1, 4), ("rp1_slots", rp1_slots, 1, 4),
-                                   ("outputs", outputs, 1, 4),
-                                   ("instructions", instructions, 1, 64)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an integer, not {value!r}")
-        if not low <= value <= high:
-            raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+    check_range("rp0_slots", rp0_slots, 1, MAX_SLOTS)
+    check_range("rp1_slots", rp1_slots, 1, MAX_SLOTS)
+    check_range("outputs", outputs, 1, MAX_OUTPUTS)
+    check_range("instructions", instructions, 1, MAX_INSTRUCTIONS)
 
 
 def fields(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):

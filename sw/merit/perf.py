@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .arch import BEAT_BYTES, RP_BYTES, WORDS_PER_BEAT
+
 __all__ = ["CONSTANTS", "Prediction", "TileCost", "predict", "predict_problem", "job_costs"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
@@ -45,9 +47,6 @@ CONSTANTS = {
     "waste": 0.75,      # share of the DMA's RREADY-low slots lost when writes compete
 }
 
-BEAT_BYTES = 8          # DRAM data bus: 64 bits (docs/architecture.md §4)
-WORDS_PER_BEAT = 4
-RP_BYTES = (16384, 8192)
 
 
 @dataclass(frozen=True)

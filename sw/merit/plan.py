@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arch import RP_BYTES
+
 __all__ = ["plan_text", "plan_png"]
 
 
@@ -141,7 +143,7 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
     for port, k, slot, op, rep in _ports(kernel):
         layout = rep.layout
         bank = layout.bank
-        depth = (16384, 8192)[port] // (2 * lanes)
+        depth = RP_BYTES[port] // (2 * lanes)
         pad = layout.padding
         bank_text = _bank_text(bank)
         out += [f"  RP{port} slot {k}: tensor {op.tensor} ({op.stage}), "

@@ -5,10 +5,11 @@ footprints of every (parallel tile, accumulation tile), computes, and writes the
 one AXI4 manager port (reads: DMA, writes: WP). Inside, one loop nest decides every order
 (``docs/tau.md`` §2):
 
-- the **TileLooper** (here) walks the accumulation tiles of each parallel tile; for each it
-  allocates one SRAM tile per enabled input slot in its RP, hands the DMA the granted base row,
-  and sends the accumulation tile to the StepLooper and the CP (as a job). Allocation runs ahead
-  of compute as far as the SRAM and the job FIFOs allow: the prefetch of Fig. 10;
+- the **TileLooper** (``meritz.tau.tile_looper``) walks the accumulation tiles of each parallel
+  tile; for each it allocates one SRAM tile per enabled input slot in its RP, hands the DMA the
+  granted base row, and sends the accumulation tile to the StepLooper and the CP (as a job).
+  Allocation runs ahead of compute as far as the SRAM and the job FIFOs allow: the prefetch of
+  Fig. 10;
 - the **StepLooper** (``meritz.tau.step_looper``) turns each accumulation tile into beats (warp,
   step), which a broadcast hands to RP0, RP1 and the WP's address side through one FIFO each;
 - the CP (``meritz.tau.cp.ComputePipeline``) walks the same order and consumes the RP vectors;
@@ -17,22 +18,24 @@ one AXI4 manager port (reads: DMA, writes: WP). Inside, one loop nest decides ev
 ``idle`` is true when no tile is in flight anywhere and every write has its response.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import CP_BYTES, RP_BYTES
 from merit.checks import check_lanes
-from merit.isa import LUT_ENTRIES, N_LUTS
 from meritz import kernelcfg
+from meritz.bus import AXI4Signature
 from meritz.tau.cp import ComputePipeline
-from meritz.tau.dma import Dma, axi_read_signature
+from meritz.tau.dma import Dma
 from meritz.tau.rp import ReadPipeline, rp_error_layout
 from meritz.tau.rp.agu import is_out
-from meritz.tau.step_looper import StepLooper, beat_layout, lane_map, tile_layout
-from meritz.tau.wp import WritePipeline, axi_write_signature
+from meritz.tau.step_looper import StepLooper, beat_layout, lane_map
+from meritz.tau.tile_looper import TileLooper, tile_layout
+from meritz.tau.wp import WritePipeline
 
-__all__ = ["Tau", "axi_signature", "tau_error_layout", "tau_busy_layout", "luts_layout"]
+__all__ = ["Tau", "tau_error_layout", "tau_busy_layout"]
 
 P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 
@@ -54,18 +57,6 @@ tau_busy_layout = data.StructLayout({
     "cp": unsigned(1),
     "wp": unsigned(1),
 })
-
-
-def luts_layout():
-    """The CP's lookup tables (a table memory next to the registers)."""
-    return data.ArrayLayout(data.ArrayLayout(signed(16), LUT_ENTRIES), N_LUTS)
-
-
-def axi_signature():
-    """AXI4 manager: read channels of the DMA and write channels of the WP."""
-    members = dict(axi_read_signature().members)
-    members.update(axi_write_signature().members)
-    return wiring.Signature(members)
 
 
 def _fifo(m, name, layout, depth):
@@ -92,11 +83,12 @@ class Tau(wiring.Component):
     -------
     config : In(kernelcfg.layout(...))
         The kernel configuration, held for the whole kernel.
-    luts : In(luts_layout())
+    luts : In(kernelcfg.lut_layout())
         The CP's lookup tables.
-    tiles : In(stream.Signature(ArrayLayout(unsigned(16), 6)))
+    tiles : In(stream.Signature(tile_layout()))
         Origins of the parallel tiles to compute.
-    m_axi : Out(axi_signature())
+    m_axi : Out(AXI4Signature())
+        The DMA's read channels and the WP's write channels.
     idle : Out(1)
         Nothing in flight: every accepted tile is computed and written (last write response
         received).
@@ -105,8 +97,8 @@ class Tau(wiring.Component):
     errors : Out(tau_error_layout)
     """
 
-    def __init__(self, *, lanes, rp0_bytes=16384, rp1_bytes=8192, cp_bytes=5120, ports=1,
-                 rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
+    def __init__(self, *, lanes, rp0_bytes=RP_BYTES[0], rp1_bytes=RP_BYTES[1], cp_bytes=CP_BYTES,
+                 ports=1, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         self._lanes = check_lanes(lanes)
         for name, value in (("rp0_bytes", rp0_bytes), ("rp1_bytes", rp1_bytes)):
             if not isinstance(value, int) or isinstance(value, bool):
@@ -124,9 +116,9 @@ class Tau(wiring.Component):
         self._instructions = instructions
         super().__init__({
             "config": In(kernelcfg.layout(**self._params)),
-            "luts": In(luts_layout()),
-            "tiles": In(stream.Signature(data.ArrayLayout(unsigned(16), P))),
-            "m_axi": Out(axi_signature()),
+            "luts": In(kernelcfg.lut_layout()),
+            "tiles": In(stream.Signature(tile_layout())),
+            "m_axi": Out(AXI4Signature()),
             "idle": Out(1),
             "busy": Out(tau_busy_layout),
             "errors": Out(tau_error_layout),
@@ -140,6 +132,7 @@ class Tau(wiring.Component):
         n_slots = sum(self._slots)
         pc_bits = max(self._instructions, 1).bit_length()
 
+        m.submodules.tiles = tiles = TileLooper(rows=self._rows, **params)
         m.submodules.looper = looper = StepLooper(lanes=lanes, **params)
         m.submodules.dma = dma = Dma(lanes=lanes, **params)
         m.submodules.rp0 = rp0 = ReadPipeline(lanes=lanes, port=0, depth=self._rows[0],
@@ -150,7 +143,7 @@ class Tau(wiring.Component):
                                                sram_bytes=self._cp_bytes)
         m.submodules.wp = wp = WritePipeline(lanes=lanes, **params)
         rps = (rp0, rp1)
-        for block in (looper, dma, rp0, rp1, wp):
+        for block in (tiles, looper, dma, rp0, rp1, wp):
             m.d.comb += block.config.eq(cfg)
 
         # ---- CP configuration, derived from the kernel configuration --------------------------
@@ -174,91 +167,15 @@ class Tau(wiring.Component):
         m.d.comb += [seq.regs.eq(cfg.regs), cp.config.simd.luts.eq(self.luts)]
         m.d.comb += [cp.config.simd.consts[k].eq(cfg.consts[k]) for k in range(4)]
 
-        # ---- TileLooper: accumulation tiles of each parallel tile -----------------------------
-        slots = [cfg.rp0[k] for k in range(self._slots[0])] + \
-                [cfg.rp1[k] for k in range(self._slots[1])]
-        port_of = [0] * self._slots[0] + [1] * self._slots[1]
-        p_origin = Array(Signal(16, name=f"tl_p{j}") for j in range(P))
-        a_origin = Array(Signal(16, name=f"tl_a{j}") for j in range(A))
-        slot_no = Signal(range(n_slots + 1))
-        tile_fifo = _fifo(m, "tile_fifo", tile_layout(), 4)
-        job_fifo = _fifo(m, "job_fifo", cp.job.payload.shape(), 4)
-
-        extent = [Signal(16, name=f"tl_extent{j}") for j in range(A)]
-        for j in range(A):
-            rest = cfg.a_size[j] - a_origin[j]
-            m.d.comb += extent[j].eq(Mux(rest < cfg.a_tile[j], rest, cfg.a_tile[j]))
-        tile_value = Signal(tile_layout())
-        m.d.comb += [tile_value.p_origin[j].eq(p_origin[j]) for j in range(P)]
-        m.d.comb += [tile_value.a_origin[j].eq(a_origin[j]) for j in range(A)]
-        job_value = Signal(cp.job.payload.shape())
-        m.d.comb += [job_value.p_origin[j].eq(p_origin[j]) for j in range(P)]
-        m.d.comb += [job_value.a_origin[j].eq(a_origin[j]) for j in range(A)]
-        m.d.comb += [job_value.a_extent[j].eq(extent[j]) for j in range(A)]
-        m.d.comb += [tile_fifo.w_data.eq(tile_value.as_value()),
-                     job_fifo.w_data.eq(job_value.as_value())]
-        a_wrap = [a_origin[j] + cfg.a_tile[j] >= cfg.a_size[j] for j in range(A)]
-
-        enable = Array(s.enable for s in slots + [slots[-1]])
-        rows_of = Array(s.rows for s in slots + [slots[-1]])
-        port = Array(Const(p, 1) for p in port_of + [port_of[-1]])[slot_no]
-        grant = [rp.grant for rp in rps]
-        req = dma.requests.payload
-        m.d.comb += [req.tile.eq(tile_value), req.slot.eq(slot_no)]
-        for rp in rps:
-            m.d.comb += rp.alloc.payload.eq(rows_of[slot_no])
-
-        with m.FSM(name="tile_looper"):
-            with m.State("IDLE"):
-                m.d.comb += self.tiles.ready.eq(1)
-                with m.If(self.tiles.valid):
-                    m.d.sync += [p_origin[j].eq(self.tiles.payload[j]) for j in range(P)]
-                    m.d.sync += [a_origin[j].eq(0) for j in range(A)]
-                    m.d.sync += slot_no.eq(0)
-                    m.next = "ALLOC"
-            with m.State("ALLOC"):
-                with m.If(slot_no == n_slots):
-                    m.next = "JOB"
-                with m.Elif(~enable[slot_no]):
-                    m.d.sync += slot_no.eq(slot_no + 1)
-                with m.Else():
-                    for k, rp in enumerate(rps):
-                        m.d.comb += rp.alloc.valid.eq(port == k)
-                    with m.If(Mux(port, rp1.alloc.ready, rp0.alloc.ready)):
-                        m.next = "GRANT"
-            with m.State("GRANT"):
-                g_valid = Mux(port, grant[1].valid, grant[0].valid)
-                g_base = Mux(port, grant[1].payload.base, grant[0].payload.base)
-                m.d.comb += [dma.requests.valid.eq(g_valid), req.base.eq(g_base)]
-                with m.If(g_valid & dma.requests.ready):
-                    m.d.comb += [grant[0].ready.eq(port == 0), grant[1].ready.eq(port == 1)]
-                    m.d.sync += slot_no.eq(slot_no + 1)
-                    m.next = "ALLOC"
-            with m.State("JOB"):
-                go = tile_fifo.w_rdy & job_fifo.w_rdy
-                m.d.comb += [tile_fifo.w_en.eq(go), job_fifo.w_en.eq(go)]
-                with m.If(go):
-                    m.d.sync += slot_no.eq(0)
-                    # next accumulation tile: last index fastest
-                    for j in range(A):
-                        inner = Cat(*a_wrap[j + 1:], Const(1, 1)).all()
-                        with m.If(inner):
-                            m.d.sync += a_origin[j].eq(Mux(a_wrap[j], 0,
-                                                           a_origin[j] + cfg.a_tile[j]))
-                    with m.If(Cat(*a_wrap).all()):
-                        m.next = "IDLE"
-                    with m.Else():
-                        m.next = "ALLOC"
-
-        # tile / job FIFOs -> StepLooper / CP
-        m.d.comb += [
-            looper.tiles.valid.eq(tile_fifo.r_rdy),
-            looper.tiles.payload.eq(tile_fifo.r_data),
-            tile_fifo.r_en.eq(looper.tiles.ready),
-            cp.job.valid.eq(job_fifo.r_rdy),
-            cp.job.payload.eq(job_fifo.r_data),
-            job_fifo.r_en.eq(cp.job.ready),
-        ]
+        # ---- TileLooper: accumulation tiles of each parallel tile ----------------------------
+        wiring.connect(m, wiring.flipped(self.tiles), tiles.tiles)
+        wiring.connect(m, tiles.alloc0, rp0.alloc)
+        wiring.connect(m, tiles.alloc1, rp1.alloc)
+        wiring.connect(m, rp0.grant, tiles.grant0)
+        wiring.connect(m, rp1.grant, tiles.grant1)
+        wiring.connect(m, tiles.requests, dma.requests)
+        wiring.connect(m, tiles.acc_tiles, looper.tiles)
+        wiring.connect(m, tiles.jobs, cp.job)
 
         # ---- DMA rows -> the RP of their slot ------------------------------------------------
         row_port = dma.rows.payload.slot >= self._slots[0]
@@ -322,26 +239,19 @@ class Tau(wiring.Component):
                     m.d.sync += [started.eq(1), k_cur.eq(cur + 1)]
 
         # ---- AXI -----------------------------------------------------------------------------
-        for name in axi_read_signature().members:
-            src, dst = (dma.m_axi, self.m_axi)
-            if axi_read_signature().members[name].flow == Out:
-                m.d.comb += getattr(dst, name).eq(getattr(src, name))
-            else:
-                m.d.comb += getattr(src, name).eq(getattr(dst, name))
-        for name in axi_write_signature().members:
-            src, dst = (wp.m_axi, self.m_axi)
-            if axi_write_signature().members[name].flow == Out:
-                m.d.comb += getattr(dst, name).eq(getattr(src, name))
-            else:
-                m.d.comb += getattr(src, name).eq(getattr(dst, name))
+        # one AXI4 port: the DMA's read channels and the WP's write channels, member by member
+        for sub in (dma.m_axi, wp.m_axi):
+            for name, member in sub.signature.members.items():
+                if member.flow == Out:
+                    m.d.comb += getattr(self.m_axi, name).eq(getattr(sub, name))
+                else:
+                    m.d.comb += getattr(sub, name).eq(getattr(self.m_axi, name))
 
         # ---- status --------------------------------------------------------------------------
         looper_idle = ~looper.beats.valid & looper.tiles.ready
-        quiet = Cat(~tile_fifo.r_rdy, ~job_fifo.r_rdy, *[~f.r_rdy for f in bfifos]).all()
-        fsm_idle = Signal()
-        m.d.comb += fsm_idle.eq(self.tiles.ready & ~self.tiles.valid)
+        quiet = Cat(*[~f.r_rdy for f in bfifos]).all()
         m.d.comb += [
-            self.busy.looper.eq(~(fsm_idle & quiet & looper_idle)),
+            self.busy.looper.eq(~(tiles.idle & quiet & looper_idle)),
             self.busy.dma.eq(~dma.idle),
             self.busy.rp0.eq(~rp0.idle),
             self.busy.rp1.eq(~rp1.idle),
@@ -354,6 +264,6 @@ class Tau(wiring.Component):
             self.errors.wp.eq(wp.error),
             self.errors.cp.eq(cp.error),
         ]
-        self._probe = {"looper": looper, "dma": dma, "rp0": rp0, "rp1": rp1, "cp": cp, "wp": wp,
-                       "beats": bfifos}                       # for simulation probes
+        self._probe = {"tiles": tiles, "looper": looper, "dma": dma, "rp0": rp0, "rp1": rp1,
+                       "cp": cp, "wp": wp, "beats": bfifos}   # for simulation probes
         return m

@@ -25,32 +25,22 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import MAX_BURST, WORDS_PER_BEAT
 from merit.checks import check_lanes
 from meritz import kernelcfg
-from meritz.tau.step_looper import tile_layout
+from meritz.bus import AXI4Signature
+from meritz.tau.step_looper import acc_tile_layout
 
-__all__ = ["Dma", "axi_read_signature", "request_layout", "row_layout", "MAX_BURST"]
+__all__ = ["Dma", "request_layout", "row_layout"]
 
 P, A, AXES = kernelcfg.P_INDICES, kernelcfg.A_INDICES, kernelcfg.AXES
-MAX_BURST = 16
-WORDS_PER_BEAT = 4
-
-
-def axi_read_signature(addr_width=32, data_width=64):
-    """The read channels of an AXI4 manager (flattened as ``<member>__araddr`` ...)."""
-    return wiring.Signature({
-        "arvalid": Out(1), "arready": In(1), "arid": Out(4), "araddr": Out(addr_width),
-        "arlen": Out(8), "arsize": Out(3), "arburst": Out(2),
-        "rvalid": In(1), "rready": Out(1), "rid": In(4), "rdata": In(data_width),
-        "rresp": In(2), "rlast": In(1),
-    })
 
 
 def request_layout(slot_bits=2):
     """One tile to load: which slot (RP0 slots first, then RP1), where, into which rows."""
     return data.StructLayout({
         "slot": unsigned(slot_bits),
-        "tile": tile_layout(),
+        "tile": acc_tile_layout(),
         "base": unsigned(16),
     })
 
@@ -101,7 +91,7 @@ class Dma(wiring.Component):
     -------
     config : In(kernelcfg.layout(...))
     requests : In(stream.Signature(request_layout()))
-    m_axi : Out(axi_read_signature())
+    m_axi : Out(AXI4Signature(write=False))
     rows : Out(stream.Signature(row_layout(lanes)))
     idle : Out(1)
         No request in progress and no read outstanding.
@@ -117,7 +107,7 @@ class Dma(wiring.Component):
         super().__init__({
             "config": In(self._layout),
             "requests": In(stream.Signature(request_layout())),
-            "m_axi": Out(axi_read_signature()),
+            "m_axi": Out(AXI4Signature(write=False)),
             "rows": Out(stream.Signature(row_layout(lanes))),
             "idle": Out(1),
             "error": Out(1),

@@ -14,22 +14,15 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from merit.checks import check_lanes
+from merit.arch import MAX_SLOTS
+from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
 
-__all__ = ["StepLooper", "lane_map", "beat_layout", "tile_layout", "ADDRESS_BITS"]
+__all__ = ["StepLooper", "lane_map", "beat_layout", "acc_tile_layout", "ADDRESS_BITS"]
 
 P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 #: Width of tile addresses (SRAM word addresses of one RP; wraps).
 ADDRESS_BITS = 16
-
-
-def _check_slots(name, value):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not 1 <= value <= 4:
-        raise ValueError(f"{name} must be between 1 and 4, not {value}")
-    return value
 
 
 def lane_map(m, config, lanes):
@@ -48,7 +41,7 @@ def lane_map(m, config, lanes):
         lanelog.append(n)
     return index, rank, lanelog
 
-def tile_layout():
+def acc_tile_layout():
     """An accumulation tile for the StepLooper: origins of the parallel and accumulation tiles."""
     return data.StructLayout({
         "p_origin": data.ArrayLayout(unsigned(16), P),
@@ -84,7 +77,7 @@ class StepLooper(wiring.Component):
     -------
     config : In(kernelcfg.layout(...))
         The kernel configuration (held for the whole kernel).
-    tiles : In(stream.Signature(tile_layout()))
+    tiles : In(stream.Signature(acc_tile_layout()))
         Accumulation tiles, in the order of the rule.
     beats : Out(stream.Signature(beat_layout(...)))
         One per (warp, step); channels: RP0 slots, then RP1 slots.
@@ -92,13 +85,14 @@ class StepLooper(wiring.Component):
 
     def __init__(self, *, lanes, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         self._lanes = check_lanes(lanes)
-        self._slots = (_check_slots("rp0_slots", rp0_slots), _check_slots("rp1_slots", rp1_slots))
+        self._slots = (check_range("rp0_slots", rp0_slots, 1, MAX_SLOTS),
+                       check_range("rp1_slots", rp1_slots, 1, MAX_SLOTS))
         self._layout = kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                                         instructions=instructions)
         self._pc_bits = max(instructions, 1).bit_length()
         super().__init__({
             "config": In(self._layout),
-            "tiles": In(stream.Signature(tile_layout())),
+            "tiles": In(stream.Signature(acc_tile_layout())),
             "beats": Out(stream.Signature(beat_layout(sum(self._slots), self._pc_bits))),
         })
 

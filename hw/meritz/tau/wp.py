@@ -15,29 +15,18 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import MAX_BURST
 from merit.checks import check_lanes
 from meritz import kernelcfg
+from meritz.bus import AXI4Signature
 from meritz.tau.rp.agu import lane_offsets
 from meritz.tau.step_looper import lane_map
 
-__all__ = ["WritePipeline", "axi_write_signature", "vector_layout", "MAX_BURST"]
+__all__ = ["WritePipeline", "vector_layout"]
 
 P = kernelcfg.P_INDICES
-MAX_BURST = 16            # beats per burst
 DATA_BYTES = 8            # 64-bit DRAM bus (docs/architecture.md §4)
 WORD_BYTES = 2
-
-
-def axi_write_signature(addr_width=32, data_width=64):
-    """The write channels of an AXI4 manager (flattened as ``<member>__awaddr`` ...)."""
-    return wiring.Signature({
-        "awvalid": Out(1), "awready": In(1), "awid": Out(4), "awaddr": Out(addr_width),
-        "awlen": Out(8),
-        "awsize": Out(3), "awburst": Out(2),
-        "wvalid": Out(1), "wready": In(1), "wdata": Out(data_width),
-        "wstrb": Out(data_width // 8), "wlast": Out(1),
-        "bvalid": In(1), "bready": Out(1), "bid": In(4), "bresp": In(2),
-    })
 
 
 def vector_layout(lanes, output_bits=2):
@@ -73,7 +62,7 @@ class WritePipeline(wiring.Component):
     -------
     config : In(kernelcfg.layout(...))
     vectors : In(stream.Signature(vector_layout(lanes)))
-    m_axi : Out(axi_write_signature())
+    m_axi : Out(AXI4Signature(read=False))
     idle : Out(1)
         No vector in the WP and every burst answered.
     error : Out(1)
@@ -88,7 +77,7 @@ class WritePipeline(wiring.Component):
         super().__init__({
             "config": In(self._layout),
             "vectors": In(stream.Signature(vector_layout(lanes))),
-            "m_axi": Out(axi_write_signature()),
+            "m_axi": Out(AXI4Signature(read=False)),
             "idle": Out(1),
             "error": Out(1),
         })

@@ -23,7 +23,6 @@ from merit.sim.benchlib import bench_config, rng, setup
 from merit.sim.dram import Dram, check_outputs, fill_dram
 from merit.sim.run import cycle_limit, expected_cycles, record_run, report_progress
 from meritz import kernelcfg
-from meritz.tau import luts_layout
 
 
 @cocotb.test()
@@ -39,7 +38,7 @@ async def tau_matches_the_isa_model(dut):
     layout = kernelcfg.layout(instructions=cfg.get("instructions", 16))
     dut.config.value = kernelcfg.pack(kernel.config, layout)
     luts = list(kernel.program.luts) + [[0] * 33] * (2 - len(kernel.program.luts))
-    dut.luts.value = luts_layout().const([list(t) for t in luts]).as_bits()
+    dut.luts.value = kernelcfg.lut_layout().const([list(t) for t in luts]).as_bits()
     dut.tiles__valid.value = 0
     await setup(dut)
     dram = Dram(dut, "m_axi_", dut.clk, dut.rst, size=kernel.dram_bytes,

@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from merit.arch import CP_BYTES, RP_BYTES
 from merit.compile import program_slots  # re-exported: the benches' default
 from merit.sim.build import run_bench, sim_build_root
 from merit.sim.toolchain import wave_format
@@ -35,11 +36,9 @@ from merit.sim.toolchain import wave_format
 __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
            "cycle_limit", "record_run"]
 
-#: Default SRAM of one TAU (§V-A of the MERIT paper): RP0, RP1 bytes.
-RP_BYTES = (16384, 8192)
 
 
-def tau_for(lanes, *, rp_bytes=None, cp_bytes=5120, ports=1, instructions=16):
+def tau_for(lanes, *, rp_bytes=None, cp_bytes=CP_BYTES, ports=1, instructions=16):
     """The :class:`meritz.tau.Tau` of ``lanes`` lanes (default SRAM sizes: paper §V-A)."""
     from meritz.tau import Tau
     rp0, rp1 = rp_bytes or RP_BYTES
@@ -47,7 +46,7 @@ def tau_for(lanes, *, rp_bytes=None, cp_bytes=5120, ports=1, instructions=16):
                instructions=instructions)
 
 
-def top_for(lanes, taus, *, rp_bytes=None, cp_bytes=5120, instructions=16):
+def top_for(lanes, taus, *, rp_bytes=None, cp_bytes=CP_BYTES, instructions=16):
     """The :class:`meritz.top.Top` of ``taus`` TAUs of ``lanes`` lanes."""
     from meritz.top import Top
     rp0, rp1 = rp_bytes or RP_BYTES
@@ -101,7 +100,7 @@ class _Tail(threading.Thread):
 
 
 def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20, shift=0,
-             seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=5120, max_outputs=None,
+             seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=CP_BYTES, max_outputs=None,
              instructions=None, waves=None, progress=None, register_writes=None):
     """Run ``problem`` on one TAU (``taus=None``) or on the processor with ``taus`` TAUs.
 

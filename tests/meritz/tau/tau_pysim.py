@@ -7,7 +7,7 @@ from amaranth.sim import Simulator
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from meritz import kernelcfg
-from meritz.tau import Tau, luts_layout
+from meritz.tau import Tau
 
 
 def run_tau(problem, *, lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, latency=4,
@@ -34,7 +34,8 @@ def run_tau(problem, *, lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, latency=4
         ctx.set(dut.config.as_value(),
                 kernelcfg.pack(kernel.config, kernelcfg.layout(instructions=instructions)))
         luts = list(kernel.program.luts) + [[0] * 33] * (2 - len(kernel.program.luts))
-        ctx.set(dut.luts.as_value(), luts_layout().const([list(t) for t in luts]).as_bits())
+        lut_bits = kernelcfg.lut_layout().const([list(t) for t in luts]).as_bits()
+        ctx.set(dut.luts.as_value(), lut_bits)
         axi = dut.m_axi
         stall = np.random.default_rng(seed + 1)
 

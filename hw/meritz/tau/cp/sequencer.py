@@ -18,7 +18,7 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from merit.checks import check_lanes
+from merit.checks import check_lanes, check_range
 from merit.isa import MAX_LEVELS, N_REGS
 from meritz.tau.cp.simd import Command, cmd_layout, sram_depth
 
@@ -80,14 +80,6 @@ def sequencer_config(program, a_shape, group_shape, lane_bits):
     }
 
 
-def _check_depth(program_depth):
-    if not isinstance(program_depth, int) or isinstance(program_depth, bool):
-        raise TypeError(f"program_depth must be an integer, not {program_depth!r}")
-    if not 1 <= program_depth <= 64:
-        raise ValueError(f"program_depth must be between 1 and 64, not {program_depth}")
-    return program_depth
-
-
 class Sequencer(wiring.Component):
     """Issues the commands of the SIMD array for each job.
 
@@ -119,7 +111,7 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, lanes=32, program_depth=32, sram_bytes=5120):
         self.lanes = check_lanes(lanes)
-        self.program_depth = _check_depth(program_depth)
+        self.program_depth = check_range("program_depth", program_depth, 1, 64)
         self.sram_depth = sram_depth(lanes, sram_bytes)
         super().__init__({
             "job": In(stream.Signature(job_layout())),

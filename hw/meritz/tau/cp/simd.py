@@ -32,6 +32,7 @@ from merit.isa import (
     Logic,
     Op,
 )
+from meritz import kernelcfg
 
 __all__ = ["Opcode", "LogicFn", "Command", "SimdArray", "cmd_layout", "simd_config_layout",
            "sram_depth"]
@@ -88,7 +89,7 @@ def simd_config_layout():
     """Per-kernel constants of the SIMD array: k0..k3 and the lookup tables."""
     return data.StructLayout({
         "consts": data.ArrayLayout(signed(32), N_CONSTS),
-        "luts": data.ArrayLayout(data.ArrayLayout(signed(16), LUT_ENTRIES), N_LUTS),
+        "luts": kernelcfg.lut_layout(),
     })
 
 

@@ -15,6 +15,7 @@ from amaranth import Array, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import TILE_ADDRESS_BITS
 from merit.checks import check_lanes
 from meritz import kernelcfg
 from meritz.tau.dma import row_layout
@@ -26,7 +27,6 @@ from meritz.tau.step_looper import beat_layout
 
 __all__ = ["ReadPipeline", "bank_of", "rp_error_layout"]
 
-TILE_ADDRESS_BITS = 16
 
 #: Sticky error flags of a Read Pipeline.
 rp_error_layout = data.StructLayout({

@@ -12,9 +12,10 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from merit.checks import check_lanes
+from merit.arch import MAX_SLOTS
+from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
-from meritz.tau.step_looper import ADDRESS_BITS, _check_slots, beat_layout, lane_map
+from meritz.tau.step_looper import ADDRESS_BITS, beat_layout, lane_map
 
 __all__ = ["LaneAddressGenerator", "lane_offsets", "reads_rp", "is_out", "read_layout"]
 
@@ -98,7 +99,8 @@ class LaneAddressGenerator(wiring.Component):
         if port not in (0, 1):
             raise ValueError(f"port must be 0 or 1, not {port!r}")
         self._port = port
-        self._all = (_check_slots("rp0_slots", rp0_slots), _check_slots("rp1_slots", rp1_slots))
+        self._all = (check_range("rp0_slots", rp0_slots, 1, MAX_SLOTS),
+                     check_range("rp1_slots", rp1_slots, 1, MAX_SLOTS))
         self._slots = self._all[port]
         self._instructions = instructions
         self._layout = kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,

@@ -35,10 +35,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from merit.checks import check_lanes
+from merit.checks import check_int, check_lanes
 
 __all__ = ["SramBank", "BankedSram", "TileFifo", "TileBuffer",
-           "read_request_layout", "write_request_layout", "grant_layout", "tile_layout",
+           "read_request_layout", "write_request_layout", "grant_layout", "sram_tile_layout",
            "error_layout", "REQUEST_BITS"]
 
 #: Width of an allocation request (rows). Wider than any row address, so that a request for more
@@ -46,13 +46,8 @@ __all__ = ["SramBank", "BankedSram", "TileFifo", "TileBuffer",
 REQUEST_BITS = 16
 
 
-def _check_int(name, value):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-
-
 def _check_power_of_two(name, value, *, low, high):
-    _check_int(name, value)
+    check_int(name, value)
     if value < 1 or value & (value - 1):
         raise ValueError(f"{name} must be a power of two, not {value}")
     if not low <= value <= high:
@@ -61,14 +56,14 @@ def _check_power_of_two(name, value, *, low, high):
 
 
 def _check_width(width):
-    _check_int("width", width)
+    check_int("width", width)
     if width <= 0:
         raise ValueError(f"width must be a positive integer, not {width}")
     return width
 
 
 def _check_ports(ports):
-    _check_int("ports", ports)
+    check_int("ports", ports)
     if ports not in (1, 2):
         raise ValueError(f"ports must be 1 (single-port) or 2 (two-port), not {ports}")
     return ports
@@ -112,7 +107,7 @@ def grant_layout(depth):
     })
 
 
-def tile_layout(depth):
+def sram_tile_layout(depth):
     """A committed tile: its first row and its size in rows."""
     return data.StructLayout({
         "base": unsigned((depth - 1).bit_length()),
@@ -371,7 +366,7 @@ class TileFifo(wiring.Component):
         Allocation request, in rows.
     grant : Out(stream.Signature(grant_layout(depth)))
         One answer per request, in order: ``base`` (first row), ``rows`` (echo), ``error``.
-    committed : Out(stream.Signature(tile_layout(depth)))
+    committed : Out(stream.Signature(sram_tile_layout(depth)))
         Committed tiles (``base``, ``rows``), in allocation order.
     free : In(stream.Signature(unsigned(log2(depth))))
         The ``base`` of the oldest tile, to free it.
@@ -379,9 +374,9 @@ class TileFifo(wiring.Component):
         A ``free`` transfer this cycle did not name the oldest tile (nothing was freed).
     filled : In(range(lanes + 1))
         Words written into the tile being filled this cycle.
-    fill : Out(tile_layout(depth))
+    fill : Out(sram_tile_layout(depth))
         The tile being filled (``rows`` = 0 when none).
-    readable : Out(tile_layout(depth))
+    readable : Out(sram_tile_layout(depth))
         The committed region.
     used : Out(range(depth + 1))
         Rows allocated and not yet freed.
@@ -398,12 +393,12 @@ class TileFifo(wiring.Component):
         super().__init__({
             "alloc": In(stream.Signature(unsigned(REQUEST_BITS))),
             "grant": Out(stream.Signature(grant_layout(depth))),
-            "committed": Out(stream.Signature(tile_layout(depth))),
+            "committed": Out(stream.Signature(sram_tile_layout(depth))),
             "free": In(stream.Signature(unsigned((depth - 1).bit_length()))),
             "misfree": Out(1),
             "filled": In(range(lanes + 1)),
-            "fill": Out(tile_layout(depth)),
-            "readable": Out(tile_layout(depth)),
+            "fill": Out(sram_tile_layout(depth)),
+            "readable": Out(sram_tile_layout(depth)),
             "used": Out(range(depth + 1)),
             "full": Out(1),
             "empty": Out(1),
@@ -565,7 +560,7 @@ class TileBuffer(wiring.Component):
             "write": In(stream.Signature(write_request_layout(lanes, depth, width))),
             "alloc": In(stream.Signature(unsigned(REQUEST_BITS))),
             "grant": Out(stream.Signature(grant_layout(depth))),
-            "committed": Out(stream.Signature(tile_layout(depth))),
+            "committed": Out(stream.Signature(sram_tile_layout(depth))),
             "free": In(stream.Signature(unsigned((depth - 1).bit_length()))),
             "used": Out(range(depth + 1)),
             "full": Out(1),

@@ -3,13 +3,18 @@
 The reference is the mapper's collector model (:func:`merit.mapping.collector_network`), which is
 itself checked against the bank function in ``tests/merit/mapping``: every word of a line must
 land in ``bank(row * N + i)``. Random valid/ready backpressure on both streams.
+
+The pytest side. The collector: Verilator bench against the mapper's collector model.
 """
 
 import cocotb
+import pytest
 
-from bench_butterfly import StreamTB
+from harness import run_bench
 from merit.mapping import BankFunction, collector_network
 from merit.sim.benchlib import pack_lanes, record_metric, unpack_lanes
+from meritz.tau.rp.collector import Collector
+from test_butterfly import StreamTB, field_offsets
 
 
 class TB(StreamTB):
@@ -100,3 +105,23 @@ async def bad_configuration_is_flagged(dut):
     (got,) = await tb.transfer([payload])
     _, enable, _, error = tb.unpack(got)
     assert error == 1 and not any(enable), f"error {error}, enables {enable}"
+
+
+# ---- pytest side: build the model and run the cocotb tests above ----
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("lanes", [8, pytest.param(32, marks=pytest.mark.slow)], ids=["n8", "n32"])
+def test_collector(lanes, record_property):
+    dut = Collector(lanes=lanes, row_bits=6)
+    config_layout = dut.config.shape()
+    config = dict(lanes=lanes, width=dut.width, signed=True, row_bits=dut.row_bits, clocked=False,
+                  functions=8 if lanes == 8 else 3,
+                  config={"xor": config_layout["xor"].offset,
+                          "xor_bits": config_layout["xor"].shape.elem_shape.width,
+                          "rotate": config_layout["rotate"].offset},
+                  **{"in": field_offsets(dut.i.payload.shape()),
+                     "out": field_offsets(dut.o.payload.shape())})
+    metrics = run_bench(dut, bench="test_collector", config=config)
+    for key, value in metrics.items():
+        record_property(key, value)

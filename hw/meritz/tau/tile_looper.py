@@ -1,0 +1,176 @@
+"""The TileLooper of a TAU: each parallel tile becomes its accumulation tiles, with their SRAM.
+
+For each parallel tile (origin ``p``) it walks the accumulation tiles in order (last index
+fastest); for each one it allocates one SRAM tile per enabled input slot in the slot's Read
+Pipeline, hands the DMA a load request with the granted base row, and then sends the accumulation
+tile to the StepLooper and, as a job, to the Compute Pipeline (one FIFO each). Allocation runs ahead
+of compute as far as the SRAM and the two FIFOs allow: the prefetch of Fig. 10 of the MERIT paper.
+"""
+
+from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from merit.arch import MAX_SLOTS
+from merit.checks import check_range
+from meritz import kernelcfg
+from meritz.tau.cp.sequencer import job_layout
+from meritz.tau.dma import request_layout
+from meritz.tau.rp.banks import grant_layout
+from meritz.tau.step_looper import acc_tile_layout
+
+__all__ = ["TileLooper", "tile_layout"]
+
+P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
+
+
+def tile_layout():
+    """One parallel tile: its origin per parallel index (from the Dispatcher to a TAU)."""
+    return data.ArrayLayout(unsigned(16), P)
+
+
+def _fifo(m, name, layout, depth):
+    fifo = SyncFIFOBuffered(width=data.Layout.cast(layout).size, depth=depth)
+    m.submodules[name] = fifo
+    return fifo
+
+
+class TileLooper(wiring.Component):
+    """Parallel tiles in; SRAM allocations, DMA requests, accumulation tiles and jobs out.
+
+    Parameters
+    ----------
+    rows : (int, int)
+        SRAM rows of RP0 and RP1 (the width of their grants' base rows).
+    rp0_slots, rp1_slots, outputs, instructions : int
+        As for :func:`meritz.kernelcfg.layout`.
+
+    Members
+    -------
+    config : In(kernelcfg.layout(...))
+    tiles : In(stream.Signature(tile_layout()))
+        Parallel tiles to compute.
+    alloc0, alloc1 : Out(stream.Signature(unsigned(16)))
+        SRAM tile allocations (rows) in RP0 / RP1.
+    grant0, grant1 : In(stream.Signature(grant_layout(rows)))
+        The RPs' answers: the base row of each allocated tile.
+    requests : Out(stream.Signature(request_layout()))
+        One footprint load per enabled slot and accumulation tile, to the DMA.
+    acc_tiles : Out(stream.Signature(acc_tile_layout()))
+        Accumulation tiles, to the StepLooper (a 4-deep FIFO).
+    jobs : Out(stream.Signature(job_layout()))
+        The same accumulation tiles with their extents, to the Compute Pipeline (4-deep).
+    idle : Out(1)
+        No parallel tile in progress and both FIFOs empty.
+    """
+
+    def __init__(self, *, rows, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
+        self._slots = (check_range("rp0_slots", rp0_slots, 1, MAX_SLOTS),
+                       check_range("rp1_slots", rp1_slots, 1, MAX_SLOTS))
+        self._params = dict(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
+                            instructions=instructions)
+        super().__init__({
+            "config": In(kernelcfg.layout(**self._params)),
+            "tiles": In(stream.Signature(tile_layout())),
+            "alloc0": Out(stream.Signature(unsigned(16))),
+            "alloc1": Out(stream.Signature(unsigned(16))),
+            "grant0": In(stream.Signature(grant_layout(rows[0]))),
+            "grant1": In(stream.Signature(grant_layout(rows[1]))),
+            "requests": Out(stream.Signature(request_layout())),
+            "acc_tiles": Out(stream.Signature(acc_tile_layout())),
+            "jobs": Out(stream.Signature(job_layout())),
+            "idle": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        n_slots = sum(self._slots)
+        alloc, grant = (self.alloc0, self.alloc1), (self.grant0, self.grant1)
+
+        slots = [cfg.rp0[k] for k in range(self._slots[0])] + \
+                [cfg.rp1[k] for k in range(self._slots[1])]
+        port_of = [0] * self._slots[0] + [1] * self._slots[1]
+        p_origin = Array(Signal(16, name=f"tl_p{j}") for j in range(P))
+        a_origin = Array(Signal(16, name=f"tl_a{j}") for j in range(A))
+        slot_no = Signal(range(n_slots + 1))
+        tile_fifo = _fifo(m, "tile_fifo", acc_tile_layout(), 4)
+        job_fifo = _fifo(m, "job_fifo", job_layout(), 4)
+
+        extent = [Signal(16, name=f"tl_extent{j}") for j in range(A)]
+        for j in range(A):
+            rest = cfg.a_size[j] - a_origin[j]
+            m.d.comb += extent[j].eq(Mux(rest < cfg.a_tile[j], rest, cfg.a_tile[j]))
+        tile_value = Signal(acc_tile_layout())
+        m.d.comb += [tile_value.p_origin[j].eq(p_origin[j]) for j in range(P)]
+        m.d.comb += [tile_value.a_origin[j].eq(a_origin[j]) for j in range(A)]
+        job_value = Signal(job_layout())
+        m.d.comb += [job_value.p_origin[j].eq(p_origin[j]) for j in range(P)]
+        m.d.comb += [job_value.a_origin[j].eq(a_origin[j]) for j in range(A)]
+        m.d.comb += [job_value.a_extent[j].eq(extent[j]) for j in range(A)]
+        m.d.comb += [tile_fifo.w_data.eq(tile_value.as_value()),
+                     job_fifo.w_data.eq(job_value.as_value())]
+        a_wrap = [a_origin[j] + cfg.a_tile[j] >= cfg.a_size[j] for j in range(A)]
+
+        enable = Array(s.enable for s in slots + [slots[-1]])
+        rows_of = Array(s.rows for s in slots + [slots[-1]])
+        port = Array(Const(p, 1) for p in port_of + [port_of[-1]])[slot_no]
+        req = self.requests.payload
+        m.d.comb += [req.tile.eq(tile_value), req.slot.eq(slot_no)]
+        for a in alloc:
+            m.d.comb += a.payload.eq(rows_of[slot_no])
+
+        with m.FSM(name="tile_looper"):
+            with m.State("IDLE"):
+                m.d.comb += self.tiles.ready.eq(1)
+                with m.If(self.tiles.valid):
+                    m.d.sync += [p_origin[j].eq(self.tiles.payload[j]) for j in range(P)]
+                    m.d.sync += [a_origin[j].eq(0) for j in range(A)]
+                    m.d.sync += slot_no.eq(0)
+                    m.next = "ALLOC"
+            with m.State("ALLOC"):
+                with m.If(slot_no == n_slots):
+                    m.next = "JOB"
+                with m.Elif(~enable[slot_no]):
+                    m.d.sync += slot_no.eq(slot_no + 1)
+                with m.Else():
+                    for k, a in enumerate(alloc):
+                        m.d.comb += a.valid.eq(port == k)
+                    with m.If(Mux(port, alloc[1].ready, alloc[0].ready)):
+                        m.next = "GRANT"
+            with m.State("GRANT"):
+                g_valid = Mux(port, grant[1].valid, grant[0].valid)
+                g_base = Mux(port, grant[1].payload.base, grant[0].payload.base)
+                m.d.comb += [self.requests.valid.eq(g_valid), req.base.eq(g_base)]
+                with m.If(g_valid & self.requests.ready):
+                    m.d.comb += [grant[0].ready.eq(port == 0), grant[1].ready.eq(port == 1)]
+                    m.d.sync += slot_no.eq(slot_no + 1)
+                    m.next = "ALLOC"
+            with m.State("JOB"):
+                go = tile_fifo.w_rdy & job_fifo.w_rdy
+                m.d.comb += [tile_fifo.w_en.eq(go), job_fifo.w_en.eq(go)]
+                with m.If(go):
+                    m.d.sync += slot_no.eq(0)
+                    # next accumulation tile: last index fastest
+                    for j in range(A):
+                        inner = Cat(*a_wrap[j + 1:], Const(1, 1)).all()
+                        with m.If(inner):
+                            m.d.sync += a_origin[j].eq(Mux(a_wrap[j], 0,
+                                                           a_origin[j] + cfg.a_tile[j]))
+                    with m.If(Cat(*a_wrap).all()):
+                        m.next = "IDLE"
+                    with m.Else():
+                        m.next = "ALLOC"
+
+        m.d.comb += [
+            self.acc_tiles.valid.eq(tile_fifo.r_rdy),
+            self.acc_tiles.payload.eq(tile_fifo.r_data),
+            tile_fifo.r_en.eq(self.acc_tiles.ready),
+            self.jobs.valid.eq(job_fifo.r_rdy),
+            self.jobs.payload.eq(job_fifo.r_data),
+            job_fifo.r_en.eq(self.jobs.ready),
+            self.idle.eq(self.tiles.ready & ~self.tiles.valid & ~tile_fifo.r_rdy
+                         & ~job_fifo.r_rdy),
+        ]
+        return m
