@@ -200,6 +200,9 @@ def markdown(data, command):
                    f"({q['top1_agree']}) | {q['max_abs_error']:.2e} | "
                    f"{q['max_error_relative_to_output_peak']:.2e} | {q['calibration_inputs']} | "
                    f"{', '.join(q['host_float_layers'])} |")
+    missing = [name for name, net in data["networks"].items() if not net.get("fixed")]
+    if missing:
+        out += ["", f"Not measured in this run (`--samples 0`): {', '.join(missing)}."]
     out += ["", "Target: top-1 agreement on at least 99 % of 100 random inputs. Every tensor is "
             "int16 with its own binary point (the calibration inputs' peak x 1.25); each "
             "MERIT-z layer shifts its 32-bit sums by one per-layer shift (round half up, "
