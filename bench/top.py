@@ -281,7 +281,8 @@ def render(results, one_tau=None):
         "# MERIT-z utilization: the paper's Tables VIII and IX, and Fig. 15",
         "",
         f"Command: `{setup['command']}  ",
-        f"Date: {setup['date']}  ",
+        f"Date: {setup['date']}" + (f" (RTL runs: {setup['rtl_date']})" if setup.get("rtl_date")
+                                    else "") + "  ",
         f"Machine: {setup['machine']}",
         "",
         f"MERIT-z as built here: {setup['taus']} TAUs x {setup['lanes']} lanes "
@@ -397,6 +398,7 @@ def main(argv=None):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     results = _load(out.with_suffix(".json"))
+    previous = results.get("setup", {})
     results["setup"] = {
         "lanes": args.lanes, "taus": args.taus, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
         "latency": args.latency,
@@ -407,6 +409,10 @@ def main(argv=None):
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
                    f"Python {platform.python_version()}, Verilator model",
     }
+    if previous.get("rtl_date") and (args.model_only or not args.only):
+        results["setup"]["rtl_date"] = previous["rtl_date"]      # no run changes every row
+    if not args.model_only:
+        results["setup"]["rtl_date"] = results["setup"]["date"]
     model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
                     latency=args.latency)
 
