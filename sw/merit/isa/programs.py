@@ -259,6 +259,40 @@ def _copy(problem, shift):
     return ([[]], ["add r0, 0, i0, 0"], [[f"out r0, 0 >> {shift}"]], ["i0"], [], [])
 
 
+#: Elementwise operations whose integer form is exact, and how the loop computes them into r0
+#: (inputs in strategy order; the k-th input bound to a port is read by that port's k-th read)
+_ELEMENTWISE_INT = {
+    "relu": (["max r0, i0, 0"], ["i0"]),
+    "clip3": (["max r0, i0, i1", "min r0, r0, i0"], ["i0", "i1", "i0"]),
+    "mul": (["mac r0, 0, i0, i1"], ["i0", "i1"]),
+    "affine": (["mac r0, 0, i0, i1", "add r0, r0, i0, 0"], ["i0", "i1", "i0"]),
+}
+
+
+# builders that serve only some instances of their strategy: name -> accepts(strategy)
+_ACCEPTS = {"Elementwise": lambda s: s.op == "add" or s.op in _ELEMENTWISE_INT}
+
+
+@_builder("Elementwise")
+def _elementwise(problem, shift):
+    strategy = problem.strategy
+    k0, rnd = _round(shift)
+    n = len(strategy.inputs)
+    if strategy.op == "add":
+        loop = ["add r0, 0, i0, i1"] if n > 1 else ["add r0, 0, i0, 0"]
+        loop += ["add r0, r0, i0, 0" if k % 2 == 0 else "add r0, r0, i1, 0"
+                 for k in range(2, n)]
+        ports = ["i0" if k % 2 == 0 else "i1" for k in range(n)]
+    elif strategy.op in _ELEMENTWISE_INT:
+        loop, ports = _ELEMENTWISE_INT[strategy.op]
+    else:
+        raise IsaError(f"no MERIT-z program for Elementwise {strategy.op!r}: its parameters are "
+                       f"real numbers (programs exist for add, "
+                       f"{', '.join(_ELEMENTWISE_INT)}; quantize the parameters into an input "
+                       f"tensor, e.g. 'affine' for a scale and bias)")
+    return ([[]], loop, [[f"out r0, {rnd} >> {shift}"]], ports, [k0], [])
+
+
 @_builder("L1")
 def _l1(problem, shift):
     k0, rnd = _round(shift)
@@ -335,9 +369,12 @@ def _bilateral(problem, shift):
 
 
 def supported(strategy):
-    """Whether MERIT-z has a program for ``strategy`` (an instance or class name)."""
-    name = strategy if isinstance(strategy, str) else type(strategy).__name__
-    return name in _BUILDERS
+    """Whether MERIT-z has a program for ``strategy`` (an instance, or a class name: whether some
+    instances have one; e.g. :class:`~merit.strategies.Elementwise` only for integer operations)."""
+    if isinstance(strategy, str):
+        return strategy in _BUILDERS
+    name = type(strategy).__name__
+    return name in _BUILDERS and _ACCEPTS.get(name, lambda s: True)(strategy)
 
 
 def _lines(code):
