@@ -66,7 +66,8 @@ def calibration_table(results=RESULTS):
             kernel = compile_problem(problem, lanes=int(r.get("lanes", 32)),
                                      instructions=int(r.get("instructions",
                                                             _instruction_slots(problem))),
-                                     rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)))
+                                     rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)),
+                                     taus=int(r.get("taus", 1)))
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
                         latency=int(r.get("latency", 20)), rp_bytes=rp_bytes)

@@ -8,8 +8,8 @@ simulating the RTL. The model (``docs/perf.md``) works at the granularity of one
   the Compute Pipeline's cycles per job (``meritz.tau.cp.sequencer``: restore, every step's program
   range, save, one cycle between jobs), the DRAM read beats of every footprint row
   (``meritz.tau.dma``: 8-byte beats, partial first / last beats, rows outside a ``zero`` tensor not
-  read), the DMA's data-path cycles (a beat per cycle, one more cycle per SRAM row it hands to the
-  collector) and the WP's write beats (one beat per 8-byte line an ``out`` vector touches);
+  read), the DMA's data-path cycles (a beat per cycle, one more cycle per SRAM row it flushes at the
+  end of a tile) and the WP's write beats (one beat per 8-byte line an ``out`` vector touches);
 * a **fluid event simulation** of the pipelines of ``taus`` TAUs: per TAU the DMA loads jobs in
   order as far ahead as the RP tile FIFOs hold them (Fig. 9, 10), a job's compute starts when its
   tiles are committed and the previous job is done, its outputs stream to DRAM while it
@@ -290,8 +290,13 @@ def _load_counts(kernel, slot, p_origins, a_origin):
     if c3:
         fills = np.where(reads, -(-left // WORDS_PER_BEAT) - (-right // WORDS_PER_BEAT), 0)
     row_cycles = np.maximum(beats + fills, 1)
-    datapath = row_cycles.sum(axis=1) + slot["rows"]
-    return beats.sum(axis=1), datapath, beats.sum(axis=1) + slot["rows"]
+    # a row leaves with the chunk that starts the next one; the rows from the one holding the
+    # tile's last word to the end are flushed a cycle each (RREADY low) after its last chunk
+    lpitch = list(slot["lpitch"])
+    last_word = sum((box[i] - 1) * lpitch[i] for i in range(AXES - 1)) + box[AXES - 1] - 1
+    flush = max(1, slot["rows"] - last_word // kernel.lanes)
+    datapath = row_cycles.sum(axis=1) + flush
+    return beats.sum(axis=1), datapath, beats.sum(axis=1) + flush
 
 
 def _write_beats(kernel, p_origins):
@@ -325,24 +330,27 @@ def _write_beats(kernel, p_origins):
 
 @dataclass(frozen=True)
 class _Jobs:
-    tile: np.ndarray          # parallel tile of each job
+    tile: np.ndarray          # parallel tile of each job (-1: a void tile of a sharing group)
     compute: np.ndarray       # CP cycles
-    read: np.ndarray          # read beats
+    read: np.ndarray          # read beats (the TAU's own DMA)
     datapath: np.ndarray      # DMA data-path cycles
-    hold: np.ndarray          # ... of them on the R channel: beats + SRAM-row handoffs
+    hold: np.ndarray          # ... of them on the R channel: beats + flushed rows
     write: np.ndarray         # write beats (last accumulation tile of a tile)
     tail: np.ndarray          # CP cycles of a job after its last write
+    partner: np.ndarray       # the group leader's job whose fetch feeds this one (-1: none)
+    units: tuple              # dispatch units: per group member, its jobs
+    group: int                # TAUs per sharing group
     rows: tuple               # SRAM rows of one job per RP
     ahead: int                # jobs whose tiles fit in the RP FIFOs at once
     density: tuple            # share of CP cycles that read RP0 / RP1
 
 
-def job_costs(kernel):
-    """Exact per-job counts of ``kernel`` (in dispatch order), as a dict of numpy arrays:
-    ``tile``, ``compute`` (CP cycles), ``read`` (read beats), ``datapath`` (DMA cycles),
-    ``write`` (write beats)."""
+def job_costs(kernel, taus=1):
+    """Exact per-job counts of ``kernel`` on ``taus`` TAUs (in dispatch order), as a dict of
+    numpy arrays: ``tile`` (-1 for the void tiles of a sharing group), ``compute`` (CP cycles),
+    ``read`` (read beats), ``datapath`` (DMA cycles), ``write`` (write beats)."""
     _check_kernel(kernel)
-    jobs = _jobs(kernel)
+    jobs = _jobs(kernel, taus=_check_int("taus", taus, 1))
     return {name: getattr(jobs, name) for name in ("tile", "compute", "read", "datapath",
                                                     "write")}
 
@@ -351,11 +359,60 @@ def job_costs(kernel):
 MAX_JOBS = 1 << 23
 
 
-def _jobs(kernel, rp_bytes=RP_BYTES):
-    p_origins = np.asarray(kernel.tiles, dtype=np.int64).reshape(len(kernel.tiles), -1)
+def _group(kernel, taus):
+    """``(TAUs per sharing group, shared slot number)``: 1 when the kernel shares nothing or
+    ``taus`` is not a multiple of its group (the model then assumes no sharing)."""
+    log2 = int(kernel.config.get("share_log2", 0))
+    g = min(1 << log2, 1 << (taus - 1).bit_length())
+    if g <= 1 or taus % g:
+        return 1, None
+    return g, int(kernel.config.get("share_slot", 0))
+
+
+def _units(kernel, group, shared):
+    """Dispatch units of :mod:`meritz.dispatcher`: the next tile for a group's first TAU, then
+    for each other TAU the next tile while its origin agrees with the first on the indices the
+    shared slot moves along, else a void origin (outside the parallel space). Returns a list of
+    lists of ``(tile index or -1, origin)``."""
+    tiles = [tuple(t) for t in kernel.tiles]
+    if group == 1:
+        return [[(t, o)] for t, o in enumerate(tiles)]
+    slot = _numbered_slots(kernel)[shared][1]
+    n_p = len(kernel.problem.p_shape)
+    dep = [j for j in range(n_p) if slot["stride"][j]]
+    units, t = [], 0
+    while t < len(tiles):
+        first = tiles[t]
+        unit = [(t, first)]
+        t += 1
+        for _ in range(group - 1):
+            if t < len(tiles) and all(tiles[t][j] == first[j] for j in dep):
+                unit.append((t, tiles[t]))
+                t += 1
+            else:
+                void = tuple(first[j] if j in dep else kernel.problem.p_shape[j]
+                             for j in range(n_p))
+                unit.append((-1, void))
+        units.append(unit)
+    return units
+
+
+def _numbered_slots(kernel):
+    """Every slot in the DMA's numbering (RP0 slots, then RP1): ``(port, config or None)``."""
+    return [(port, s if s and s.get("enable") else None)
+            for port in (0, 1) for s in kernel.config[f"rp{port}"]]
+
+
+def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
+    group, shared = _group(kernel, taus)
+    units = _units(kernel, group, shared)
+    members = [m for unit in units for m in unit]
+    origins = np.asarray([o for _, o in members], dtype=np.int64).reshape(len(members), -1)
+    tile_of = np.asarray([t for t, _ in members], dtype=np.int64)
+    lead = np.asarray([k == 0 for unit in units for k in range(len(unit))])
     a_tiles = _a_tiles(kernel)
     compute = _compute_cycles(kernel)
-    n_t, n_a = len(p_origins), len(a_tiles)
+    n_t, n_a = len(members), len(a_tiles)
     if n_t * n_a > MAX_JOBS:
         raise ValueError(f"problem {kernel.problem.name!r}: {n_t} parallel tiles x {n_a} "
                          f"accumulation tiles = {n_t * n_a} jobs; the performance model walks "
@@ -364,20 +421,31 @@ def _jobs(kernel, rp_bytes=RP_BYTES):
     datapath = np.zeros((n_t, n_a), dtype=np.int64)
     hold = np.zeros((n_t, n_a), dtype=np.int64)
     for b, (a_origin, _) in enumerate(a_tiles):
-        for _, slot in _slots(kernel):
-            r, d, h = _load_counts(kernel, slot, p_origins, a_origin)
-            read[:, b] += r
-            datapath[:, b] += d
-            hold[:, b] += h
+        for n, (_, slot) in enumerate(_numbered_slots(kernel)):
+            if slot is None:
+                continue
+            r, d, h = _load_counts(kernel, slot, origins, a_origin)
+            own = lead if (group > 1 and n == shared) else np.ones(n_t, dtype=bool)
+            read[:, b] += np.where(own, r, 0)
+            datapath[:, b] += np.where(own, d, 0)
+            hold[:, b] += np.where(own, h, 0)
     outs = max(len(kernel.outputs), 1)
     write = np.zeros((n_t, n_a), dtype=np.int64)
-    beats, idle = _write_beats(kernel, p_origins)
+    beats, idle = _write_beats(kernel, origins)
     write[:, -1] = beats * outs
     # CP cycles after a tile's last output: its trailing warps hold only lanes outside the
     # output (edge tiles), compute, and write nothing
     warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
     tail = np.zeros((n_t, n_a), dtype=np.int64)
     tail[:, -1] = idle * ((compute[-1] - 1) // warps)
+    partner = np.full((n_t, n_a), -1, dtype=np.int64)
+    index = np.arange(n_t * n_a).reshape(n_t, n_a)
+    flat_units, row = [], 0
+    for unit in units:
+        flat_units.append([list(index[row + k]) for k in range(len(unit))])
+        if group > 1:
+            partner[row + 1:row + len(unit)] = index[row]
+        row += len(unit)
     rows = [0, 0]
     for port, slot in _slots(kernel):
         rows[port] += slot["rows"]
@@ -386,7 +454,6 @@ def _jobs(kernel, rp_bytes=RP_BYTES):
     prog = kernel.program
     a_size = tuple(kernel.problem.a_shape) or (1,)
     total = sum(compute)
-    warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
     density = []
     for port in (0, 1):              # share of CP cycles whose instruction reads the RP
         readers = np.zeros(len(prog.words) + 1, dtype=np.int64)
@@ -397,10 +464,9 @@ def _jobs(kernel, rp_bytes=RP_BYTES):
             beg, end = _step_ranges(prog, a_size, origin, extent)
             count += int((below[end] - below[beg]).sum())
         density.append(min(1.0, count * warps / total) if total else 0.0)
-    return _Jobs(np.repeat(np.arange(n_t), n_a), np.tile(np.asarray(compute), n_t),
+    return _Jobs(np.repeat(tile_of, n_a), np.tile(np.asarray(compute), n_t),
                  read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
-                 tail.reshape(-1),
-                 tuple(rows),
+                 tail.reshape(-1), partner.reshape(-1), tuple(flat_units), group, tuple(rows),
                  max(ahead, 1), tuple(density))
 
 
@@ -457,10 +523,15 @@ def _simulate(jobs, taus, beat_rate, latency):
     """Event simulation of ``taus`` TAUs sharing one DRAM port; returns the cycle of the last
     write response, counted from the first read request, and the TAU of each parallel tile."""
     c = CONSTANTS
-    tile_jobs = {}
-    for j, t in enumerate(jobs.tile):
-        tile_jobs.setdefault(int(t), []).append(j)
-    tiles = collections.deque(tile_jobs[t] for t in sorted(tile_jobs))
+    units = collections.deque(jobs.units)
+    group = jobs.group
+    fetched = {}                 # a group leader's job -> cycle its tiles were all loaded
+    started = set()              # jobs whose load has started (their RP tiles allocated)
+    followers = collections.defaultdict(list)  # a leader's job -> its followers' jobs
+    for j, lead in enumerate(jobs.partner):
+        if lead >= 0:
+            followers[int(lead)].append(j)
+    waiting = collections.defaultdict(list)    # leader's job -> followers' loaded entries
     dram = _Dram(beat_rate)
     # the collector's writes win over the RP's reads of single-port banks: every SRAM row a
     # load writes while the CP reads that RP costs the CP a cycle
@@ -470,29 +541,38 @@ def _simulate(jobs, taus, beat_rate, latency):
     seq = itertools.count()
     now, end, done = 0.0, 0.0, 0
 
-    last = [-1]
+    last = [-group]
     dealt = {}
 
     def deal():
-        # the dispatcher: one tile slot per TAU, refilled round-robin from the last TAU filled
-        # as soon as the TAU takes its tile (when its tile looper is idle)
+        # the dispatcher: one tile slot per TAU, refilled as soon as the TAU takes its tile
+        # (when its tile looper is idle); a group of TAUs (``group`` of them, sharing an
+        # operand) is refilled at once when all its slots are empty, round-robin over groups
         for s in state:
             if s.wants_tile and s.slot is not None:
-                dealt[int(jobs.tile[s.slot[0]])] = state.index(s)
+                if jobs.tile[s.slot[0]] >= 0:
+                    dealt[int(jobs.tile[s.slot[0]])] = state.index(s)
                 s.queue.extend(s.slot)
                 s.slot, s.wants_tile = None, False
-        for k in range(1, taus + 1):
-            s = state[(last[0] + k) % taus]
-            if s.slot is None and tiles:
-                s.slot = tiles.popleft()
-                last[0] = (last[0] + k) % taus
+        for k in range(1, taus // group + 1):
+            first = (last[0] + k * group) % taus
+            members = state[first:first + group]
+            if units and all(s.slot is None for s in members):
+                for s, member in zip(members, units.popleft(), strict=True):
+                    s.slot = member
+                last[0] = first
                 deal()
                 return
 
     def start_loads():
         for i, s in enumerate(state):
             if s.loading is None and s.queue and s.inflight < jobs.ahead:
-                j = s.loading = s.queue.popleft()
+                j = s.queue[0]
+                if any(f not in started for f in followers.get(j, ())):
+                    continue     # a leader fetches the shared tile once its group allocated it
+                s.queue.popleft()
+                s.loading = j
+                started.add(j)
                 s.inflight += 1
                 s.wants_tile = not s.queue
                 if s.dma_idle_since is None or s.dma_idle_since < now:
@@ -505,8 +585,8 @@ def _simulate(jobs, taus, beat_rate, latency):
         beats = float(jobs.read[j])
         if beats:
             # the DMA data path takes at most a beat per cycle and keeps RREADY low while it
-            # hands a row to the collector: a load alone holds the DRAM for its data-path
-            # cycles; next to writes, part of those slots go to the writes instead
+            # flushes a tile's last rows to the collector: a load alone holds the DRAM for
+            # those cycles too; next to writes, part of those slots go to the writes instead
             # (rows of zeros and clamp fills take data-path cycles but leave the R channel to
             # the other TAUs: they cap the load's rate, not the port slots it holds)
             cap = min(1.0, beats / float(jobs.datapath[j]))
@@ -517,8 +597,22 @@ def _simulate(jobs, taus, beat_rate, latency):
 
     def loaded(i):
         s = state[i]
-        s.loaded.append((s.loading, now + c["commit"]))
-        heapq.heappush(timers, (now + c["commit"], next(seq), "ready", i, s.loading))
+        j = s.loading
+        entry = [j, now + c["commit"]]
+        s.loaded.append(entry)
+        lead = int(jobs.partner[j])
+        if lead >= 0 and lead not in fetched:     # the leader's multicast is still to come
+            entry[1] = math.inf
+            waiting[lead].append((entry, i))
+        else:
+            if lead >= 0:
+                entry[1] = max(now, fetched[lead]) + c["commit"]
+            heapq.heappush(timers, (entry[1], next(seq), "ready", i, j))
+        if group > 1:
+            fetched[j] = now
+            for other, k in waiting.pop(j, ()):
+                other[1] = now + c["commit"]
+                heapq.heappush(timers, (other[1], next(seq), "ready", k, other[0]))
         s.loading = None
         s.dma_idle_since = now
 
@@ -538,7 +632,7 @@ def _simulate(jobs, taus, beat_rate, latency):
     def finish(s):
         nonlocal end, done
         j = s.job
-        if jobs.write[j]:        # the last write of the job: after its last written warp
+        if jobs.write[j] and jobs.tile[j] >= 0:        # the last write of the job: after its last written warp
             end = max(end, now if now > s.compute_end else s.compute_end - jobs.tail[j])
         s.job = None
         s.inflight -= 1
@@ -613,7 +707,7 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     bandwidth = _check_bandwidth(dram_bytes_per_cycle)
     latency = _check_int("latency", latency, 0)
     rp_bytes = _check_rp_bytes(rp_bytes)
-    jobs = _jobs(kernel, rp_bytes)
+    jobs = _jobs(kernel, rp_bytes, taus)
     beat_rate = min(1.0, bandwidth / BEAT_BYTES)
     end, dealt = _simulate(jobs, taus, beat_rate, latency)
     cycles = int(math.ceil(end))
@@ -672,6 +766,6 @@ def predict_problem(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8, latenc
     """
     from .compile import compile_problem
     compile_kwargs.setdefault("instructions", 24)
-    kernel = compile_problem(problem, lanes=lanes, **compile_kwargs)
+    kernel = compile_problem(problem, lanes=lanes, taus=taus, **compile_kwargs)
     return predict(kernel, taus=taus, dram_bytes_per_cycle=dram_bytes_per_cycle,
                    latency=latency, rp_bytes=compile_kwargs.get("rp_bytes", RP_BYTES))

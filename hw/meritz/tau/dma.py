@@ -13,7 +13,10 @@ of one (parallel tile, accumulation tile), with the base row its tile FIFO grant
    ahead of the data by a 16-row command FIFO;
 4. places the returned words, up to 4 per cycle, at their tile addresses (row-major box with the
    local pitches ``lpitch``) in a two-row buffer and sends out complete SRAM rows of ``N`` words in
-   order: rows ``0 .. rows-1`` of the tile, padding (never written) as zeros.
+   order: rows ``0 .. rows-1`` of the tile, padding (never written) as zeros. A row leaves in the
+   same cycle as the chunk that starts the row after it arrives (the half being sent is refilled
+   at once), so the read channel stays accepted while rows are handed on; only the rows left at
+   the end of a tile (its last one or two) take cycles of their own.
 
 The rows go to the collector of the slot's RP, which places them into banks
 (:class:`meritz.tau.rp.collector.Collector`); their number is the tile size the FIFO allocated, so
@@ -378,8 +381,12 @@ class Dma(wiring.Component):
                     m.d.sync += buf[p].eq(0)
             with m.If(out.last):
                 m.d.sync += [flush_pending.eq(0), row_out.eq(0)]
-        m.d.comb += chunk_ready.eq(~flush_pending & (end_row <= row_out + 1)
-                                   & ~emit_for_chunk)
+        # a chunk is placed in the cycle a row leaves: the buffer then holds rows row_out + 1
+        # and row_out + 2 (the half being sent is cleared and refilled at once), so R stays
+        # accepted while rows are handed on (no cycle lost per SRAM row)
+        room = Signal(16)
+        m.d.comb += room.eq(row_out + 1 + (emit_for_chunk & self.rows.ready))
+        m.d.comb += chunk_ready.eq(~flush_pending & (end_row <= room))
         write = chunk_valid & chunk_ready
         pos0 = chunk_addr[:row_bits + 1]
         for p in range(2 * lanes):
