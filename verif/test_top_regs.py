@@ -197,8 +197,21 @@ def _break_outputs(good, lanes, rows):
 
 #: For each check of merit.regmap.CHECKS (by name): a generator of ``(what, configuration)``
 #: with one field out of range.
+def _break_share(good, lanes, rows):
+    slots = len(good["rp0"]) + len(good["rp1"])
+    yield ("share_slot names no slot",
+           changed(good, (("share_log2",), 1), (("share_slot",), slots)))
+    for port in ("rp0", "rp1"):
+        enabled = [k for k, s in enumerate(good[port]) if s and s.get("enable")]
+        if len(enabled) > 1:
+            number = enabled[0] + (0 if port == "rp0" else len(good["rp0"]))
+            yield (f"share_slot {number} next to another enabled slot of {port}",
+                   changed(good, (("share_log2",), 1), (("share_slot",), number)))
+
+
 BREAKERS = {"sizes": _break_sizes, "tiles": _break_tiles, "lanes": _break_lanes,
-            "range": _break_range, "slots": _break_slots, "outputs": _break_outputs}
+            "range": _break_range, "slots": _break_slots, "outputs": _break_outputs,
+            "share": _break_share}
 
 
 def bad_configs(good, lanes, rows):

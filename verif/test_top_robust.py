@@ -93,7 +93,7 @@ async def robust_tb(dut):
     if "problem" in cfg:
         problem = pickle.loads(Path(cfg["problem"]).read_bytes())
         kernel = compile_problem(problem, lanes=cfg["lanes"], rp_bytes=tuple(cfg["rp_bytes"]),
-                                 cp_bytes=cfg["cp_bytes"])
+                                 cp_bytes=cfg["cp_bytes"], taus=cfg["taus"])
         tb = TB(dut, dram_bytes=kernel.dram_bytes)
         jobs = [KernelJob(tb, problem, kernel)]
         long = jobs[0]

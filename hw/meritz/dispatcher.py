@@ -7,13 +7,23 @@ last one filled. A TAU therefore gets work as fast as it accepts it (dynamic, li
 ``ParallelBlockLooper_mc``); every accumulation tile of a parallel tile runs on the TAU that got
 it (output stationary), so the TAU count changes speed, never results.
 
+**Operand sharing** (``share_log2`` > 0): the TAUs form groups of ``2**share_log2`` (TAUs ``i``
+with the same ``i >> share_log2``), and a group is dealt at once, when all its slots are empty:
+its first TAU (the leader, which fetches the shared slot ``share_slot`` for the group, see
+:mod:`meritz.top`) takes the next tile, each other TAU the next tile of the walk if its origin
+agrees with the leader's on every parallel index the shared slot moves along (a non-zero
+stride), so the shared footprints are identical; a TAU left without such a tile gets a **void
+tile** (those indices of the leader's origin, every other index at ``p_size``: it loads and
+computes in step with its group and writes nothing, since the WP masks outputs outside the
+parallel space). ``share_log2`` = 0 is the plain dealing above (groups of one).
+
 ``finished`` pulses once every tile has been taken and every TAU is ``idle``. The TAU contract:
 ``idle`` is low from the cycle after a tile transfer until that tile's last write response has
 arrived (so "finished" means the last write response, not the last instruction).
 ``stop`` (a flush) empties the slots and ends the walk; the TAUs are reset at the same time.
 """
 
-from amaranth import Cat, Module, Signal
+from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -51,11 +61,13 @@ class Dispatcher(wiring.Component):
     finished : Out(1)
         Pulse: every tile taken and every TAU idle.
     count : Out(32)
-        Tiles taken by TAUs since ``run``.
+        Tiles of the grid taken by TAUs since ``run`` (void tiles not counted).
     """
 
     def __init__(self, *, taus, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         self._taus = check_taus(taus)
+        self._slots = (rp0_slots, rp1_slots)
+        self._max_log2 = (taus - 1).bit_length()
         self._layout = kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots,
                                         outputs=outputs, instructions=instructions)
         super().__init__({
@@ -74,7 +86,9 @@ class Dispatcher(wiring.Component):
         cfg, n = self.config, self._taus
         origin = [Signal(16, name=f"origin{j}") for j in range(P)]
         walking = Signal()          # origin holds a tile not yet placed in a slot
-        m.d.comb += self.busy.eq(walking | Cat(self.tiles[i].valid for i in range(n)).any())
+        filling = Signal()          # the followers of a group are being dealt
+        m.d.comb += self.busy.eq(walking | filling
+                                 | Cat(self.tiles[i].valid for i in range(n)).any())
 
         # next origin: the innermost index that does not wrap steps, the inner ones restart
         wraps = [Signal(name=f"wrap{j}") for j in range(P)]
@@ -82,17 +96,7 @@ class Dispatcher(wiring.Component):
             m.d.comb += wraps[j].eq(origin[j] + cfg.p_tile[j] >= cfg.p_size[j])
         last_tile = Cat(wraps).all()
 
-        # place the tile into an empty slot, round-robin
-        empty = Cat(~self.tiles[i].valid for i in range(n))
-        last = Signal(range(max(n, 2)))
-        free, pick = round_robin(m, empty, last, n, "pick")
-        with m.If(walking & free):
-            m.d.sync += last.eq(pick)
-            for i in range(n):
-                with m.If(pick == i):
-                    m.d.sync += [self.tiles[i].valid.eq(1),
-                                 *(self.tiles[i].payload[j].eq(origin[j])
-                                   for j in range(P))]
+        def advance():
             for j in range(P):
                 inner_wrap = Cat(wraps[j + 1:]).all() if j + 1 < P else 1
                 with m.If(inner_wrap):
@@ -100,9 +104,71 @@ class Dispatcher(wiring.Component):
                         ((origin[j] + cfg.p_tile[j]) & ~wraps[j].replicate(17))[:16])
             with m.If(last_tile):
                 m.d.sync += walking.eq(0)
+
+        # groups: TAUs i with the same i >> share_log2; the parallel indices the shared slot
+        # depends on (a stride on them) must agree across the tiles of a group
+        slots = [cfg.rp0[k] for k in range(self._slots[0])] + \
+                [cfg.rp1[k] for k in range(self._slots[1])]
+        shared = Signal(kernelcfg.slot_layout())
+        m.d.comb += shared.eq(Array(s.as_value() for s in slots + [slots[-1]] * (4 - len(slots)))
+                              [cfg.share_slot])
+        log2 = Signal(range(8))
+        m.d.comb += log2.eq(Mux(cfg.share_log2 > self._max_log2, self._max_log2, cfg.share_log2))
+        dep = [Signal(name=f"dep{j}") for j in range(P)]
+        m.d.comb += [dep[j].eq((cfg.share_log2 != 0) & (shared.stride[j] != 0))
+                     for j in range(P)]
+        lead = [Signal(name=f"lead{i}") for i in range(n)]
+        ends = [Signal(range(n + 1), name=f"group_end{i}") for i in range(n)]
+        for i in range(n):
+            with m.Switch(log2):
+                for k in range(self._max_log2 + 1):
+                    with m.Case(k):
+                        size = 1 << k
+                        m.d.comb += [lead[i].eq(i % size == 0),
+                                     ends[i].eq(min(i - i % size + size, n))]
+
+        # a group whose every slot is empty takes the next tile (its first TAU), round-robin
+        ready = Cat(lead[i] & Cat(~self.tiles[k].valid | (k >= ends[i])
+                                  for k in range(i, n)).all() for i in range(n))
+        last = Signal(range(max(n, 2)))
+        free, pick = round_robin(m, ready, last, n, "pick")
+        group = [Signal(16, name=f"group_origin{j}") for j in range(P)]
+        member = Signal(range(n + 1))
+        member_end = Signal(range(n + 1))
+        real = Signal(n)            # the slot holds a tile of the grid (not a void one)
+
+        def place(i, values, is_real):
+            m.d.sync += [self.tiles[i].valid.eq(1), real[i].eq(is_real),
+                         *(self.tiles[i].payload[j].eq(values[j]) for j in range(P))]
+
+        with m.If(walking & ~filling & free):
+            m.d.sync += [last.eq(pick), member.eq(pick + 1),
+                         member_end.eq(Array(ends)[pick]),
+                         filling.eq(pick + 1 < Array(ends)[pick]),
+                         *(group[j].eq(origin[j]) for j in range(P))]
+            for i in range(n):
+                with m.If(pick == i):
+                    place(i, origin, 1)
+            advance()
+        with m.Elif(filling):
+            # the followers: the next tile of the walk while it shares the group's operand,
+            # else a void tile (origin outside the parallel space: computes, writes nothing)
+            same = walking & Cat((origin[j] == group[j]) | ~dep[j] for j in range(P)).all()
+            void = [Mux(dep[j], group[j], cfg.p_size[j]) for j in range(P)]
+            for i in range(n):
+                with m.If(member == i):
+                    with m.If(same):
+                        place(i, origin, 1)
+                    with m.Else():
+                        place(i, void, 0)
+            with m.If(same):
+                advance()
+            m.d.sync += member.eq(member + 1)
+            with m.If(member + 1 >= member_end):
+                m.d.sync += filling.eq(0)
         taken = Signal(range(n + 1))
-        m.d.comb += taken.eq(sum((self.tiles[i].valid & self.tiles[i].ready).as_unsigned()
-                                 for i in range(n)))
+        m.d.comb += taken.eq(sum((self.tiles[i].valid & self.tiles[i].ready & real[i])
+                                 .as_unsigned() for i in range(n)))
         for i in range(n):
             with m.If(self.tiles[i].valid & self.tiles[i].ready):
                 m.d.sync += self.tiles[i].valid.eq(0)
@@ -117,6 +183,6 @@ class Dispatcher(wiring.Component):
             m.d.sync += [walking.eq(1), armed.eq(1), self.count.eq(0), last.eq(n - 1),
                          *(origin[j].eq(0) for j in range(P))]
         with m.If(self.stop):
-            m.d.sync += [walking.eq(0), armed.eq(0),
+            m.d.sync += [walking.eq(0), armed.eq(0), filling.eq(0),
                          *(self.tiles[i].valid.eq(0) for i in range(n))]
         return m

@@ -71,8 +71,17 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
             slot_terms.append(~s.enable | ok)
     slots_ok = Cat(*slot_terms).all()
     outputs_ok = Cat(~cfg.out_base[k][0] for k in range(len(cfg.out_base))).all()
+    # operand sharing: the shared slot is enabled and alone in its RP
+    numbered = [(0, k) for k in range(len(cfg.rp0))] + [(1, k) for k in range(len(cfg.rp1))]
+    share_terms = []
+    for n, (port, k) in enumerate(numbered):
+        ports = (cfg.rp0, cfg.rp1)
+        alone = Cat(~ports[port][q].enable for q in range(len(ports[port])) if q != k).all() \
+            if len(ports[port]) > 1 else Const(1, 1)
+        share_terms.append((cfg.share_slot == n) & ports[port][k].enable & alone)
+    share_ok = (cfg.share_log2 == 0) | Cat(*share_terms).any()
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
-              "slots": slots_ok, "outputs": outputs_ok}
+              "slots": slots_ok, "outputs": outputs_ok, "share": share_ok}
     return [checks[name] for name, _ in CHECKS]
 
 

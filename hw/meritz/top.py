@@ -31,11 +31,14 @@ of Top).
 import hashlib
 
 from amaranth import (
+    Array,
     Cat,
     ClockDomain,
     ClockSignal,
+    Const,
     DomainRenamer,
     Module,
+    Mux,
     ResetSignal,
     Signal,
 )
@@ -55,6 +58,9 @@ __all__ = ["Top", "check_tau"]
 
 #: Members every TAU must have (name -> flow); ``luts`` is optional.
 TAU_MEMBERS = {"config": In, "tiles": In, "m_axi": Out, "idle": Out, "errors": Out}
+#: Members of a TAU that shares operands with its group (:class:`meritz.tau.Tau`); optional.
+SHARE_MEMBERS = ("share", "share_ready", "share_taken", "share_credit", "share_take", "mc",
+                 "shared_rows")
 
 
 def check_tau(tau):
@@ -195,4 +201,51 @@ class Top(wiring.Component):
             conflict, other = _error_bits(tau.errors)
             m.d.comb += [regs.errors.conflict[i].eq(_any(conflict)),
                          regs.errors.tau[i].eq(_any(other))]
+        if all(name in tau.signature.members for tau in self.tau_units
+               for name in SHARE_MEMBERS):
+            self._share(m, regs.config)
         return m
+
+    def _share(self, m, cfg):
+        """Operand sharing: TAUs ``i`` with the same ``i >> share_log2`` form a group; its first
+        TAU fetches the shared slot and multicasts each row to the others (``docs/tau.md`` §10).
+        The leader requests a shared tile when every follower holds a credit (has allocated it),
+        and each request takes one credit from every follower."""
+        n = self._taus
+        units = self.tau_units
+        top = (n - 1).bit_length()
+        log2 = Signal(range(8), name="share_log2")
+        m.d.comb += log2.eq(Mux(cfg.share_log2 > top, top, cfg.share_log2))
+        # per TAU: the leader of its group, whether every follower of its group takes the row,
+        # and whether every follower has allocated the next shared tile (a credit)
+        leader = [Signal(range(max(n, 2)), name=f"leader{i}") for i in range(n)]
+        takes = [Signal(name=f"takes{i}") for i in range(n)]
+        credits = [Signal(name=f"credits{i}") for i in range(n)]
+        for i in range(n):
+            with m.Switch(log2):
+                for k in range(top + 1):
+                    with m.Case(k):
+                        size = 1 << k
+                        first = i - i % size
+                        group = range(first + 1, min(first + size, n))
+                        m.d.comb += [
+                            leader[i].eq(first),
+                            takes[i].eq(Cat(Const(1, 1), *(units[f].shared_rows.ready
+                                                          for f in group)).all()),
+                            credits[i].eq(Cat(Const(1, 1), *(units[f].share_credit
+                                                            for f in group)).all()),
+                        ]
+        for i, tau in enumerate(units):
+            on = cfg.share_log2 != 0
+            follow = on & (leader[i] != i)
+            m.d.comb += [
+                tau.share.lead.eq(on & (leader[i] == i)),
+                tau.share.follow.eq(follow),
+                tau.share_ready.eq(credits[i]),
+                tau.share_taken.eq(follow & Array(u.share_take for u in units)[leader[i]]),
+                tau.mc.ready.eq(takes[i]),
+                tau.shared_rows.valid.eq(follow & Array(u.mc.valid for u in units)[leader[i]]
+                                         & Array(takes)[leader[i]]),
+                tau.shared_rows.payload.eq(
+                    Array(u.mc.payload.as_value() for u in units)[leader[i]]),
+            ]

@@ -28,7 +28,7 @@ from .mapping.bank import BankFunction
 from .transform import Transform
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
-           "lane_coords", "program_slots",
+           "lane_coords", "program_slots", "share_choice",
            "slot_config", "tile_words", "hw_index"]
 
 
@@ -291,17 +291,85 @@ def _check_fields(values, fields, problem, hint=""):
         raise CompileError(f"{e}{hint}") from None
 
 
+def _runs(tiles, dep):
+    """Lengths of the runs of consecutive tiles whose origins agree on the indices ``dep``."""
+    runs, key = [], None
+    for t in tiles:
+        k = tuple(t[j] for j in dep)
+        if runs and k == key:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+            key = k
+    return runs
+
+
+def share_choice(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8):
+    """``(share_slot, share_log2)``: the operand a group of ``2**share_log2`` TAUs fetches once.
+
+    A group takes consecutive tiles of the dispatch order whose origins agree on every parallel
+    index the shared slot moves along (so its footprints are identical); the group's first TAU
+    fetches the slot and multicasts the rows, a group that runs out of such tiles fills its
+    other TAUs with void tiles (computed, nothing written). A candidate slot is alone in its RP
+    and leaves at least one parallel index free. Among the slots and group sizes (powers of two
+    dividing ``taus``) the one with the least estimated time ``max(compute, DRAM)`` wins, then
+    the one with the least traffic (``compute_per_tile``: CP cycles of one tile; DRAM at
+    ``bytes_per_cycle``); ``(0, 0)`` when sharing saves nothing.
+    """
+    if taus < 2 or not tiles:
+        return 0, 0
+    slots = [(0, s) for s in config["rp0"]] + [(1, s) for s in config["rp1"]]
+    a_tiles = int(np.prod([-(-a // t) for a, t in zip(config["a_size"], config["a_tile"],
+                                                       strict=True)]))
+    words = {}
+    for n, (_, s) in enumerate(slots):
+        if s and s.get("enable"):
+            # 8-byte beats of the footprint rows (a row of b words starts anywhere in a beat)
+            words[n] = int(np.prod(s["box"][:-1])) * (s["box"][-1] + 3) * a_tiles
+    n_p = len(tiles[0])
+    total = sum(words.values())
+    best, choice = None, (0, 0)
+    for n, w in words.items():
+        port = slots[n][0]
+        if sum(1 for k in words if slots[k][0] == port) > 1:
+            continue
+        s = slots[n][1]
+        dep = [j for j in range(n_p) if s["stride"][j] != 0]
+        free = [j for j in range(n_p) if j not in dep]
+        if not free or any(config["p_size"][j] + config["p_tile"][j] >= 1 << 16 for j in free):
+            continue
+        runs = _runs(tiles, dep)
+        for log2 in range(0, taus.bit_length()):
+            g = 1 << log2
+            if taus % g:
+                continue
+            groups = sum(-(-r // g) for r in runs)
+            work = groups * g / taus * compute_per_tile
+            dram = 2 * (len(tiles) * (total - w) + groups * w) / bytes_per_cycle
+            cost = (round(max(work, dram), 6), dram)     # then the least traffic
+            if best is None or cost < best:
+                best, choice = cost, ((n, log2) if log2 else (0, 0))
+    return choice
+
+
 def _align(value, to=64):
     return -(-value // to) * to
 
 
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
-                    max_outputs=None):
+                    max_outputs=None, taus=1):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
+
+    ``taus`` TAUs (the processor, ``meritz.top``) may share one operand's fetches
+    (:func:`share_choice`); one TAU (the default) never does.
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
+    if isinstance(taus, bool) or not isinstance(taus, int):
+        raise TypeError(f"taus must be an integer, not {taus!r}")
+    if not 1 <= taus <= 16:
+        raise ValueError(f"taus must be between 1 and 16, not {taus}")
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
     from .mapping.search import search
@@ -406,7 +474,6 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         "out_base": pad([a for _, a in out_list], 0, outputs),
         "out_pitch": pad(pitch, 0, P_INDICES),
     }
-    _check_fields(config, fields, problem)
     grid = [range(0, n, t) for n, t in zip(problem.p_shape, tiling.p_tile, strict=True)]
     tiles = tuple(tuple(o) for o in itertools.product(*grid))
     acc = tuple(problem.a_shape) or (1,)
@@ -414,6 +481,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                    step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
                                else program, acc))
     useful = per_lane * int(np.prod(problem.p_shape))
+    per_tile = per_lane * int(np.prod(tiling.p_tile)) / lanes
+    config["share_slot"], config["share_log2"] = share_choice(
+        config, list(tiles), taus, compute_per_tile=per_tile)
+    _check_fields(config, fields, problem)
     assert isinstance(program, Program)
     return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
                   _align(address, 4096), tiles, useful)

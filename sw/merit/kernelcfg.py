@@ -111,6 +111,8 @@ def fields(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         Field("rp1", slot, rp1_slots, "input slots of RP1"),
         Field("out_base", _u(32), outputs, "DRAM byte address of each output tensor"),
         Field("out_pitch", _u(32), P_INDICES, "DRAM element pitch of each parallel index"),
+        Field("share_slot", _u(2), None, "the input slot shared by a TAU group (RP0 first)"),
+        Field("share_log2", _u(3), None, "log2 of the TAUs sharing one fetch (0 = none)"),
     )
 
 

@@ -632,7 +632,8 @@ def _simulate(jobs, taus, beat_rate, latency):
     def finish(s):
         nonlocal end, done
         j = s.job
-        if jobs.write[j] and jobs.tile[j] >= 0:        # the last write of the job: after its last written warp
+        # the last write of the job: after its last written warp
+        if jobs.write[j] and jobs.tile[j] >= 0:
             end = max(end, now if now > s.compute_end else s.compute_end - jobs.tail[j])
         s.job = None
         s.inflight -= 1

@@ -21,9 +21,9 @@ from .arch import RP_BYTES
 __all__ = ["plan_text", "plan_png"]
 
 
-def _kernel(problem, lanes):
+def _kernel(problem, lanes, taus=1):
     from .compile import compile_problem, program_slots
-    return compile_problem(problem, lanes=lanes, instructions=program_slots(problem))
+    return compile_problem(problem, lanes=lanes, instructions=program_slots(problem), taus=taus)
 
 
 def _check(problem, taus, dram_bytes_per_cycle):
@@ -98,7 +98,7 @@ def plan_text(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8):
     from .mapping.matrix import hash_property_matrix, property_matrix
     from .perf import predict
 
-    kernel = _kernel(problem, lanes)
+    kernel = _kernel(problem, lanes, taus)
     tiling = kernel.tiling
     m = lanes.bit_length() - 1
     out = [f"MERIT-z plan: {problem.name} ({lanes} lanes per TAU, {taus} TAU(s), DRAM "
@@ -409,7 +409,7 @@ def plan_png(problem, path, *, lanes=32, taus=4, dram_bytes_per_cycle=8, operand
     import matplotlib.pyplot as plt
 
     from .perf import predict
-    kernel = _kernel(problem, lanes)
+    kernel = _kernel(problem, lanes, taus)
     port, k, _, op, rep = _pick_operand(kernel, operand)
     pred = predict(kernel, taus=taus, dram_bytes_per_cycle=dram_bytes_per_cycle)
     fig, axes = plt.subplots(1, 3, figsize=(17, 6), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})

@@ -60,6 +60,8 @@ CHECKS = (
     ("slots", "every enabled slot has extent, box and rows >= 1, rows within its RP's SRAM, "
               "rotate < log2(lanes) and an even base"),
     ("outputs", "every out_base is even (16-bit elements)"),
+    ("share", "share_log2 is 0, or share_slot names an enabled slot that is the only enabled "
+              "slot of its RP"),
 )
 
 

@@ -28,14 +28,14 @@ from merit.checks import check_lanes
 from meritz import kernelcfg
 from meritz.bus import AXI4Signature
 from meritz.tau.cp import ComputePipeline
-from meritz.tau.dma import Dma
+from meritz.tau.dma import Dma, row_layout
 from meritz.tau.rp import ReadPipeline, rp_error_layout
 from meritz.tau.rp.agu import is_out
 from meritz.tau.step_looper import StepLooper, beat_layout, lane_map
 from meritz.tau.tile_looper import TileLooper, tile_layout
 from meritz.tau.wp import WritePipeline
 
-__all__ = ["Tau", "tau_error_layout", "tau_busy_layout"]
+__all__ = ["Tau", "tau_error_layout", "tau_busy_layout", "share_layout"]
 
 P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 
@@ -57,6 +57,12 @@ tau_busy_layout = data.StructLayout({
     "cp": unsigned(1),
     "wp": unsigned(1),
 })
+
+
+#: A TAU's part in operand sharing (``meritz.top``): ``lead`` = it fetches the shared slot for
+#: its group and multicasts the rows (``mc``); ``follow`` = it fetches every slot but the shared
+#: one, whose rows arrive on ``shared_rows``.
+share_layout = data.StructLayout({"lead": unsigned(1), "follow": unsigned(1)})
 
 
 def _fifo(m, name, layout, depth):
@@ -95,6 +101,27 @@ class Tau(wiring.Component):
     busy : Out(tau_busy_layout)
         Which parts hold work.
     errors : Out(tau_error_layout)
+    share : In(share_layout)
+        Operand sharing (``lead`` and ``follow`` 0: the TAU fetches every slot itself). The
+        shared slot is ``config.share_slot``; it must be the only enabled slot of its RP. The
+        leader requests a shared tile only when every follower has allocated it
+        (``share_ready``), so its rows never wait for a follower and never hold up the shared
+        AXI R channel.
+    share_ready : In(1)
+        Leader: every follower has allocated a shared tile that the leader has not requested
+        yet (each follower's ``share_credit``).
+    share_taken : In(1)
+        Follower: its leader requested a shared tile (its ``share_take``).
+    share_credit : Out(1)
+        Follower: it has allocated a shared tile that its leader has not requested yet.
+    share_take : Out(1)
+        Leader: it requests a shared tile this cycle (one credit of every follower).
+    mc : Out(stream.Signature(row_layout(lanes)))
+        Leader: the rows of the shared slot, to the group's followers (a row leaves when the
+        leader's RP and every follower take it).
+    shared_rows : In(stream.Signature(row_layout(lanes)))
+        Follower: the leader's rows of the shared slot; taken only while the RP has a tile
+        allocated for them.
     """
 
     def __init__(self, *, lanes, rp0_bytes=RP_BYTES[0], rp1_bytes=RP_BYTES[1], cp_bytes=CP_BYTES,
@@ -122,6 +149,13 @@ class Tau(wiring.Component):
             "idle": Out(1),
             "busy": Out(tau_busy_layout),
             "errors": Out(tau_error_layout),
+            "share": In(share_layout),
+            "share_ready": In(1),
+            "share_taken": In(1),
+            "share_credit": Out(1),
+            "share_take": Out(1),
+            "mc": Out(stream.Signature(row_layout(lanes))),
+            "shared_rows": In(stream.Signature(row_layout(lanes))),
         })
 
     def elaborate(self, platform):
@@ -176,13 +210,30 @@ class Tau(wiring.Component):
         wiring.connect(m, tiles.requests, dma.requests)
         wiring.connect(m, tiles.acc_tiles, looper.tiles)
         wiring.connect(m, tiles.jobs, cp.job)
+        m.d.comb += [tiles.share_lead.eq(self.share.lead), tiles.share_follow.eq(self.share.follow),
+                     tiles.share_ready.eq(self.share_ready), tiles.share_taken.eq(self.share_taken),
+                     self.share_credit.eq(tiles.share_credit), self.share_take.eq(tiles.share_take)]
 
-        # ---- DMA rows -> the RP of their slot ------------------------------------------------
+        # ---- DMA rows -> the RP of their slot; the shared slot's rows to / from the group ------
         row_port = dma.rows.payload.slot >= self._slots[0]
+        share_port = cfg.share_slot >= self._slots[0]
+        lead_row = self.share.lead & (dma.rows.payload.slot == cfg.share_slot)
+        own_ready = Mux(row_port, rp1.rows.ready, rp0.rows.ready)
         for k, rp in enumerate(rps):
-            m.d.comb += [rp.rows.valid.eq(dma.rows.valid & (row_port == k)),
-                         rp.rows.payload.eq(dma.rows.payload)]
-        m.d.comb += dma.rows.ready.eq(Mux(row_port, rp1.rows.ready, rp0.rows.ready))
+            fed = self.share.follow & (share_port == k)
+            m.d.comb += [
+                rp.rows.valid.eq(Mux(fed, self.shared_rows.valid,
+                                     dma.rows.valid & (row_port == k)
+                                     & (~lead_row | self.mc.ready))),
+                rp.rows.payload.eq(Mux(fed, self.shared_rows.payload, dma.rows.payload)),
+            ]
+        m.d.comb += [
+            dma.rows.ready.eq(own_ready & (~lead_row | self.mc.ready)),
+            self.mc.valid.eq(dma.rows.valid & lead_row & own_ready),
+            self.mc.payload.eq(dma.rows.payload),
+            self.shared_rows.ready.eq(self.share.follow
+                                      & Mux(share_port, rp1.rows.ready, rp0.rows.ready)),
+        ]
 
         # ---- beats: broadcast to RP0, RP1 and the WP events ------------------------------------
         blayout = beat_layout(n_slots, pc_bits)

@@ -63,6 +63,11 @@ class TileLooper(wiring.Component):
         The same accumulation tiles with their extents, to the Compute Pipeline (4-deep).
     idle : Out(1)
         No parallel tile in progress and both FIFOs empty.
+    share_lead, share_follow, share_ready, share_taken : In(1)
+    share_credit, share_take : Out(1)
+        Operand sharing (:class:`meritz.tau.Tau`): a follower allocates the shared slot's tile but
+        requests nothing (a credit for its leader); a leader requests it once every follower
+        holds a credit (``share_ready``) and pulses ``share_take`` when it does.
     """
 
     def __init__(self, *, rows, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
@@ -81,6 +86,12 @@ class TileLooper(wiring.Component):
             "acc_tiles": Out(stream.Signature(acc_tile_layout())),
             "jobs": Out(stream.Signature(job_layout())),
             "idle": Out(1),
+            "share_lead": In(1),
+            "share_follow": In(1),
+            "share_ready": In(1),
+            "share_taken": In(1),
+            "share_credit": Out(1),
+            "share_take": Out(1),
         })
 
     def elaborate(self, platform):
@@ -121,6 +132,10 @@ class TileLooper(wiring.Component):
         for a in alloc:
             m.d.comb += a.payload.eq(rows_of[slot_no])
 
+        credits = Signal(16)
+        credit_up = Signal()
+        m.d.sync += credits.eq(credits + credit_up - self.share_taken)
+        m.d.comb += self.share_credit.eq(credits != 0)
         with m.FSM(name="tile_looper"):
             with m.State("IDLE"):
                 m.d.comb += self.tiles.ready.eq(1)
@@ -142,8 +157,16 @@ class TileLooper(wiring.Component):
             with m.State("GRANT"):
                 g_valid = Mux(port, grant[1].valid, grant[0].valid)
                 g_base = Mux(port, grant[1].payload.base, grant[0].payload.base)
-                m.d.comb += [self.requests.valid.eq(g_valid), req.base.eq(g_base)]
-                with m.If(g_valid & self.requests.ready):
+                # a follower's shared slot is fetched by its group's leader: no request, a
+                # credit for the leader; the leader requests it once every follower has one
+                shared = slot_no == cfg.share_slot
+                fed = self.share_follow & shared
+                wait = self.share_lead & shared & ~self.share_ready
+                m.d.comb += [self.requests.valid.eq(g_valid & ~fed & ~wait), req.base.eq(g_base),
+                             credit_up.eq(g_valid & fed),
+                             self.share_take.eq(self.share_lead & shared & self.requests.valid
+                                                & self.requests.ready)]
+                with m.If(g_valid & (self.requests.ready & ~wait | fed)):
                     m.d.comb += [grant[0].ready.eq(port == 0), grant[1].ready.eq(port == 1)]
                     m.d.sync += slot_no.eq(slot_no + 1)
                     m.next = "ALLOC"

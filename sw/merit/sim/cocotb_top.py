@@ -40,7 +40,7 @@ async def kernel_matches_the_isa_model(dut):
     problem = pickle.loads(open(cfg["problem"], "rb").read())
     kernel = compile_problem(problem, lanes=lanes, shift=shift, rp_bytes=tuple(cfg["rp_bytes"]),
                              cp_bytes=cfg["cp_bytes"], max_outputs=cfg.get("max_outputs"),
-                             instructions=instructions)
+                             instructions=instructions, taus=taus)
     rmap = register_map(instructions=instructions)
     bus = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
     p = cfg.get("backpressure", 0.0)

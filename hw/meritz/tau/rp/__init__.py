@@ -1,8 +1,9 @@
 """A Read Pipeline of a TAU (§V-A, Fig. 8-9; ``docs/tau.md`` §1): tiles in, lane vectors out.
 
-Write side: the DMA's rows of a tile go through the collector (bank function, butterfly + omega)
-into the banks of the :class:`~meritz.tau.rp.banks.TileBuffer`, at the base row the tile FIFO
-granted; the FIFO commits the tile when its last word has arrived.
+Write side: the DMA's rows of a tile (or, on a TAU that shares an operand, the rows its group's
+first TAU fetched) go through the collector (bank function, butterfly + omega) into the banks of
+the :class:`~meritz.tau.rp.banks.TileBuffer`, at the base row of the tile being filled; the FIFO
+commits the tile when its last word has arrived.
 
 Read side: the :class:`~meritz.tau.rp.agu.LaneAddressGenerator` turns the StepLooper's beats into
 ``N`` tile addresses per read (taking the base rows of the committed tiles of each accumulation tile
@@ -127,24 +128,29 @@ class ReadPipeline(wiring.Component):
         wiring.connect(m, wiring.flipped(self.beats), agu.beats)
 
         # ---- write side: DMA rows -> collector -> banks -------------------------------------
+        # rows go into the tile being filled (the oldest allocated, uncommitted one), at its own
+        # base row: a row is taken only while such a tile exists, so rows that another TAU's DMA
+        # multicasts (operand sharing, ``meritz.top``) wait for this RP's allocation
         row = self.rows.payload
+        filling = Signal()
+        m.d.comb += filling.eq(tb.fill.rows != 0)
         padded = slots + [slots[-1]] * (4 - len(slots))
         wslot = Signal(kernelcfg.slot_layout())
         m.d.comb += wslot.eq(Array(s.as_value() for s in padded)[(row.slot - first_slot)[:2]])
         m.d.comb += [coll.config.xor[j].eq(wslot.xor[j]) for j in range(bits)]
         m.d.comb += [
             coll.config.rotate.eq(wslot.rotate),
-            coll.i.valid.eq(self.rows.valid),
+            coll.i.valid.eq(self.rows.valid & filling),
             coll.i.payload.data.eq(row.data),
             coll.i.payload.valid.eq((1 << lanes) - 1),
             coll.i.payload.row.eq(row.row),
-            self.rows.ready.eq(coll.i.ready),
+            self.rows.ready.eq(coll.i.ready & filling),
             tb.write.valid.eq(coll.o.valid),
             tb.write.payload.en.eq(Mux(coll.o.payload.error, 0, coll.o.payload.enable)),
             tb.write.payload.data.eq(coll.o.payload.data),
             coll.o.ready.eq(tb.write.ready),
         ]
-        m.d.comb += [tb.write.payload.row[b].eq(row.base + coll.o.payload.row)
+        m.d.comb += [tb.write.payload.row[b].eq(tb.fill.base + coll.o.payload.row)
                      for b in range(lanes)]
         bank_error = Signal()
         with m.If(coll.o.valid & coll.o.payload.error):

@@ -538,7 +538,7 @@ class TileBuffer(wiring.Component):
     -------
     read, rdata, write
         As for :class:`BankedSram`.
-    alloc, grant, committed, free, used, full, empty
+    alloc, grant, committed, free, used, full, empty, fill
         As for :class:`TileFifo`.
     errors : Out(error_layout)
         Sticky error flags: ``read``, ``write``, ``alloc`` (a refused allocation), ``free`` (a
@@ -565,6 +565,7 @@ class TileBuffer(wiring.Component):
             "used": Out(range(depth + 1)),
             "full": Out(1),
             "empty": Out(1),
+            "fill": Out(sram_tile_layout(depth)),
             "errors": Out(error_layout),
             "clear_errors": In(1),
         })
@@ -593,7 +594,7 @@ class TileBuffer(wiring.Component):
         wiring.connect(m, wiring.flipped(self.free), fifo.free)
         wiring.connect(m, sram.rdata, wiring.flipped(self.rdata))
         m.d.comb += [self.used.eq(fifo.used), self.full.eq(fifo.full),
-                     self.empty.eq(fifo.empty)]
+                     self.empty.eq(fifo.empty), self.fill.eq(fifo.fill)]
 
         rd, wr = self.read.payload, self.write.payload
         read_ok = Signal()
