@@ -188,7 +188,7 @@ CASES = [
     ('lut_str', lambda: R.lut_words_for([["a"]]),
      'TypeError', "RegisterMap.lut_words_for: t0[0] must be an integer, not 'a'"),
     ('rmap_instr_64', lambda: register_map(instructions=64),
-     'ValueError', 'the configuration needs 688 bytes of registers, more than the 512 before the LUT window'),
+     'ValueError', 'the configuration needs 692 bytes of registers, more than the 512 before the LUT window'),
     ('rmap_slots', lambda: register_map(rp0_slots=5),
      'ValueError', 'rp0_slots must be between 1 and 4, not 5'),
     ('kc_lanes_128', lambda: kernelcfg.check_lanes(128),

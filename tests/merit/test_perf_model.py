@@ -201,7 +201,10 @@ def test_perf_calibration_reads_utilization_rows(tmp_path):
     assert [(r["source"], r["name"], r["taus"], r["lanes"]) for r in rows] == [
         ("tau.json", "gemm", 1, 32), ("utilization.json", "gemm_x4", 4, 32),
         ("utilization.json", "small", 2, 8)]
-    small = compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
+    # a row of the processor is compiled for its TAUs (operand sharing included)
+    small = compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048,
+                            taus=2)
+    assert small.config["share_log2"] == 1
     assert rows[2]["predicted"] == perf.predict(small, taus=2, rp_bytes=(2048, 1024)).cycles
 
 
