@@ -1,0 +1,88 @@
+"""Operand sharing between TAUs: the compiler's choice of slot and group, and the model's dispatch
+units (void tiles), traffic and cycles."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from merit import perf
+from merit import workloads as W
+from merit.compile import CompileError, compile_problem, share_choice
+
+SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
+
+
+def _conv(taus):
+    return compile_problem(W.conv2d(1, 8, 16, 16, 8, 3), taus=taus, **SMALL)
+
+
+def test_one_tau_shares_nothing():
+    k = _conv(1)
+    assert (k.config["share_slot"], k.config["share_log2"]) == (0, 0)
+
+
+def test_conv_shares_its_weights_across_pixel_tiles():
+    k = _conv(4)
+    slots = k.config["rp0"] + k.config["rp1"]
+    shared = slots[k.config["share_slot"]]
+    assert k.config["share_log2"] == 2
+    # the weights: no stride on the pixel indices, alone in RP1
+    assert shared["stride"][2] == 0 and shared["stride"][3] == 0
+    assert k.config["share_slot"] == len(k.config["rp0"])
+
+
+def test_a_slot_next_to_another_in_its_rp_is_never_shared():
+    config = {"rp0": [{"enable": 1, "box": [1, 1, 4, 4], "stride": [0, 1] + [0] * 10},
+                      {"enable": 1, "box": [1, 1, 4, 4], "stride": [1, 0] + [0] * 10}],
+              "rp1": [{}], "a_size": [1] * 6, "a_tile": [1] * 6,
+              "p_size": [4, 4, 1, 1, 1, 1], "p_tile": [1, 1, 1, 1, 1, 1]}
+    tiles = [(i, j) for i in range(4) for j in range(4)]
+    assert share_choice(config, tiles, 4, compute_per_tile=1) == (0, 0)
+
+
+def test_compile_checks_taus():
+    with pytest.raises(TypeError, match="taus must be an integer, not '4'"):
+        compile_problem(W.gemm(16, 16, 16), taus="4", **SMALL)
+    with pytest.raises(ValueError, match="taus must be between 1 and 16, not 17"):
+        compile_problem(W.gemm(16, 16, 16), taus=17, **SMALL)
+    assert issubclass(CompileError, ValueError)
+
+
+def test_sharing_reads_the_shared_slot_once_per_group():
+    alone, shared = _conv(1), _conv(4)
+    a = perf.job_costs(alone, taus=4)
+    s = perf.job_costs(shared, taus=4)
+    assert (s["tile"] >= 0).sum() == (a["tile"] >= 0).sum()       # every tile once
+    # the weights (read once per group instead of once per tile) make up the difference
+    weights = perf._numbered_slots(shared)[shared.config["share_slot"]][1]
+    origins = np.asarray(shared.tiles, dtype=np.int64)
+    per_tile = sum(int(perf._load_counts(shared, weights, origins[:1], a_origin)[0][0])
+                   for a_origin, _ in perf._a_tiles(shared))
+    groups = len(shared.tiles) // 4
+    assert a["read"].sum() - s["read"].sum() == per_tile * (len(shared.tiles) - groups)
+    p1 = perf.predict(alone, taus=4, rp_bytes=SMALL["rp_bytes"])
+    p4 = perf.predict(shared, taus=4, rp_bytes=SMALL["rp_bytes"])
+    assert p4.read_bytes < p1.read_bytes and p4.cycles < p1.cycles
+
+
+def test_a_run_shorter_than_the_group_leaves_void_tiles():
+    # 3 pixel tiles per output-channel block, groups of 4 sharing the weights: one void tile each
+    k = compile_problem(W.conv2d(1, 8, 26, 10, 16, 3), taus=4, **SMALL)
+    weights = len(k.config["rp0"])
+    k = dataclasses.replace(k, config=dict(k.config, share_slot=weights, share_log2=2))
+    units = perf._units(k, 4, weights)
+    assert [t for unit in units for t, _ in unit if t >= 0] == list(range(len(k.tiles)))
+    assert [sum(t < 0 for t, _ in unit) for unit in units] == [1] * (len(k.tiles) // 3)
+    voids = [o for unit in units for t, o in unit if t < 0]
+    # a void tile keeps the leader's output channels, every other index at its extent
+    assert all(o[2] == k.problem.p_shape[2] and o[3] == k.problem.p_shape[3] for o in voids)
+    costs = perf.job_costs(k, taus=4)
+    assert costs["write"][costs["tile"] < 0].sum() == 0
+    assert (costs["tile"] < 0).sum() == len(voids) * len(perf._a_tiles(k))
+
+
+def test_a_group_that_does_not_divide_the_taus_is_modelled_without_sharing():
+    k = _conv(4)
+    assert perf._group(k, 3) == (1, None)
+    assert perf._group(k, 4) == (4, k.config["share_slot"])
