@@ -11,7 +11,7 @@ from merit import workloads as W
 from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from meritz import kernelcfg
-from meritz.tau import Tau, luts_layout
+from meritz.tau import Tau
 
 LANES, RP_BYTES, CP_BYTES, INSTRUCTIONS = 8, (2048, 1024), 2048, 16
 
@@ -56,7 +56,8 @@ def _run(problem, kernel, backpressure, seed=1):
         ctx.set(lead.config.as_value(), kernelcfg.pack(
             kernel.config, kernelcfg.layout(instructions=INSTRUCTIONS)))
         luts = list(kernel.program.luts) + [[0] * 33] * (2 - len(kernel.program.luts))
-        ctx.set(lead.luts.as_value(), luts_layout().const([list(t) for t in luts]).as_bits())
+        lut_bits = kernelcfg.lut_layout().const([list(t) for t in luts]).as_bits()
+        ctx.set(lead.luts.as_value(), lut_bits)
         stall = np.random.default_rng(seed + 1)
 
         def go():
