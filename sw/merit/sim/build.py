@@ -22,7 +22,8 @@ from xml.etree import ElementTree
 
 from merit.sim.toolchain import verilator_env, wave_format
 
-__all__ = ["WAIVERS", "VERILATOR_ARGS", "BenchFailure", "build", "run_bench", "sim_build_root"]
+__all__ = ["WAIVERS", "VERILATOR_ARGS", "BenchFailure", "build", "run_bench", "sim_build_root",
+           "trace_args"]
 
 WAIVERS = Path(__file__).resolve().parent / "waivers.vlt"
 #: Verilator options of every model: the waiver file (warnings of generated code that we accept,
@@ -57,6 +58,11 @@ def _locked(path):
 
 #: Verilator options of each waveform kind (cocotb's runner adds ``--trace`` itself: VCD).
 _TRACE_ARGS = {None: [], "fst": ["--trace-fst", "--trace-structs"], "vcd": ["--trace-structs"]}
+
+
+def trace_args(waves):
+    """Verilator options of a build with ``waves`` (False, True = FST, ``"fst"``, ``"vcd"``)."""
+    return _TRACE_ARGS[_wave_kind(waves)]
 
 
 def _wave_kind(waves):
@@ -117,7 +123,7 @@ def _ran_tests(results_xml):
 
 
 def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, testcase=None,
-              path=(), plusargs=None):
+              path=(), plusargs=None, builder=None):
     """Run the cocotb module ``bench`` on the Verilator model of ``top``.
 
     Parameters
@@ -142,6 +148,9 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
     plusargs : list of str, optional
         Simulator plusargs (``+verilator+rand+reset+2 +verilator+seed+N``: random initial values
         for the ``--x-initial unique`` models).
+    builder : callable, optional
+        Builds the model instead of :func:`build`, with the same arguments and result (the fast
+        path's wrapped model, :func:`merit.sim.fast.build`).
 
     Returns the metrics the bench recorded (``benchlib.record_metric``) as a dict. Raises
     :class:`BenchFailure` naming the failed tests.
@@ -157,7 +166,7 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         raise ValueError(f"bench must name an importable cocotb module, not {bench!r}")
     if not waves and os.environ.get("WAVES", "0") not in ("", "0"):
         waves = wave_format()[0]        # FST where its headers are, else VCD
-    build_dir, module, metadata = build(top, name=name, waves=waves)
+    build_dir, module, metadata = (builder or build)(top, name=name, waves=waves)
     seed = random.randrange(2**31) if seed is None else int(seed)
     print(f"[merit] bench {bench} on {module}: seed {seed} (replay with seed={seed})")
     bench_config = dict(config or {}, seed=seed, module=module)

@@ -52,7 +52,7 @@ async def tau_matches_the_isa_model(dut):
     expected = expected_cycles(kernel, cfg)
     cocotb.start_soon(report_progress(total, lambda: total - len(pending), expected=expected,
                                       path=cfg.get("progress_file")))
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     cycles = 0
     limit = cycle_limit(cfg, expected)
     while cycles < limit:
@@ -70,11 +70,12 @@ async def tau_matches_the_isa_model(dut):
         if done:
             break
     assert not pending and int(dut.idle.value), f"the TAU did not finish in {limit} cycles"
-    seconds = time.monotonic() - started
+    seconds, cpu_seconds = time.monotonic() - started, time.process_time() - cpu_started
     errors = int(dut.errors.value)
     assert errors == 0, f"TAU error flags {errors:#x}"
 
     assert not dram.outside, f"DRAM accesses outside the memory: {dram.outside[:4]}"
     check_outputs(dram, kernel, problem, image,
                   isa_run(problem, *arrays, shift=cfg.get("shift", 0)))
-    record_run(dram, kernel, cfg, alus=lanes, seconds=seconds)
+    record_run(dram, kernel, cfg, alus=lanes, seconds=seconds,
+               cpu_seconds=cpu_seconds)

@@ -15,6 +15,10 @@ configuration registers and LUT window written through AXI4-Lite, ``CTRL.start``
 bench compiles it (``merit.compile.compile_problem``), fills the DRAM, and checks every output and
 the whole DRAM image.
 
+By default the DRAM is simulated inside the Verilator model (:mod:`merit.sim.fast`, the fast
+path: no Python per clock cycle); ``dram="python"`` takes cocotbext-axi's RAM behind Python
+coroutines (:mod:`merit.sim.dram`), the model with random stalls for the robustness benches.
+
 The benches print a progress line every ~2 s of wall time (:func:`report_progress`, cocotb side);
 ``simulate(..., progress=print)`` hands those lines to a callable while the simulation runs.
 """
@@ -72,6 +76,17 @@ def _check_waves(waves):
     return path, "fst", None
 
 
+def _check_dram(dram, backpressure):
+    if dram is None:
+        return "python" if backpressure else "fast"
+    if dram not in ("fast", "python"):
+        raise ValueError(f"dram must be 'fast' or 'python', not {dram!r}")
+    if dram == "fast" and backpressure:
+        raise ValueError(f"backpressure ({backpressure}) needs dram='python': the fast DRAM "
+                         f"has no random stalls")
+    return dram
+
+
 def _problem_file(problem):
     blob = pickle.dumps(problem)
     folder = sim_build_root() / "problems"
@@ -101,7 +116,7 @@ class _Tail(threading.Thread):
 
 def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20, shift=0,
              seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=CP_BYTES, max_outputs=None,
-             instructions=None, waves=None, progress=None, register_writes=None):
+             instructions=None, waves=None, progress=None, register_writes=None, dram=None):
     """Run ``problem`` on one TAU (``taus=None``) or on the processor with ``taus`` TAUs.
 
     Parameters
@@ -131,6 +146,11 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
     progress : callable, optional
         Called with each progress line (``[merit] cycle N, tiles done D/T, ...``) while the
         simulation runs.
+    dram : {"fast", "python"}, optional
+        The DRAM model: ``"fast"`` (inside the Verilator model, :mod:`merit.sim.fast`; the
+        default) or ``"python"`` (cocotbext-axi's RAM behind Python coroutines,
+        :mod:`merit.sim.dram`; the default where ``backpressure`` asks for random stalls, which
+        only it models).
     register_writes : str or path, optional
         With ``taus``: replay this driver log instead of the Python driver's register writes
         (``W OFFSET VALUE`` lines in hexadecimal, as the C driver's host shim prints them; the
@@ -138,14 +158,17 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
 
     Returns ``{"cycles", "utilization", "useful_ops", "read_beats", "write_beats", "dram_busy",
     "compute_bound_cycles", "tiling", "tiles", "sim_seconds", "sim_cycles", "isa_vs_golden"}``
-    (the top adds ``cycles_register``, the CYCLES register). Three ways are compared: the RTL
-    with the ISA interpreter, bit for bit, on inputs over the whole int16 range (the bench raises
-    :class:`merit.sim.BenchFailure` when an output differs or any byte of DRAM outside the outputs
-    changed), and the ISA interpreter with the golden model (``problem.run``) on three data sets
-    (:func:`merit.isa.programs.check_golden`; ``isa_vs_golden`` lists them as dicts with
-    ``held``; the caller decides what a failed one means).
+    (the top adds ``cycles_register``, the CYCLES register; ``dram_sha1`` is a digest of the
+    DRAM image after the run, ``sim_cpu_seconds`` the simulator's CPU time). Three ways are
+    compared: the RTL with the ISA interpreter, bit for bit, on inputs over the whole int16
+    range (the bench raises :class:`merit.sim.BenchFailure` when an output differs or any byte
+    of DRAM outside the outputs changed), and the ISA interpreter with the golden model
+    (``problem.run``) on three data sets (:func:`merit.isa.programs.check_golden`;
+    ``isa_vs_golden`` lists them as dicts with ``held``; the caller decides what a failed one
+    means).
     """
     waves, wave_kind, wave_note = _check_waves(waves)
+    dram = _check_dram(dram, backpressure)
     from merit.isa.programs import check_golden
     golden = check_golden(problem, shift=shift)     # the ISA program against the golden model
     rp_bytes = tuple(rp_bytes or RP_BYTES)
@@ -178,8 +201,12 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         tail = _Tail(log, progress)
         tail.start()
     try:
-        metrics = run_bench(top, bench=bench, config=config, seed=seed, name=name,
-                            waves=wave_kind or False)
+        if dram == "fast":
+            from merit.sim.fast import run
+            metrics = run(top, config=config, seed=seed, name=name, waves=wave_kind or False)
+        else:
+            metrics = run_bench(top, bench=bench, config=config, seed=seed, name=name,
+                                waves=wave_kind or False)
     finally:
         if tail is not None:
             tail.done.set()
@@ -268,11 +295,12 @@ async def report_progress(total, done, *, expected=None, in_flight=2, path=None,
         last, last_cycle = now, cycle
 
 
-def record_run(dram, kernel, cfg, *, alus, seconds):
+def record_run(dram, kernel, cfg, *, alus, seconds, cpu_seconds=None):
     """Record the metrics of a finished, checked run (cocotb side; ``benchlib.record_metric``).
 
-    ``alus``: lanes x TAUs; ``seconds``: wall time of the simulation itself. Cycles run from the
-    first DRAM request to the last write response (``docs/perf.md``)."""
+    ``alus``: lanes x TAUs; ``seconds``: wall time of the simulation itself; ``cpu_seconds``: the
+    CPU time the simulator process spent on it (on a shared machine the steadier measure).
+    Cycles run from the first DRAM request to the last write response (``docs/perf.md``)."""
     from merit.sim.benchlib import record_metric
 
     span = dram.cycles
@@ -288,6 +316,10 @@ def record_run(dram, kernel, cfg, *, alus, seconds):
     record_metric("tiling", f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}")
     record_metric("tiles", len(kernel.tiles))
     record_metric("sim_cycles", dram.cycle)
+    # the whole DRAM image after the run: both DRAM models must leave the same bytes
+    record_metric("dram_sha1", hashlib.sha1(bytes(dram.read(0, kernel.dram_bytes))).hexdigest())
     record_metric("sim_seconds", round(seconds, 2))
+    if cpu_seconds is not None:
+        record_metric("sim_cpu_seconds", round(cpu_seconds, 2))
     if cfg.get("waves"):
         record_metric("run_dir", os.getcwd())

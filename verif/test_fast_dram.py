@@ -1,0 +1,76 @@
+"""The two DRAM models held against each other: the fast one inside the Verilator model
+(``merit.sim.fast``) and the Python one (cocotbext-axi's RAM behind coroutines,
+``merit.sim.dram``).
+
+On the same problem, seed and DRAM settings both runs must leave the same DRAM image bit for bit
+(each run also checks its outputs against the golden ISA model), move the same beats and count
+cycles within 1 %. The fast DRAM answers an access outside its memory with SLVERR and reports it.
+"""
+
+import pytest
+
+from merit import workloads as W
+from merit.sim import BenchFailure, simulate, tau_for
+from merit.sim.run import _problem_file
+
+#: A small TAU (4 lanes) whose two models build in about a minute each.
+TINY = dict(lanes=4, rp_bytes=(1024, 512), cp_bytes=1024, instructions=24)
+SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
+
+
+def _both(problem, **options):
+    fast = simulate(problem, dram="fast", seed=7, **options)
+    python = simulate(problem, dram="python", seed=7, **options)
+    return fast, python
+
+
+def _agree(fast, python):
+    assert fast["dram_sha1"] == python["dram_sha1"]
+    assert fast["read_beats"] == python["read_beats"]
+    assert fast["write_beats"] == python["write_beats"]
+    assert abs(fast["cycles"] - python["cycles"]) <= 0.01 * python["cycles"], \
+        (fast["cycles"], python["cycles"])
+
+
+@pytest.mark.sim
+def test_fast_and_python_dram_agree_on_a_tau():
+    _agree(*_both(W.conv2d(1, 3, 9, 13, 4, 3, padding=1), **TINY))
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+@pytest.mark.parametrize("bandwidth, latency", [(8, 20), (4, 3), (16, 40)])
+def test_fast_and_python_dram_agree_on_dram_settings(bandwidth, latency):
+    _agree(*_both(W.gemm(24, 16, 12), dram_bytes_per_cycle=bandwidth, latency=latency,
+                  **SMALL, instructions=24))
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_fast_and_python_dram_agree_on_the_processor():
+    fast, python = _both(W.conv2d(1, 3, 9, 13, 4, 3, padding=1), taus=2, **SMALL)
+    _agree(fast, python)
+    assert fast["cycles_register"] == python["cycles_register"]
+
+
+@pytest.mark.sim
+def test_fast_dram_answers_outside_accesses_with_slverr():
+    from merit.compile import compile_problem
+    from merit.sim.fast import run
+
+    problem = W.conv2d(1, 3, 9, 13, 4, 3, padding=1)
+    lanes, rp_bytes, cp_bytes, instructions = (TINY[k] for k in (
+        "lanes", "rp_bytes", "cp_bytes", "instructions"))
+    kernel = compile_problem(problem, lanes=lanes, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
+                             instructions=instructions)
+    size = kernel.dram_bytes // 2 // 8 * 8
+    config = {"problem": str(_problem_file(problem)), "lanes": lanes, "rp_bytes": list(rp_bytes),
+              "cp_bytes": cp_bytes, "instructions": instructions, "dram_bytes": size,
+              "max_cycles": 200_000}
+    top = tau_for(lanes, rp_bytes=rp_bytes, cp_bytes=cp_bytes, instructions=instructions)
+    with pytest.raises(BenchFailure, match="fast_run_matches_the_isa_model") as failure:
+        run(top, config=config, name=f"tau_n{lanes}", seed=1)
+    text = open(str(failure.value).rsplit("see ", 1)[1]).read()
+    first = int(text.split("DRAM accesses outside the memory: [('read', ")[1].split(")")[0])
+    assert size <= first < kernel.dram_bytes
+
