@@ -23,6 +23,7 @@ help:
 	@echo "make mutation   mutation testing of sw/merit and hw/meritz -> docs/results/mutation.md"
 	@echo "make bench      benchmarks -> docs/results/ (bench-golden + bench-hw; long)"
 	@echo "make bench-gpu  GPU benchmark vs cuDNN/cuBLAS/cupyx (on a CUDA machine)"
+	@echo "make bench-sim  simulation speed, Python DRAM vs fast DRAM -> docs/results/simspeed.md"
 	@echo "make synth      Yosys area report -> docs/results/area.md"
 	@echo "make fpga       ECP5 place and route: Fmax, utilization, logic depth -> docs/results/fpga.md"
 	@echo "make perf       performance model vs the RTL measurements -> docs/results/perf.md"
@@ -101,6 +102,12 @@ perf: $(STAMP)
 # redraw every results figure from the committed JSON (no benchmark run)
 plots: $(STAMP)
 	$(PY) -m bench.plots
+
+# simulation speed: the Python DRAM path against the fast path (DRAM inside the Verilator model),
+# one 8-lane TAU and MERIT-z 4 x 32 lanes -> docs/results/simspeed.md (first builds: 10-30 min)
+.PHONY: bench-sim
+bench-sim: $(STAMP)
+	$(PY) -m bench.simspeed
 
 bench-gpu:
 	PYTHONPATH=sw $(PYTHON) -m bench.gpu

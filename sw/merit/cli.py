@@ -175,6 +175,10 @@ def _table(rows):
         print(f"  {key.ljust(width)}  {value}")
 
 
+_DRAM_MODELS = {"fast": "DRAM model inside the Verilator model",
+                "python": "Python DRAM model (cocotbext-axi)"}
+
+
 def _cmd_sim(args):
     _check_hardware(args)
     if args.latency < 0:
@@ -188,13 +192,14 @@ def _cmd_sim(args):
     from merit.sim.toolchain import ToolchainError
 
     print(f"simulating {args.workload} ({what}) on {_machine(args)}, "
-          f"DRAM {args.dram_bytes_per_cycle} B/cycle, read latency {args.latency} cycles "
+          f"DRAM {args.dram_bytes_per_cycle} B/cycle, read latency {args.latency} cycles, "
+          f"{_DRAM_MODELS[args.dram]} "
           f"(the first run of a configuration builds its Verilator model: minutes)", flush=True)
     start = time.monotonic()
     try:
         metrics = simulate(problem, lanes=args.lanes, taus=args.taus,
                            dram_bytes_per_cycle=args.dram_bytes_per_cycle, latency=args.latency,
-                           seed=args.seed, waves=args.waves,
+                           seed=args.seed, waves=args.waves, dram=args.dram,
                            progress=lambda line: print(line, flush=True))
     except BenchFailure as exc:
         raise CommandError(f"simulation failed: {exc}") from None
@@ -221,7 +226,7 @@ def _cmd_sim(args):
     rate = metrics["sim_cycles"] / metrics["sim_seconds"] if metrics["sim_seconds"] else 0
     rows += [
         ("wall time", f"{wall:.1f} s  (simulation {metrics['sim_seconds']:.1f} s)"),
-        ("cycles/s", f"{rate:.0f}"),
+        ("cycles/s", f"{rate:.0f}  ({_DRAM_MODELS[args.dram]})"),
         ("RTL = ISA", "yes: every output equals the ISA interpreter bit for bit (inputs over "
                       "the whole int16 range), no other DRAM byte changed"),
         ("ISA = golden", _golden_row(metrics["isa_vs_golden"])),
@@ -365,6 +370,10 @@ def _parser():
                      help="write a waveform of the run (a separate, traced build): FST, or VCD "
                           "for a .vcd name or where FST cannot be built (no lz4 / zlib "
                           "headers; the .vcd goes beside the .fst name, and the table says so)")
+    sim.add_argument("--dram", choices=sorted(_DRAM_MODELS), default="fast",
+                     help="DRAM model: 'fast', inside the Verilator model (default), or "
+                          "'python', cocotbext-axi's RAM behind Python coroutines (about 10x "
+                          "slower; the model of the robustness benches)")
     sim.set_defaults(run=_cmd_sim)
 
     comp = commands.add_parser(
