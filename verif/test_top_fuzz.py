@@ -148,8 +148,19 @@ def expected_status(values, *, lanes, rows, instructions=16):
     def outputs():
         return all(g("out_base", k) % 2 == 0 for k in range(3))
 
+    def share():
+        if g("share_log2") == 0:
+            return True
+        enabled = [(port, bool(g(port, k, "enable")))
+                   for port in ("rp0", "rp1") for k in range(len(_get(values, (port,), [])))]
+        slot = g("share_slot")
+        if slot >= len(enabled) or not enabled[slot][1]:
+            return False
+        port = enabled[slot][0]
+        return sum(on for p, on in enabled if p == port) == 1
+
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
-              "slots": slots, "outputs": outputs}
+              "slots": slots, "outputs": outputs, "share": share}
     for number, (name, _) in enumerate(CHECKS, 1):
         if not checks[name]():
             return number
