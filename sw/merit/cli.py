@@ -129,26 +129,44 @@ def _check_output_path(option, path):
         raise CommandError(f"{option} {path!r}: folder {str(folder)!r} is not writable")
 
 
-def _compile(problem, args, what):
-    """Compile ``problem`` for the command's hardware before anything is built or drawn: every
-    limit the TAU has is named here, in one line, not after a Verilator build."""
+def _compile(problem, args, what, *, shift=0, instructions=None):
+    """Compile ``problem`` for the command's hardware before anything is built, drawn or written:
+    every limit the TAU has is named here, in one line, not after a Verilator build.
+    ``instructions``: the TAU's instruction slots (default: as many as the program needs)."""
     from merit.compile import compile_problem, program_slots
     from merit.isa import IsaError
     try:
-        instructions = program_slots(problem)
-        kernel = compile_problem(problem, lanes=args.lanes, instructions=instructions)
-        if args.taus is not None:
+        if instructions is None:
+            instructions = program_slots(problem)
+        kernel = compile_problem(problem, lanes=args.lanes, shift=shift,
+                                 instructions=instructions)
+        if getattr(args, "taus", None) is not None:
             from merit.regmap import register_map
             register_map(instructions=instructions)
     except (IsaError, ValueError) as exc:
         raise CommandError(f"{what} cannot run on {_machine(args)}: {exc}") from None
     from merit.isa.programs import check_golden
-    failed = [c for c in check_golden(problem) if not c.held]
+    failed = [c for c in check_golden(problem, shift=shift) if not c.held]
     if failed:
         raise CommandError(f"the ISA program of {what} differs from the golden model on the "
                            + ", ".join(f"{c.data} data (max error {c.max_error}, tolerance "
                                        f"{c.tolerance})" for c in failed))
     return kernel
+
+
+def _check_output_folder(option, path):
+    """Refuse an output folder that is a file, or whose nearest existing ancestor is not a
+    writable folder, before anything is compiled or written."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise CommandError(f"{option} {path!r} is a file; name a folder")
+    existing = target
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CommandError(f"{option} {path!r}: {str(existing)!r} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CommandError(f"{option} {path!r}: folder {str(existing)!r} is not writable")
 
 
 def _check_hardware(args):
@@ -164,7 +182,7 @@ def _check_hardware(args):
 
 
 def _machine(args):
-    if args.taus is None:
+    if getattr(args, "taus", None) is None:
         return f"one TAU of {args.lanes} lanes"
     return f"MERIT-z with {args.taus} TAU{'s' if args.taus > 1 else ''} of {args.lanes} lanes"
 
@@ -260,25 +278,32 @@ def _golden_row(checks):
 
 
 def _cmd_compile(args):
-    problem, what = _problem(args.workload)
+    from merit.kernelcfg import check_lanes
+
+    check_lanes(args.lanes)
+    _check_output_folder("--out", args.out)
     try:
-        from merit.flow.driver import emit_c
+        from systemrdl import RDLCompileError
+
+        from merit.flow.driver import check_kernel_name, emit_c, instruction_slots
     except ImportError as exc:
         raise CommandError(f"C emission needs the flow packages ({exc}); run 'make setup'") \
             from None
-    name = args.name or re.sub(r"\W", "_", args.workload.rpartition(":")[2])
+    if args.name is not None:
+        check_kernel_name(args.name)
+    problem, what = _problem(args.workload)
+    name = args.name or re.sub(r"\W", "_", args.workload.rpartition(":")[2], flags=re.ASCII)
     if name[:1].isdigit():
         name = f"k_{name}"
-    try:
-        from systemrdl import RDLCompileError
-    except ImportError as exc:
-        raise CommandError(f"C emission needs systemrdl-compiler ({exc}); run 'make setup'") \
-            from None
+    # the C driver programs the default register map: its instruction slots, not the program's
+    _compile(problem, args, args.workload, shift=args.shift, instructions=instruction_slots())
     try:
         paths = emit_c(problem, args.out, name, lanes=args.lanes, shift=args.shift,
                        description=what)
     except RDLCompileError as exc:
         raise CommandError(f"the register description did not compile: {exc}") from None
+    except OSError as exc:
+        raise CommandError(f"--out {args.out!r}: {exc.strerror or exc}") from None
     for path in paths:
         print(f"wrote {path}")
 

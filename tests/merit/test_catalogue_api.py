@@ -12,6 +12,7 @@ from merit import Index, Problem, Transform, isa, kernelcfg
 from merit import strategies as S
 from merit import workloads as W
 from merit.compile import compile_problem
+from merit.flow import driver
 from merit.plan import plan_text
 from merit.regmap import register_map
 
@@ -324,6 +325,19 @@ CASES = [
      'TypeError', 'problem must be a merit.problem.Problem, not str'),
     ('plan_big', lambda: plan_text(W.gemm(60000, 60000, 60000), lanes=8),
      'CompileError', "problem 'gemm': rp1[0].base = 7200004096 does not fit its 32-bit unsigned field (0..4294967295)"),
+    # C emission (merit compile)
+    ('c_name_dash', lambda: driver.check_kernel_name("a-b"),
+     'ValueError', "the kernel name must be a C identifier, not 'a-b'"),
+    ('c_name_digit', lambda: driver.check_kernel_name("1x"),
+     'ValueError', "the kernel name must be a C identifier, not '1x'"),
+    ('c_name_int', lambda: driver.check_kernel_name(3),
+     'TypeError', 'the kernel name must be a string, not 3'),
+    ('c_kernel_name', lambda: driver.kernel_c(compile_problem(G(), lanes=8), "a b"),
+     'ValueError', "the kernel name must be a C identifier, not 'a b'"),
+    ('c_slots', lambda: driver.emit_c(G(), "/nonexistent/out", "k", lanes=8, instructions=24),
+     'ValueError', 'the C driver targets the default register map of 16 instruction slots, not instructions=24'),
+    ('c_lanes', lambda: driver.emit_c(G(), "/nonexistent/out", "k", lanes=12),
+     'ValueError', 'lanes must be a power of two from 2 to 64 (the lane fields have 6 bits), not 12'),
 ]
 
 
@@ -339,5 +353,5 @@ def test_bad_input_is_refused_with_its_message(call, kind, message):
 
 def test_the_catalogue_is_large_and_unique():
     names = [c[0] for c in CASES]
-    assert len(names) >= 140 and len(set(names)) == len(names)
+    assert len(names) >= 150 and len(set(names)) == len(names)
     assert len({c[3] for c in CASES}) >= 120       # different messages, not one repeated

@@ -134,6 +134,24 @@ CASES = [
     (["verilog", "--lanes", "0"], LANES + "0"),
     (["verilog", "--lanes", "6"], LANES + "6"),
     (["verilog", "--taus", "0"], "taus must be between 1 and 16, not 0"),
+    (["compile", "kernels:boom"], "kernels:boom() failed: RuntimeError: boom"),
+    (["compile", "kernels:key"], "kernels:key() failed: KeyError: 'x'"),
+    (["compile", "syntaxerr:f"], "cannot import 'syntaxerr' of 'syntaxerr:f': SyntaxError: invalid syntax ("),
+    (["compile", "kernels:notp"], "kernels:notp must return a merit.Problem, not int"),
+    (["compile", "nothing"], "unknown workload 'nothing'; expected one of "),
+    (["compile", "kernels:big"], "kernels:big cannot run on one TAU of 32 lanes: problem 'gemm': p_size[0] = 70000 does not fit its 16-bit unsigned field (0..65535)"),
+    (["compile", "kernels:small", "--lanes", "8"], "kernels:small cannot run on one TAU of 8 lanes: problem 'gemm' has 4 parallel outputs, fewer than the 8 lanes of one step"),
+    (["compile", "kernels:seven"], "kernels:seven cannot run on one TAU of 32 lanes: problem 'p7' has 7 parallel and 1 accumulation indices"),
+    (["compile", "kernels:noprog"], "kernels:noprog cannot run on one TAU of 32 lanes: problem 'np': no MERIT-z program for strategy NoProgram"),
+    (["compile", "kernels:bil", "--lanes", "8"], "kernels:bil cannot run on one TAU of 8 lanes: problem 'bilateral': the program has 22 instructions, the TAU holds 16"),
+    (["compile", "kernels:sqd", "--lanes", "8"], "the ISA program of kernels:sqd differs from the golden model on the small data"),
+    (["compile", "kernels:ok", "--shift", "40"], "kernels:ok cannot run on one TAU of 32 lanes: problem 'gemm': shift must be an integer in 0..31, not 40"),
+    (["compile", "kernels:ok", "--lanes", "12"], LANES + "12"),
+    (["compile", "kernels:ok", "--lanes", "1048576"], LANES + "1048576"),
+    (["compile", "kernels:ok", "--name", "a-b"], "the kernel name must be a C identifier, not 'a-b'"),
+    (["compile", "kernels:ok", "--name", "1x"], "the kernel name must be a C identifier, not '1x'"),
+    (["compile", "kernels:ok", "--out", "kernels.py"], "--out 'kernels.py' is a file; name a folder"),
+    (["compile", "kernels:ok", "--out", "kernels.py/sub"], "--out 'kernels.py/sub': 'kernels.py' is not a folder"),
 ]
 
 
@@ -156,14 +174,32 @@ def folder(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("argv, message", CASES, ids=[" ".join(c[0]) for c in CASES])
-def test_bad_command_line_is_one_line_before_any_build(argv, message, folder, capsys):
-    if argv[0] == "verilog":
+def test_bad_command_line_is_one_line_before_any_build(argv, message, folder, capsys,
+                                                       monkeypatch):
+    if argv[0] in ("verilog", "compile") and "--out" not in argv:
         argv = argv + ["--out", str(folder / "rtl")]
+    if argv[0] == "compile":        # nothing written before the checks: no output folder
+        import merit.flow.driver
+
+        def late(*args, **kwargs):
+            raise AssertionError("reached the C emission: the error came late")
+        monkeypatch.setattr(merit.flow.driver, "emit_c", late)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"merit: error: {message}"), err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not (folder / "rtl").exists()
+
+
+def test_the_cli_catalogue_covers_every_command():
+    assert len(CASES) >= 60 and len({tuple(c[0]) for c in CASES}) == len(CASES)
+    assert {c[0][0] for c in CASES} == {"plan", "sim", "compile", "verilog"}
+
+
+def test_compile_writes_a_folder_it_makes(folder, capsys):
+    assert main(["compile", "kernels:ok", "--lanes", "8", "--out", "new/deeper"]) == 0
+    assert (folder / "new" / "deeper" / "ok.c").is_file()
+    assert "wrote new/deeper/ok.c" in capsys.readouterr().out
 
 
 def test_a_file_path_works_like_a_module(folder, capsys):

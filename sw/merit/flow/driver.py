@@ -23,8 +23,8 @@ from pathlib import Path
 
 from merit.regmap import Error, register_map
 
-__all__ = ["python_writes", "kernel_c", "driver_c", "driver_h", "emit_c", "dry_run_c",
-           "dry_run", "parse_log"]
+__all__ = ["check_kernel_name", "instruction_slots", "python_writes", "kernel_c", "driver_c",
+           "driver_h", "emit_c", "dry_run_c", "dry_run", "parse_log"]
 
 _DRIVER_H = """\
 /* MERIT-z C driver: load a kernel, start it, wait for it, decode STATUS.
@@ -192,8 +192,11 @@ def python_writes(kernel, rmap=None):
             [(ctrl.offset, start)])
 
 
-def _identifier(name):
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+def check_kernel_name(name):
+    """``name`` if it is a C identifier (the kernel's C name), else ValueError / TypeError."""
+    if not isinstance(name, str):
+        raise TypeError(f"the kernel name must be a string, not {name!r}")
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"the kernel name must be a C identifier, not {name!r}")
     return name
 
@@ -204,7 +207,7 @@ def _writes(writes):
 
 def kernel_c(kernel, name, *, description=""):
     """``(c_text, h_text)`` of the kernel ``name`` (a C identifier)."""
-    name = _identifier(name)
+    name = check_kernel_name(name)
     config, lut, _ = python_writes(kernel)
     n_out = 1
     for size in kernel.problem.p_shape:
@@ -235,6 +238,12 @@ def kernel_c(kernel, name, *, description=""):
     return c_text, h_text
 
 
+def instruction_slots():
+    """The instruction slots of the default register map, the one the C driver programs."""
+    return sum(f.name.startswith("program[") for reg in register_map().config_registers
+               for f in reg.fields)
+
+
 def emit_c(problem, out_dir, name, *, lanes=32, description="", **compile_options):
     """Compile ``problem`` for ``lanes`` lanes and write the kernel, the driver and ``meritz.h``
     into ``out_dir``; return the paths written.
@@ -245,9 +254,8 @@ def emit_c(problem, out_dir, name, *, lanes=32, description="", **compile_option
     from merit.compile import compile_problem
     from merit.flow.rdl import write_header
 
-    name = _identifier(name)
-    slots = sum(f.name.startswith("program[") for reg in register_map().config_registers
-                for f in reg.fields)
+    name = check_kernel_name(name)
+    slots = instruction_slots()
     if compile_options.get("instructions", slots) != slots:
         raise ValueError(f"the C driver targets the default register map of {slots} instruction "
                          f"slots, not instructions={compile_options['instructions']}")
@@ -304,7 +312,7 @@ int main(void)
 def dry_run_c(name):
     """Text of ``<name>_dry_run.c``: a host program that runs kernel ``name`` through the driver
     against a platform that prints every register access (see :func:`dry_run`)."""
-    return _DRY_RUN_C % {"name": _identifier(name)}
+    return _DRY_RUN_C % {"name": check_kernel_name(name)}
 
 
 def dry_run(out_dir, name, *, cc="cc"):
@@ -314,7 +322,7 @@ def dry_run(out_dir, name, *, cc="cc"):
     import subprocess
 
     out = Path(out_dir)
-    name = _identifier(name)
+    name = check_kernel_name(name)
     (out / f"{name}_dry_run.c").write_text(dry_run_c(name))
     exe = out / f"{name}_dry_run"
     subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", exe.name,
