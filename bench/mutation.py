@@ -13,7 +13,10 @@ random sample of mutants is run: the tests must fail on a mutant (killed) or it 
 
 Files are mutated in place and restored (``git diff`` is empty afterwards); run it with nothing
 else using the working tree. Each mutant's test command has a timeout (a hang counts as killed,
-as cosmic-ray counts it).
+as cosmic-ray counts it). Each row keeps the source line and its mutated form, so a survivor can be
+read off the results page. Mutants shown equivalent to the original (no input can tell them apart)
+are listed in :data:`EQUIVALENT` with the reason; they are reported apart and left out of the
+score.
 """
 
 import argparse
@@ -49,6 +52,32 @@ HW = [
     ("hw/meritz/tau/rp/banks.py", ["tests/meritz/tau/rp/test_banks_amaranth.py"]),
     ("hw/meritz/tau/rp/agu.py", ["tests/meritz/tau/test_agu.py"]),
     ("hw/meritz/kernelcfg.py", ["tests/meritz/test_kernelcfg.py", "tests/meritz/tau/test_agu.py"]),
+]
+
+#: Equivalent mutants: (file, source line, mutated line or None for any mutant of that line, why
+#: no test can kill it). Matched on the stripped text of the line before and after the mutation,
+#: so that they survive line moves.
+EQUIVALENT = [
+    ("sw/merit/execute.py", "CHUNK_BUDGET = 1 << 22", None,
+     "the chunk size of the vectorised loop (floored at one step by `max(1, ...)`): any value "
+     "gives the same outputs, only the speed and memory change"),
+    ("sw/merit/execute.py", "run = int(np.prod(a_shape[first[-2]:], dtype=np.int64))",
+     "run = int(np.prod(a_shape[first[- 1]:], dtype=np.int64))",
+     "runs of one step: `pre` and `post` still fire only where every index of their level is "
+     "at its first / last value, so the outputs are the same (the loop is slower)"),
+    ("sw/merit/regmap.py", "self.lut_words_per_table = (LUT_ENTRIES + 1) // 2",
+     "self.lut_words_per_table = (LUT_ENTRIES + 2) // 2",
+     "LUT_ENTRIES is 33, odd: (33 + 1) // 2 == (33 + 2) // 2 == 17"),
+    ("sw/merit/compile.py", "if rows[r] > rp_bytes[r] // (2 * lanes):",
+     "if rows[r] > rp_bytes[r] // (2 | lanes):",
+     "a looser limit (`2 | lanes` < `2 * lanes` for lanes >= 4, equal at 2) cannot trigger: the "
+     "search gives each operand at most a quarter of its RP (double-buffered words), so a tile "
+     "needs at most half the RP's rows (0.5 at most over the workloads at 2..64 lanes)"),
+    ("hw/meritz/tau/rp/banks.py",
+     "words = Signal(range(depth * self._lanes + 1))    # words of the tile being filled so far",
+     "words = Signal(range(depth * self._lanes + 2))",
+     "depth and lanes are powers of two (at least 2), so depth * lanes + 1 and + 2 need the same "
+     "number of bits: the same signal, the same netlist"),
 ]
 
 _SWAPS = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
@@ -100,6 +129,16 @@ def mutants(source):
     return out
 
 
+def _mutated_line(original, line, text):
+    """The line ``line`` of ``original`` and, best effort, its form in the mutant ``text`` (the
+    first line of the unparsed mutant that differs from the unparsed original)."""
+    before = original.splitlines()[line - 1].strip()
+    old = ast.unparse(ast.parse(original)).splitlines()
+    new = text.splitlines()
+    after = next((b.strip() for a, b in zip(old, new, strict=False) if a != b), "")
+    return before, after
+
+
 def _run(tests, timeout):
     try:
         result = subprocess.run(PYTEST + tests, cwd=REPO, capture_output=True, timeout=timeout)
@@ -108,27 +147,39 @@ def _run(tests, timeout):
     return "survived" if result.returncode == 0 else "killed"
 
 
-def run_hw(rng, per_file, timeout):
+def _rng(seed, path):
+    """One generator per file, so that a file's sample does not depend on the other files."""
+    return random.Random(f"{seed}:{path}")
+
+
+def run_hw(seed, per_file, timeout, files=None):
     rows = []
     for path, tests in HW:
+        if files and path not in files:
+            continue
         file = REPO / path
         original = file.read_text()
         assert _run(tests, timeout) == "survived", f"{tests} fail without a mutant"
-        sample = rng.sample(mutants(original), min(per_file, len(mutants(original))))
+        every = mutants(original)
+        sample = _rng(seed, path).sample(every, min(per_file, len(every)))
         try:
             for line, what, text in sample:
                 file.write_text(text)
                 outcome = _run(tests, timeout)
-                rows.append({"file": path, "line": line, "mutation": what, "outcome": outcome})
+                before, after = _mutated_line(original, line, text)
+                rows.append({"file": path, "line": line, "mutation": what, "outcome": outcome,
+                             "source": before, "mutant": after})
                 print(f"[mutation] {path}:{line} {what}: {outcome}", flush=True)
         finally:
             file.write_text(original)
     return rows
 
 
-def run_sw(rng, per_file, timeout):
+def run_sw(seed, per_file, timeout, files=None):
     rows = []
     for path, tests in SW:
+        if files and path not in files:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             config = Path(tmp) / "cr.toml"
             session = Path(tmp) / "session.sqlite"
@@ -143,7 +194,7 @@ def run_sw(rng, per_file, timeout):
             cr = str(Path(sys.executable).parent / "cosmic-ray")
             subprocess.run([cr, "init", str(config), str(session)], cwd=REPO, check=True,
                            capture_output=True)
-            _sample_session(session, rng, per_file)
+            _sample_session(session, _rng(seed, path), per_file)
             subprocess.run([cr, "exec", str(config), str(session)], cwd=REPO, check=True,
                            capture_output=True)
             rows += _session_rows(session, path)
@@ -156,8 +207,11 @@ def run_sw(rng, per_file, timeout):
 def _sample_session(session, rng, per_file):
     """Keep a random ``per_file`` of the session's work items (cosmic-ray runs them all)."""
     db = sqlite3.connect(session)
-    ids = [row[0] for row in db.execute("SELECT job_id FROM work_items")]
-    drop = [i for i in ids if i not in set(rng.sample(ids, min(per_file, len(ids))))]
+    ids = [row[0] for row in db.execute(
+        "SELECT w.job_id FROM work_items w JOIN mutation_specs s ON w.job_id = s.job_id "
+        "ORDER BY s.operator_name, s.start_pos_row, s.start_pos_col, s.occurrence")]
+    keep = set(rng.sample(ids, min(per_file, len(ids))))
+    drop = [i for i in ids if i not in keep]
     db.executemany("DELETE FROM mutation_specs WHERE job_id = ?", [(i,) for i in drop])
     db.executemany("DELETE FROM work_items WHERE job_id = ?", [(i,) for i in drop])
     db.commit()
@@ -167,48 +221,87 @@ def _sample_session(session, rng, per_file):
 def _session_rows(session, path):
     db = sqlite3.connect(session)
     rows = []
-    query = ("SELECT s.start_pos_row, s.operator_name, r.test_outcome, r.worker_outcome "
+    query = ("SELECT s.start_pos_row, s.operator_name, r.test_outcome, r.worker_outcome, r.diff "
              "FROM mutation_specs s JOIN work_results r ON s.job_id = r.job_id")
-    for line, operator, test, worker in db.execute(query):
+    for line, operator, test, worker, diff in db.execute(query):
         outcome = {"SURVIVED": "survived", "KILLED": "killed",
                    "INCOMPETENT": "incompetent"}.get(str(test).split(".")[-1].upper(), "killed")
         if str(worker).split(".")[-1].upper() == "ABNORMAL":
             outcome = "timeout"
-        rows.append({"file": path, "line": line, "mutation": operator, "outcome": outcome})
+        lines = (diff or "").splitlines()
+        before = " / ".join(x[1:].strip() for x in lines if x.startswith("-")
+                            and not x.startswith("---"))
+        after = " / ".join(x[1:].strip() for x in lines if x.startswith("+")
+                           and not x.startswith("+++"))
+        rows.append({"file": path, "line": line, "mutation": operator, "outcome": outcome,
+                     "source": before, "mutant": after})
     db.close()
     return rows
 
 
+def _equivalent(row):
+    """The reason ``row`` is an equivalent mutant, or None."""
+    for path, source, mutant, why in EQUIVALENT:
+        if (row["file"] == path and row.get("source") == source
+                and mutant in (None, row.get("mutant"))):
+            return why
+    return None
+
+
 def _score(rows):
     """Killed (or timed out) over the mutants that ran (incompetent ones, which cannot even be
-    imported, are left out, as cosmic-ray does)."""
-    rows = [r for r in rows if r["outcome"] != "incompetent"]
+    imported, are left out, as cosmic-ray does, and so are equivalent ones)."""
+    rows = [r for r in rows if r["outcome"] not in ("incompetent", "equivalent")]
     return sum(r["outcome"] != "survived" for r in rows) / len(rows) if rows else 0.0
 
 
-def write(sw, hw, command, seconds):
+def _counts(rows):
+    scored = [r for r in rows if r["outcome"] not in ("incompetent", "equivalent")]
+    return (len(scored), sum(r["outcome"] != "survived" for r in scored),
+            sum(r["outcome"] == "equivalent" for r in rows))
+
+
+def _code(text):
+    return f"`{text}`".replace("|", "\\|") if text else ""
+
+
+def write(sw, hw, command, seconds, name="mutation"):
+    for row in sw + hw:
+        if row["outcome"] == "survived" and _equivalent(row):
+            row["outcome"], row["why"] = "equivalent", _equivalent(row)
     results = REPO / "docs" / "results"
     data = {"command": command, "date": time.strftime("%Y-%m-%d"), "seconds": round(seconds),
-            "sw": {"mutants": len(sw), "score": round(_score(sw), 3), "rows": sw},
-            "hw": {"mutants": len(hw), "score": round(_score(hw), 3), "rows": hw}}
-    (results / "mutation.json").write_text(json.dumps(data, indent=1) + "\n")
+            "sw": {"mutants": _counts(sw)[0], "score": round(_score(sw), 3), "rows": sw},
+            "hw": {"mutants": _counts(hw)[0], "score": round(_score(hw), 3), "rows": hw}}
+    (results / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
     lines = ["# Mutation testing", "",
-             f"`{command}` ({data['date']}, {seconds / 60:.0f} min on a 2-core machine). "
-             "A mutant is killed when the tests that own its file fail (or time out).", "",
-             "| part | engine | mutants | killed | score |", "|---|---|---|---|---|",
-             f"| sw/merit core | cosmic-ray | {len(sw)} | "
-             f"{sum(r['outcome'] != 'survived' for r in sw)} | {_score(sw):.1%} |",
-             f"| hw/meritz | operator / constant mutator | {len(hw)} | "
-             f"{sum(r['outcome'] != 'survived' for r in hw)} | {_score(hw):.1%} |", "",
-             "## Per file", "", "| file | mutants | killed | score |", "|---|---|---|---|"]
+             f"`{command}` ({data['date']}, {seconds / 60:.0f} min on a 2-core machine shared "
+             "with other jobs). A mutant is killed when the tests that own its file fail (or time "
+             "out). Equivalent mutants (no input tells them from the original; each with its "
+             "reason below) and incompetent ones (they cannot be imported) are not scored.", "",
+             "| part | engine | mutants scored | killed | equivalent | score |",
+             "|---|---|---|---|---|---|"]
+    for name, engine, rows in (("sw/merit core", "cosmic-ray", sw),
+                               ("hw/meritz", "operator / constant mutator", hw)):
+        if rows:
+            n, killed, equivalent = _counts(rows)
+            lines.append(f"| {name} | {engine} | {n} | {killed} | {equivalent} | "
+                         f"{_score(rows):.1%} |")
+    lines += ["", "## Per file", "", "| file | mutants scored | killed | equivalent | score |",
+              "|---|---|---|---|---|"]
     for path in dict.fromkeys(r["file"] for r in sw + hw):
         rows = [r for r in sw + hw if r["file"] == path]
-        lines.append(f"| `{path}` | {len(rows)} | "
-                     f"{sum(r['outcome'] != 'survived' for r in rows)} | {_score(rows):.1%} |")
-    lines += ["", "## Survivors", "", "| file | line | mutation |", "|---|---|---|"]
-    lines += [f"| `{r['file']}` | {r['line']} | {r['mutation']} |" for r in sw + hw
-              if r["outcome"] == "survived"]
-    (results / "mutation.md").write_text("\n".join(lines) + "\n")
+        n, killed, equivalent = _counts(rows)
+        lines.append(f"| `{path}` | {n} | {killed} | {equivalent} | {_score(rows):.1%} |")
+    lines += ["", "## Survivors", "", "| file | line | mutation | source | mutant |",
+              "|---|---|---|---|---|"]
+    lines += [f"| `{r['file']}` | {r['line']} | {r['mutation']} | {_code(r.get('source'))} | "
+              f"{_code(r.get('mutant'))} |" for r in sw + hw if r["outcome"] == "survived"]
+    lines += ["", "## Equivalent mutants (not scored)", "",
+              "| file | line | source | mutant | why |", "|---|---|---|---|---|"]
+    lines += [f"| `{r['file']}` | {r['line']} | {_code(r['source'])} | {_code(r['mutant'])} | "
+              f"{r['why']} |" for r in sw + hw if r["outcome"] == "equivalent"]
+    (results / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv=None):
@@ -218,14 +311,17 @@ def main(argv=None):
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", choices=("sw", "hw"))
+    parser.add_argument("--out", default="mutation",
+                        help="results name: docs/results/OUT.md and OUT.json")
+    parser.add_argument("--files", nargs="*", help="only these source files (a quick look; "
+                        "writes the results page with them alone)")
     args = parser.parse_args(argv)
-    rng = random.Random(args.seed)
     start = time.monotonic()
-    hw = [] if args.only == "sw" else run_hw(rng, args.hw_per_file, args.timeout)
-    sw = [] if args.only == "hw" else run_sw(rng, args.sw_per_file, args.timeout)
+    hw = [] if args.only == "sw" else run_hw(args.seed, args.hw_per_file, args.timeout, args.files)
+    sw = [] if args.only == "hw" else run_sw(args.seed, args.sw_per_file, args.timeout, args.files)
     command = "python -m bench.mutation " + " ".join(argv if argv is not None else sys.argv[1:])
-    write(sw, hw, command.strip(), time.monotonic() - start)
-    print(f"sw: {_score(sw):.1%} of {len(sw)}; hw: {_score(hw):.1%} of {len(hw)}")
+    write(sw, hw, command.strip(), time.monotonic() - start, args.out)
+    print(f"sw: {_score(sw):.1%} of {_counts(sw)[0]}; hw: {_score(hw):.1%} of {_counts(hw)[0]}")
 
 
 if __name__ == "__main__":

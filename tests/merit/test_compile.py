@@ -56,3 +56,31 @@ def test_slot_errors():
     big = Transform((64, 64), p=[Index(1)], a=[Index(0)], name="B")
     with pytest.raises(CompileError, match="needs 64 SRAM rows, the RP has 16"):
         slot_config(big, Tiling((64,), (8,), (0, 0, 0)), 8, depth=16)
+
+
+@pytest.mark.parametrize("problem", [W.gemm(16, 16, 8), W.max_pool2d(1, 2, 8, 8, 2),
+                                     W.motion_estimation(16, 16, block=4, search=2, best=True)],
+                         ids=["gemm", "max_pool", "best_match_3_outputs"])
+def test_dram_layout_is_compact_and_disjoint(problem):
+    # every tensor and output gets its own region, in order from dram_base, each starting on a
+    # 64-byte boundary right after the one before; dram_bytes: the end, rounded up to 4 KiB
+    kernel = compile_problem(problem, lanes=8, dram_base=0x1000)
+    regions = [(kernel.tensors[t.name], 2 * int(np.prod(t.shape))) for t in problem.tensors]
+    regions += [(address, 2 * int(np.prod(problem.p_shape))) for _, address in kernel.outputs]
+    assert len(kernel.outputs) == len(kernel.program.out_addresses)
+    start = 0x1000
+    for address, size in regions:
+        assert address % 64 == 0 and start <= address < start + 64
+        start = address + size
+    assert start <= kernel.dram_bytes < start + 4096 and kernel.dram_bytes % 4096 == 0
+
+
+@pytest.mark.parametrize("name", ["gemm", "max_pool2x2", "motion_sad"])
+def test_one_enabled_slot_per_operand(name):
+    from merit.suite import WORKLOADS
+    problem = WORKLOADS[name][0]()
+    kernel = compile_problem(problem, lanes=8)
+    enabled = [s for r in ("rp0", "rp1") for s in kernel.config[r] if s.get("enable") == 1]
+    assert len(enabled) == len(problem.operands)
+    assert sorted(s["base"] for s in enabled) == sorted(kernel.tensors[op.tensor]
+                                                        for op in problem.operands)

@@ -92,3 +92,24 @@ def test_compiled_tiles_respect_the_collector_capacity():
     # a small CP: 8 lanes x 4 rows = 32 partial results; the tile must not exceed them
     k = compile_problem(w.gemm(64, 64, 8), lanes=8, cp_bytes=128)
     assert k.tiling.p_tile[0] * k.tiling.p_tile[1] <= 32
+
+
+@pytest.mark.parametrize("values, where", [
+    ({"rp0": [{"enable": 2}]}, "rp0[0].enable"),
+    ({"rp1": [{"enable": 3}]}, "rp1[0].enable"),
+    ({"rp0": [{}, {"clamp": [0, 2]}]}, "rp0[1].clamp[1]"),
+])
+def test_flags_are_single_bits(values, where):
+    # a slot is used or not, an axis clamps or not: 2 is no flag value
+    with pytest.raises(ValueError, match=re.escape(
+            f"RegisterMap.config_words: {where} = {max(_leaves(values))} does not fit its "
+            f"1-bit unsigned field (0..1)")):
+        register_map().config_words(values)
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _leaves(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in _leaves(v)]
+    return [value]

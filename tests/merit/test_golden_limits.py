@@ -1,12 +1,15 @@
 """The golden model never wraps: integer runs that could leave int64 are refused, sizes are exact,
 and a strategy without inputs runs."""
 
+import re
+
 import numpy as np
 import pytest
 
 import merit
 from merit import strategies as S
 from merit import workloads as w
+from merit.execute import split_levels
 
 
 def _full(problem, value, dtype):
@@ -92,3 +95,21 @@ def test_a_problem_without_inputs_runs():
     ref_r, ref_c = np.meshgrid(np.arange(3), np.arange(4), indexing="ij")
     assert (rows == ref_r).all() and (cols == ref_c).all()
     assert rows.dtype == np.int64
+
+
+def test_uint64_of_exactly_int64_max_runs_exactly():
+    # the largest unsigned value int64 holds is accepted, not refused one too early
+    p = merit.Problem("copy", S.Copy(), (2,), (), [merit.Transform((2,), p=[merit.Index(0)],
+                                                                   a=[])])
+    out = p.run(np.array([2**63 - 1, 7], dtype=np.uint64))
+    assert [int(v) for v in out] == [2**63 - 1, 7]
+
+
+@pytest.mark.parametrize("levels", [(1, 0), (0, 1), (0, 0), (2, 1), (3, -1)])
+def test_levels_must_count_every_accumulation_index(levels):
+    with pytest.raises(ValueError, match=re.escape(
+            f"levels {levels} must give 2 non-negative counts summing to the 2 accumulation "
+            f"indices of a_shape (4, 4)")):
+        split_levels(levels, (4, 4), 2)
+    assert split_levels((1, 1), (4, 4), 2) == (1, 1)
+    assert split_levels((2, 0), (4, 4), 2) == (2, 0)

@@ -63,3 +63,13 @@ def test_a_configuration_too_big_for_the_window_is_refused():
 
 def test_docs_are_generated_from_the_map():
     assert DOCS.read_text() == regmap.markdown(), "run: python -m merit.regmap"
+
+
+def test_field_masks_hold_exactly_their_bits():
+    rmap = regmap.register_map()
+    for reg in rmap.registers:
+        taken = 0
+        for f in reg.fields:
+            assert [b for b in range(32) if f.mask >> b & 1] == list(range(f.lsb, f.lsb + f.width))
+            assert not taken & f.mask, f"{reg.name}.{f.name} overlaps another field"
+            taken |= f.mask

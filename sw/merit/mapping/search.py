@@ -134,7 +134,7 @@ def _shrink(a_shape):
 def tile_candidates(problem, lanes, budgets, max_outputs):
     """``(cost, tile_p, tile_a)`` for power-of-two parallel tiles of ``lanes .. max_outputs``
     outputs, each with the largest accumulation tile whose dense footprints fit ``budgets``;
-    ``cost`` = DRAM words loaded per output (lower first)."""
+    ``cost`` = DRAM words loaded per output (lower first; at equal cost, more outputs first)."""
     transforms = [op.transform for op in problem.operands]
     sizes = [[1 << e for e in range(max(0, math.ceil(math.log2(p))) + 1)]
              for p in problem.p_shape]

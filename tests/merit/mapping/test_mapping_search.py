@@ -1,11 +1,14 @@
 """The search: every workload of the library maps conflict-free at N = 8 and N = 32, checked
 again step by step by the brute-force walk of ``test_mapping_analysis``; clear errors otherwise."""
 
+import math
+
 import pytest
 from test_mapping_analysis import brute_force
 
 from merit import workloads as W
 from merit.mapping import NoMapping, analyze, search
+from merit.mapping.search import hash_candidates, tile_candidates
 
 #: One modest instance of every workload of the library.
 WORKLOADS = {
@@ -97,3 +100,31 @@ def test_search_rejects_bad_arguments():
         search(problem, 8, [100, 100, 100])
     with pytest.raises(ValueError, match="sram_words must be positive, not 0"):
         search(problem, 8, 0)
+
+
+def test_negative_sram_budgets_are_refused():
+    with pytest.raises(ValueError, match=r"sram_words must be positive, not \[100, -1\]"):
+        search(WORKLOADS["gemm"](), 8, [100, -1])
+
+
+@pytest.mark.parametrize("coeffs", [(0, 8, 16), (0, 16, 32), (8, 0, 16)])
+def test_a_broadcast_lane_bit_still_gets_a_conflict_free_hash(coeffs):
+    # lanes that differ only in a bit of coefficient 0 read one word (multicast); the others
+    # read distinct words, which must land in distinct banks from every start address
+    def conflict_free(bank):
+        for a0 in range(64):
+            words = {a0 + sum(c for i, c in enumerate(coeffs) if n >> i & 1) for n in range(8)}
+            if len({int(bank.bank(w)) for w in words}) != len(words):
+                return False
+        return True
+    candidates = hash_candidates(coeffs, 8)
+    assert not conflict_free(candidates[0])          # the identity alone does not do
+    assert any(conflict_free(bank) for bank in candidates[1:])
+
+
+def test_equal_cost_prefers_more_outputs_per_tile():
+    # max pooling loads 4 words per output whatever the tile: the larger tiles come first
+    ranked = tile_candidates(W.max_pool2d(1, 2, 16, 16, 2), 8, [4096], 256)
+    assert {cost for cost, _, _ in ranked} == {4.0}
+    counts = [math.prod(tile_p) for _, tile_p, _ in ranked]
+    assert counts == sorted(counts, reverse=True) and counts[0] == 128

@@ -139,3 +139,55 @@ def test_lane_addresses_match_transform(port):
     assert len(got) == len(expected)
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         assert g == (e[0], [v & 0xFFFF for v in e[1]]), f"read {i}: {g} != {e}"
+
+
+def _legal_words(rng, count):
+    """``count`` random legal instruction words of every opcode (and every LOGIC function)."""
+    from merit.isa import encode, is_legal
+    from merit.isa.encoding import Instruction, Op
+    codes = list(range(14)) + list(range(16, 32))
+    words = []
+    while len(words) < count:
+        op = Op(int(rng.integers(1, 9)))
+        fn = int(rng.integers(0, 6)) if op == Op.LOGIC else 0
+        a, b, c = (int(x) for x in rng.choice(codes, 3))
+        if op == Op.INDEX:
+            b = int(rng.integers(0, 2))
+        ins = Instruction(op, fn=fn, s=int(rng.integers(0, 32)), d=int(rng.integers(0, 8)),
+                          a=a, b=b, c=c)
+        try:
+            word = encode(ins)
+        except ValueError:
+            continue
+        if is_legal(word):
+            words.append(word)
+    return words
+
+
+def test_rp_reads_and_out_decode_as_the_isa_says():
+    # the AGU's decode of which instructions read RP0 / RP1 and which are OUT, against
+    # merit.isa's Instruction.reads_rp over random legal words of every opcode
+    from amaranth import Module, Signal
+
+    from merit.isa import Op, decode
+    from meritz.tau.rp.agu import is_out, reads_rp
+
+    words = _legal_words(np.random.default_rng(5), 600)
+    m = Module()
+    word = Signal(32)
+    r0, r1, out = Signal(), Signal(), Signal()
+    m.d.comb += [r0.eq(reads_rp(word, 0)), r1.eq(reads_rp(word, 1)), out.eq(is_out(word))]
+    sim = Simulator(m)
+    seen = []
+
+    async def bench(ctx):
+        for w in words:
+            ctx.set(word, w)
+            seen.append((ctx.get(r0), ctx.get(r1), ctx.get(out)))
+
+    sim.add_testbench(bench)
+    sim.run()
+    for w, got in zip(words, seen, strict=True):
+        ins = decode(w)
+        assert got == (ins.reads_rp(0), ins.reads_rp(1), ins.op == Op.OUT), hex(w)
+    assert {decode(w).op for w in words} == set(Op)

@@ -245,3 +245,48 @@ def test_bank_module_ports():
     assert len(instances) == 2
     for body in instances:
         assert sorted(re.findall(r"\.(\w+)\(", body)) == sorted(header.split(", "))
+
+
+def test_smallest_legal_parameters_are_accepted():
+    TileBuffer(lanes=2, depth=2, max_tiles=1)
+    TileFifo(lanes=2, depth=2, max_tiles=1)
+
+
+def test_tiles_fill_in_allocation_order_on_one_port():
+    # three tiles of 1, 2 and 1 rows, filled one after the other (each write names its tile's
+    # rows), each read back after its commit; the default buffer is single-port: a read and a
+    # write on one bank in one cycle take turns, the write first
+    dut = TileBuffer(lanes=2, depth=4)
+
+    async def bench(ctx):
+        ctx.set(dut.grant.ready, 1)
+        ctx.set(dut.rdata.ready, 1)
+        bases = []
+        for rows in (1, 2, 1):
+            await _transfer(ctx, dut.alloc, rows)
+            bases.append(ctx.get(dut.grant.payload.base))
+        assert bases == [0, 1, 3]
+        await _transfer(ctx, dut.write, {"en": 0b11, "row": [0, 0], "data": [1, -1]})
+        await ctx.tick()
+        # tile 1 fills while tile 0 is read: same bank 0 in one cycle
+        ctx.set(dut.write.payload, {"en": 0b01, "row": [1, 0], "data": [2, 0]})
+        ctx.set(dut.write.valid, 1)
+        ctx.set(dut.read.payload, {"en": 0b01, "row": [0, 0]})
+        ctx.set(dut.read.valid, 1)
+        assert ctx.get(dut.write.ready) and not ctx.get(dut.read.ready)
+        await ctx.tick()
+        ctx.set(dut.write.valid, 0)
+        assert ctx.get(dut.read.ready)
+        await ctx.tick()
+        ctx.set(dut.read.valid, 0)
+        assert _words(ctx.get(dut.rdata.payload)) == [1, 0]
+        for en, row, data in ((0b10, [0, 1], [0, -2]), (0b11, [2, 2], [3, -3]),
+                              (0b11, [3, 3], [4, -4])):
+            await _transfer(ctx, dut.write, {"en": en, "row": row, "data": data})
+        await ctx.tick()
+        for row, expect in ((0, [1, -1]), (1, [2, -2]), (2, [3, -3]), (3, [4, -4])):
+            await _transfer(ctx, dut.read, {"en": 0b11, "row": [row, row]})
+            assert _words(ctx.get(dut.rdata.payload)) == expect, row
+        assert ctx.get(dut.errors) == {"read": 0, "write": 0, "alloc": 0, "free": 0}
+
+    _run(dut, bench)
