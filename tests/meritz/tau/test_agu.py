@@ -191,3 +191,81 @@ def test_rp_reads_and_out_decode_as_the_isa_says():
         ins = decode(w)
         assert got == (ins.reads_rp(0), ins.reads_rp(1), ins.op == Op.OUT), hex(w)
     assert {decode(w).op for w in words} == set(Op)
+
+
+@pytest.mark.parametrize("port", [0, 1])
+def test_reads_last_and_free_under_backpressure(port):
+    # random ready on reads and free: the same reads in order, ``last`` on exactly the last read
+    # of each accumulation tile, and each tile's bases freed once, in order, after its reads
+    p_size, a_size, image, weight, tiling = conv_case()
+    cfg = _config(p_size, a_size, tiling, [slot_config(image, tiling, LANES), {}],
+                  [slot_config(weight, tiling, LANES)])
+    looper = StepLooper(lanes=LANES)
+    agu = LaneAddressGenerator(lanes=LANES, port=port)
+    tiles = [((0, 0), (0, 0, 0)), ((0, 0), (2, 0, 0)), ((4, 0), (0, 0, 0)), ((4, 0), (2, 0, 0))]
+    bases = [3, 40, 7, 11]
+    tr = image if port == 0 else weight
+    expected, ends = [], []
+    for (p_org, a_org), b in zip(tiles, bases, strict=True):
+        expected += _expected(tr, tiling, p_size, a_size, p_org, a_org, b)
+        ends.append(len(expected))
+    slots = 2 if port == 0 else 1
+
+    from amaranth import Module
+    from amaranth.lib import wiring
+    m = Module()
+    m.submodules.looper = looper
+    m.submodules.agu = agu
+    wiring.connect(m, looper.beats, agu.beats)
+    bits = kernelcfg.pack(cfg)
+    rng = np.random.default_rng(port + 7)
+    got, freed, events = [], [], []
+
+    async def bench(ctx):
+        ctx.set(looper.config.as_value(), bits)
+        ctx.set(agu.config.as_value(), bits)
+        pending, base_queue = list(tiles), list(bases)
+        for _ in range(20000):
+            ctx.set(agu.reads.ready, bool(rng.random() < 0.6))
+            ctx.set(agu.free.ready, bool(rng.random() < 0.4))
+            ctx.set(looper.tiles.valid, bool(pending))
+            if pending:
+                p_org, a_org = pending[0]
+                ctx.set(looper.tiles.payload, {"p_origin": list(p_org) + [0] * 4,
+                                               "a_origin": list(a_org) + [0] * 3})
+            ctx.set(agu.bases.valid, bool(base_queue))
+            if base_queue:
+                ctx.set(agu.bases.payload, [base_queue[0]] * slots)
+            await ctx.delay(1e-9)
+            if ctx.get(agu.reads.valid) and ctx.get(agu.reads.ready):
+                got.append((ctx.get(agu.reads.payload.base),
+                            [int(v) for v in ctx.get(agu.reads.payload.addr)]))
+                events.append(("read", int(ctx.get(agu.reads.payload.last))))
+            if ctx.get(agu.free.valid) and ctx.get(agu.free.ready):
+                freed.append([int(v) for v in ctx.get(agu.free.payload)])
+                events.append(("free", 0))
+            took_tile = pending and ctx.get(looper.tiles.ready)
+            took_base = base_queue and ctx.get(agu.bases.ready)
+            if ctx.get(agu.bases.ready):        # bases are taken at a tile's first beat
+                assert ctx.get(agu.beats.valid) and ctx.get(agu.beats.payload.first)
+            await ctx.tick()
+            if took_tile:
+                pending.pop(0)
+            if took_base:
+                base_queue.pop(0)
+            if len(freed) == len(tiles):
+                break
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert [(g[0], g[1]) for g in got] == [(e[0], [v & 0xFFFF for v in e[1]]) for e in expected]
+    lasts = [i for i, (kind, last) in enumerate([e for e in events if e[0] == "read"]) if last]
+    assert lasts == [end - 1 for end in ends]
+    assert freed == [[b] * slots for b in bases]
+    # a tile's bases are freed after its last read, before the next tile's reads end
+    order = [kind for kind, _ in events]
+    for t in range(len(tiles)):
+        reads_before = order[:[i for i, k in enumerate(order) if k == "free"][t]].count("read")
+        assert ends[t] <= reads_before
