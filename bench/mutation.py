@@ -261,8 +261,12 @@ def _counts(rows):
             sum(r["outcome"] == "equivalent" for r in rows))
 
 
+def _cell(text):
+    return text.replace("|", "\\|")
+
+
 def _code(text):
-    return f"`{text}`".replace("|", "\\|") if text else ""
+    return _cell(f"`{text}`") if text else ""
 
 
 def write(sw, hw, command, seconds, name="mutation"):
@@ -281,11 +285,11 @@ def write(sw, hw, command, seconds, name="mutation"):
              "reason below) and incompetent ones (they cannot be imported) are not scored.", "",
              "| part | engine | mutants scored | killed | equivalent | score |",
              "|---|---|---|---|---|---|"]
-    for name, engine, rows in (("sw/merit core", "cosmic-ray", sw),
+    for part, engine, rows in (("sw/merit core", "cosmic-ray", sw),
                                ("hw/meritz", "operator / constant mutator", hw)):
         if rows:
             n, killed, equivalent = _counts(rows)
-            lines.append(f"| {name} | {engine} | {n} | {killed} | {equivalent} | "
+            lines.append(f"| {part} | {engine} | {n} | {killed} | {equivalent} | "
                          f"{_score(rows):.1%} |")
     lines += ["", "## Per file", "", "| file | mutants scored | killed | equivalent | score |",
               "|---|---|---|---|---|"]
@@ -300,7 +304,10 @@ def write(sw, hw, command, seconds, name="mutation"):
     lines += ["", "## Equivalent mutants (not scored)", "",
               "| file | line | source | mutant | why |", "|---|---|---|---|---|"]
     lines += [f"| `{r['file']}` | {r['line']} | {_code(r['source'])} | {_code(r['mutant'])} | "
-              f"{r['why']} |" for r in sw + hw if r["outcome"] == "equivalent"]
+              f"{_cell(r['why'])} |" for r in sw + hw if r["outcome"] == "equivalent"]
+    lines += ["", "The sample is fixed by `--seed` and the file (cosmic-ray's work items and the "
+              "mutator's points in source order), so a re-run after new tests runs the same "
+              "mutants."]
     (results / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
