@@ -12,19 +12,17 @@ processor is driven like software through its AXI4-Lite port (configuration and 
 no Python runs per clock cycle, except a progress line every ~2 s of wall time.
 """
 
-import pickle
 import time
 
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge, with_timeout
 
-from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.sim.benchlib import bench_config, record_metric, rng
 from merit.sim.dram import check_outputs, fill_dram
 from merit.sim.fast import FastDram
-from merit.sim.run import cycle_limit, expected_cycles, record_run, report_progress
+from merit.sim.run import bench_kernel, cycle_limit, expected_cycles, record_run, report_progress
 
 #: Cycles between two looks at the wall clock for the progress line.
 CHECK_CYCLES = 20_000
@@ -82,10 +80,7 @@ async def fast_run_matches_the_isa_model(dut):
     lanes, taus = cfg["lanes"], cfg.get("taus")
     shift = cfg.get("shift", 0)
     instructions = cfg.get("instructions", 16)
-    problem = pickle.loads(open(cfg["problem"], "rb").read())
-    kernel = compile_problem(problem, lanes=lanes, shift=shift, rp_bytes=tuple(cfg["rp_bytes"]),
-                             cp_bytes=cfg["cp_bytes"], max_outputs=cfg.get("max_outputs"),
-                             instructions=instructions)
+    problem, kernel = bench_kernel(cfg)
     dram = FastDram(dut, bytes_per_cycle=cfg.get("bytes_per_cycle", 8),
                     latency=cfg.get("latency", 20))
     image, arrays = fill_dram(dram, kernel, problem, nrng)

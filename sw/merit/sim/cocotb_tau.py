@@ -10,18 +10,16 @@ every output must equal it bit for bit and **every other DRAM byte must be uncha
 every ~2 s of wall time (``simulate.report_progress``).
 """
 
-import pickle
 import time
 
 import cocotb
 import numpy as np
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.sim.benchlib import bench_config, rng, setup
 from merit.sim.dram import Dram, check_outputs, fill_dram
-from merit.sim.run import cycle_limit, expected_cycles, record_run, report_progress
+from merit.sim.run import bench_kernel, cycle_limit, expected_cycles, record_run, report_progress
 from meritz import kernelcfg
 
 
@@ -29,12 +27,8 @@ from meritz import kernelcfg
 async def tau_matches_the_isa_model(dut):
     cfg = bench_config()
     rand = rng()
-    problem = pickle.loads(open(cfg["problem"], "rb").read())
+    problem, kernel = bench_kernel(cfg)
     lanes = cfg["lanes"]
-    kernel = compile_problem(problem, lanes=lanes, shift=cfg.get("shift", 0),
-                             rp_bytes=tuple(cfg["rp_bytes"]), cp_bytes=cfg["cp_bytes"],
-                             max_outputs=cfg.get("max_outputs"),
-                             instructions=cfg.get("instructions", 16))
     layout = kernelcfg.layout(instructions=cfg.get("instructions", 16))
     dut.config.value = kernelcfg.pack(kernel.config, layout)
     luts = list(kernel.program.luts) + [[0] * 33] * (2 - len(kernel.program.luts))

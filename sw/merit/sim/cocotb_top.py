@@ -14,7 +14,6 @@ handed over, read from the model's hierarchy (the control port is not touched wh
 runs).
 """
 
-import pickle
 import time
 
 import cocotb
@@ -22,12 +21,11 @@ import numpy as np
 from cocotb.triggers import RisingEdge, with_timeout
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from merit.compile import compile_problem
 from merit.isa.programs import run as isa_run
 from merit.regmap import Error, register_map
 from merit.sim.benchlib import bench_config, pause_generator, record_metric, rng, setup
 from merit.sim.dram import Dram, check_outputs, fill_dram
-from merit.sim.run import cycle_limit, expected_cycles, record_run, report_progress
+from merit.sim.run import bench_kernel, cycle_limit, expected_cycles, record_run, report_progress
 
 
 @cocotb.test()
@@ -38,10 +36,7 @@ async def kernel_matches_the_isa_model(dut):
     lanes, taus = cfg["lanes"], cfg["taus"]
     shift = cfg.get("shift", 0)
     instructions = cfg.get("instructions", 16)
-    problem = pickle.loads(open(cfg["problem"], "rb").read())
-    kernel = compile_problem(problem, lanes=lanes, shift=shift, rp_bytes=tuple(cfg["rp_bytes"]),
-                             cp_bytes=cfg["cp_bytes"], max_outputs=cfg.get("max_outputs"),
-                             instructions=instructions, taus=taus)
+    problem, kernel = bench_kernel(cfg)
     rmap = register_map(instructions=instructions)
     bus = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
     p = cfg.get("backpressure", 0.0)

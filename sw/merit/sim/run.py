@@ -38,7 +38,7 @@ from merit.sim.build import run_bench, sim_build_root
 from merit.sim.toolchain import wave_format
 
 __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress", "expected_cycles",
-           "cycle_limit", "record_run"]
+           "cycle_limit", "record_run", "bench_kernel"]
 
 
 
@@ -96,6 +96,20 @@ def _problem_file(problem):
     return path
 
 
+def bench_kernel(cfg):
+    """``(problem, kernel)`` of a bench run: the problem :func:`simulate` handed over in ``cfg``
+    (its bench configuration), compiled as the hardware of ``cfg`` runs it (on the processor,
+    ``cfg["taus"]`` TAUs, which may share an operand's fetches). Every bench compiles here, so
+    that both DRAM models and both benches run the same kernel."""
+    from merit.compile import compile_problem
+    problem = pickle.loads(Path(cfg["problem"]).read_bytes())
+    kernel = compile_problem(problem, lanes=cfg["lanes"], shift=cfg.get("shift", 0),
+                             rp_bytes=tuple(cfg["rp_bytes"]), cp_bytes=cfg["cp_bytes"],
+                             max_outputs=cfg.get("max_outputs"),
+                             instructions=cfg.get("instructions", 16), taus=cfg.get("taus") or 1)
+    return problem, kernel
+
+
 class _Tail(threading.Thread):
     """Hands every line appended to ``path`` to ``callback`` until stopped (then drains)."""
 
@@ -116,7 +130,8 @@ class _Tail(threading.Thread):
 
 def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20, shift=0,
              seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=CP_BYTES, max_outputs=None,
-             instructions=None, waves=None, progress=None, register_writes=None, dram=None):
+             instructions=None, waves=None, progress=None, register_writes=None, dram=None,
+             build_options=None):
     """Run ``problem`` on one TAU (``taus=None``) or on the processor with ``taus`` TAUs.
 
     Parameters
@@ -155,11 +170,16 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         With ``taus``: replay this driver log instead of the Python driver's register writes
         (``W OFFSET VALUE`` lines in hexadecimal, as the C driver's host shim prints them; the
         writes up to CTRL.start, then those after done).
+    build_options : dict, optional
+        With the fast DRAM: Verilator build options instead of the defaults, as keywords of
+        :func:`merit.sim.fast.build` (``args``, ``opt_fast``, ``public``); the speed benchmark
+        measures each option with it. Results do not depend on them.
 
     Returns ``{"cycles", "utilization", "useful_ops", "read_beats", "write_beats", "dram_busy",
     "compute_bound_cycles", "tiling", "tiles", "sim_seconds", "sim_cycles", "isa_vs_golden"}``
     (the top adds ``cycles_register``, the CYCLES register; ``dram_sha1`` is a digest of the
-    DRAM image after the run, ``sim_cpu_seconds`` the simulator's CPU time). Three ways are
+    DRAM image after the run, ``sim_cpu_seconds`` the simulator's CPU time, ``build`` the model's
+    folder and build time). Three ways are
     compared: the RTL with the ISA interpreter, bit for bit, on inputs over the whole int16
     range (the bench raises :class:`merit.sim.BenchFailure` when an output differs or any byte
     of DRAM outside the outputs changed), and the ISA interpreter with the golden model
@@ -169,6 +189,12 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
     """
     waves, wave_kind, wave_note = _check_waves(waves)
     dram = _check_dram(dram, backpressure)
+    if build_options is not None:
+        if dram != "fast":
+            raise ValueError(f"build_options apply to the fast DRAM only, not to dram={dram!r}")
+        unknown = sorted(set(build_options) - {"args", "opt_fast", "public"})
+        if unknown:
+            raise ValueError(f"build_options takes args, opt_fast and public, not {unknown}")
     from merit.isa.programs import check_golden
     golden = check_golden(problem, shift=shift)     # the ISA program against the golden model
     rp_bytes = tuple(rp_bytes or RP_BYTES)
@@ -203,7 +229,8 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
     try:
         if dram == "fast":
             from merit.sim.fast import run
-            metrics = run(top, config=config, seed=seed, name=name, waves=wave_kind or False)
+            metrics = run(top, config=config, seed=seed, name=name, waves=wave_kind or False,
+                          **(build_options or {}))
         else:
             metrics = run_bench(top, bench=bench, config=config, seed=seed, name=name,
                                 waves=wave_kind or False)
