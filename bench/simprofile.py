@@ -31,22 +31,9 @@ CONFIGS = {
     "top8x4": (8, 4, "gemm(64, 128, 64)", "MERIT-z, 4 TAUs x 8 lanes"),
 }
 #: The Python path's Verilator options, for run 3 (the fast DRAM, the same evaluation work).
-PYTHON_PATH_ARGS = ["-Wall", "--x-assign", "unique", "--x-initial", "unique", "-Wno-fatal",
-                    "--public-flat-rw"]
+#: (Every signal public, as ``--public-flat-rw`` makes it there: ``fast.run(public=True)``.)
+PYTHON_PATH_ARGS = ["-Wall", "--x-assign", "unique", "--x-initial", "unique", "-Wno-fatal"]
 PYTHON_PATH_OPT = "-Os"
-
-
-def _public_runner(opt_fast):
-    """cocotb's Verilator runner as the Python path uses it (``--public-flat-rw`` kept)."""
-    from cocotb_tools.runner import Verilator
-
-    class PublicVerilator(Verilator):
-        def _build_command(self):
-            commands = super()._build_command()
-            commands[1] = commands[1] + [f"OPT_FAST={opt_fast}"]
-            return commands
-
-    return PublicVerilator()
 
 
 def _split(pstat_file):
@@ -85,21 +72,16 @@ def profile(name, seed=1):
     dumps = sorted(builds.glob(f"{module}-*/run-*/cocotb.pstat"), key=lambda p: p.stat().st_mtime)
     split = _split(dumps[-1])
     # 3: the same evaluation work without Python in the loop
-    saved = fast._runner
-    fast._runner = _public_runner
-    try:
-        config = {"problem": str(S._problem_file(problem)), "lanes": lanes, "bytes_per_cycle": 8,
-                  "latency": 20, "shift": 0, "rp_bytes": list(S.RP_BYTES), "cp_bytes": 5120,
-                  "max_outputs": None, "instructions": S.program_slots(problem, 0)}
-        if taus is not None:
-            config["taus"] = taus
-            top = S.top_for(lanes, taus, instructions=config["instructions"])
-        else:
-            top = S.tau_for(lanes, instructions=config["instructions"])
-        evaluation = fast.run(top, config=config, name=module, seed=seed,
-                              args=PYTHON_PATH_ARGS, opt_fast=PYTHON_PATH_OPT)
-    finally:
-        fast._runner = saved
+    config = {"problem": str(S._problem_file(problem)), "lanes": lanes, "bytes_per_cycle": 8,
+              "latency": 20, "shift": 0, "rp_bytes": list(S.RP_BYTES), "cp_bytes": 5120,
+              "max_outputs": None, "instructions": S.program_slots(problem, 0)}
+    if taus is not None:
+        config["taus"] = taus
+        top = S.top_for(lanes, taus, instructions=config["instructions"])
+    else:
+        top = S.tau_for(lanes, instructions=config["instructions"])
+    evaluation = fast.run(top, config=config, name=module, seed=seed,
+                          args=PYTHON_PATH_ARGS, opt_fast=PYTHON_PATH_OPT, public=True)
     per_cycle = plain["sim_cpu_seconds"] / plain["sim_cycles"]
     eval_per_cycle = min(per_cycle, evaluation["sim_cpu_seconds"] / evaluation["sim_cycles"])
     python = per_cycle - eval_per_cycle

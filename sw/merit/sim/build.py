@@ -16,14 +16,15 @@ import importlib.util
 import json
 import os
 import random
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from xml.etree import ElementTree
 
 from merit.sim.toolchain import verilator_env, wave_format
 
-__all__ = ["WAIVERS", "VERILATOR_ARGS", "BenchFailure", "build", "run_bench", "sim_build_root",
-           "trace_args"]
+__all__ = ["WAIVERS", "VERILATOR_ARGS", "BenchFailure", "build", "build_time", "run_bench",
+           "sim_build_root", "trace_args"]
 
 WAIVERS = Path(__file__).resolve().parent / "waivers.vlt"
 #: Verilator options of every model: the waiver file (warnings of generated code that we accept,
@@ -43,6 +44,30 @@ def sim_build_root():
     if (checkout / "pyproject.toml").is_file() and (checkout / "hw" / "meritz").is_dir():
         return checkout / "sim_build"
     return Path.home() / ".cache" / "merit" / "sim_build"
+
+
+#: The file in a build folder that says how long its build took.
+BUILD_TIME = "build_time.json"
+
+
+@contextmanager
+def timed(build_dir):
+    """Time the build of ``build_dir`` and record it in its :data:`BUILD_TIME` file (seconds of
+    wall time, the date, and the load average before, which says how shared the machine was)."""
+    load = os.getloadavg()[0]
+    start = time.monotonic()
+    yield
+    record = {"seconds": round(time.monotonic() - start, 1),
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+              "load_before": round(load, 1), "cores": os.cpu_count()}
+    (build_dir / BUILD_TIME).write_text(json.dumps(record) + "\n")
+
+
+def build_time(build_dir):
+    """The recorded build time of ``build_dir`` (a dict, see :func:`timed`); ``None`` for a
+    model built before build times were recorded."""
+    path = Path(build_dir) / BUILD_TIME
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 @contextmanager
@@ -100,8 +125,9 @@ def build(top, *, name=None, waves=False):
             source.write_text(text)
             (build_dir / f"{name}.json").write_text(json.dumps(metadata, indent=2) + "\n")
             runner = get_runner("verilator")
-            runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
-                         build_args=args, waves=bool(waves), log_file=build_dir / "build.log")
+            with timed(build_dir):
+                runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
+                             build_args=args, waves=bool(waves), log_file=build_dir / "build.log")
     return build_dir, name, metadata
 
 
@@ -152,7 +178,8 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         Builds the model instead of :func:`build`, with the same arguments and result (the fast
         path's wrapped model, :func:`merit.sim.fast.build`).
 
-    Returns the metrics the bench recorded (``benchlib.record_metric``) as a dict. Raises
+    Returns the metrics the bench recorded (``benchlib.record_metric``) as a dict, with
+    ``build``: the model's folder and its build time (:func:`build_time`). Raises
     :class:`BenchFailure` naming the failed tests.
     """
     from cocotb_tools.runner import get_runner
@@ -202,4 +229,6 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         raise BenchFailure(f"{bench} on {module} ran no cocotb test (could the bench module be "
                            f"imported?); see {test_dir / 'sim.log'}")
     metrics_file = test_dir / "metrics.json"
-    return json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    metrics = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    metrics["build"] = {"dir": str(build_dir), "time": build_time(build_dir)}
+    return metrics

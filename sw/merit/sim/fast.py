@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from merit.sim.build import WAIVERS, _locked, run_bench, sim_build_root, trace_args
+from merit.sim.build import WAIVERS, _locked, run_bench, sim_build_root, timed, trace_args
 from merit.sim.toolchain import verilator_env
 
 __all__ = ["FAST_ARGS", "OPT_FAST", "build", "run", "wrapper_verilog", "FastDram"]
@@ -208,27 +208,31 @@ def _public_vlt(wrapper):
             f'lint_off -file "*/{DRAM_SV.name}"\n')
 
 
-def _runner(opt_fast):
+def _runner(opt_fast, public):
     from cocotb_tools.runner import Verilator
 
     class FastVerilator(Verilator):
-        """cocotb's Verilator runner without ``--public-flat-rw``, with ``OPT_FAST``."""
+        """cocotb's Verilator runner with ``OPT_FAST``, and without ``--public-flat-rw`` unless
+        every signal is to be public."""
 
         def _build_command(self):
             commands = super()._build_command()
-            commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
+            if not public:
+                commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
             commands[1] = commands[1] + [f"OPT_FAST={opt_fast}"]
             return commands
 
     return FastVerilator()
 
 
-def build(top, *, name, waves=False, args=None, opt_fast=None):
+def build(top, *, name, waves=False, args=None, opt_fast=None, public=False):
     """Emit ``top`` (a :class:`meritz.tau.Tau` or :class:`meritz.top.Top`), wrap it and build the
     fast model; return ``(build_dir, wrapper_module, metadata)``. Cached like
-    :func:`merit.sim.build.build` (by a hash of every source and option). ``waves``: as there
-    (False, True / ``"fst"``, ``"vcd"``); ``args``: Verilator options instead of
-    :data:`FAST_ARGS`; ``opt_fast``: the C++ optimisation instead of :data:`OPT_FAST`."""
+    :func:`merit.sim.build.build` (by a hash of every source and option), with its build time
+    recorded (:func:`merit.sim.build.build_time`). ``waves``: as there (False, True / ``"fst"``,
+    ``"vcd"``); ``args``: Verilator options instead of :data:`FAST_ARGS`; ``opt_fast``: the C++
+    optimisation instead of :data:`OPT_FAST`; ``public``: every signal of the design visible
+    (cocotb's ``--public-flat-rw``, as on the Python path) instead of the wrapper's ports only."""
     from meritz.emit import to_verilog
 
     tau = "tiles" in top.signature.members
@@ -238,7 +242,7 @@ def build(top, *, name, waves=False, args=None, opt_fast=None):
     args = list(FAST_ARGS if args is None else args) + trace_args(waves)
     opt_fast = OPT_FAST if opt_fast is None else opt_fast
     parts = [text, wrapper_text, DRAM_SV.read_text(), DRAM_CPP.read_text(), WAIVERS.read_text(),
-             opt_fast, *args]
+             opt_fast, *args] + (["--public-flat-rw"] if public else [])
     digest = hashlib.sha1("\0".join(parts).encode()).hexdigest()[:12]
     build_dir = sim_build_root() / f"{name}-fast-{digest}"
     os.environ.update(verilator_env())
@@ -252,22 +256,23 @@ def build(top, *, name, waves=False, args=None, opt_fast=None):
             wrapper_file.write_text(wrapper_text)
             vlt = build_dir / "public.vlt"
             vlt.write_text(_public_vlt(wrapper))
-            runner = _runner(opt_fast)
-            runner.build(sources=[source, DRAM_SV, wrapper_file, vlt], hdl_toplevel=wrapper,
-                         build_dir=build_dir, build_args=[*args, str(WAIVERS), str(DRAM_CPP)],
-                         waves=bool(waves), log_file=build_dir / "build.log")
+            runner = _runner(opt_fast, public)
+            with timed(build_dir):
+                runner.build(sources=[source, DRAM_SV, wrapper_file, vlt], hdl_toplevel=wrapper,
+                             build_dir=build_dir, build_args=[*args, str(WAIVERS), str(DRAM_CPP)],
+                             waves=bool(waves), log_file=build_dir / "build.log")
     return build_dir, wrapper, metadata
 
 
-def run(top, *, config, name, seed=None, waves=False, args=None, opt_fast=None):
+def run(top, *, config, name, seed=None, waves=False, args=None, opt_fast=None, public=False):
     """Run the fast bench (:mod:`merit.sim.cocotb_fast`) on the model of ``top``; return the
     metrics it recorded.
 
     ``config`` is the bench configuration of :func:`merit.sim.simulate` (``problem``, ``lanes``,
-    ``taus``...); ``args`` and ``opt_fast`` as for :func:`build`. Raises
+    ``taus``...); ``args``, ``opt_fast`` and ``public`` as for :func:`build`. Raises
     :class:`merit.sim.build.BenchFailure` naming the failed test."""
     def builder(top, *, name, waves):
-        return build(top, name=name, waves=waves, args=args, opt_fast=opt_fast)
+        return build(top, name=name, waves=waves, args=args, opt_fast=opt_fast, public=public)
     return run_bench(top, bench=BENCH, config=config, seed=seed, waves=waves, name=name,
                      builder=builder)
 
