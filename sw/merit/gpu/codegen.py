@@ -163,7 +163,6 @@ def source(spec, tile):
         offs[k] = total
         total += -(-geo[k].words * nbuf // 4) * 4
     smem_bytes = total * 4
-    strided = tile.strided or (False,) * P
     order = tile.order or tuple(range(P - 1, -1, -1))
     chunk = ext[P] if A else 1
     ntiles = -(-spec.ashape[0] // chunk) if A else 1
@@ -209,7 +208,8 @@ def source(spec, tile):
     for j in order:
         w(f"const int t{j} = tq % {tile.threads[j]}; tq /= {tile.threads[j]};")
     for j in range(P):
-        w(f"const int tl{j} = t{j}{'' if strided[j] else f' * {tile.regs[j]}'};")
+        g = tile.run(j)
+        w(f"const int tl{j} = t{j}{f' * {g}' if g > 1 else ''};")
 
     # register copy r -> per-index offsets (constants once loops are unrolled)
     rdiv = []
@@ -219,8 +219,7 @@ def source(spec, tile):
         d *= tile.regs[j]
 
     def rl(j):
-        base = f"((r / {rdiv[j]}) % {tile.regs[j]})"
-        return f"{base} * {tile.threads[j]}" if strided[j] else base
+        return _copy_offset(tile, j, f"((r / {rdiv[j]}) % {tile.regs[j]})")
 
     def pidx(j):
         return f"(pb{j} + tl{j} + {rl(j)})"
@@ -293,29 +292,40 @@ def source(spec, tile):
                 _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
                 w("merit_cp_commit(); merit_cp_wait<0>();")
             for k in shared:
-                if geo[k].vector:
+                if geo[k].vector and not geo[k].aligned:
                     org = _org_expr(spec, k, geo[k], len(geo[k].sides) - 1, "ab0")
                     w(f"const int sh{k} = ({org}) & 3;")
             w("__syncthreads();")
-        n0 = str(chunk) if full_chunks else f"min({chunk}, {spec.ashape[0]} - ab0)"
         inner_unrolled = set(range(A - tile.unroll, A)) if tile.unroll else set()
 
-        def nest(lv):
+        def nest(lv, whole):
             for i in range(first[lv], first[lv + 1]):
-                extent = n0 if i == 0 else str(spec.ashape[i])
-                w("#pragma unroll" if i in inner_unrolled and (i != 0 or full_chunks)
+                extent = (str(chunk) if whole else f"min({chunk}, {spec.ashape[0]} - ab0)") \
+                    if i == 0 else str(spec.ashape[i])
+                w("#pragma unroll" if i in inner_unrolled and (i != 0 or whole)
                   else "#pragma unroll 1")
                 w.open(f"for (int l{i} = 0; l{i} < {extent}; ++l{i})")
             if lv + 1 < levels:
                 call(f"pre{lv + 1}", "pre", modes(lv + 1, "first"))
-                nest(lv + 1)
+                nest(lv + 1, whole)
                 call(f"post{lv + 1}", "post", modes(lv + 1, "last"))
             else:
                 call("loop", "loop", ["cur"] * A)
             for _ in range(first[lv], first[lv + 1]):
                 w.close()
 
-        nest(0)
+        if full_chunks:
+            nest(0, True)
+        elif 0 in inner_unrolled:
+            # whole tiles run the unrolled loops; the last, partial tile a rolled copy
+            w.open(f"if (ab0 + {chunk} <= {spec.ashape[0]})")
+            nest(0, True)
+            w.close("} else {")
+            w.depth += 1
+            nest(0, False)
+            w.close()
+        else:
+            nest(0, False)
         if shared:
             w("__syncthreads();")
         w.close()
@@ -340,18 +350,27 @@ def source(spec, tile):
     return name, "\n".join(out) + "\n", nblocks, nt, smem_bytes
 
 
+def _copy_offset(tile, j, c):
+    """C expression of :meth:`Tile.copy_offset` for the copy number expression ``c``."""
+    g, regs = tile.run(j), tile.regs[j]
+    if g == regs:
+        return c
+    if g == 1:
+        return f"{c} * {tile.threads[j]}"
+    return f"({c} / {g}) * {tile.threads[j] * g} + {c} % {g}"
+
+
 def _shared_read(spec, tile, k, g, off, nbuf):
     """C expression reading input k's element for register copy ``r`` from shared memory."""
     tr = spec.inputs[k].transform
     P = spec.np
-    strided = tile.strided or (False,) * P
     rdiv = []
     d = 1
     for j in range(P - 1, -1, -1):
         rdiv.insert(0, d)
         d *= tile.regs[j]
     parts = [f"so{k}"]
-    if g.vector:
+    if g.vector and not g.aligned:
         parts.append(f"sh{k}")
     if nbuf > 1:
         parts.append(f"buf * {g.words}")
@@ -360,8 +379,8 @@ def _shared_read(spec, tile, k, g, off, nbuf):
             mult = s * g.pitches[ax]
             if pos < P:
                 if tile.regs[pos] > 1:
-                    step = mult * (tile.threads[pos] if strided[pos] else 1)
-                    parts.append(f"((r / {rdiv[pos]}) % {tile.regs[pos]}) * {step}")
+                    c = _copy_offset(tile, pos, f"((r / {rdiv[pos]}) % {tile.regs[pos]})")
+                    parts.append(f"({c}) * {mult}")
             else:
                 parts.append(f"l{pos - P} * {mult}")
     base = f"smem + {off}" if off else "smem"

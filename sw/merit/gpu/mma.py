@@ -282,29 +282,21 @@ __device__ __forceinline__ void merit_mma(float& d0, float& d1, float& d2, float
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 """,
-    "fp16": r"""
+}
+#: FP16 and BF16 differ only in the conversion and the operand type (``TY``) of ``mma.sync``.
+_HALF_PRELUDE = r"""
 __device__ __forceinline__ unsigned merit_pack(float lo, float hi) {
-    unsigned u; asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(u) : "f"(hi), "f"(lo)); return u;
+    unsigned u; asm("cvt.rn.TYx2.f32 %0, %1, %2;\n" : "=r"(u) : "f"(hi), "f"(lo)); return u;
 }
 __device__ __forceinline__ void merit_mma(float& d0, float& d1, float& d2, float& d3,
         unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.TY.TY.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
         "{%8,%9}, {%0,%1,%2,%3};\n" : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-""",
-    "bf16": r"""
-__device__ __forceinline__ unsigned merit_pack(float lo, float hi) {
-    unsigned u; asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(u) : "f"(hi), "f"(lo)); return u;
-}
-__device__ __forceinline__ void merit_mma(float& d0, float& d1, float& d2, float& d3,
-        unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n" : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-""",
-}
+"""
+_MMA_PRELUDE["fp16"] = _HALF_PRELUDE.replace("TY", "f16")
+_MMA_PRELUDE["bf16"] = _HALF_PRELUDE.replace("TY", "bf16")
 
 
 def _decompose_code(var, n_expr, idxs, exts, prefix):
@@ -462,7 +454,7 @@ def source(spec, tile):
         parts = [str(offs[k])]
         if nbuf > 1:
             parts.append(f"buf * {g.words}")
-        if g.vector:
+        if g.vector and not g.aligned:
             org = _org_expr(spec, k, g, len(g.sides) - 1, "ab0")
             parts.append(f"(({org}) & 3)")
         w(f"const T* {nm} = smem + {' + '.join(parts)};")

@@ -8,6 +8,7 @@ footprint of each (block, accumulation tile) pair (Eq. 9) copied into shared mem
 are read through the read-only data cache.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -32,8 +33,10 @@ class Tile:
         Per input: words of padding added to the pitch of each footprint axis (bank conflicts).
     order : tuple of int
         Parallel indices from the fastest-varying to the slowest in the thread number (re-tiling).
-    strided : tuple of bool
-        Per parallel index: a thread's register copies are ``threads[j]`` apart (True) or adjacent.
+    strided : tuple of int
+        Per parallel index: a thread's register copies are adjacent (0 / False), ``threads[j]``
+        apart (1 / True), or in runs of ``g`` adjacent values ``threads[j] * g`` apart (``g``;
+        runs of 4 let 16-byte reads of neighbouring threads fall in consecutive banks).
     double : bool
         Double-buffer the shared footprints across accumulation tiles (asynchronous copies).
     unroll : int
@@ -70,6 +73,16 @@ class Tile:
     frags: tuple = ()
     split: int = 1
 
+    def run(self, j):
+        """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
+        s = int(self.strided[j]) if self.strided else 0
+        return self.regs[j] if s == 0 else s
+
+    def copy_offset(self, j, c):
+        """Offset of register copy ``c`` along index ``j`` from the thread's first value."""
+        g = self.run(j)
+        return (c // g) * self.threads[j] * g + c % g
+
     @property
     def block(self):
         return tuple(t * r for t, r in zip(self.threads, self.regs, strict=True))
@@ -95,7 +108,8 @@ class Tile:
             f = "x".join(map(str, self.frags))
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""
-        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}"
+        st = "_s" + "".join(str(int(g)) for g in self.strided) if any(self.strided) else ""
+        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}{st}"
 
 
 @dataclass(frozen=True)
@@ -105,11 +119,16 @@ class Geometry:
     ``sides``: footprint side per source axis (Eq. 9); ``pitches``: words between neighbours along
     each axis (padding included); ``shift``: per axis, how far the box's low corner lies below the
     coordinate of the tile's first element (non-zero only on axes walked by negative strides);
-    ``words``: buffer size; ``elements``: footprint elements.
+    ``words``: buffer size, a multiple of 4 (so that every buffer starts 16-byte aligned);
+    ``elements``: footprint elements.
 
     ``vector``: the innermost axis is copied in aligned 16-byte pieces (the source rows are a
     multiple of 4 words and the box is at least 8 wide); each smem row then holds ``row`` words
-    starting at the 4-aligned column below the box, so reads add the box's misalignment (0..3).
+    starting at the 4-aligned column below the box, so reads add the box's misalignment (0..3)
+    unless it is always 0 (``aligned``).
+    ``aligned``: that misalignment is 0 for every block and accumulation tile (the box's low corner
+    moves in multiples of 4 words), so the kernel needs no run-time correction and the compiler
+    can prove 16-byte alignment of the reads.
     """
 
     sides: tuple
@@ -119,6 +138,7 @@ class Geometry:
     elements: int
     vector: bool = False
     row: int = 0
+    aligned: bool = False
 
 
 def extents(spec, tile):
@@ -131,18 +151,30 @@ def extents(spec, tile):
 
 def geometry(spec, tile, k):
     """The :class:`Geometry` of input ``k`` for ``tile``."""
+    pads = tile.pads[k] if tile.pads and tile.pads[k] else ()
+    vec = not tile.vector or bool(tile.vector[k])
+    return _geometry(spec, tile.block, tile.chunk, tuple(pads), vec, k)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _geometry(spec, block, chunk, pads, vec, k):
     tr = spec.inputs[k].transform
+    tile = Tile(tuple(1 for _ in block), block, chunk)
     ext = extents(spec, tile)
     sides = tuple(1 + sum((ext[pos] - 1) * abs(s) for pos, s in terms) for terms in tr.terms)
     shift = tuple(-sum((ext[pos] - 1) * s for pos, s in terms if s < 0) for terms in tr.terms)
-    pads = tile.pads[k] if tile.pads and tile.pads[k] else (0,) * len(sides)
+    pads = pads or (0,) * len(sides)
     n = len(sides)
-    vector = n >= 1 and tr.source_shape[-1] % 4 == 0 and sides[-1] >= 8
-    vector = vector and (not tile.vector or bool(tile.vector[k]))
-    row = -(-(sides[-1] + 3) // 4) * 4 if vector else (sides[-1] if n else 1)
+    vector = vec and n >= 1 and tr.source_shape[-1] % 4 == 0 and sides[-1] >= 8
+    aligned = False
+    if vector:
+        steps = [s * (block[pos] if pos < spec.np else ext[pos]) for pos, s in tr.terms[-1]
+                 if pos <= spec.np]
+        aligned = all(v % 4 == 0 for v in steps + [tr.offset[-1] - shift[-1]])
+    row = -(-(sides[-1] + (0 if aligned else 3)) // 4) * 4 if vector else (sides[-1] if n else 1)
     widths = sides[:-1] + (row,) if n else ()
     pitches = [1] * n
     for axis in range(n - 2, -1, -1):
         pitches[axis] = pitches[axis + 1] * widths[axis + 1] + pads[axis]
-    words = pitches[0] * widths[0] if n else 1
-    return Geometry(sides, tuple(pitches), shift, words, math.prod(sides), vector, row)
+    words = -(-(pitches[0] * widths[0] if n else 1) // 4) * 4
+    return Geometry(sides, tuple(pitches), shift, words, math.prod(sides), vector, row, aligned)

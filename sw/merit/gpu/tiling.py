@@ -14,14 +14,18 @@ footprint too large for the smallest tile) it is read through the read-only data
 post inputs are read once per output and always go through the cache.
 """
 
+import functools
 import itertools
 import math
 import re
 
+import numpy as np
+
 from . import mma
 from .tile import Tile, extents, geometry
 
-__all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts"]
+__all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts",
+           "shared_loads", "wavefronts"]
 
 
 class Device:
@@ -44,6 +48,8 @@ H100 = Device()
 
 #: Shared memory a tile may use: leaves room for two blocks per SM.
 SMEM_CAP = 100 * 1024
+#: Candidates the detailed cost model re-ranks after the first pass.
+PREFILTER = 300
 #: Innermost accumulation steps unrolled at most (with the register tile: code size).
 UNROLL_CAP = 64
 
@@ -76,15 +82,13 @@ def shared_inputs(spec, tile, device=H100):
 
 def _unroll(spec, chunk, limit=None):
     """How many innermost accumulation indices to unroll fully (at most ``limit``), and their
-    steps."""
+    steps.  When ``chunk`` does not divide a_0, the kernel runs a rolled copy of the loops for
+    the last, partial accumulation tile."""
     if spec.na == 0:
         return 0, 1
-    full = spec.ashape[0] % chunk == 0
     ext = (chunk,) + tuple(spec.ashape[1:])
     u, steps = 0, 1
     for i in range(spec.na - 1, -1, -1):
-        if i == 0 and not full:
-            break
         if steps * ext[i] > UNROLL_CAP or (limit is not None and u == limit):
             break
         steps *= ext[i]
@@ -96,7 +100,6 @@ def _reg_footprint(spec, tile, k, unroll):
     """Distinct elements of input k one thread touches per unrolled region (Eq. 9 on registers)."""
     tr = spec.inputs[k].transform
     P = spec.np
-    strided = tile.strided or (False,) * P
     n = {}
     for j in range(P):
         n[j] = tile.regs[j]
@@ -108,16 +111,94 @@ def _reg_footprint(spec, tile, k, unroll):
         side, copies = 1, 1
         for pos, s in terms:
             if pos in n and n[pos] > 1:
-                if pos < P and strided[pos]:
-                    copies *= n[pos]
+                if pos < P:
+                    g = tile.run(pos)
+                    copies *= n[pos] // g
+                    side += (g - 1) * abs(s)
                 else:
                     side += (n[pos] - 1) * abs(s)
         total *= side * copies
     return total
 
 
-def estimate(spec, tile, device=H100):
-    """Cost-model time of ``tile`` in SM clocks (lower is better), or None if it cannot run."""
+def _pow2(v, cap=4):
+    """The largest power of two up to ``cap`` dividing ``v`` (``cap`` for 0)."""
+    v = abs(v)
+    p = 1
+    while p < cap and v % (2 * p) == 0:
+        p *= 2
+    return p
+
+
+def shared_loads(spec, tile, k, unroll=None):
+    """Shared-memory load instructions ``{width: count}`` one thread issues for input k per
+    unrolled region (register copies x unrolled accumulation steps), widths 1, 2 and 4 words.
+
+    Equal words are loaded once; words that are adjacent and aligned are merged into 2- and
+    4-word loads, as the compiler does when it can prove the alignment: the thread's base address
+    is known modulo 4 when every run-time term of it (thread coordinates, rolled loop indices,
+    a box misalignment) moves in multiples of 4 words, modulo 2 likewise, else not at all.
+    """
+    if unroll is None:
+        unroll = tile.unroll
+    g = geometry(spec, tile, k)
+    tr = spec.inputs[k].transform
+    P = spec.np
+    ext = extents(spec, tile)
+    coef = {}
+    for ax, terms in enumerate(tr.terms):
+        for pos, s in terms:
+            coef[pos] = coef.get(pos, 0) + s * g.pitches[ax]
+    known = 1 if g.vector and not g.aligned else 4
+    offs = np.zeros(1, dtype=np.int64)
+    for pos, c in sorted(coef.items()):
+        if pos < P:
+            known = min(known, _pow2(c * tile.run(pos)))
+            vals = [tile.copy_offset(pos, i) for i in range(tile.regs[pos])]
+        elif pos - P >= spec.na - unroll:
+            vals = range(ext[pos])
+        else:
+            known = min(known, _pow2(c))
+            continue
+        if len(vals) > 1:
+            offs = (offs[:, None] + np.asarray(vals, dtype=np.int64) * c).ravel()
+    base = sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+    u = np.unique(offs) + base + (4 * (1 << 20))   # non-negative, same residues
+    n4 = n2 = 0
+    if known >= 4:
+        quads, cnt = np.unique(u // 4, return_counts=True)
+        full = quads[cnt == 4]
+        n4 = len(full)
+        u = u[~np.isin(u // 4, full)]
+    if known >= 2:
+        _, cnt = np.unique(u // 2, return_counts=True)
+        n2 = int((cnt == 2).sum())
+    return {1: len(u) - 2 * n2, 2: n2, 4: n4}
+
+
+def wavefronts(spec, tile, k, width=1):
+    """Shared-memory cycles of one warp-wide load of ``width`` words of input k: the larger of
+    its bank conflicts (distinct ``width``-word pieces one bank group serves) and its bytes."""
+    addrs = _lane_addresses(spec, tile, k)
+    pieces = {a // width for a in addrs}
+    groups = {}
+    for q in pieces:
+        groups.setdefault(q % (32 // width), set()).add(q)
+    return max(max(len(v) for v in groups.values()), -(-len(pieces) * 4 * width // 128))
+
+
+def _read_cost(spec, tile, k):
+    """Issue slots plus shared-memory cycles per thread per step of input k's shared reads."""
+    loads = shared_loads(spec, tile, k)
+    usteps = _unroll(spec, extents(spec, tile)[spec.np], tile.unroll or None)[1]
+    return sum(n * (1 + wavefronts(spec, tile, k, w)) for w, n in loads.items() if n) / usteps
+
+
+def estimate(spec, tile, device=H100, detail=True):
+    """Cost-model time of ``tile`` in SM clocks (lower is better), or None if it cannot run.
+
+    ``detail``: count shared loads by width and their bank conflicts (:func:`shared_loads`,
+    :func:`wavefronts`); otherwise one load per distinct word (a cheaper first pass)."""
     P = spec.np
     nt, R = tile.nthreads, tile.nregs
     if nt > 1024:
@@ -136,20 +217,32 @@ def estimate(spec, tile, device=H100):
     shared = tile.shared or shared_inputs(spec, tile, device)
     nbuf = 2 if tile.double else 1
     smem = 0
-    lds = 0.0          # shared loads per thread per step
+    lds = 0.0          # shared load instructions per thread per step
+    lds_cycles = 0.0   # their shared-memory cycles (bank conflicts, bytes)
     ldg = 0.0          # cached global loads per thread per step
     copy_instr = 0.0
     gl_bytes = 0
-    regs = R * _state_words(spec) + 24
+    # a sum keeps one register per output, and the compiler streams its operands
+    sums = splittable(spec)
+    regs = R * (1 if sums else _state_words(spec)) + 24
     for k, op in enumerate(spec.inputs):
         if op.stage != "loop":
             continue
         rf = _reg_footprint(spec, tile, k, u)
-        regs += min(rf, 64)
+        regs += min(rf, 32 if sums else 64)
         if shared[k]:
-            g = geometry(spec, tile, k)
+            probe = tile if tile.pads else _with_pad(tile, k, _align_pads(spec, tile, k))
+            g = geometry(spec, probe, k)
             smem += g.words * 4 * nbuf
-            lds += rf / usteps
+            if not (detail and sums):
+                lds += rf / usteps
+                lds_cycles += rf / usteps
+            else:
+                probe = _replace(probe, unroll=u)
+                for w, n in shared_loads(spec, probe, k, u).items():
+                    if n:
+                        lds += n / usteps
+                        lds_cycles += n * wavefronts(spec, probe, k, w) / usteps
             copy_instr += g.words / 4 * 20 if g.vector else g.elements * 25
             gl_bytes += g.elements * 4 * _coalescing(g.sides[-1] if g.sides else 1)
         else:
@@ -164,9 +257,11 @@ def estimate(spec, tile, device=H100):
         return None
     warps = nb * nt / 32
     steps = tile_steps * ntiles
-    body = 1.0 + 0.5 * sum(1 for op in spec.inputs if op.stage == "loop")
+    # a sum of products is one fused multiply-add per step; other bodies cost more
+    body = 1.0 if sums else 1.0 + 0.5 * sum(1 for op in spec.inputs
+                                                         if op.stage == "loop")
     issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_instr / nt)
-    lsu = warps * steps * (lds + 2 * ldg)
+    lsu = warps * steps * (lds_cycles + 2 * ldg)
     run = tile.block[-1] if tile.block else 1
     out_bytes = math.prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
     out_bytes *= 2 * split if split > 1 else 1
@@ -176,7 +271,8 @@ def estimate(spec, tile, device=H100):
     slots = device.sms * per_sm
     waves = nb / slots
     tail = math.ceil(waves) / waves if waves < 4 else 1.0
-    sm_time = max(issue / device.fma_rate, lsu / device.lds_rate) / device.sms / eff * tail
+    busy = sorted((issue / device.fma_rate, lsu / device.lds_rate))
+    sm_time = (busy[1] + 0.25 * busy[0]) / device.sms / eff * tail   # imperfect overlap
     return max(sm_time, dram) + 2000.0 + 200.0 * ntiles
 
 
@@ -279,6 +375,11 @@ def _candidates(spec):
                 yield t
                 if sums:
                     yield from _splits(spec, t)
+                # runs of 4 copies, threads * 4 apart: 16-byte reads of neighbouring lanes
+                runs = tuple(4 if r >= 8 and r % 4 == 0 and n > 1 else 0
+                             for r, n in zip(regs, threads, strict=True))
+                if any(runs):
+                    yield _replace(t, strided=runs)
 
 
 def splittable(spec):
@@ -375,16 +476,17 @@ def _smem_bytes(spec, tile):
     return total * 4
 
 
-def _lane_coords(tile, order):
-    """Thread coordinates (t_j) of the 32 lanes of warp 0."""
+@functools.lru_cache(maxsize=4096)
+def _lane_coords(threads, order):
+    """Thread coordinates (t_j) of the 32 lanes of warp 0, one row per lane."""
     lanes = []
-    for tid in range(min(32, tile.nthreads)):
-        q, t = tid, [0] * len(tile.threads)
+    for tid in range(min(32, math.prod(threads))):
+        q, t = tid, [0] * len(threads)
         for j in order:
-            t[j] = q % tile.threads[j]
-            q //= tile.threads[j]
+            t[j] = q % threads[j]
+            q //= threads[j]
         lanes.append(t)
-    return lanes
+    return np.asarray(lanes, dtype=np.int64)
 
 
 def conflicts(spec, tile, k):
@@ -394,24 +496,38 @@ def conflicts(spec, tile, k):
 
     if tile.mma:
         return mma.conflicts(spec, tile, k)
-    tr = spec.inputs[k].transform
-    g = geometry(spec, tile, k)
-    strided = tile.strided or (False,) * spec.np
-    order = tile.order or tuple(range(spec.np - 1, -1, -1))
-    addrs = []
-    for t in _lane_coords(tile, order):
-        a = 0
-        for ax, terms in enumerate(tr.terms):
-            for pos, s in terms:
-                if pos < spec.np:
-                    tl = t[pos] if strided[pos] else t[pos] * tile.regs[pos]
-                    a += tl * s * g.pitches[ax]
-        addrs.append(a)
+    addrs = _lane_addresses(spec, tile, k)
     banks = BankFunction(32).bank(addrs)
     per_bank = {}
     for a, b in zip(addrs, banks.tolist(), strict=True):
         per_bank.setdefault(b, set()).add(a)
     return max(len(v) for v in per_bank.values())
+
+
+def _lane_addresses(spec, tile, k):
+    """Shared word address (offset and box shift included) input k's first register copy reads
+    for each of the 32 lanes of warp 0 in the first step."""
+    tr = spec.inputs[k].transform
+    g = geometry(spec, tile, k)
+    order = tile.order or tuple(range(spec.np - 1, -1, -1))
+    base = sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+    coef = np.zeros(spec.np, dtype=np.int64)
+    for ax, terms in enumerate(tr.terms):
+        for pos, s in terms:
+            if pos < spec.np:
+                coef[pos] += tile.run(pos) * s * g.pitches[ax]
+    return (base + _lane_coords(tuple(tile.threads), tuple(order)) @ coef).tolist()
+
+
+def _align_pads(spec, tile, k):
+    """Per-axis padding that makes every outer pitch of input k's buffer a multiple of 4 words
+    (so that adjacent words of a thread can be read 16 bytes at a time)."""
+    nax = len(spec.inputs[k].transform.source_shape)
+    pads = [0] * nax
+    for ax in range(nax - 2, -1, -1):
+        g = geometry(spec, _with_pad(tile, k, pads), k)
+        pads[ax] = -g.pitches[ax] % 4
+    return tuple(pads)
 
 
 def _tune_banks(spec, tile):
@@ -420,6 +536,8 @@ def _tune_banks(spec, tile):
     if not shared:
         return tile
     default = tile.order
+    steps = math.prod(extents(spec, tile)[spec.np:])
+    sums = splittable(spec)
     active = [j for j in default if tile.threads[j] > 1]
     rest = [j for j in default if tile.threads[j] == 1]
     best = None
@@ -438,36 +556,48 @@ def _tune_banks(spec, tile):
             options = []
             for v in (True, False):
                 tv = _with_vector(t, k, v)
-                if v and not geometry(spec, tv, k).vector:
+                g = geometry(spec, tv, k)
+                if v and not g.vector:
                     continue
-                cur, deg = _pad_search(spec, tv, k)
-                # 16-byte rows cost a quarter of the copy instructions: worth a 2-way conflict
-                options.append((deg / 2 if v else deg, not v, sum(cur), cur, v, deg))
-            _, _, _, cur, v, deg = min(options)
+                if tile.mma or not sums:
+                    cur, deg = _pad_search(spec, tv, k)
+                    # 16-byte rows cost a quarter of the copy instructions: worth a 2-way
+                    # conflict
+                    options.append((deg / 2 if v else deg, not v, sum(cur), cur, v))
+                    continue
+                # reads (issue and shared cycles) plus the copy's instructions, per step
+                copy = (g.words / 4 * 20 if v else g.elements * 25) / tile.nthreads / steps
+                for cur in {tuple(_pad_search(spec, tv, k)[0]),
+                            tuple(_pad_search(spec, tv, k, _align_pads(spec, tv, k))[0])}:
+                    cost = _read_cost(spec, _with_pad(tv, k, cur), k) + copy
+                    options.append((cost, not v, sum(cur), cur, v))
+            cost, _, _, cur, v = min(options)
             t = _with_vector(_with_pad(t, k, cur), k, v)
             pads.append(tuple(cur))
             vec.append(v)
             total_pad += sum(cur)
-            score += deg
+            score += cost
         key = (score, order != default, total_pad)
         if best is None or key < best[0]:
             best = (key, _replace(tile, order=order, pads=tuple(pads), vector=tuple(vec)))
     return best[1]
 
 
-def _pad_search(spec, t, k):
+def _pad_search(spec, t, k, start=None):
     """Greedy per-axis padding (outer axes, innermost last) minimizing input k's conflicts;
-    steps of 4 words when rows are copied in 16-byte pieces."""
+    steps of 4 words when rows are copied in 16-byte pieces or when starting from ``start``
+    (:func:`_align_pads`: keep the pitches multiples of 4)."""
     nax = len(spec.inputs[k].transform.source_shape)
-    cur = [0] * nax
+    base = list(start) if start else [0] * nax
+    cur = list(base)
     deg = conflicts(spec, _with_pad(t, k, cur), k)
-    step = 4 if geometry(spec, t, k).vector else 1
+    step = 4 if start or geometry(spec, t, k).vector else 1
     for ax in range(nax - 2, -1, -1):
         if deg == 1:
             break
         for pad in range(step, 33, step):
             trial = list(cur)
-            trial[ax] = pad
+            trial[ax] = base[ax] + pad
             d = conflicts(spec, _with_pad(t, k, trial), k)
             if d < deg:
                 deg, cur = d, trial
@@ -498,6 +628,7 @@ def rank(spec, count=6, device=H100):
     A problem specialized for a tensor-core precision gets tensor-core tiles only (ValueError when
     it is not a dot product they can run, see :func:`merit.gpu.mma.roles`)."""
     scored = []
+    sums = splittable(spec)
     if spec.precision != "fp32":
         if mma.roles(spec) is None:
             raise ValueError(f"problem {spec.name!r}: precision {spec.precision!r} runs on the "
@@ -512,9 +643,13 @@ def rank(spec, count=6, device=H100):
                 scored.append((cost, t))
     else:
         for t in _candidates(spec):
-            cost = estimate(spec, t, device)
+            cost = estimate(spec, t, device, detail=False)
             if cost is not None:
                 scored.append((cost, t))
+        # the loads' widths and bank conflicts for the most promising few hundred
+        scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
+        scored = [(estimate(spec, t, device), t) for _, t in scored[:PREFILTER]]
+        scored = [(c, t) for c, t in scored if c is not None]
     scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
     out = []
     for cost, t in scored[: count * 4]:
@@ -522,10 +657,13 @@ def rank(spec, count=6, device=H100):
         cap = device.smem_block - 1024 if t.mma else min(SMEM_CAP, device.smem_block)
         if _smem_bytes(spec, full) > cap:
             continue
-        # bank conflicts slow the shared loads: re-rank with the tuned layout's worst degree
-        degree = max([conflicts(spec, full, k) for k in range(len(spec.inputs))
-                      if full.shared[k]] + [1])
-        out.append((cost * (1 + 0.25 * (degree - 1)), full))
+        if t.mma or not sums:
+            # bank conflicts slow the shared reads: re-rank with the layout's worst degree
+            degree = max([conflicts(spec, full, k) for k in range(len(spec.inputs))
+                          if full.shared[k]] + [1])
+            out.append((cost * (1 + 0.25 * (degree - 1)), full))
+        else:   # re-rank with the tuned layout's loads (widths, bank conflicts)
+            out.append((estimate(spec, full, device) or cost, full))
     out = sorted(out, key=lambda ct: ct[0])[:count]
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "

@@ -16,7 +16,16 @@ from merit.gpu.codegen import source
 from merit.gpu.runtime import TileCache
 from merit.gpu.spec import spec_of
 from merit.gpu.tile import geometry
-from merit.gpu.tiling import SMEM_CAP, _smem_bytes, check_tile, conflicts, rank, shared_inputs
+from merit.gpu.tiling import (
+    SMEM_CAP,
+    _smem_bytes,
+    check_tile,
+    conflicts,
+    rank,
+    shared_inputs,
+    shared_loads,
+    wavefronts,
+)
 from merit.strategies import Dot
 
 
@@ -73,7 +82,8 @@ def test_footprint_geometry_is_eq9():
         assert g.sides == op.transform.footprint(tile.block, (4, 3, 3))
         assert g.elements == np.prod(g.sides) and g.words >= g.elements
         if g.vector:   # rows copied in aligned 16-byte pieces: room for the misalignment
-            assert g.row % 4 == 0 and g.sides[-1] + 3 <= g.row < g.sides[-1] + 7
+            room = 0 if g.aligned else 3
+            assert g.row % 4 == 0 and g.sides[-1] + room <= g.row < g.sides[-1] + room + 4
 
 
 def test_negative_strides_shift_the_box():
@@ -115,8 +125,10 @@ def test_table_v_conv_tiles_use_registers_and_few_bank_conflicts():
         spec = spec_of(W.conv2d(16, 32, 128, 128, 32, k, stride=s, padding=k // 2), "float32")
         for t in rank(spec, count=3):
             assert t.nregs >= 16 and all(t.shared)
-            # 16-byte-aligned rows allow pads in steps of 4 words only: at most 2 ways remain
-            assert conflicts(spec, t, 0) <= 2 and conflicts(spec, t, 1) == 1
+            # every load the layout leads to (1, 2 or 4 words) costs at most 2 shared cycles
+            for inp in (0, 1):
+                for width, n in shared_loads(spec, t, inp).items():
+                    assert n == 0 or wavefronts(spec, t, inp, width) <= 2
             assert _smem_bytes(spec, t) <= SMEM_CAP
 
 
@@ -128,14 +140,20 @@ def test_padding_removes_a_conflict():
     bare = Tile(threads=(32,), regs=(1,), chunk=32, shared=(True, True), pads=((0, 0), (0,)),
                 order=(0,), strided=(False,), vector=(False, False))
     assert conflicts(spec, bare, 0) == 32
-    # 16-byte rows keep pitches a multiple of 4 words: 4 ways at best, so the tuner picks
-    # word copies with an odd pitch instead
-    rows16 = Tile(threads=(32,), regs=(1,), chunk=32, shared=(True, True), pads=((0, 0), (0,)),
-                  order=(0,), strided=(False,), vector=(True, False))
+    # an odd pitch: one word per lane and step, conflict-free
+    odd = Tile(threads=(32,), regs=(1,), chunk=32, shared=(True, True), pads=((1, 0), (0,)),
+               order=(0,), strided=(False,), vector=(False, False), unroll=1)
+    assert conflicts(spec, odd, 0) == 1 and shared_loads(spec, odd, 0) == {1: 32, 2: 0, 4: 0}
+    # 16-byte rows keep pitches a multiple of 4 words: 4 ways for single words, but each lane
+    # reads its row 4 words at a time (the 32 steps are unrolled), 4 cycles per 4 steps
+    rows16 = Tile(threads=(32,), regs=(1,), chunk=32, shared=(True, True), pads=((4, 0), (0,)),
+                  order=(0,), strided=(False,), vector=(True, False), unroll=1)
     assert geometry(spec, rows16, 0).vector and conflicts(spec, rows16, 0) == 4
+    assert shared_loads(spec, rows16, 0) == {1: 0, 2: 0, 4: 8}
+    assert wavefronts(spec, rows16, 0, 4) == 4
+    # the tuner takes the cheaper of the two (a quarter of the load instructions)
     tuned = check_tile(spec, {"threads": (32,), "chunk": 32, "shared": (True, True)})
-    assert conflicts(spec, tuned, 0) == 1 and tuned.pads[0][0] % 2 == 1
-    assert not geometry(spec, tuned, 0).vector
+    assert shared_loads(spec, tuned, 0)[4] == 8 and geometry(spec, tuned, 0).vector
 
 
 def test_user_tile_is_completed_and_checked():
@@ -344,3 +362,25 @@ def test_split_k_tiles():
     # a skinny GEMM's 85 output blocks leave SMs idle: the model splits K
     skinny = spec_of(W.gemm(3, 5409, 4071), "float32")
     assert rank(skinny, count=1)[0].split > 1
+
+
+def test_gemm_reads_are_16_bytes_wide():
+    # both boxes move in multiples of 4 words: no run-time misalignment, 16-byte reads of a
+    # thread's 8 x 8 register tile (8 rows x 32 steps of A, 32 steps x 8 columns of B)
+    spec = spec_of(W.gemm(256, 256, 256), "float32")
+    t = check_tile(spec, {"threads": (16, 16), "regs": (8, 8), "chunk": 32, "strided": (4, 4)})
+    assert all(geometry(spec, t, k).aligned for k in (0, 1))
+    assert shared_loads(spec, t, 0) == {1: 0, 2: 0, 4: 64}
+    assert shared_loads(spec, t, 1) == {1: 0, 2: 0, 4: 64}
+    src = plan(W.gemm(256, 256, 256), tile=t).source
+    assert "sh0" not in src and "sh1" not in src
+    # runs of 4 copies, 64 apart: lanes read consecutive 16-byte pieces of B (2 cycles a warp)
+    assert "_s44" in t.label() and wavefronts(spec, t, 1, 4) == 2
+    assert "((((r / 8) % 8) / 4) * 64 + ((r / 8) % 8) % 4) * 36" in src
+
+
+def test_a_ragged_chunk_runs_unrolled_then_rolled():
+    p = plan(W.gemm(64, 64, 45), tile={"threads": (8, 8), "regs": (4, 4), "chunk": 8})
+    assert p.tile.unroll == 1
+    src = p.source
+    assert "if (ab0 + 8 <= 45) {" in src and "l0 < min(8, 45 - ab0)" in src

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, fixed_inputs
 
+from merit import workloads as W
 from merit.gpu import Tile, run, run_fixed
 from merit.gpu.spec import spec_of
 from merit.gpu.tiling import rank
@@ -74,6 +75,24 @@ def test_strided_registers_and_partial_tiles():
                                                                            False))
     _check(problem, arrays, "float32", tile, ref)
     _check(problem, arrays, "float32", {"threads": (2, 1, 8, 4), "chunk": 3, "double": True},
+           ref)
+
+
+def test_register_runs_and_peeled_last_tile():
+    """Register copies in runs of 4 (16-byte reads), and a chunk that does not divide a_0: whole
+    accumulation tiles run unrolled, the last one a rolled copy."""
+    problem = W.gemm(70, 52, 45)
+    rng = np.random.default_rng(5)
+    arrays = problem.random_inputs(rng, np.float32)
+    ref = problem.run(*[a.astype(np.float64) for a in arrays])
+    for strided in ((4, 4), (0, 4), (4, 0)):
+        _check(problem, arrays, "float32",
+               {"threads": (4, 4), "regs": (8, 8), "chunk": 8, "strided": strided}, ref)
+    problem = CASES["conv"]()
+    arrays = problem.random_inputs(rng, np.float32)
+    ref = problem.run(*[a.astype(np.float64) for a in arrays])
+    _check(problem, arrays, "float32",
+           {"threads": (1, 5, 2, 2), "regs": (2, 1, 2, 8), "chunk": 2, "strided": (0, 0, 0, 4)},
            ref)
 
 
