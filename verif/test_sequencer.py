@@ -98,6 +98,7 @@ class Scenario:
 
     def _schedule(self):
         cfg, prog, n = self.cfg, self.prog, self.lanes
+        gshape = cfg["group_shape"]
         slots = {(k, addr): i for k in (0, 1) for i, addr in enumerate(prog.reads(k))}
         outs = {addr: i for i, addr in enumerate(prog.out_addresses)}
         a_tiles = cfg["a_tiles"]               # extents of the outermost index per tile
@@ -108,7 +109,8 @@ class Scenario:
                 origin = [start] + [0] * (DIMS - 1)
                 extent = [ext] + list(self.a_shape[1:]) + [1] * (DIMS - len(self.a_shape))
                 self.jobs.append({"a_origin": origin, "a_extent": extent,
-                                  "p_origin": self.p_origins[t]})
+                                  "p_origin": self.p_origins[t],
+                                  "p_groups": list(gshape) + [1] * (DIMS - len(gshape))})
                 for u in range(t * self.groups, (t + 1) * self.groups):
                     cols = slice(u * n, (u + 1) * n)
                     tile = [range(start, start + ext)] + [range(v) for v in self.a_shape[1:]]
@@ -421,18 +423,20 @@ def _expected_commands(program, a_shape, a_origin, a_extent, groups, regs):
     return cmds
 
 
-@pytest.mark.parametrize("a_origin, a_extent", [((0, 0), (2, 3)), ((1, 0), (1, 3)),
-                                                ((0, 0), (1, 3))])
-def test_sequencer_command_order(a_origin, a_extent):
+@pytest.mark.parametrize("a_origin, a_extent, groups", [
+    ((0, 0), (2, 3), 2), ((1, 0), (1, 3), 2), ((0, 0), (1, 3), 2),
+    ((1, 0), (1, 3), 1),        # an edge tile: one of the kernel's two groups holds outputs
+])
+def test_sequencer_command_order(a_origin, a_extent, groups):
     program = assemble(NESTED.replace(".levels 3", ".levels 2").replace("pre3:", "")
                        .replace("post3:", ""))
     a_shape = (2, 3)
     cfg = sequencer_config(program, a_shape, group_shape=[2], lane_bits=[3])
     cfg["program"] += [0] * (32 - len(cfg["program"]))
     job = {"a_origin": list(a_origin) + [0] * 4, "a_extent": list(a_extent) + [1] * 4,
-           "p_origin": [0] * 6}
+           "p_origin": [0] * 6, "p_groups": [groups] + [1] * 5}
     issued, error = _simulate_sequencer(cfg, job)
-    want = _expected_commands(program.with_levels(2), a_shape, a_origin, a_extent, 2,
+    want = _expected_commands(program.with_levels(2), a_shape, a_origin, a_extent, groups,
                               program.regs)
     # rows matter only to LOAD/STORE, whose words carry only the register number
     mem = (Command.LOAD, Command.STORE)
@@ -443,7 +447,8 @@ def test_sequencer_command_order(a_origin, a_extent):
 
 @pytest.mark.parametrize("change, job_change", [
     ({}, {"a_extent": [0, 3, 1, 1, 1, 1]}),                 # empty accumulation tile
-    ({"group_shape": [0, 1, 1, 1, 1, 1]}, {}),              # no lane group
+    ({"group_shape": [0, 1, 1, 1, 1, 1]}, {}),              # more groups than the tile has
+    ({}, {"p_groups": [0, 1, 1, 1, 1, 1]}),                 # no lane group
     ({"begs": [2, 3, 0, 0, 0, 0, 0]}, {}),                  # begs not non-increasing
     ({"ends": [9, 40, 40, 40, 40, 40, 40]}, {}),            # range past the program
 ])
@@ -453,7 +458,8 @@ def test_sequencer_drops_bad_jobs_with_error(change, job_change):
     cfg = sequencer_config(program, (2, 3), group_shape=[2], lane_bits=[3])
     cfg["program"] += [0] * (32 - len(cfg["program"]))
     cfg.update(change)
-    job = {"a_origin": [0] * 6, "a_extent": [2, 3, 1, 1, 1, 1], "p_origin": [0] * 6}
+    job = {"a_origin": [0] * 6, "a_extent": [2, 3, 1, 1, 1, 1], "p_origin": [0] * 6,
+           "p_groups": [2, 1, 1, 1, 1, 1]}
     job.update(job_change)
     issued, error = _simulate_sequencer(cfg, job)
     assert issued == [] and error == 1

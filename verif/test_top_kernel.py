@@ -19,6 +19,8 @@ def test_top_conv3x3(taus):
     metrics = simulate(problem, taus=taus, backpressure=0.2, **SMALL)
     assert 0 < metrics["utilization"] <= 1
     assert metrics["tiles"] > 0
-    # the CYCLES register counts from START to done: the DRAM span lies inside it, and the
-    # configuration check before the first request and the last response take little
-    assert metrics["cycles"] <= metrics["cycles_register"] < 1.1 * metrics["cycles"]
+    # the CYCLES register counts from START to done and the DRAM span lies inside it; outside
+    # it are only the START check, the first dispatch and the DMA's first address, and the
+    # last idle reaching done (about 10 cycles): no tile computes after its last write, since
+    # edge tiles skip their warps outside the output (once 207 cycles here on 2 TAUs)
+    assert metrics["cycles"] <= metrics["cycles_register"] <= metrics["cycles"] + 32

@@ -66,6 +66,14 @@ class Tiling:
         """Warps along each parallel index (``p_tile[j] / lanes_j``)."""
         return tuple(t // n for t, n in zip(self.p_tile, self.lanes_per_index(), strict=True))
 
+    def edge_warps(self, origin, p_shape):
+        """Warps along each parallel index that the tile at ``origin`` runs: those holding an
+        output, ``ceil(min(p_tile, p_shape - origin) / lanes_j)``, at least one (a void tile of a
+        sharing group, wholly outside, runs one); ``meritz.tau.step_looper.edge_groups``."""
+        return tuple(max(1, min(w, -(-(n - o) // k)))
+                     for w, n, o, k in zip(self.warps(), p_shape, origin, self.lanes_per_index(),
+                                           strict=True))
+
 
 def hw_index(count, limit, j):
     """Hardware position of problem index ``j`` of ``count`` (padding after the last)."""

@@ -5,8 +5,9 @@ simulating the RTL. The model (``docs/perf.md``) works at the granularity of one
 (parallel tile, accumulation tile), the unit in which the TAU loads, computes and frees:
 
 * **exact counts** from the kernel configuration, walking the same loops as the hardware:
-  the Compute Pipeline's cycles per job (``meritz.tau.cp.sequencer``: restore, every step's program
-  range, save, one cycle between jobs), the DRAM read beats of every footprint row
+  the Compute Pipeline's cycles per job (``meritz.tau.cp.sequencer``: per warp that the tile runs
+  (an edge tile skips its warps wholly outside the parallel space) restore, every step's program
+  range, save; one cycle between jobs), the DRAM read beats of every footprint row
   (``meritz.tau.dma``: 8-byte beats, partial first / last beats, rows outside a ``zero`` tensor not
   read), the DMA's data-path cycles (a beat per cycle, one more cycle per SRAM row it flushes at the
   end of a tile) and the WP's write beats (one beat per 8-byte line an ``out`` vector touches);
@@ -219,10 +220,9 @@ def _step_cycles(program, a_size, origin, extent):
     return int(np.maximum(end - beg, 1).sum())
 
 
-def _compute_cycles(kernel):
-    """CP cycles of each accumulation tile (the same for every parallel tile)."""
+def _warp_cycles(kernel):
+    """CP cycles of one warp in each accumulation tile (a job takes one more cycle)."""
     a_size = tuple(kernel.problem.a_shape) or (1,)
-    warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
     regs = int(kernel.config["regs"])
     tiles = _a_tiles(kernel)
     out = []
@@ -231,8 +231,16 @@ def _compute_cycles(kernel):
         restore = 1 if first else regs + 1       # CLEAR, or LOADs (+1: the SRAM turns around
         save = 0 if last else regs               # from the previous warp's STOREs)
         steps = _step_cycles(kernel.program, a_size, origin, extent)
-        out.append(1 + warps * (restore + steps + save))
-    return out
+        out.append(restore + steps + save)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _tile_warps(kernel, origins):
+    """Warps each parallel tile runs (a tile at the edge of the parallel space skips the warps
+    wholly outside it: ``Tiling.edge_warps``)."""
+    shape = tuple(kernel.problem.p_shape)
+    return np.asarray([int(np.prod(kernel.tiling.edge_warps(o, shape))) for o in origins],
+                      dtype=np.int64)
 
 
 def _slots(kernel):
@@ -314,7 +322,6 @@ def _write_beats(kernel, p_origins):
     for j in range(n_p - 2, -1, -1):
         pitch[j] = pitch[j + 1] * shape[j + 1]
     out = np.zeros(len(p_origins), dtype=np.int64)
-    idle = np.zeros(len(p_origins), dtype=np.int64)
     for t, origin in enumerate(p_origins):
         coord = (origin[None, :, None] + (warps * per_lane)[:, :, None] + lanes[None])
         valid = (coord < shape[None, :, None]).all(axis=1)           # warps x lanes
@@ -323,9 +330,7 @@ def _write_beats(kernel, p_origins):
         line.sort(axis=1)
         distinct = (np.diff(line, axis=1) != 0) & (line[:, 1:] >= 0)
         out[t] = distinct.sum() + (line[:, 0] >= 0).sum()
-        used = np.flatnonzero(valid.any(axis=1))
-        idle[t] = len(warps) - 1 - used[-1] if len(used) else len(warps)
-    return out, idle
+    return out
 
 
 @dataclass(frozen=True)
@@ -411,7 +416,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
     tile_of = np.asarray([t for t, _ in members], dtype=np.int64)
     lead = np.asarray([k == 0 for unit in units for k in range(len(unit))])
     a_tiles = _a_tiles(kernel)
-    compute = _compute_cycles(kernel)
+    per_warp = _warp_cycles(kernel)
     n_t, n_a = len(members), len(a_tiles)
     if n_t * n_a > MAX_JOBS:
         raise ValueError(f"problem {kernel.problem.name!r}: {n_t} parallel tiles x {n_a} "
@@ -431,13 +436,14 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
             hold[:, b] += np.where(own, h, 0)
     outs = max(len(kernel.outputs), 1)
     write = np.zeros((n_t, n_a), dtype=np.int64)
-    beats, idle = _write_beats(kernel, origins)
+    beats = _write_beats(kernel, origins)
     write[:, -1] = beats * outs
-    # CP cycles after a tile's last output: its trailing warps hold only lanes outside the
-    # output (edge tiles), compute, and write nothing
+    compute = 1 + _tile_warps(kernel, origins)[:, None] * per_warp[None, :]
     warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
+    # CP cycles after a tile's last output: every warp a tile runs holds an output (the edge
+    # warps are skipped), but the one warp of a void tile writes nothing
     tail = np.zeros((n_t, n_a), dtype=np.int64)
-    tail[:, -1] = idle * ((compute[-1] - 1) // warps)
+    tail[:, -1] = np.where(tile_of < 0, compute[:, -1] - 1, 0)
     partner = np.full((n_t, n_a), -1, dtype=np.int64)
     index = np.arange(n_t * n_a).reshape(n_t, n_a)
     flat_units, row = [], 0
@@ -453,7 +459,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
     ahead = min([depth[r] // rows[r] for r in (0, 1) if rows[r]] or [n_a * n_t])
     prog = kernel.program
     a_size = tuple(kernel.problem.a_shape) or (1,)
-    total = sum(compute)
+    total = n_a + warps * int(per_warp.sum())
     density = []
     for port in (0, 1):              # share of CP cycles whose instruction reads the RP
         readers = np.zeros(len(prog.words) + 1, dtype=np.int64)
@@ -464,7 +470,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
             beg, end = _step_ranges(prog, a_size, origin, extent)
             count += int((below[end] - below[beg]).sum())
         density.append(min(1.0, count * warps / total) if total else 0.0)
-    return _Jobs(np.repeat(tile_of, n_a), np.tile(np.asarray(compute), n_t),
+    return _Jobs(np.repeat(tile_of, n_a), compute.reshape(-1),
                  read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
                  tail.reshape(-1), partner.reshape(-1), tuple(flat_units), group, tuple(rows),
                  max(ahead, 1), tuple(density))

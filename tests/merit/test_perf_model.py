@@ -41,7 +41,7 @@ def test_perf_within_ten_percent_of_the_8_lane_rtl(name):
     rp_bytes = tuple(r.get("rp_bytes", perf.RP_BYTES))
     k = compile_problem(problem, lanes=r["lanes"], rp_bytes=rp_bytes,
                         cp_bytes=r.get("cp_bytes", 5120),
-                        instructions=r.get("instructions", 24))
+                        instructions=r.get("instructions", 24), taus=r["taus"])
     p = perf.predict(k, taus=r["taus"], dram_bytes_per_cycle=r["dram_bytes_per_cycle"],
                      latency=r["latency"], rp_bytes=rp_bytes)
     assert abs(p.cycles - r["cycles"]) <= 0.10 * r["cycles"], (p.cycles, r["cycles"])

@@ -166,7 +166,7 @@ class Tau(wiring.Component):
         n_slots = sum(self._slots)
         pc_bits = max(self._instructions, 1).bit_length()
 
-        m.submodules.tiles = tiles = TileLooper(rows=self._rows, **params)
+        m.submodules.tiles = tiles = TileLooper(lanes=lanes, rows=self._rows, **params)
         m.submodules.looper = looper = StepLooper(lanes=lanes, **params)
         m.submodules.dma = dma = Dma(lanes=lanes, **params)
         m.submodules.rp0 = rp0 = ReadPipeline(lanes=lanes, port=0, depth=self._rows[0],

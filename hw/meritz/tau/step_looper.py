@@ -1,7 +1,8 @@
 """The StepLooper of a TAU: the one loop nest of the ordering rule.
 
 :class:`StepLooper` walks the ordering rule of ``docs/tau.md`` §2 for each accumulation tile it is
-given: warps of the parallel tile (outer), steps of the tile (inner). For every (warp, step) it
+given: warps of the parallel tile (outer; at the edge of the parallel space only the warps that
+hold an output, :func:`edge_groups`), steps of the tile (inner). For every (warp, step) it
 emits one *beat*: the instruction range of the step, the global accumulation index, the warp's
 parallel coordinates and, per input slot, the tile address of the warp's lane 0 (and the output
 element offset for the WP). Those addresses are kept as one running sum per loop level, so no
@@ -10,7 +11,7 @@ multiplier is needed (entering a level copies the sum above; stepping adds the l
 address generators and the Write Pipeline.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,7 +19,8 @@ from merit.arch import MAX_SLOTS
 from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
 
-__all__ = ["StepLooper", "lane_map", "beat_layout", "acc_tile_layout", "ADDRESS_BITS"]
+__all__ = ["StepLooper", "lane_map", "edge_groups", "beat_layout", "acc_tile_layout",
+           "ADDRESS_BITS"]
 
 P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 #: Width of tile addresses (SRAM word addresses of one RP; wraps).
@@ -40,6 +42,28 @@ def lane_map(m, config, lanes):
         m.d.comb += n.eq(sum((index[i] == j).as_unsigned() for i in range(bits)) if bits else 0)
         lanelog.append(n)
     return index, rank, lanelog
+
+def edge_groups(m, config, p_origin, lanelog, name):
+    """Per parallel index: the lane groups (warps) of the parallel tile at ``p_origin`` that hold
+    an output, ``ceil(min(p_tile, p_size - origin) / lanes)``, at least one (a void tile of a
+    sharing group, wholly outside, still runs one group, so its SRAM tiles are read and freed).
+    A tile at the edge of the parallel space skips its groups that lie wholly outside (they
+    would compute, write nothing and hold the TAU). Returns a list of signals."""
+    out = []
+    for j in range(P):
+        full = Signal(16, name=f"{name}_full{j}")
+        rest = Signal(signed(18), name=f"{name}_rest{j}")
+        need = Signal(18, name=f"{name}_need{j}")
+        groups = Signal(16, name=f"{name}{j}")
+        m.d.comb += [
+            full.eq(config.p_tile[j] >> lanelog[j]),
+            rest.eq(config.p_size[j] - p_origin[j]),
+            need.eq((rest + (Const(1, 9) << lanelog[j]) - 1).as_unsigned() >> lanelog[j]),
+            groups.eq(Mux(rest <= 0, 1, Mux(need < full, need, full))),
+        ]
+        out.append(groups)
+    return out
+
 
 def acc_tile_layout():
     """An accumulation tile for the StepLooper: origins of the parallel and accumulation tiles."""
@@ -139,6 +163,7 @@ class StepLooper(wiring.Component):
 
         # accept a tile
         tile = self.tiles.payload
+        groups = edge_groups(m, cfg, tile.p_origin, lanelog, "sl_groups")
         m.d.comb += self.tiles.ready.eq(~busy)
         with m.If(self.tiles.valid & ~busy):
             base = sum(tile.p_origin[j] * cfg.out_pitch[j] for j in range(P))
@@ -150,7 +175,7 @@ class StepLooper(wiring.Component):
                     a_origin[j].eq(tile.a_origin[j]),
                 ]
             for j in range(P):
-                m.d.sync += [size[j].eq(cfg.p_tile[j] >> lanelog[j]),
+                m.d.sync += [size[j].eq(groups[j]),
                              p_origin[j].eq(tile.p_origin[j])]
             for lv in range(levels):
                 m.d.sync += [count[lv].eq(0), osums[lv].eq(base)]

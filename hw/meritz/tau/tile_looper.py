@@ -13,12 +13,12 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from merit.arch import MAX_SLOTS
-from merit.checks import check_range
+from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
 from meritz.tau.cp.sequencer import job_layout
 from meritz.tau.dma import request_layout
 from meritz.tau.rp.banks import grant_layout
-from meritz.tau.step_looper import acc_tile_layout
+from meritz.tau.step_looper import acc_tile_layout, edge_groups, lane_map
 
 __all__ = ["TileLooper", "tile_layout"]
 
@@ -41,6 +41,8 @@ class TileLooper(wiring.Component):
 
     Parameters
     ----------
+    lanes : int
+        Lanes of the TAU (a job names the lane groups of its tile that hold an output).
     rows : (int, int)
         SRAM rows of RP0 and RP1 (the width of their grants' base rows).
     rp0_slots, rp1_slots, outputs, instructions : int
@@ -60,7 +62,8 @@ class TileLooper(wiring.Component):
     acc_tiles : Out(stream.Signature(acc_tile_layout()))
         Accumulation tiles, to the StepLooper (a 4-deep FIFO).
     jobs : Out(stream.Signature(job_layout()))
-        The same accumulation tiles with their extents, to the Compute Pipeline (4-deep).
+        The same accumulation tiles with their extents and lane groups, to the Compute Pipeline
+        (4-deep).
     idle : Out(1)
         No parallel tile in progress and both FIFOs empty.
     share_lead, share_follow, share_ready, share_taken : In(1)
@@ -70,7 +73,8 @@ class TileLooper(wiring.Component):
         holds a credit (``share_ready``) and pulses ``share_take`` when it does.
     """
 
-    def __init__(self, *, rows, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
+    def __init__(self, *, lanes, rows, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
+        self._lanes = check_lanes(lanes)
         self._slots = (check_range("rp0_slots", rp0_slots, 1, MAX_SLOTS),
                        check_range("rp1_slots", rp1_slots, 1, MAX_SLOTS))
         self._params = dict(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
@@ -120,6 +124,9 @@ class TileLooper(wiring.Component):
         m.d.comb += [job_value.p_origin[j].eq(p_origin[j]) for j in range(P)]
         m.d.comb += [job_value.a_origin[j].eq(a_origin[j]) for j in range(A)]
         m.d.comb += [job_value.a_extent[j].eq(extent[j]) for j in range(A)]
+        _, _, lanelog = lane_map(m, cfg, self._lanes)
+        groups = edge_groups(m, cfg, p_origin, lanelog, "tl_groups")
+        m.d.comb += [job_value.p_groups[j].eq(groups[j]) for j in range(P)]
         m.d.comb += [tile_fifo.w_data.eq(tile_value.as_value()),
                      job_fifo.w_data.eq(job_value.as_value())]
         a_wrap = [a_origin[j] + cfg.a_tile[j] >= cfg.a_size[j] for j in range(A)]

@@ -1,13 +1,15 @@
 """The ranged-inner-product sequencer of the Compute Pipeline.
 
-For each job (one parallel tile x one accumulation tile) the sequencer walks the lane groups of the
-tile; for each group it restores the group's registers (``CLEAR`` on the first accumulation tile,
-``LOAD`` from the partial-result SRAM otherwise), runs every accumulation step of the tile, and
-saves the registers (``STORE``) unless this was the last accumulation tile (output stationary,
-§V-B). At each step it issues the program range ``[begs[kf], ends[kl])`` chosen from the range
-table by how many innermost accumulation indices are at their first / last value (§III-B,
-``docs/isa.md``). The next step's range is selected in the cycle its first instruction issues, so
-consecutive steps follow each other without a bubble.
+For each job (one parallel tile x one accumulation tile) the sequencer walks the lane groups that
+the job names (``p_groups`` per parallel index, at most the kernel's ``group_shape``: a tile at the
+edge of the parallel space runs only its groups that hold an output, see
+:func:`meritz.tau.step_looper.edge_groups`); for each group it restores the group's registers
+(``CLEAR`` on the first accumulation tile, ``LOAD`` from the partial-result SRAM otherwise), runs
+every accumulation step of the tile, and saves the registers (``STORE``) unless this was the last
+accumulation tile (output stationary, §V-B). At each step it issues the program range
+``[begs[kf], ends[kl])`` chosen from the range table by how many innermost accumulation indices are
+at their first / last value (§III-B, ``docs/isa.md``). The next step's range is selected in the
+cycle its first instruction issues, so consecutive steps follow each other without a bubble.
 
 Accumulation tiles of one parallel tile must come in order and may split only the outermost
 accumulation index (inner indices whole), so that every group sees its steps in the order of the
@@ -30,11 +32,13 @@ INDEX = unsigned(16)
 
 
 def job_layout():
-    """One job: a parallel tile (its origin) and an accumulation tile (origin and extents)."""
+    """One job: a parallel tile (its origin and the lane groups it runs per parallel index) and
+    an accumulation tile (origin and extents)."""
     return data.StructLayout({
         "a_origin": data.ArrayLayout(INDEX, DIMS),
         "a_extent": data.ArrayLayout(INDEX, DIMS),
         "p_origin": data.ArrayLayout(INDEX, DIMS),
+        "p_groups": data.ArrayLayout(INDEX, DIMS),
     })
 
 
@@ -46,7 +50,7 @@ def sequencer_config_layout(program_depth):
         "begs": data.ArrayLayout(addr, DIMS + 1),
         "ends": data.ArrayLayout(addr, DIMS + 1),
         "a_shape": data.ArrayLayout(INDEX, DIMS),       # whole accumulation space (first/last)
-        "group_shape": data.ArrayLayout(INDEX, DIMS),   # lane groups per parallel tile
+        "group_shape": data.ArrayLayout(INDEX, DIMS),   # lane groups of a whole parallel tile
         "lane_bits": data.ArrayLayout(range(8), DIMS),  # log2 lanes along each parallel dim
         "lane_shift": data.ArrayLayout(range(8), DIMS),  # lane-number bit of each dim's lanes
         "regs": range(N_REGS + 1),                      # registers saved per group
@@ -102,9 +106,9 @@ class Sequencer(wiring.Component):
     config : In(sequencer_config_layout(program_depth))
         Held stable while jobs run.
     error : Out(1)
-        Sticky: a job had an empty extent or group shape, the range table is not monotone or
-        points past the program (such jobs are dropped), or the groups' registers overflow the
-        partial-result SRAM.
+        Sticky: a job had an empty extent, no lane group or more groups than ``group_shape``,
+        the range table is not monotone or points past the program (such jobs are dropped), or
+        the groups' registers overflow the partial-result SRAM.
     idle : Out(1)
         No job in progress.
     """
@@ -178,7 +182,7 @@ class Sequencer(wiring.Component):
             m.d.sync += [a_cur[jj].eq(origin[jj]) for jj in range(DIMS)]
             m.d.sync += fresh.eq(1)
 
-        gwrap = [g_cur[jj] + 1 == cfg.group_shape[jj] for jj in range(DIMS)]
+        gwrap = [g_cur[jj] + 1 == job.p_groups[jj] for jj in range(DIMS)]
         cmd = self.cmd.payload
         m.d.comb += [
             cmd.row.eq(row_base + reg),
@@ -188,7 +192,8 @@ class Sequencer(wiring.Component):
         p = self.job.payload
         m.d.comb += bad_job.eq(
             Cat(*[p.a_extent[jj] == 0 for jj in range(DIMS)],
-                *[cfg.group_shape[jj] == 0 for jj in range(DIMS)],
+                *[(p.p_groups[jj] == 0) | (p.p_groups[jj] > cfg.group_shape[jj])
+                  for jj in range(DIMS)],
                 *[cfg.ends[k] > self.program_depth for k in range(DIMS + 1)],
                 *[cfg.begs[k] > cfg.begs[k - 1] for k in range(1, DIMS + 1)],
                 *[cfg.ends[k] < cfg.ends[k - 1] for k in range(1, DIMS + 1)],
