@@ -196,6 +196,10 @@ def run_fixed(problem, *arrays, shift=0, tile=None, tune=True, cache=None):
     return res[0] if len(res) == 1 else res
 
 
+#: Candidates the autotuner times (the cost model's best first).
+TUNED = 12
+
+
 def _choose(spec, inputs, out, tile, tune, cache):
     from . import runtime
 
@@ -206,7 +210,7 @@ def _choose(spec, inputs, out, tile, tune, cache):
     hit = cache.get(device, spec)
     if hit is not None:
         return hit
-    cands = rank(spec, count=8 if tune else 1)
+    cands = rank(spec, count=TUNED if tune else 1)
     best = cands[0]
     if tune and len(cands) > 1:
         _compile_all(spec, cands)

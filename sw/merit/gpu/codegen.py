@@ -157,7 +157,7 @@ def source(spec, tile):
     shared = [k for k in range(len(spec.inputs)) if tile.shared and tile.shared[k]]
     geo = {k: geometry(spec, tile, k) for k in shared}
     chunk0 = ext[P] if A else 1
-    nbuf = 2 if tile.double and A and -(-spec.ashape[0] // chunk0) > 1 else 1
+    nbuf = tile.buffers if A and -(-spec.ashape[0] // chunk0) > 1 else 1
     offs, total = {}, 0
     for k in shared:
         offs[k] = total
@@ -270,27 +270,12 @@ def source(spec, tile):
         call("pre0", "pre", modes(0, "first"))
         first_at, end_at = ("at0", "at1") if split > 1 else ("0", str(ntiles))
         if shared and nbuf > 1:
-            _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt,
-                       "0" if split == 1 else f"at0 * {chunk}", "0")
-            w("merit_cp_commit();")
+            _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at)
         w("#pragma unroll 1")
         w.open(f"for (int at = {first_at}; at < {end_at}; ++at)")
         w(f"const int ab0 = at * {chunk};")
         if shared:
-            if nbuf > 1:
-                rel = "at" if split == 1 else "(at - at0)"
-                w.open(f"if (at + 1 < {end_at})")
-                _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {chunk}",
-                           f"(({rel} + 1) & 1)")
-                w("merit_cp_commit(); merit_cp_wait<1>();")
-                w.close("} else {")
-                w.depth += 1
-                w("merit_cp_wait<0>();")
-                w.close()
-                w(f"const int buf = {rel} & 1;")
-            else:
-                _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
-                w("merit_cp_commit(); merit_cp_wait<0>();")
+            _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at)
             for k in shared:
                 if geo[k].vector and not geo[k].aligned:
                     org = _org_expr(spec, k, geo[k], len(geo[k].sides) - 1, "ab0")
@@ -399,6 +384,34 @@ def _org_expr(spec, k, g, ax, abase):
     return " + ".join(parts)
 
 
+def _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end):
+    """Start the copies of the first ``nbuf - 1`` accumulation tiles, one commit group each."""
+    for i in range(nbuf - 1):
+        w.open(f"if ({first} + {i} < {end})")
+        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"({first} + {i}) * {chunk}",
+                   str(i))
+        w.close()
+        w("merit_cp_commit();")
+
+
+def _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end):
+    """At accumulation tile ``at``: start the copy of tile ``at + nbuf - 1`` into the buffer freed
+    by the last tile, wait for tile ``at``'s copies, and name its buffer ``buf`` (an
+    ``nbuf``-stage ``cp.async`` pipeline; one buffer: copy and wait)."""
+    if nbuf == 1:
+        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
+        w("merit_cp_commit(); merit_cp_wait<0>();")
+        return
+    rel = "at" if first == "0" else f"(at - {first})"
+    ahead = nbuf - 1
+    w.open(f"if (at + {ahead} < {end})")
+    _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {ahead * chunk}",
+               f"(({rel} + {ahead}) % {nbuf})")
+    w.close()
+    w(f"merit_cp_commit(); merit_cp_wait<{ahead}>();")
+    w(f"const int buf = {rel} % {nbuf};")
+
+
 def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
     """Cooperative copy of every shared footprint of the tile starting at a0 = ``abase``."""
     for k in shared:
@@ -413,6 +426,8 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
         w(f"T* dst = {dst};")
         if g.vector:
             _emit_vector_rows(w, tr, g, nt, idx, strides, k)
+        elif nax and g.sides[-1] >= 4:
+            _emit_word_quads(w, tr, g, nt, idx, strides, k)
         else:
             w("#pragma unroll 4")
             w.open(f"for (int e = tid; e < {g.elements}; e += {nt})")
@@ -430,6 +445,40 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
             w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({src}), ok ? 4 : 0);")
             w.close()
         w.close()
+
+
+def _emit_word_quads(w, tr, g, nt, idx, strides, k):
+    """Copy the box word by word, four neighbours of a row per thread and step: the row's
+    coordinates and boundary checks are computed once per four words."""
+    nax = len(g.sides)
+    inner = nax - 1
+    side = g.sides[-1]
+    nq = -(-side // 4)
+    rows = math.prod(g.sides[:-1])
+    w("#pragma unroll 2")
+    w.open(f"for (int e = tid; e < {rows * nq}; e += {nt})")
+    w(f"int q = e; bool ok = true; const int v = q % {nq}; q /= {nq};")
+    for ax in range(nax - 2, -1, -1):
+        if ax > 0:
+            w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
+        else:
+            w("const int c0 = q;")
+    for ax in range(nax - 1):
+        w(f"int x{ax} = org{ax} + c{ax};")
+        w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+    rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
+    sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])
+    w(f"const T* src = g_in{k} + ({rowp});")
+    w(f"T* d = dst + {sad};")
+    w("#pragma unroll")
+    w.open("for (int i = 0; i < 4; ++i)")
+    w.open(f"if (4 * v + i < {side})" if side % 4 else "")
+    w(f"bool oki = ok; int xi = org{inner} + 4 * v + i;")
+    w(_coord_code(tr.boundary[inner], tr.source_shape[inner], "xi", "oki"))
+    w("merit_cp_async4(d + i, src + xi, oki ? 4 : 0);")
+    w.close()
+    w.close()
+    w.close()
 
 
 def _emit_vector_rows(w, tr, g, nt, idx, strides, k):

@@ -316,7 +316,8 @@ def source(spec, tile):
         _CTYPE,
         _LIMITS,
         _PRELUDE,
-        _emit_load,
+        _emit_next,
+        _emit_prologue,
         _global_index_type,
         _gstrides,
         _load_function,
@@ -343,7 +344,7 @@ def source(spec, tile):
     geo = {k: geometry(spec, tile, k) for k in shared}
     chunk = min(tile.chunk, spec.ashape[0])
     ntiles = -(-spec.ashape[0] // chunk)
-    nbuf = 2 if tile.double and ntiles > 1 else 1
+    nbuf = tile.buffers if ntiles > 1 else 1
     offs, total = {}, 0
     for k in shared:
         offs[k] = total
@@ -432,23 +433,11 @@ def source(spec, tile):
               f"c{fm}_{fn}_3 = 0.f;")
 
     if nbuf > 1:
-        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "0", "0")
-        w("merit_cp_commit();")
+        _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, "0", str(ntiles))
     w("#pragma unroll 1")
     w.open(f"for (int at = 0; at < {ntiles}; ++at)")
     w(f"const int ab0 = at * {chunk};")
-    if nbuf > 1:
-        w.open(f"if (at + 1 < {ntiles})")
-        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {chunk}", "((at + 1) & 1)")
-        w("merit_cp_commit(); merit_cp_wait<1>();")
-        w.close("} else {")
-        w.depth += 1
-        w("merit_cp_wait<0>();")
-        w.close()
-        w("const int buf = at & 1;")
-    else:
-        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
-        w("merit_cp_commit(); merit_cp_wait<0>();")
+    _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, "0", str(ntiles))
     for k, nm in ((r.a, "As"), (r.b, "Bs")):
         g = geo[k]
         parts = [str(offs[k])]

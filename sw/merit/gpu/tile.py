@@ -38,7 +38,9 @@ class Tile:
         apart (1 / True), or in runs of ``g`` adjacent values ``threads[j] * g`` apart (``g``;
         runs of 4 let 16-byte reads of neighbouring threads fall in consecutive banks).
     double : bool
-        Double-buffer the shared footprints across accumulation tiles (asynchronous copies).
+        Pipeline the shared footprints across accumulation tiles (asynchronous copies).
+    stages : int
+        Buffers of that pipeline (2: double buffering; 3 or 4: the copies run further ahead).
     unroll : int
         Number of innermost accumulation indices whose loops are fully unrolled.
     vector : tuple of bool
@@ -72,6 +74,7 @@ class Tile:
     warps: tuple = ()
     frags: tuple = ()
     split: int = 1
+    stages: int = 2
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -84,6 +87,11 @@ class Tile:
         return (c // g) * self.threads[j] * g + c % g
 
     @property
+    def buffers(self):
+        """Shared buffers per footprint: ``stages`` when pipelined, else 1."""
+        return self.stages if self.double else 1
+
+    @functools.cached_property
     def block(self):
         return tuple(t * r for t, r in zip(self.threads, self.regs, strict=True))
 
@@ -102,7 +110,7 @@ class Tile:
         t = "x".join(map(str, self.threads))
         r = "x".join(map(str, self.regs))
         sh = "".join("s" if s else "g" for s in self.shared)
-        db = "_db" if self.double else ""
+        db = ("_db" if self.stages == 2 else f"_p{self.stages}") if self.double else ""
         if self.mma:
             w = "x".join(map(str, self.warps))
             f = "x".join(map(str, self.frags))

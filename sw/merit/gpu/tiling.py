@@ -215,7 +215,7 @@ def estimate(spec, tile, device=H100, detail=True):
     tile_steps = math.prod(ext[P:])
     u, usteps = _unroll(spec, chunk, tile.unroll or None)
     shared = tile.shared or shared_inputs(spec, tile, device)
-    nbuf = 2 if tile.double else 1
+    nbuf = tile.buffers
     smem = 0
     lds = 0.0          # shared load instructions per thread per step
     lds_cycles = 0.0   # their shared-memory cycles (bank conflicts, bytes)
@@ -231,7 +231,8 @@ def estimate(spec, tile, device=H100, detail=True):
         rf = _reg_footprint(spec, tile, k, u)
         regs += min(rf, 32 if sums else 64)
         if shared[k]:
-            probe = tile if tile.pads else _with_pad(tile, k, _align_pads(spec, tile, k))
+            probe = tile if tile.pads or not (detail and sums) else \
+                _with_pad(tile, k, _align_pads(spec, tile, k))
             g = geometry(spec, probe, k)
             smem += g.words * 4 * nbuf
             if not (detail and sums):
@@ -367,6 +368,15 @@ def _candidates(spec):
                     r[j1], r[j2] = e1, e2
                     regsets.append(tuple(r))
     sums = splittable(spec)
+    if sums:   # deeper register tiles: three indices, each window reused along all of them
+        for js in itertools.combinations(idx, 3):
+            for es in itertools.product((2, 4, 8), repeat=3):
+                if 16 <= math.prod(es) <= 64 and all(e <= spec.pshape[j]
+                                                     for j, e in zip(js, es, strict=True)):
+                    r = [1] * P
+                    for j, e in zip(js, es, strict=True):
+                        r[j] = e
+                    regsets.append(tuple(r))
     for regs in regsets:
         for threads in _thread_layouts(spec, regs):
             t = Tile(threads, regs, 1)
@@ -466,7 +476,7 @@ def _replace(tile, **kw):
 
 
 def _smem_bytes(spec, tile):
-    nbuf = 2 if tile.double else 1
+    nbuf = tile.buffers
     total = 0
     for k in range(len(spec.inputs)):
         if tile.shared and tile.shared[k]:
@@ -664,11 +674,45 @@ def rank(spec, count=6, device=H100):
             out.append((cost * (1 + 0.25 * (degree - 1)), full))
         else:   # re-rank with the tuned layout's loads (widths, bank conflicts)
             out.append((estimate(spec, full, device) or cost, full))
-    out = sorted(out, key=lambda ct: ct[0])[:count]
+    out = _diverse(sorted(out, key=lambda ct: ct[0]), count)
+    out = _deeper(spec, out, count, device)
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
     return [t for _, t in out]
+
+
+def _diverse(ranked, count):
+    """The ``count`` first of ``ranked``, at most two per register tile (the autotuner then
+    times different shapes rather than variants of one)."""
+    out, per = [], {}
+    for cost, t in ranked:
+        key = (t.regs, t.split, t.warps, t.frags)
+        if per.get(key, 0) < 2:
+            out.append((cost, t))
+            per[key] = per.get(key, 0) + 1
+    rest = [ct for ct in ranked if ct not in out]
+    return (out + rest)[:count]
+
+
+def _deeper(spec, ranked, count, device):
+    """Give the best pipelined tensor-core tiles deeper copy pipelines where shared memory allows
+    (the cost model does not see copy latency; the autotuner times them).  SIMT tiles keep two
+    buffers: a third one measured slower on every GEMM and convolution tried (H100)."""
+    if spec.precision == "fp32":
+        return ranked
+    out, seen = [], set()
+    for i, (cost, t) in enumerate(ranked):
+        out.append((cost, t))
+        if i >= max(1, count // 4) or not t.double:
+            continue
+        cap = device.smem_block - 1024
+        for stages in (3, 4):
+            deep = _replace(t, stages=stages)
+            if _smem_bytes(spec, deep) <= cap and deep not in seen:
+                out.append((cost, deep))
+                seen.add(deep)
+    return out[:count]
 
 
 def check_tile(spec, tile, device=H100):
@@ -723,6 +767,9 @@ def check_tile(spec, tile, device=H100):
         raise ValueError(f"tile gives each thread {tile.nregs} outputs; the limit is 256")
     if not isinstance(tile.chunk, int) or tile.chunk < 1:
         raise ValueError(f"tile.chunk must be a positive integer, not {tile.chunk!r}")
+    if not isinstance(tile.stages, int) or not 2 <= tile.stages <= 4:
+        raise ValueError(f"tile.stages must be 2, 3 or 4 (buffers of the copy pipeline), "
+                         f"not {tile.stages!r}")
     if not isinstance(tile.split, int) or tile.split < 1:
         raise ValueError(f"tile.split must be a positive integer, not {tile.split!r}")
     if tile.split > 1:

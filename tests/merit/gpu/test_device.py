@@ -88,6 +88,10 @@ def test_register_runs_and_peeled_last_tile():
     for strided in ((4, 4), (0, 4), (4, 0)):
         _check(problem, arrays, "float32",
                {"threads": (4, 4), "regs": (8, 8), "chunk": 8, "strided": strided}, ref)
+    for stages in (3, 4):   # deeper copy pipelines, ragged last tile, word copies (odd rows)
+        _check(problem, arrays, "float32",
+               {"threads": (4, 4), "regs": (4, 4), "chunk": 4, "double": True,
+                "stages": stages}, ref)
     problem = CASES["conv"]()
     arrays = problem.random_inputs(rng, np.float32)
     ref = problem.run(*[a.astype(np.float64) for a in arrays])
@@ -157,14 +161,17 @@ def test_tensor_cores_match_golden_on_rounded_operands(name, precision):
 
 
 def test_tensor_cores_partial_last_chunk_and_clamp():
-    """A chunk that leaves a partial last accumulation tile (K = 37 = 16 + 16 + 5)."""
+    """A chunk that leaves a partial last accumulation tile (K = 37 = 16 + 16 + 5), with 2 and 4
+    copy stages."""
     problem = MMA_CASES["gemm_odd"]()
     rng = np.random.default_rng(9)
     a, b = problem.random_inputs(rng, np.float32)
     ref = _round_operand(a, "tf32") @ _round_operand(b, "tf32")
     for tile in ({"mma": "tf32", "regs": (32, 16), "warps": (2, 1), "frags": (1, 2), "chunk": 16},
                  {"mma": "tf32", "regs": (16, 8), "warps": (1, 1), "frags": (1, 1), "chunk": 8,
-                  "double": True}):
+                  "double": True},
+                 {"mma": "tf32", "regs": (16, 8), "warps": (1, 1), "frags": (1, 1), "chunk": 8,
+                  "double": True, "stages": 4}):
         got = cp.asnumpy(run(problem, a, b, tile=tile, precision="tf32"))
         assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 2e-6
 
