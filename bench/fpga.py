@@ -97,6 +97,13 @@ def run(args, log=print):
         fit = json.loads(area.read_text()).get("fpga", {})
         report["area_fit"] = {b["module"]: {k: b[k] for k in ("lut", "ff", "bram", "dsp")}
                               for b in fit.get("blocks", []) if "lut" in b}
+    baseline = Path(args.out) / "fpga_baseline.json"
+    if baseline.exists():   # the blocks before their paths were cut (the "before" column)
+        base = json.loads(baseline.read_text())
+        report["baseline"] = {
+            "command": base["command"], "date": base["date"],
+            "blocks": {b["block"]: b["fmax_mhz"] for b in base.get("blocks", [])
+                       if b.get("placed", True)}}
     if not args.no_blocks:
         report["blocks"] = run_blocks(args.block_lanes, args.work, device=args.device,
                                       freq_mhz=args.freq, cached_only=args.cached_only,
@@ -212,20 +219,25 @@ def markdown(report):
                 for s in c["critical_path"]]
         out += ["", "</details>", ""]
     if report.get("blocks"):
+        before = report.get("baseline", {}).get("blocks", {})
         out += ["## Blocks placed and routed alone", "",
                 "Each row of `meritz.blocks.BLOCKS` (at the lanes given) in the same timing "
                 "wrapper: its own register-to-register speed, without the rest of the chip "
-                "around it (less routing pressure than inside the processor).", "",
-                "| block | module | Fmax MHz | LUT4 sites | FF | BRAM | DSP | LUT mapper | "
-                "critical path (ns) by block |", "|---|---|---|---|---|---|---|---|---|"]
+                "around it (less routing pressure than inside the processor)."
+                + (f" *Before*: the same flow on the design before its paths were cut "
+                   f"(`{report['baseline']['command']}`, {report['baseline']['date']}, "
+                   "kept in `fpga_baseline.json`)." if before else ""), "",
+                "| block | module | Fmax MHz | before | LUT4 sites | FF | BRAM | DSP | LUT mapper "
+                "| critical path (ns) by block |", "|---|---|---|---|---|---|---|---|---|---|"]
         for b in report["blocks"]:
+            was = before.get(b["block"], "")
             if not b.get("placed", True):
-                out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | "
-                           "| | | | | |")
+                out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | {was} "
+                           "| | | | | | |")
                 continue
             u = b["utilization"]
             crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
-            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']} | "
+            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']} | {was} | "
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
                        f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
                        f"{'ABC9' if b.get('abc9', True) else 'classic ABC'} | {crit} |")

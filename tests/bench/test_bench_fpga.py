@@ -28,11 +28,24 @@ def test_the_report_lists_fmax_utilization_blocks_and_depth():
     assert "**Fmax 41.2 MHz** (constraint 100 MHz" in text
     assert "| LUT4 sites (TRELLIS_COMB) | 80,000 | 83,640 | 95.6% |" in text
     assert "| `tau.cp` | 20.0 |" in text
-    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 | 9,000 | 0 | 0 | 0 | ABC9 |" in text
+    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 |  | 9,000 | 0 | 0 | 0 | ABC9 |" in text
     assert "| `meritz_top_n8_t1.tau.cp` | 61 | `a2 -> r` |" in text
     assert "limited by `tau.cp` (20.0 of 24.27 ns" in text
     assert "Slowest block alone: **cp_simd at 45.0 MHz** (critical path 22.2 ns" in text
     assert "Below 100 MHz alone: cp_simd." in text
+
+
+def test_the_blocks_table_shows_the_baselines_fmax_before():
+    block = {"block": "cp_sequencer", "module": "meritz_cp_sequencer_n8", "fmax_mhz": 120.5,
+             "utilization": {"TRELLIS_COMB": [900, 83640]}, "critical_blocks": {"x": 8.3},
+             "critical_delay_ns": 8.3}
+    report = {"command": "c", "date": "d", "machine": "m", "tools": {}, "device": "LFE5U-85F",
+              "speed_grade": 6, "configs": [], "blocks": [block],
+              "baseline": {"command": "python -m bench.fpga --cached-only", "date": "then",
+                           "blocks": {"cp_sequencer": 38.5}}}
+    text = fpga.markdown(report)
+    assert "| cp_sequencer | `meritz_cp_sequencer_n8` | 120.5 | 38.5 | 900 |" in text
+    assert "(`python -m bench.fpga --cached-only`, then, kept in `fpga_baseline.json`)" in text
 
 
 def test_a_configuration_not_placed_shows_its_synthesis_counts():

@@ -285,13 +285,12 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     target = work / f"{name}.v"
     if not target.exists() or target.read_text() != text:
         target.write_text(text)
+    # a cached synthesis (ABC9, or the classic ABC where ABC9 failed) is reused as it is
+    synth = _cached_result(target, metadata["ports"], name, work)
     if cached_only:
-        synth = _cached_result(target, metadata["ports"], name, work)
         if synth is None:
             return {"module": name, "device": device, "synth": False, "placed": False}
         place = False
-    else:
-        synth = None
     if synth is None:
         log(f"synth_ecp5 {name}")
         synth = _synth_with_fallback(target, metadata["ports"], name, work, log)
