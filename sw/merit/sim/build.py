@@ -23,8 +23,8 @@ from xml.etree import ElementTree
 
 from merit.sim.toolchain import verilator_env, wave_format
 
-__all__ = ["WAIVERS", "VERILATOR_ARGS", "BenchFailure", "build", "build_time", "run_bench",
-           "sim_build_root", "trace_args"]
+__all__ = ["WAIVERS", "VERILATOR_ARGS", "BenchFailure", "build", "build_time", "emitted",
+           "run_bench", "sim_build_root", "trace_args"]
 
 WAIVERS = Path(__file__).resolve().parent / "waivers.vlt"
 #: Verilator options of every model: the waiver file (warnings of generated code that we accept,
@@ -101,6 +101,24 @@ def _wave_kind(waves):
     return waves
 
 
+#: Verilog already emitted in this process: ``(id(component), name) -> (component, text,
+#: metadata)`` (the component is kept so that its id stays its own).
+_EMITTED = {}
+
+
+def emitted(top, name):
+    """``(text, metadata)`` of :func:`meritz.emit.to_verilog` for ``top``, emitted once per
+    component and name in a process (the 4-TAU, 32-lane processor takes about a minute, and a
+    benchmark simulates it once per row; :func:`merit.sim.run.top_for` hands the same component
+    back for the same parameters)."""
+    from meritz.emit import to_verilog
+
+    key = (id(top), name)
+    if key not in _EMITTED:
+        _EMITTED[key] = (top, *to_verilog(top, name))
+    return _EMITTED[key][1:]
+
+
 def build(top, *, name=None, waves=False):
     """Emit and build ``top``; return ``(build_dir, module_name, metadata)``.
 
@@ -108,10 +126,8 @@ def build(top, *, name=None, waves=False):
     """
     from cocotb_tools.runner import get_runner
 
-    from meritz.emit import to_verilog
-
     name = name or f"dut_{type(top).__name__.lower()}"
-    text, metadata = to_verilog(top, name)
+    text, metadata = emitted(top, name)
     args = VERILATOR_ARGS + _TRACE_ARGS[_wave_kind(waves)]
     # the waivers by content, not by path: a checkout and an installed package share builds
     keyed = [arg if arg != str(WAIVERS) else "waivers.vlt" for arg in args]

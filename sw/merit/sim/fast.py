@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from merit.sim.build import WAIVERS, _locked, run_bench, sim_build_root, timed, trace_args
+from merit.sim.build import WAIVERS, _locked, emitted, run_bench, sim_build_root, timed, trace_args
 from merit.sim.toolchain import verilator_env
 
 __all__ = ["FAST_ARGS", "OPT_FAST", "build", "run", "wrapper_verilog", "FastDram"]
@@ -233,10 +233,8 @@ def build(top, *, name, waves=False, args=None, opt_fast=None, public=False):
     ``"vcd"``); ``args``: Verilator options instead of :data:`FAST_ARGS`; ``opt_fast``: the C++
     optimisation instead of :data:`OPT_FAST`; ``public``: every signal of the design visible
     (cocotb's ``--public-flat-rw``, as on the Python path) instead of the wrapper's ports only."""
-    from meritz.emit import to_verilog
-
     tau = "tiles" in top.signature.members
-    text, metadata = to_verilog(top, name)
+    text, metadata = emitted(top, name)
     wrapper = f"{name}_sim"
     wrapper_text = wrapper_verilog(name, metadata, tau=tau)
     args = list(FAST_ARGS if args is None else args) + trace_args(waves)

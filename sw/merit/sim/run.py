@@ -24,6 +24,7 @@ The benches print a progress line every ~2 s of wall time (:func:`report_progres
 """
 
 import dataclasses
+import functools
 import hashlib
 import os
 import pickle
@@ -43,17 +44,26 @@ __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress",
 
 
 def tau_for(lanes, *, rp_bytes=None, cp_bytes=CP_BYTES, ports=1, instructions=16):
-    """The :class:`meritz.tau.Tau` of ``lanes`` lanes (default SRAM sizes: paper §V-A)."""
-    from meritz.tau import Tau
-    rp0, rp1 = rp_bytes or RP_BYTES
-    return Tau(lanes=lanes, rp0_bytes=rp0, rp1_bytes=rp1, cp_bytes=cp_bytes, ports=ports,
-               instructions=instructions)
+    """The :class:`meritz.tau.Tau` of ``lanes`` lanes (default SRAM sizes: paper §V-A); the same
+    component for the same parameters (its Verilog is emitted once, :func:`build.emitted`)."""
+    return _component("tau", lanes, None, tuple(rp_bytes or RP_BYTES), cp_bytes, ports,
+                      instructions)
 
 
 def top_for(lanes, taus, *, rp_bytes=None, cp_bytes=CP_BYTES, instructions=16):
-    """The :class:`meritz.top.Top` of ``taus`` TAUs of ``lanes`` lanes."""
+    """The :class:`meritz.top.Top` of ``taus`` TAUs of ``lanes`` lanes; the same component for
+    the same parameters (its Verilog is emitted once, :func:`build.emitted`)."""
+    return _component("top", lanes, taus, tuple(rp_bytes or RP_BYTES), cp_bytes, 1, instructions)
+
+
+@functools.lru_cache(maxsize=8)
+def _component(kind, lanes, taus, rp_bytes, cp_bytes, ports, instructions):
+    rp0, rp1 = rp_bytes
+    if kind == "tau":
+        from meritz.tau import Tau
+        return Tau(lanes=lanes, rp0_bytes=rp0, rp1_bytes=rp1, cp_bytes=cp_bytes, ports=ports,
+                   instructions=instructions)
     from meritz.top import Top
-    rp0, rp1 = rp_bytes or RP_BYTES
     return Top(lanes=lanes, taus=taus, rp0_bytes=rp0, rp1_bytes=rp1, cp_bytes=cp_bytes,
                instructions=instructions)
 
