@@ -22,6 +22,7 @@ import json
 import os
 import pickle
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -402,9 +403,8 @@ def main(argv=None):
     results["setup"] = {
         "lanes": args.lanes, "taus": args.taus, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
         "latency": args.latency,
-        "command": (f"python -m bench.top --lanes {args.lanes} --taus {args.taus} "
-                    f"--dram-bytes-per-cycle {args.dram_bytes_per_cycle} --scaling` (one row: "
-                    "`--only NAME`; the one-TAU column: `--one-tau`)"),
+        "command": ("python -m bench.top " + " ".join(sys.argv[1:] if argv is None else argv)
+                    + "` (one row: `--only NAME`; the one-TAU column: `--one-tau`)"),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
                    f"Python {platform.python_version()}, Verilator model",
@@ -428,11 +428,12 @@ def main(argv=None):
                 del store[name]                     # a run of a slice that has changed since
 
     if args.one_tau:
+        alone = {}      # this run's one-TAU rows (a row with the same slice reuses a run)
         for name in args.only or names:
             print(f"== {name} on one TAU: {row(name).slice_what}", flush=True)
-            one_tau["rows"][name] = run_slice(
+            one_tau["rows"][name] = alone[name] = run_slice(
                 name, lanes=args.lanes, taus=None, bandwidth=args.dram_bytes_per_cycle,
-                latency=args.latency, seed=args.seed, done=one_tau["rows"])
+                latency=args.latency, seed=args.seed, done=alone)
             print(f"{name}: {one_tau['rows'][name]}", flush=True)
             tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
         return
@@ -446,6 +447,7 @@ def main(argv=None):
         out.with_suffix(".json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
         out.with_suffix(".md").write_text(render(results, one_tau["rows"]))
 
+    measured = {}       # this run's rows: a row with the same slice as one of them reuses its run
     for name in args.only or names:
         if args.model_only:
             r = row(name)
@@ -455,10 +457,10 @@ def main(argv=None):
             add_model(entry, name, **model_kw)
             continue
         print(f"== {name}: {row(name).slice_what}", flush=True)
-        entry = measure_row(name, seed=args.seed, done=results["rows"],
+        entry = measure_row(name, seed=args.seed, done=measured,
                             whole_under=args.whole_under, **model_kw)
-        results["rows"][name] = (entry if args.no_model
-                                 else add_model(entry, name, **model_kw))
+        results["rows"][name] = measured[name] = (entry if args.no_model
+                                                  else add_model(entry, name, **model_kw))
         print(f"{name}: {entry}", flush=True)
         save()
     if args.scaling:
