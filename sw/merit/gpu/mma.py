@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .tile import Tile, extents, geometry
 
 __all__ = ["Roles", "roles", "KSTEP", "candidates", "estimate", "conflicts", "source",
-           "ktab_words"]
+           "ktab_words", "pad_step"]
 
 #: k of one ``mma.sync`` per operand precision.
 KSTEP = {"tf32": 8, "fp16": 16, "bf16": 16}
@@ -142,6 +142,31 @@ def _line_offset(spec, tile, k, g, idxs, n):
             if pos < spec.np:
                 off += rel.get(pos, 0) * s * g.pitches[ax]
     return off
+
+
+def _affine_k(spec, tile, k, g):
+    """The stride s when input k's offset of every flattened accumulation position kk of a tile
+    is ``kk * s`` (then no k table is needed), else None."""
+    kc = _kc(spec, tile)
+    s = _koff(spec, tile, k, g, 1) if kc > 1 else 0
+    return s if all(_koff(spec, tile, k, g, kk) == kk * s for kk in range(kc)) else None
+
+
+def pad_step(spec, tile, k):
+    """Padding step of input k's pitches: 2 words where FP16 / BF16 pairs can be read 8 bytes at a
+    time (unit stride in k), which an odd pitch would misalign; else 1."""
+    if tile.mma == "tf32" or _affine_k(spec, tile, k, geometry(spec, tile, k)) != 1:
+        return 1
+    return 2
+
+
+def _even_lines(spec, tile, k, g, idxs):
+    """Whether every row (or column) of the block starts at an even offset of input k's buffer
+    (buffers start 16-byte aligned; a run-time misalignment makes it unknown)."""
+    if g.vector and not g.aligned:
+        return False
+    n = math.prod(tile.regs[j] for j in idxs)
+    return all(_line_offset(spec, tile, k, g, idxs, q) % 2 == 0 for q in range(n))
 
 
 def conflicts(spec, tile, k):
@@ -288,6 +313,7 @@ _HALF_PRELUDE = r"""
 __device__ __forceinline__ unsigned merit_pack(float lo, float hi) {
     unsigned u; asm("cvt.rn.TYx2.f32 %0, %1, %2;\n" : "=r"(u) : "f"(hi), "f"(lo)); return u;
 }
+__device__ __forceinline__ unsigned merit_pack2(float2 v) { return merit_pack(v.x, v.y); }
 __device__ __forceinline__ void merit_mma(float& d0, float& d1, float& d2, float& d3,
         unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.TY.TY.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
@@ -472,23 +498,33 @@ def source(spec, tile):
                 wm_n, fm_n * 16)
     db = deltas(r.b, r.cols, {fn: fn * 8 for fn in range(fn_n)}, wn_n, fn_n * 8)
 
+    # an input whose offsets are an affine function of k needs no k table; with unit stride
+    # (k-neighbours adjacent) and even rows, FP16 / BF16 pairs are read 8 bytes at a time
+    stride = {"x": _affine_k(spec, tile, r.a, geo[r.a]), "y": _affine_k(spec, tile, r.b, geo[r.b])}
+    pairs = {f: prec != "tf32" and stride[f] == 1 and _even_lines(spec, tile, k, geo[k], idxs)
+             for f, k, idxs in (("x", r.a, r.rows), ("y", r.b, r.cols))}
+
     def step(guard):
         w.open("")
         if prec == "tf32":
             w(f"const int kb = ks * {ks} + tq;")
-            w("const int2 k0 = ktab[kb], k1 = ktab[kb + 4];")
             kcols = [("k0", "kb"), ("k1", "kb + 4")]
         else:
             w(f"const int kb = ks * {ks} + 2 * tq;")
-            w("const int2 k0 = ktab[kb], k1 = ktab[kb + 1], k2 = ktab[kb + 8], "
-              "k3 = ktab[kb + 9];")
             kcols = [("k0", "kb"), ("k1", "kb + 1"), ("k2", "kb + 8"), ("k3", "kb + 9")]
+        if None in stride.values():
+            for kvn, kex in kcols:
+                w(f"const int2 {kvn} = ktab[{kex}];")
+
+        def koff(kvn, field):
+            kex = dict(kcols)[kvn]
+            return f"{kvn}.{field}" if stride[field] is None else f"({kex}) * {stride[field]}"
 
         for kvn, _ in kcols:
             if da is not None:
-                w(f"const T* pa_{kvn} = As + ra0_0 + {kvn}.x;")
+                w(f"const T* pa_{kvn} = As + ra0_0 + {koff(kvn, 'x')};")
             if db is not None:
-                w(f"const T* pb_{kvn} = Bs + cb0 + {kvn}.y;")
+                w(f"const T* pb_{kvn} = Bs + cb0 + {koff(kvn, 'y')};")
 
         def ld(arr, base, kv_, field, kexpr):
             if arr == "As" and da is not None:
@@ -497,8 +533,15 @@ def source(spec, tile):
             elif arr == "Bs" and db is not None:
                 e = f"pb_{kv_}[{db[int(base[2:])]}]"
             else:
-                e = f"{arr}[{base} + {kv_}.{field}]"
+                e = f"{arr}[{base} + {koff(kv_, field)}]"
             return f"({kexpr} < kv ? {e} : 0.f)" if guard else e
+
+        def packed(arr, base, lo, hi, field):
+            if pairs[field] and not guard:   # hi is lo's neighbour: one 8-byte read
+                v = f"*reinterpret_cast<const float2*>(&{ld(arr, base, lo[0], field, lo[1])})"
+                return f"merit_pack2({v})"
+            return (f"merit_pack({ld(arr, base, lo[0], field, lo[1])}, "
+                    f"{ld(arr, base, hi[0], field, hi[1])})")
 
         if prec == "tf32":
             for fm in range(fm_n):
@@ -514,16 +557,12 @@ def source(spec, tile):
         else:
             for fm in range(fm_n):
                 for i, (h, pair) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
-                    (k_lo, e_lo), (k_hi, e_hi) = kcols[2 * pair], kcols[2 * pair + 1]
-                    w(f"const unsigned a{fm}_{i} = merit_pack("
-                      f"{ld('As', f'ra{fm}_{h}', k_lo, 'x', e_lo)}, "
-                      f"{ld('As', f'ra{fm}_{h}', k_hi, 'x', e_hi)});")
+                    lo, hi = kcols[2 * pair], kcols[2 * pair + 1]
+                    w(f"const unsigned a{fm}_{i} = {packed('As', f'ra{fm}_{h}', lo, hi, 'x')};")
             for fn in range(fn_n):
                 for i in range(2):
-                    (k_lo, e_lo), (k_hi, e_hi) = kcols[2 * i], kcols[2 * i + 1]
-                    w(f"const unsigned b{fn}_{i} = merit_pack("
-                      f"{ld('Bs', f'cb{fn}', k_lo, 'y', e_lo)}, "
-                      f"{ld('Bs', f'cb{fn}', k_hi, 'y', e_hi)});")
+                    lo, hi = kcols[2 * i], kcols[2 * i + 1]
+                    w(f"const unsigned b{fn}_{i} = {packed('Bs', f'cb{fn}', lo, hi, 'y')};")
         for fm in range(fm_n):
             for fn in range(fn_n):
                 c = f"c{fm}_{fn}_"

@@ -601,7 +601,7 @@ def _pad_search(spec, t, k, start=None):
     base = list(start) if start else [0] * nax
     cur = list(base)
     deg = conflicts(spec, _with_pad(t, k, cur), k)
-    step = 4 if start or geometry(spec, t, k).vector else 1
+    step = 4 if start or geometry(spec, t, k).vector else mma.pad_step(spec, t, k) if t.mma else 1
     for ax in range(nax - 2, -1, -1):
         if deg == 1:
             break
@@ -683,11 +683,12 @@ def rank(spec, count=6, device=H100):
 
 
 def _diverse(ranked, count):
-    """The ``count`` first of ``ranked``, at most two per register tile (the autotuner then
-    times different shapes rather than variants of one)."""
+    """The ``count`` first of ``ranked``, at most two per register tile and split (tensor-core
+    tiles: per box, warps and chunk), so that the autotuner times different shapes rather than
+    variants of one."""
     out, per = [], {}
     for cost, t in ranked:
-        key = (t.regs, t.split, t.warps, t.frags)
+        key = (t.regs, t.split, t.chunk if t.mma else 0, t.warps, t.frags)
         if per.get(key, 0) < 2:
             out.append((cost, t))
             per[key] = per.get(key, 0) + 1
@@ -696,7 +697,7 @@ def _diverse(ranked, count):
 
 
 def _deeper(spec, ranked, count, device):
-    """Give the best pipelined tensor-core tiles deeper copy pipelines where shared memory allows
+    """Give the best pipelined tensor-core tile deeper copy pipelines where shared memory allows
     (the cost model does not see copy latency; the autotuner times them).  SIMT tiles keep two
     buffers: a third one measured slower on every GEMM and convolution tried (H100)."""
     if spec.precision == "fp32":
@@ -704,7 +705,7 @@ def _deeper(spec, ranked, count, device):
     out, seen = [], set()
     for i, (cost, t) in enumerate(ranked):
         out.append((cost, t))
-        if i >= max(1, count // 4) or not t.double:
+        if i >= 1 or not t.double:
             continue
         cap = device.smem_block - 1024
         for stages in (3, 4):
