@@ -674,7 +674,8 @@ def rank(spec, count=6, device=H100):
             out.append((cost * (1 + 0.25 * (degree - 1)), full))
         else:   # re-rank with the tuned layout's loads (widths, bank conflicts)
             out.append((estimate(spec, full, device) or cost, full))
-    out = _diverse(sorted(out, key=lambda ct: ct[0]), count)
+    out = sorted(out, key=lambda ct: ct[0])
+    out = _diverse(out, count) if sums or spec.precision != "fp32" else out[:count]
     out = _deeper(spec, out, count, device)
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
@@ -685,7 +686,7 @@ def rank(spec, count=6, device=H100):
 def _diverse(ranked, count):
     """The ``count`` first of ``ranked``, at most two per register tile and split (tensor-core
     tiles: per box, warps and chunk), so that the autotuner times different shapes rather than
-    variants of one."""
+    variants of one (sums and tensor-core tiles, whose lists hold such variants)."""
     out, per = [], {}
     for cost, t in ranked:
         key = (t.regs, t.split, t.chunk if t.mma else 0, t.warps, t.frags)

@@ -386,13 +386,14 @@ def test_a_ragged_chunk_runs_unrolled_then_rolled():
     assert "if (ab0 + 8 <= 45) {" in src and "l0 < min(8, 45 - ab0)" in src
 
 
-def test_mma_affine_offsets_skip_the_k_table_and_pair_reads():
-    # GEMM: A's offsets are k, B's k * pitch: no k-table reads; FP16 A pairs in 8-byte reads
+def test_mma_k_neighbours_are_read_in_pairs():
+    # GEMM: A's offsets are k itself: FP16 A pairs in 8-byte reads
     src = kernel_source(W.gemm(128, 128, 64), precision="fp16")
-    assert "ktab[kb" not in src and "merit_pack2(*reinterpret_cast<const float2*>" in src
+    assert "merit_pack2(*reinterpret_cast<const float2*>" in src
     # TF32 fragments pair k with k + 4: no 8-byte reads
     assert "merit_pack2(" not in kernel_source(W.gemm(128, 128, 64), precision="tf32").split(
         "extern \"C\"")[1]
-    # a convolution's image offsets follow (c, ky, kx): the k table stays
-    assert "= ktab[kb" in kernel_source(W.conv2d(2, 16, 16, 16, 32, 3, padding=1),
-                                        precision="fp16")
+    # a convolution's image offsets follow (c, ky, kx): pairs only for the weights
+    src = kernel_source(W.conv2d(2, 16, 16, 16, 32, 3, padding=1), precision="fp16")
+    assert "merit_pack2(*reinterpret_cast<const float2*>(&Bs" in src or "(&pb_" in src
+    assert "(&As" not in src and "(&pa_" not in src
