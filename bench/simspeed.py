@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -143,21 +144,44 @@ def _options_table(results):
     return "\n".join(lines)
 
 
-def write(results, command, *, fresh):
+def _commit():
+    """The checkout's commit (short), or ``"unknown"`` outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=RESULTS.parent.parent,
+                             capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def write(results):
+    """Add ``results`` (rows of this run, each with its ``run``) to ``simspeed.json``, keeping
+    the rows of earlier runs that this one did not measure, and render ``simspeed.md``."""
+    path = RESULTS / "simspeed.json"
+    rows = {}
+    if path.is_file():
+        old = json.loads(path.read_text())
+        rows = {name: r for name, r in old.get("results", {}).items() if "run" in r}
+    rows.update(results)
+    rows = {name: rows[name] for name in ROWS if name in rows}
     machine = _machine()
-    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    record = {"command": command, "date": date, "machine": machine, "fresh_builds": fresh,
-              "results": results}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "simspeed.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    runs = [m for r in results.values() for group in ("paths", "options")
-            for m in r[group].values()]
-    loads = sorted({m["load_before"] for m in runs} | {m["load_after"] for m in runs})
-    builds = ("every model built afresh in this run (build s: wall time of the Verilator build, "
-              "C++ compilation included, on both cores)" if fresh else
-              "models from the build cache; build s as recorded there when each was built")
+    path.write_text(json.dumps({"machine": machine, "results": rows}, indent=2, sort_keys=True)
+                    + "\n")
+    runs = []
+    for name, r in rows.items():
+        run = r["run"]
+        loads = [m[k] for group in ("paths", "options") for m in r[group].values()
+                 for k in ("load_before", "load_after")]
+        builds = ("every model built afresh in the run (build s: wall time of the Verilator "
+                  "build, C++ compilation included, on both cores)" if run["fresh"] else
+                  "models from the build cache; build s as recorded there when each was built, "
+                  "empty where the model predates the record")
+        runs.append(f"- {ROWS[name][2]}: `{run['command']}` at commit {run['commit']}, "
+                    f"{run['date']}; load average {min(loads)}-{max(loads)} during the runs; "
+                    f"{builds}.")
     options = ""
-    if any(r["options"] for r in results.values()):
+    if any(r["options"] for r in rows.values()):
         options = f"""
 ## What each Verilator option gives
 
@@ -165,12 +189,14 @@ The fast path built as chosen (`merit.sim.fast.FAST_ARGS`, `OPT_FAST`), then wit
 undone each, and with `--threads 2`; the same row, seed and DRAM settings. *Same result*: the
 same cycle count and the same DRAM image after the run (SHA-1) as the build as chosen.
 
-{_options_table(results)}
+{_options_table(rows)}
 """
+    run_lines = "\n".join(runs)
     text = f"""# Simulation speed: Python DRAM path vs fast path
 
-`{command}` ({date}; {machine['cpu']}, {machine['cores']} cores, shared: load average
-{loads[0]}-{loads[-1]} during the runs; {builds}).
+Machine: {machine['cpu']}, {machine['cores']} cores, shared with other jobs. Runs:
+
+{run_lines}
 
 The slice of the paper's GEMM row (`paper:gemm`) simulated with the Python DRAM model
 (cocotbext-axi's RAM behind coroutines awaited every cycle, `--dram python`) and with the fast
@@ -179,7 +205,7 @@ golden model and the whole DRAM image checked. *Wall* is simulated cycles per se
 of the simulation (configuration, START to done); *CPU* per second of the simulator process's
 CPU time, which the other jobs on a shared machine disturb far less. See `docs/simulation.md`.
 
-{_paths_table(results)}
+{_paths_table(rows)}
 {options}"""
     (RESULTS / "simspeed.md").write_text(text)
     print(f"wrote {RESULTS / 'simspeed.md'} and simspeed.json")
@@ -204,8 +230,11 @@ def main(argv=None):
                    for name in names}
     command = "python -m bench.simspeed" + "".join(f" --only {n}" for n in args.only or ()) + \
         (" --no-options" if args.no_options else "") + (" --cached" if args.cached else "")
-    write(results, command, fresh=not args.cached)
-
+    run = {"command": command, "commit": _commit(), "fresh": not args.cached,
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    for result in results.values():
+        result["run"] = run
+    write(results)
 
 if __name__ == "__main__":
     main()
