@@ -24,3 +24,29 @@ def test_top_conv3x3(taus):
     # last idle reaching done (about 10 cycles): no tile computes after its last write, since
     # edge tiles skip their warps outside the output (once 207 cycles here on 2 TAUs)
     assert metrics["cycles"] <= metrics["cycles_register"] <= metrics["cycles"] + 32
+
+
+#: Outputs whose sizes are not powers of two; the compiler covers them with tiles of other sizes
+#: (13 in tiles of 7, 27 in tiles of 7 and 9, 55 in tiles of 14, 24 x 40 in tiles of 24 x 10).
+ODD = {
+    "conv_13x13": lambda: W.conv2d(1, 4, 13, 13, 16, 3, padding=1),
+    "conv_27x27": lambda: W.conv2d(1, 2, 27, 27, 8, 3, padding=1),
+    "conv_55x55": lambda: W.conv2d(1, 2, 55, 55, 4, 3, padding=1),
+    "gemm_24x40": lambda: W.gemm(24, 40, 16),
+}
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ODD))
+def test_top_odd_tiles(name):
+    """Tiles whose sizes are not powers of two, on 2 TAUs sharing an operand: bit-exact (the
+    bench checks every output and every other DRAM byte)."""
+    from merit.compile import compile_problem
+    problem = ODD[name]()
+    kernel = compile_problem(problem, lanes=8, rp_bytes=SMALL["rp_bytes"],
+                             cp_bytes=SMALL["cp_bytes"], taus=2)
+    assert any(t & (t - 1) for t in kernel.tiling.p_tile), kernel.tiling
+    metrics = simulate(problem, taus=2, backpressure=0.2, **SMALL)
+    assert metrics["tiling"] == f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}"
+    assert metrics["cycles"] <= metrics["cycles_register"] <= metrics["cycles"] + 32

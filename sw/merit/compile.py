@@ -27,6 +27,14 @@ from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
 from .transform import Transform
 
+#: Mapped tiles, cheapest in DRAM traffic per output first, that the compiler weighs: it keeps
+#: the cheapest whose sizes are powers of two unless :func:`merit.perf.predict` finds one of
+#: other sizes MARGIN faster ...
+ALTERNATIVES = 4
+MARGIN = 0.05
+#: ... for kernels of at most this many jobs (the model would take seconds).
+RANKED_JOBS = 1024
+
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
            "lane_coords", "program_slots", "share_choice",
            "slot_config", "tile_words", "hw_index"]
@@ -380,7 +388,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         raise ValueError(f"taus must be between 1 and 16, not {taus}")
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
-    from .mapping.search import search
+    from .mapping.search import NoMapping, search
     from .problem import Problem
 
     if not isinstance(problem, Problem):
@@ -432,67 +440,118 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     for r, _ in ports:
         share = sum(1 for p, _ in ports if p == r)
         budgets.append(rp_bytes[r] // 2 // 2 // share)      # words, double-buffered
-    mapping = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs)
-    tiling = Tiling(tuple(mapping.tile_p), tuple(mapping.tile_a),
-                    _lane_index(mapping.grouping, n_p))
+    mappings = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
+                      alternatives=ALTERNATIVES)
 
-    # DRAM layout: inputs, then outputs
-    address = dram_base
-    tensors = {}
-    for t in problem.tensors:
-        tensors[t.name] = address
-        address = _align(address + 2 * int(np.prod(t.shape)))
-    out_list = []
-    for name in program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses))):
-        out_list.append((name, address))
-        address = _align(address + 2 * int(np.prod(problem.p_shape)))
+    def build(mapping):
+        tiling = Tiling(tuple(mapping.tile_p), tuple(mapping.tile_a),
+                        _lane_index(mapping.grouping, n_p))
 
-    rp = {0: [], 1: []}
-    for (r, _), op, layout in zip(ports, problem.operands, mapping.layouts(), strict=True):
-        depth = rp_bytes[r] // (2 * lanes)
-        rp[r].append(slot_config(op.transform, tiling, lanes, base=tensors[op.tensor],
-                                 bank=layout.bank, lpitch=layout.pitch, depth=depth))
-    rows = {r: sum(s["rows"] for s in rp[r]) for r in (0, 1)}
-    for r in (0, 1):
-        if rows[r] > rp_bytes[r] // (2 * lanes):
-            raise CompileError(f"problem {problem.name!r}: one accumulation tile needs "
-                               f"{rows[r]} rows of RP{r}, which has {rp_bytes[r] // (2 * lanes)}")
-        rp[r] += [{}] * (slots[r] - len(rp[r]))
+        # DRAM layout: inputs, then outputs
+        address = dram_base
+        tensors = {}
+        for t in problem.tensors:
+            tensors[t.name] = address
+            address = _align(address + 2 * int(np.prod(t.shape)))
+        out_list = []
+        for name in program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses))):
+            out_list.append((name, address))
+            address = _align(address + 2 * int(np.prod(problem.p_shape)))
 
-    pitch = [1]
-    for n in reversed(problem.p_shape[1:]):
-        pitch.insert(0, pitch[0] * n)
+        rp = {0: [], 1: []}
+        for (r, _), op, layout in zip(ports, problem.operands, mapping.layouts(), strict=True):
+            depth = rp_bytes[r] // (2 * lanes)
+            rp[r].append(slot_config(op.transform, tiling, lanes, base=tensors[op.tensor],
+                                     bank=layout.bank, lpitch=layout.pitch, depth=depth))
+        rows = {r: sum(s["rows"] for s in rp[r]) for r in (0, 1)}
+        for r in (0, 1):
+            if rows[r] > rp_bytes[r] // (2 * lanes):
+                raise CompileError(f"problem {problem.name!r}: one accumulation tile needs "
+                                   f"{rows[r]} rows of RP{r}, which has "
+                                   f"{rp_bytes[r] // (2 * lanes)}")
+            rp[r] += [{}] * (slots[r] - len(rp[r]))
 
-    def pad(values, fill, n):
-        return [int(v) for v in values] + [fill] * (n - len(values))
+        pitch = [1]
+        for n in reversed(problem.p_shape[1:]):
+            pitch.insert(0, pitch[0] * n)
 
-    config = {
-        "p_size": pad(problem.p_shape, 1, P_INDICES),
-        "a_size": pad(problem.a_shape, 1, A_INDICES),
-        "p_tile": pad(tiling.p_tile, 1, P_INDICES),
-        "a_tile": pad(tiling.a_tile, 1, A_INDICES),
-        "lane_index": pad(tiling.lane_index, 0, 6),
-        "program": pad(prog6.words, 0, instructions),
-        "begs": list(prog6.begs),
-        "ends": list(prog6.ends),
-        "consts": list(prog6.consts),
-        "regs": regs,
-        "rp0": rp[0],
-        "rp1": rp[1],
-        "out_base": pad([a for _, a in out_list], 0, outputs),
-        "out_pitch": pad(pitch, 0, P_INDICES),
-    }
-    grid = [range(0, n, t) for n, t in zip(problem.p_shape, tiling.p_tile, strict=True)]
-    tiles = tuple(tuple(o) for o in itertools.product(*grid))
-    acc = tuple(problem.a_shape) or (1,)
-    per_lane = sum(end - start for _, start, end in
-                   step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
-                               else program, acc))
-    useful = per_lane * int(np.prod(problem.p_shape))
-    per_tile = per_lane * int(np.prod(tiling.p_tile)) / lanes
-    config["share_slot"], config["share_log2"] = share_choice(
-        config, list(tiles), taus, compute_per_tile=per_tile)
-    _check_fields(config, fields, problem)
-    assert isinstance(program, Program)
-    return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
-                  _align(address, 4096), tiles, useful)
+        def pad(values, fill, n):
+            return [int(v) for v in values] + [fill] * (n - len(values))
+
+        config = {
+            "p_size": pad(problem.p_shape, 1, P_INDICES),
+            "a_size": pad(problem.a_shape, 1, A_INDICES),
+            "p_tile": pad(tiling.p_tile, 1, P_INDICES),
+            "a_tile": pad(tiling.a_tile, 1, A_INDICES),
+            "lane_index": pad(tiling.lane_index, 0, 6),
+            "program": pad(prog6.words, 0, instructions),
+            "begs": list(prog6.begs),
+            "ends": list(prog6.ends),
+            "consts": list(prog6.consts),
+            "regs": regs,
+            "rp0": rp[0],
+            "rp1": rp[1],
+            "out_base": pad([a for _, a in out_list], 0, outputs),
+            "out_pitch": pad(pitch, 0, P_INDICES),
+        }
+        grid = [range(0, n, t) for n, t in zip(problem.p_shape, tiling.p_tile, strict=True)]
+        tiles = tuple(tuple(o) for o in itertools.product(*grid))
+        acc = tuple(problem.a_shape) or (1,)
+        per_lane = sum(end - start for _, start, end in
+                       step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
+                                   else program, acc))
+        useful = per_lane * int(np.prod(problem.p_shape))
+        per_tile = per_lane * int(np.prod(tiling.p_tile)) / lanes
+        config["share_slot"], config["share_log2"] = share_choice(
+            config, list(tiles), taus, compute_per_tile=per_tile)
+        _check_fields(config, fields, problem)
+        assert isinstance(program, Program)
+        return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
+                      _align(address, 4096), tiles, useful)
+
+    # the cheapest tile of powers of two (what the search returned before it tried other sizes),
+    # unless a tile of other sizes is predicted MARGIN faster on these TAUs (at 8 B/cycle): the
+    # tiles cheapest in DRAM traffic differ in idle lanes and turnaround
+    powers = [m for m in mappings if _powers_of_two(m.tile_p)]
+    others = [m for m in mappings if not _powers_of_two(m.tile_p)]
+    if not powers:
+        try:
+            powers = [search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
+                             powers_only=True)]
+        except NoMapping:
+            pass
+    kernel, error = None, None
+    if powers:
+        try:
+            kernel = build(powers[0])
+        except CompileError as e:
+            error = e
+    best = None
+    if kernel is None or _jobs(kernel) <= RANKED_JOBS:
+        from .perf import predict
+        best = predict(kernel, taus=taus, rp_bytes=rp_bytes).cycles if kernel else None
+        for mapping in others:
+            try:
+                other = build(mapping)
+            except CompileError as e:
+                error = error or e
+                continue
+            if _jobs(other) > RANKED_JOBS:
+                continue
+            cycles = predict(other, taus=taus, rp_bytes=rp_bytes).cycles
+            if best is None or cycles < (1 - MARGIN) * best:
+                kernel, best = other, cycles
+    if kernel is None:
+        raise error
+    return kernel
+
+
+def _powers_of_two(sizes):
+    return all(t & (t - 1) == 0 for t in sizes)
+
+
+def _jobs(kernel):
+    """(parallel tile, accumulation tile) pairs of ``kernel``."""
+    a_tiles = int(np.prod([-(-a // t) for a, t in zip(kernel.config["a_size"],
+                                                       kernel.config["a_tile"], strict=True)]))
+    return len(kernel.tiles) * a_tiles

@@ -179,7 +179,7 @@ def test_perf_calibration_table_covers_every_measurement(tmp_path):
     assert {r["name"] for r in rows if r["source"] == "tau.json"} == set(MEASURED["workloads"])
     assert {r["name"] for r in rows if r["source"].startswith("perf_n8.json")} == \
         set(MEASURED_N8)
-    assert {r["taus"] for r in rows if r["source"] == "perf_n8.json (top)"} == {1, 2}
+    assert {r["taus"] for r in rows if r["source"] == "perf_n8.json (top)"} == {1, 2, 4}
     out = tmp_path / "perf.md"
     calibration.main(["--out", str(out)])
     text = out.read_text()

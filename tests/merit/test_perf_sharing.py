@@ -2,6 +2,7 @@
 units (void tiles), traffic and cycles."""
 
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
@@ -11,6 +12,13 @@ from merit import workloads as W
 from merit.compile import CompileError, compile_problem, share_choice
 
 SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
+
+
+@pytest.fixture(autouse=True)
+def _powers_of_two(monkeypatch):
+    """Tiles of powers of two (the tile counts below assume them; an even split of the 14 or 24
+    outputs would take fewer tiles)."""
+    monkeypatch.setattr(importlib.import_module("merit.mapping.search"), "SPLITS", 0)
 
 
 def _conv(taus):

@@ -25,7 +25,7 @@ from .analysis import (
 from .bank import BankFunction, TileLayout, check_lanes
 from .matrix import find_hash, property_matrix
 
-__all__ = ["NoMapping", "search", "hash_candidates", "tile_candidates"]
+__all__ = ["NoMapping", "search", "hash_candidates", "tile_candidates", "tile_sizes"]
 
 
 class NoMapping(ValueError):
@@ -131,25 +131,46 @@ def _shrink(a_shape):
         yield tuple(t)
 
 
-def tile_candidates(problem, lanes, budgets, max_outputs):
-    """``(cost, tile_p, tile_a)`` for power-of-two parallel tiles of ``lanes .. max_outputs``
-    outputs, each with the largest accumulation tile whose dense footprints fit ``budgets``;
-    ``cost`` = DRAM words loaded per output (lower first; at equal cost, more outputs first)."""
+#: Even splits tried per parallel index besides the powers of two: an index of size ``p`` is cut
+#: into ``k`` tiles of ``ceil(p / k)`` for ``k`` up to this many.
+SPLITS = 8
+
+
+def tile_sizes(size, splits=SPLITS):
+    """Tile sizes tried along a parallel index of ``size``: the powers of two up to the first
+    that covers it, and the even splits ``ceil(size / k)`` (``k <= splits``), so that 13, 27 or
+    55 outputs are covered by one or a few tiles without outputs beyond the edge (13, 14 and 7,
+    28 and 19); the lane grouping then puts the lanes on indices whose tile size has the factors
+    of two (:func:`~merit.mapping.analysis.default_grouping`)."""
+    powers = {1 << e for e in range(max(0, math.ceil(math.log2(size))) + 1)}
+    return sorted(powers | {-(-size // k) for k in range(1, min(splits, size) + 1)})
+
+
+def tile_candidates(problem, lanes, budgets, max_outputs, *, powers_only=False):
+    """``(cost, tile_p, tile_a)`` for parallel tiles of ``lanes .. max_outputs`` outputs
+    (:func:`tile_sizes` along each index), each with the largest accumulation tile whose dense
+    footprints fit ``budgets``; ``cost`` = DRAM words loaded per output (lower first; at equal
+    cost, more outputs first), the outputs of a tile counted as the mean share per tile along
+    each index (``size / tiles``), so a tile past the edge costs what it loads for nothing;
+    ``powers_only``: powers of two only."""
     transforms = [op.transform for op in problem.operands]
-    sizes = [[1 << e for e in range(max(0, math.ceil(math.log2(p))) + 1)]
-             for p in problem.p_shape]
+    sizes = [tile_sizes(p, splits=0 if powers_only else SPLITS) for p in problem.p_shape]
+    bits = lanes.bit_length() - 1
     out = []
     for tile_p in itertools.product(*sizes):
         count = int(np.prod(tile_p))
         if count < lanes or count > max_outputs:
             continue
+        if sum((t & -t).bit_length() - 1 for t in tile_p) < bits:
+            continue            # the lanes need log2(lanes) factors of two among the sizes
         for tile_a in _shrink(problem.a_shape):
             words = [int(np.prod(tr.footprint(tile_p, tile_a))) for tr in transforms]
             if all(w <= b for w, b in zip(words, budgets, strict=True)):
                 break
         else:
             continue
-        useful = int(np.prod([min(t, p) for t, p in zip(tile_p, problem.p_shape, strict=True)]))
+        useful = float(np.prod([p / math.ceil(p / t)
+                                for t, p in zip(tile_p, problem.p_shape, strict=True)]))
         a_tiles = int(np.prod([math.ceil(a / t) for a, t in zip(problem.a_shape, tile_a,
                                                                   strict=True)]))
         cost = sum(words) * a_tiles / useful
@@ -159,7 +180,7 @@ def tile_candidates(problem, lanes, budgets, max_outputs):
 
 
 def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, max_tiles=30,
-           contiguous=True):
+           contiguous=True, alternatives=1, powers_only=False):
     """Pick tile shape, lane grouping and per-operand layout (padding, XOR hash) so that every
     SIMD step of a tile is conflict-free and routable through the butterfly.
 
@@ -180,12 +201,18 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
         Only lane groupings that MERIT-z's lane fields can express: each parallel index takes its
         low tile-coordinate bits, inner indices the low lane bits (``merit.compile`` needs this).
         ``False`` also tries the paper's other re-tilings (e.g. Fig. 6 (iii): rows 0 and 2).
+    alternatives : int
+        How many mapped tiles to return (``merit.compile`` weighs a few with ``merit.perf``).
+    powers_only : bool
+        Tile sizes that are powers of two only (:func:`tile_candidates`).
 
     Returns
     -------
-    MappingReport
+    MappingReport, or a list of them when ``alternatives`` > 1
         The chosen tile (cheapest DRAM traffic per output that maps), its grouping and layouts
-        (least total padding among that tile's groupings).
+        (least total padding among that tile's groupings); with ``alternatives``, that many
+        such tiles, cheapest first, and more (up to twice as many) until one whose sizes are all
+        powers of two is among them.
 
     Raises
     ------
@@ -197,7 +224,7 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
     budgets = _budgets(sram_words, len(transforms))
     max_outputs = 16 * lanes if max_outputs is None else max_outputs
     max_pad = lanes if max_pad is None else max_pad
-    candidates = tile_candidates(problem, lanes, budgets, max_outputs)
+    candidates = tile_candidates(problem, lanes, budgets, max_outputs, powers_only=powers_only)
     if not candidates:
         total = int(np.prod(problem.p_shape))
         if total < lanes:
@@ -207,6 +234,7 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
                         f"fits SRAMs of {budgets} words")
     cache = {}
     reason = None
+    found = []
     for _cost, tile_p, tile_a in candidates[:max_tiles]:
         best = None
         for grouping in _groupings(tile_p, lanes, contiguous):
@@ -229,10 +257,22 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
                 if best.padding == 0:
                     break
         if best is not None:
-            return best
+            if alternatives == 1:
+                return best
+            found.append(best)
+            # the cheapest power-of-two tile stays among the alternatives
+            if len(found) >= alternatives and (any(_powers_of_two(f.tile_p) for f in found)
+                                               or len(found) >= 2 * alternatives):
+                break
+    if found:
+        return found
     raise NoMapping(f"problem {problem.name!r} on {lanes} lanes: none of the "
                     f"{min(len(candidates), max_tiles)} cheapest tiles maps without conflicts; "
                     f"first failure: {reason}")
+
+
+def _powers_of_two(tile_p):
+    return all(t & (t - 1) == 0 for t in tile_p)
 
 
 def _budgets(sram_words, count):

@@ -8,7 +8,7 @@ from test_mapping_analysis import brute_force
 
 from merit import workloads as W
 from merit.mapping import NoMapping, analyze, search
-from merit.mapping.search import hash_candidates, tile_candidates
+from merit.mapping.search import hash_candidates, tile_candidates, tile_sizes
 
 #: One modest instance of every workload of the library.
 WORKLOADS = {
@@ -124,7 +124,29 @@ def test_a_broadcast_lane_bit_still_gets_a_conflict_free_hash(coeffs):
 
 def test_equal_cost_prefers_more_outputs_per_tile():
     # max pooling loads 4 words per output whatever the tile: the larger tiles come first
+    # (the tiles of 3 rows or columns cover 9 of the 8 and cost 4 x 9 / 8 per row and column)
     ranked = tile_candidates(W.max_pool2d(1, 2, 16, 16, 2), 8, [4096], 256)
-    assert {cost for cost, _, _ in ranked} == {4.0}
-    counts = [math.prod(tile_p) for _, tile_p, _ in ranked]
+    dividing = [(cost, tile_p) for cost, tile_p, _ in ranked if 3 not in tile_p]
+    assert {cost for cost, _ in dividing} == {4.0}
+    assert all(cost in (4.5, 5.0625) for cost, tile_p, _ in ranked if 3 in tile_p)
+    counts = [math.prod(tile_p) for _, tile_p in dividing]
     assert counts == sorted(counts, reverse=True) and counts[0] == 128
+
+
+def test_odd_sizes_get_even_splits():
+    # 13, 27 and 55 outputs: one or a few tiles of ceil(size / k) beside the powers of two
+    assert tile_sizes(13) == [1, 2, 3, 4, 5, 7, 8, 13, 16]
+    assert tile_sizes(27) == [1, 2, 4, 5, 6, 7, 8, 9, 14, 16, 27, 32]
+    assert tile_sizes(55) == [1, 2, 4, 7, 8, 10, 11, 14, 16, 19, 28, 32, 55, 64]
+
+
+def test_an_odd_output_maps_without_idle_lanes():
+    # 13 x 13 outputs of 16 channels on 8 lanes: the lanes go to the channels, the tile covers
+    # the 13 columns exactly (powers of two would leave 3 of 16 lanes idle in every row)
+    mapping = search(W.conv2d(1, 4, 13, 13, 16, 3, padding=1), 8, 8192)
+    assert 13 in mapping.tile_p
+    lanes_per = [1] * 4
+    for j, _ in mapping.grouping.bits:
+        lanes_per[j] *= 2
+    assert all(t % n == 0 for t, n in zip(mapping.tile_p, lanes_per, strict=True))
+    assert lanes_per[3] == 1
