@@ -21,6 +21,7 @@ help:
 	@echo "make lint       verilator --lint-only over $(RTL_OUT)/"
 	@echo "make regress    long regressions (slow tests)"
 	@echo "make mutation   mutation testing of sw/merit and hw/meritz -> docs/results/mutation.md"
+	@echo "make coverage   functional coverage of the benches -> docs/results/coverage.md"
 	@echo "make bench      benchmarks -> docs/results/ (bench-golden + bench-hw; long)"
 	@echo "make bench-gpu  GPU benchmark vs cuDNN/cuBLAS/cupyx (on a CUDA machine)"
 	@echo "make bench-sim  simulation speed, Python DRAM vs fast DRAM -> docs/results/simspeed.md"
@@ -69,6 +70,11 @@ regress: $(STAMP)
 .PHONY: mutation
 mutation: $(STAMP)
 	$(PY) -m bench.mutation
+
+# functional coverage of the fuzz, butterfly and TAU benches (verif/funcov.py, cocotb-coverage)
+.PHONY: coverage
+coverage: $(STAMP)
+	$(PY) -m bench.coverage
 
 # ends with the plots of every results table (docs/results/*.png, embedded in the .md files)
 bench: bench-golden bench-hw

@@ -19,6 +19,7 @@ from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
+import funcov
 from harness import run_bench
 from merit.mapping import BankFunction, butterfly, find_hash, property_matrix, route
 from merit.sim.benchlib import (
@@ -163,7 +164,7 @@ class TB(StreamTB):
         a0 = int(self.np_rand.integers(0, 4 * self.lanes * self.lanes))
         return a0 + sum(int(ci) * ((n >> i) & 1) for i, ci in enumerate(c))
 
-    def request(self, banks, rows=None):
+    def request(self, banks, rows=None, kind="paper"):
         """A self-routed vector for lanes reading ``banks`` (and ``rows``)."""
         row_bits = self.cfg.get("row_bits", 0)
         rows = rows if row_bits else None
@@ -171,6 +172,10 @@ class TB(StreamTB):
             rows = np.asarray(rows) & ((1 << row_bits) - 1)
         words = self.words()
         result = route(banks, rows)
+        reads = list(zip(np.asarray(banks).tolist(),
+                         np.zeros(self.lanes, int).tolist() if rows is None else rows.tolist(),
+                         strict=True))
+        self.cover(kind, result.conflict, len(set(reads)) < len(reads), result.select)
         want = None if result.conflict else butterfly(words, result.select).tolist()
         return self.pack(words, banks=banks, rows=rows), want, int(result.conflict)
 
@@ -179,6 +184,7 @@ class TB(StreamTB):
             select = self.np_rand.integers(0, 1 << self.lanes, self.bits).tolist()
             words = self.words()
             sel = [[(s >> p) & 1 for p in range(self.lanes)] for s in select]
+            self.cover("select", False, False, sel)
             return self.pack(words, select=select), butterfly(words, sel).tolist(), 0
         kind = self.np_rand.integers(0, 3)
         if kind == 0:
@@ -190,7 +196,12 @@ class TB(StreamTB):
         else:
             banks = np.arange(self.lanes) ^ int(self.np_rand.integers(0, self.lanes))
             rows = np.zeros(self.lanes, int)
-        return self.request(banks, rows)
+        return self.request(banks, rows, ("affine", "random", "permutation")[kind])
+
+    def cover(self, kind, conflict, multicast, select):
+        """Functional coverage of one request (``funcov.route_case``)."""
+        swaps = sum(bool(np.any(stage)) for stage in np.asarray(select))
+        funcov.route_case(kind, bool(conflict), multicast, int(swaps), self.bits)
 
 
 @cocotb.test()
@@ -201,6 +212,7 @@ async def random_requests(dut):
     conflicts = await tb.run([tb.random_vector() for _ in range(count)])
     record_metric("vectors", count)
     record_metric("conflicts", conflicts)
+    record_metric("coverage", funcov.export("butterfly"))
 
 
 @cocotb.test(skip=bench_config().get("routing") != "self")
@@ -224,6 +236,7 @@ async def paper_cases(dut):
     vectors.append(tb.request(blocked, np.zeros(tb.lanes, int)))
     conflicts = await tb.run(vectors)
     assert conflicts >= 1
+    record_metric("coverage", funcov.export("butterfly"))
 
 
 # ---- pytest side: build the model and run the cocotb tests above ----

@@ -16,12 +16,20 @@ violation.
   in the documented STATUS (done, not busy, NONE with an exact output or ABORTED with nothing
   written but output elements), the DRAM port quiet, nothing written outside the output, and the
   next run exact.
+* ``abort_at_done``: the abort performed exactly ``delta`` cycles from the cycle ``finished``
+  is (or would be) high, for ``delta`` in -2..2: the last write response of the run is held,
+  the abort's AW accepted with its W held back; both are let go so that the register block
+  sees the abort at the chosen cycle, and the monitor (internal signals, sampled every cycle)
+  confirms the cycles. Before or in the cycle ``finished`` is high the abort wins (ABORTED,
+  nothing written but output elements); after it the run completes exactly.
 * ``several_errors_in_one_run``: SLVERR / DECERR on several read beats and write responses of one
   run (both channels at once, on the first and last beat): the run stops with the error of the
   first, and the next run is exact.
 
-The number of runs comes from the configuration (``fuzz_runs``, ``storm_runs``, ``error_runs``),
-and each test records the runs it made under the same names.
+The number of runs comes from the configuration (``fuzz_runs``, ``storm_runs``, ``error_runs``,
+``exact_runs``), and each test records the runs it made under the same names. Functional
+coverage (``funcov``: run states and transitions, scenario x error, START checks, stops by the
+state they hit and their cycle relative to ``finished``) is recorded as the metric ``coverage``.
 
 The pytest side. Fault and fuzz regression of meritz.top.Top (``test_top_fuzz``) on the stand-in
 TAU, 8 lanes, 2 TAUs, the robustness DRAM (stalls, random latency, reordered reads and write
@@ -37,8 +45,9 @@ import random
 
 import cocotb
 import pytest
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 
+import funcov
 from axi_checker import AxiChecker
 from harness import run_bench
 from merit import kernelcfg
@@ -183,17 +192,21 @@ def _random_value(rand, width, signed, rows):
     return rand.randint(lo, hi)
 
 
-async def _fuzz_tb(dut):
+async def _fuzz_tb(dut, *, fine=False):
     tb = TB(dut, dram_bytes=DRAM_BYTES)
     await tb.start()
     checkers = [AxiChecker(dut, "m_axi__", dut.clk, dut.rst, name="m_axi"),
                 AxiChecker(dut, "s_axil__", dut.clk, dut.rst, lite=True, name="s_axil")]
+    tb.monitor = funcov.RunMonitor(dut)
+    tb.monitor.fine = fine
+    cocotb.start_soon(tb.monitor.watch())
     return tb, checkers
 
 
 def _check_protocol(checkers):
     for c in checkers:
         c.check()
+    record_metric("coverage", funcov.export("top"))
 
 
 @cocotb.test()
@@ -239,11 +252,13 @@ async def configuration_fuzz(dut):
                 f"{what}: expected check {number} ({CHECKS[number - 1][0]}), got {st}"
             assert tb.dram.request_cycles == requests, f"{what}: a refused kernel used DRAM"
             refused[number] += 1
+            funcov.run_end("config_refused", Error(st["error"]).name, st["info"])
         else:
             job.values = values
             await tb.run(job, what=f"{what} (accepted)")
             check_no_wild_writes(tb, what)
             accepted += 1
+            funcov.run_end("config_accepted", "NONE", 0)
         runs += 1
         if runs % 250 == 0:
             _check_protocol(checkers)
@@ -285,7 +300,7 @@ async def _reset(tb, cycles):
 
 @cocotb.test()
 async def stop_storm(dut):
-    tb, checkers = await _fuzz_tb(dut)
+    tb, checkers = await _fuzz_tb(dut, fine=True)
     ctrl = tb.map["CTRL"].offset
     job = StubJob(tb, *STORM)
     cycles = await tb.run(job, what="the first run")
@@ -301,6 +316,7 @@ async def stop_storm(dut):
             before = await tb.status()
             await tb.write(ctrl, 0b110)
             assert await tb.status() == before, f"{what}: {await tb.status()} after {before}"
+            funcov.run_end(kind, Error(before["error"]).name, before["info"])
             await tb.run(job, what=f"the run after {what}")
             runs += 1
             continue
@@ -341,6 +357,7 @@ async def stop_storm(dut):
                 await tb.write(ctrl, 0b101)             # ignored while busy
         code = await _settle(tb, job, what)
         outcomes[f"{kind}:{Error(code).name}"] = outcomes.get(f"{kind}:{Error(code).name}", 0) + 1
+        funcov.run_end(kind, Error(code).name, 0)
         await tb.run(job, what=f"the run after {what}")
         runs += 1
     _check_protocol(checkers)
@@ -385,6 +402,7 @@ async def several_errors_in_one_run(dut):
         codes = {"r": {Error.AXI_READ}, "b": {Error.AXI_WRITE},
                  "both": {Error.AXI_READ, Error.AXI_WRITE}}[which]
         assert st["busy"] == 0 and st["done"] == 1 and st["error"] in codes, f"{what}: {st}"
+        funcov.run_end(f"axi_errors_{which}", Error(st["error"]).name, st["info"])
         await tb.wait_quiet()
         job.check_untouched()
         check_no_wild_writes(tb, what)
@@ -393,6 +411,105 @@ async def several_errors_in_one_run(dut):
         runs += 1
     _check_protocol(checkers)
     record_metric("error_runs", runs)
+
+
+@cocotb.test()
+async def abort_at_done(dut):
+    tb, checkers = await _fuzz_tb(dut, fine=True)
+    mon = tb.monitor
+    ctrl = tb.map["CTRL"].offset
+    lanes = tb.cfg["lanes"]
+    job = StubJob(tb, [1, 1, 1, 1, 2, 16], [1, 1, 1, 1, 1, lanes])
+    tb.dram.write_latency = (0, 0)          # a released response goes at once,
+    tb.dram.backpressure = 0                # and no random stall delays it
+    channel = tb.dram.writer.b_channel
+    send = channel.send
+    hold = {"sent": 0, "last": None, "beat": None}
+
+    async def held(beat):
+        hold["sent"] += 1
+        if hold["sent"] == hold["last"]:
+            hold["beat"] = beat
+        else:
+            await send(beat)
+    channel.send = held
+    before = hold["sent"]
+    await tb.run(job, what="the clean run")
+    responses = hold["sent"] - before
+    # the register port without random pauses: the abort's W goes when it is let go, its
+    # response is taken at once
+    for ch in (tb.bus.write_if.aw_channel, tb.bus.write_if.w_channel, tb.bus.write_if.b_channel,
+               tb.bus.read_if.ar_channel, tb.bus.read_if.r_channel):
+        ch.clear_pause_generator()
+        ch.pause = False
+    w_channel = tb.bus.write_if.w_channel
+
+    async def attempt(gap, what):
+        """Hold the run's last write response and the abort's W; release the response, then
+        the W ``gap`` falling edges later (the W first for a negative ``gap``). Returns (abort
+        cycle - finished cycle, or None when finished was not seen; STATUS)."""
+        job.fill()
+        hold["last"], hold["beat"] = hold["sent"] + responses, None
+        await tb.launch(job.values, job.luts)
+        for _ in range(100_000):
+            await RisingEdge(dut.clk)
+            if hold["beat"] is not None and tb.dram.writes_owed == 1:
+                break
+        else:
+            raise AssertionError(f"{what}: the last write response never came")
+        w_channel.pause = True
+        task = cocotb.start_soon(tb.write(ctrl, 0b110))
+        await ClockCycles(dut.clk, 8)
+        mon.aborts.clear()
+        mon.finished.clear()
+        await FallingEdge(dut.clk)
+        first, second = ((lambda: cocotb.start_soon(send(hold["beat"])),
+                          lambda: setattr(w_channel, "pause", False)))
+        if gap < 0:
+            first, second = second, first
+        first()
+        for _ in range(abs(gap)):
+            await FallingEdge(dut.clk)
+        second()
+        await task
+        await tb.wait_done(10_000, what)
+        st = await tb.status()
+        assert len(mon.aborts) == 1, f"{what}: abort strobes at {mon.aborts}"
+        abort = mon.aborts[0][0]
+        finished = mon.finished[0] if mon.finished else None
+        return (None if finished is None else abort - finished), st
+
+    # calibration: the abort well after the end measures the cycles between the two releases
+    gap0 = 40
+    rel, st = await attempt(gap0, "calibration")
+    assert rel is not None and rel > 2 and st["error"] == Error.NONE, (rel, st)
+    job.check()
+    offset = rel - gap0              # abort - finished = gap + offset
+    runs = 0
+    for n in range(tb.cfg.get("exact_runs", 5)):
+        delta = (-2, -1, 0, 1, 2)[n % 5]
+        what = f"abort {delta:+d} cycles from finished"
+        rel, st = await attempt(delta - offset, what)
+        if delta <= 0:
+            # finished is never seen before the abort; in its cycle the abort wins
+            assert rel == (0 if delta == 0 else None), f"{what}: measured {rel}"
+            assert st["busy"] == 0 and st["done"] == 1 and st["error"] == Error.ABORTED, \
+                f"{what}: {st}"
+            await tb.wait_quiet()
+            job.check_untouched()
+        else:
+            assert rel == delta, f"{what}: measured {rel}"
+            assert st["error"] == Error.NONE, f"{what}: {st}"
+            job.check()
+        check_no_wild_writes(tb, what)
+        if delta < 0:                   # the monitor saw no finished: the timing is by design
+            funcov.abort_vs_finished(delta)
+        funcov.run_end("abort_at_done", Error(st["error"]).name, 0)
+        await tb.run(job, what=f"the run after {what}")
+        runs += 1
+    channel.send = send
+    _check_protocol(checkers)
+    record_metric("exact_runs", runs)
 
 
 __all__ = ["expected_status", "OUT"]
@@ -404,11 +521,11 @@ __all__ = ["expected_status", "OUT"]
 LANES, TAUS = 8, 2
 
 
-def fuzz(seed, *, fuzz_runs, storm_runs, error_runs):
+def fuzz(seed, *, fuzz_runs, storm_runs, error_runs, exact_runs=5):
     top = Top(lanes=LANES, taus=TAUS, tau=StubTau)
     config = {"lanes": LANES, "taus": TAUS, "rp0_rows": 16384 // (2 * LANES),
               "rp1_rows": 8192 // (2 * LANES), "fuzz_runs": fuzz_runs, "storm_runs": storm_runs,
-              "error_runs": error_runs, **STRESS}
+              "error_runs": error_runs, "exact_runs": exact_runs, **STRESS}
     print(f"[merit] fuzz seed {seed} (replay with seed={seed})")
     return run_bench(top, bench="test_top_fuzz", config=config, seed=seed,
                      plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed % 2**31 + 1}"])
@@ -418,7 +535,7 @@ def fuzz(seed, *, fuzz_runs, storm_runs, error_runs):
 def test_top_fuzz():
     metrics = fuzz(random.randrange(2**31), fuzz_runs=150, storm_runs=6, error_runs=2)
     assert metrics["fuzz_runs"] == 150 and metrics["storm_runs"] == 6
-    assert metrics["error_runs"] == 2
+    assert metrics["error_runs"] == 2 and metrics["exact_runs"] == 5
 
 
 @pytest.mark.sim
