@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from cocotb.triggers import ReadOnly, RisingEdge
 
+import funcov
 from harness import run_bench
 from merit.isa import (
     LUT_ENTRIES,
@@ -243,6 +244,7 @@ class TB:
             ins = decode(word)
             name = Op(ins.op).name + (f".{ins.fn}" if ins.op in (Op.LOGIC, Op.LOOKUP) else "")
             self.count[name] += 1
+            funcov.instruction(word)
             if ins.s in (0, 31):
                 self.count[f"s{ins.s}"] += 1
 
@@ -325,6 +327,7 @@ async def random_program_no_backpressure(dut):
     assert cycles <= cfg["commands"] + stalls + 4, \
         f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls)"
     record_metric("commands_per_cycle", round(cfg["commands"] / cycles, 4))
+    record_metric("coverage", funcov.export("tau"))
 
 
 @cocotb.test()
@@ -337,6 +340,7 @@ async def random_program_backpressure(dut):
     assert tb.count["illegal"] > 0 and tb.model.error == 1
     for name in [f"LOGIC.{f}" for f in range(6)] + ["LOOKUP.0", "LOOKUP.1", "OUT", "s31"]:
         assert tb.count[name] > 0, f"no {name}: {tb.count}"
+    record_metric("coverage", funcov.export("tau"))
 
 
 # ---- pytest side: build the model and run the cocotb tests above ----

@@ -11,9 +11,11 @@ violation.
   (its run-affecting fields put back) must complete exactly. Unmapped addresses answer SLVERR;
   the LUT window reads back what was written.
 * ``stop_storm``: random scenarios on a long kernel: abort at a random point, around the end of
-  the run, START and abort in one write, aborts while idle, reset in the middle of an AXI-Lite
-  access, reset at the cycle done rises, storms of resets and aborts, START while busy. Each ends
-  in the documented STATUS (done, not busy, NONE with an exact output or ABORTED with nothing
+  the run, START and abort in one write (busy, and idle: the run starts), aborts while idle
+  and right after a reset, reset in the middle of an AXI-Lite access, reset at the cycle done
+  rises and while an abort drains, a second abort while the first drains, storms of resets and
+  aborts, START while busy, clearing done, a refused START right after a reset. Each ends in
+  the documented STATUS (done, not busy, NONE with an exact output or ABORTED with nothing
   written but output elements), the DRAM port quiet, nothing written outside the output, and the
   next run exact.
 * ``abort_at_done``: the abort performed exactly ``delta`` cycles from the cycle ``finished``
@@ -298,6 +300,50 @@ async def _reset(tb, cycles):
     tb.shadow.clear()
 
 
+async def _idle_scenario(tb, job, kind, what):
+    """The scenarios that act on an idle processor; returns the error code seen at the end.
+
+    * ``clear_done``: after a run, writing STATUS.done = 1 clears done (busy stays 0, the error
+      stays).
+    * ``after_reset``: after a reset (idle, not done) an abort changes nothing, a second reset
+      neither, and a START of a kernel that fails a check goes straight to done with CONFIG.
+    * ``start_abort_idle``: START and abort in one write to an idle processor: the run starts
+      (an abort only stops a busy processor) and completes exactly.
+    """
+    ctrl, status = tb.map["CTRL"].offset, tb.map["STATUS"].offset
+    if kind == "clear_done":
+        await tb.run(job, what=what)
+        await tb.write(status, 0b10)
+        st = await tb.status()
+        assert st == {"busy": 0, "done": 0, "error": Error.NONE, "info": 0}, f"{what}: {st}"
+        return Error.NONE
+    if kind == "after_reset":
+        await _reset(tb, tb.rand.randrange(1, 4))
+        idle = {"busy": 0, "done": 0, "error": Error.NONE, "info": 0}
+        assert await tb.status() == idle, f"{what}: {await tb.status()}"
+        await tb.write(ctrl, 0b110)
+        await _reset(tb, 1)
+        assert await tb.status() == idle, f"{what}: {await tb.status()} after abort and reset"
+        bad = copy.deepcopy(job.values)
+        bad["p_size"][0] = 0
+        requests = tb.dram.request_cycles
+        await tb.launch(bad, job.luts)
+        await tb.wait_done(2000, what)
+        st = await tb.status()
+        assert st == {"busy": 0, "done": 1, "error": Error.CONFIG, "info": 1}, f"{what}: {st}"
+        assert tb.dram.request_cycles == requests, f"{what}: a refused kernel used DRAM"
+        return Error.CONFIG
+    await tb.configure(job.values, job.luts)
+    await tb.write(ctrl, 0b111)
+    await tb.wait_done(200_000, what)
+    st = await tb.status()
+    assert st["busy"] == 0 and st["error"] == Error.NONE, f"{what}: {st}"
+    await tb.wait_quiet()
+    job.check()
+    check_no_wild_writes(tb, what)
+    return Error.NONE
+
+
 @cocotb.test()
 async def stop_storm(dut):
     tb, checkers = await _fuzz_tb(dut, fine=True)
@@ -309,9 +355,17 @@ async def stop_storm(dut):
     for n in range(tb.cfg.get("storm_runs", 20)):
         kind = tb.rand.choice(["abort", "abort_near_done", "start_abort", "abort_idle",
                                "reset_lite", "reset_at_done", "reset_storm", "abort_storm",
-                               "start_busy"])
+                               "start_busy", "clear_done", "after_reset", "reset_in_flush",
+                               "abort_in_flush", "start_abort_idle"])
         what = f"storm {n} ({kind})"
         job.fill()
+        if kind in ("clear_done", "after_reset", "start_abort_idle"):
+            error = await _idle_scenario(tb, job, kind, what)
+            outcomes[f"{kind}:{error.name}"] = outcomes.get(f"{kind}:{error.name}", 0) + 1
+            funcov.run_end(kind, error.name, 0)
+            await tb.run(job, what=f"the run after {what}")
+            runs += 1
+            continue
         if kind == "abort_idle":                    # no effect: STATUS keeps the last run's
             before = await tb.status()
             await tb.write(ctrl, 0b110)
@@ -352,6 +406,15 @@ async def stop_storm(dut):
                     await tb.wait_done(20 * cycles, what)
                     job.fill()
                     await tb.launch(job.values, job.luts)
+            elif kind == "abort_in_flush":          # a second abort while the first drains
+                await ClockCycles(dut.clk, tb.rand.randrange(cycles // 2))
+                await tb.write(ctrl, 0b110)
+                await tb.write(ctrl, 0b110)
+            elif kind == "reset_in_flush":          # reset while the abort drains
+                await ClockCycles(dut.clk, tb.rand.randrange(cycles // 2))
+                await tb.write(ctrl, 0b110)
+                await ClockCycles(dut.clk, tb.rand.randrange(3))
+                await _reset(tb, tb.rand.randrange(1, 4))
             elif kind == "start_busy":
                 await ClockCycles(dut.clk, tb.rand.randrange(cycles // 2))
                 await tb.write(ctrl, 0b101)             # ignored while busy
