@@ -42,8 +42,9 @@ SW = [
                              "tests/merit/test_golden_limits.py"]),
     ("sw/merit/compile.py", ["tests/merit/test_compile.py", "tests/merit/test_field_ranges.py",
                              "tests/merit/test_catalogue_api.py",
-                             # the AGU's addresses from slot_config against the transform's
-                             "tests/meritz/tau/test_agu.py"]),
+                             # share_choice's groups; the AGU's addresses from slot_config
+                             # against the transform's
+                             "tests/merit/test_perf_sharing.py", "tests/meritz/tau/test_agu.py"]),
     ("sw/merit/regmap.py", ["tests/meritz/test_top_regmap.py", "tests/merit/test_field_ranges.py",
                             "tests/merit/test_catalogue_api.py"]),
     ("sw/merit/mapping/search.py", ["tests/merit/mapping/test_mapping_search.py",

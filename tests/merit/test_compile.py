@@ -84,3 +84,48 @@ def test_one_enabled_slot_per_operand(name):
     assert len(enabled) == len(problem.operands)
     assert sorted(s["base"] for s in enabled) == sorted(kernel.tensors[op.tensor]
                                                         for op in problem.operands)
+
+
+def _slots(problem):
+    kernel = compile_problem(problem, lanes=8)
+    slots = [s for r in ("rp0", "rp1") for s in kernel.config[r] if s.get("enable") == 1]
+    return [(op.transform, s) for op, s in zip(problem.operands, slots, strict=True)]
+
+
+@pytest.mark.parametrize("problem", [W.conv2d(1, 3, 5, 7, 2, 3, padding=1), W.gemm(16, 24, 8)],
+                         ids=["conv_4d", "gemm_2d"])
+def test_slot_axes_and_dram_pitches_describe_the_source_tensor(problem):
+    # each index moving through DRAM names the axis of its source tensor (the extent there is
+    # that axis' size), and the DRAM pitches are the dense row-major strides of the tensor
+    for transform, slot in _slots(problem):
+        shape = transform.source_shape
+        pad = len(slot["extent"]) - len(shape)
+        moving = sorted(shape[i.axis] for i in transform.indices if i is not None and i.stride)
+        named = sorted(slot["extent"][a] for a, s in zip(slot["axis"], slot["stride"],
+                                                         strict=True) if s)
+        assert named == moving, (transform.name, slot["axis"], slot["extent"])
+        strides = [x // 8 for x in np.zeros(shape, np.int64).strides]
+        assert slot["dpitch"][pad:] == strides[:len(slot["dpitch"]) - pad], transform.name
+
+
+def test_whole_messages_of_the_layout_checks():
+    with pytest.raises(ValueError, match=r"^rp_bytes\[0\] must be whole SRAM rows of 8 lanes x 2 "
+                                         r"bytes \(16 bytes\), at least two \(double buffering\): "
+                                         r"a multiple of 16 from 32, not 2$"):
+        compile_problem(W.gemm(16, 16, 8), lanes=8, rp_bytes=(2, 2))
+    t = Transform((16, 8), p=[Index(0)], a=[Index(1)], name="x")
+    with pytest.raises(CompileError, match=r"^lane_index must name one parallel index per lane "
+                                           r"bit \(3 for 8 lanes\), not 2$"):
+        slot_config(t, Tiling((16,), (8,), (0, 0)), 8)
+
+
+def test_edge_warps_count_the_warps_holding_an_output():
+    # warp w along index j covers outputs origin + w * lanes_j ...; it runs when its first one
+    # is inside p_shape (a tile wholly outside, a void tile, runs one)
+    tiling = Tiling((16, 8), (1,), (0, 1, 1))          # 2 lanes along p0, 4 along p1
+    p_shape = (21, 10)
+    for origin in [(0, 0), (16, 0), (0, 8), (16, 8), (32, 16), (20, 9)]:
+        want = tuple(max(1, sum(o + w * n < size for w in range(warps)))
+                     for o, n, size, warps in zip(origin, tiling.lanes_per_index(), p_shape,
+                                                  tiling.warps(), strict=True))
+        assert tiling.edge_warps(origin, p_shape) == want, origin
