@@ -76,6 +76,10 @@ EQUIVALENT = [
      "a looser limit (`2 | lanes` < `2 * lanes` for lanes >= 4, equal at 2) cannot trigger: the "
      "search gives each operand at most a quarter of its RP (double-buffered words), so a tile "
      "needs at most half the RP's rows (0.5 at most over the workloads at 2..64 lanes)"),
+    ("sw/merit/compile.py", "depth = rp_bytes[r] // (2 * lanes)",
+     "depth = rp_bytes[r] | (2 * lanes)",
+     "`depth` only feeds slot_config's check that a tile's rows fit the RP; `|` gives a depth "
+     "at least as large (a looser check), which cannot trigger for the reason above"),
     ("hw/meritz/tau/rp/banks.py",
      "words = Signal(range(depth * self._lanes + 1))    # words of the tile being filled so far",
      "words = Signal(range(depth * self._lanes + 2))",
