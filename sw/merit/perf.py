@@ -343,6 +343,7 @@ class _Jobs:
     write: np.ndarray         # write beats (last accumulation tile of a tile)
     tail: np.ndarray          # CP cycles of a job after its last write
     partner: np.ndarray       # the group leader's job whose fetch feeds this one (-1: none)
+    shared: np.ndarray        # a leader's read beats up to the end of the shared slot (else 0)
     units: tuple              # dispatch units: per group member, its jobs
     group: int                # TAUs per sharing group
     rows: tuple               # SRAM rows of one job per RP
@@ -423,6 +424,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
                          f"accumulation tiles = {n_t * n_a} jobs; the performance model walks "
                          f"at most {MAX_JOBS}: predict a slice of the problem (fewer outputs)")
     read = np.zeros((n_t, n_a), dtype=np.int64)
+    shared_upto = np.zeros((n_t, n_a), dtype=np.int64)
     datapath = np.zeros((n_t, n_a), dtype=np.int64)
     hold = np.zeros((n_t, n_a), dtype=np.int64)
     for b, (a_origin, _) in enumerate(a_tiles):
@@ -432,6 +434,8 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
             r, d, h = _load_counts(kernel, slot, origins, a_origin)
             own = lead if (group > 1 and n == shared) else np.ones(n_t, dtype=bool)
             read[:, b] += np.where(own, r, 0)
+            if group > 1 and n == shared:       # the DMA loads the slots in this order
+                shared_upto[:, b] = np.where(lead, read[:, b], 0)
             datapath[:, b] += np.where(own, d, 0)
             hold[:, b] += np.where(own, h, 0)
     outs = max(len(kernel.outputs), 1)
@@ -472,7 +476,8 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
         density.append(min(1.0, count * warps / total) if total else 0.0)
     return _Jobs(np.repeat(tile_of, n_a), compute.reshape(-1),
                  read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
-                 tail.reshape(-1), partner.reshape(-1), tuple(flat_units), group, tuple(rows),
+                 tail.reshape(-1), partner.reshape(-1), shared_upto.reshape(-1),
+                 tuple(flat_units), group, tuple(rows),
                  max(ahead, 1), tuple(density))
 
 
@@ -523,6 +528,7 @@ class _TauState:
         self.inflight = 0        # jobs holding RP FIFO space (loading, loaded or computing)
         self.wants_tile = True   # the tile looper has handed out every job of its tiles
         self.slot = None         # the dispatcher's tile waiting for this TAU
+        self.rest = 0.0          # beats of a leader's own slots still to load after the shared
 
 
 def _simulate(jobs, taus, beat_rate, latency):
@@ -570,11 +576,25 @@ def _simulate(jobs, taus, beat_rate, latency):
                 deal()
                 return
 
+    def allocated():
+        """Jobs whose SRAM tiles are allocated: started, or queued within the RP FIFOs' room
+        (a follower's tile looper allocates the shared tile, a credit for its leader, while its
+        DMA still loads older jobs)."""
+        out = set()
+        for s in state:
+            room = jobs.ahead - s.inflight
+            out.update(itertools.islice(s.queue, max(room, 0)))
+        return out
+
     def start_loads():
+        ready = None
         for i, s in enumerate(state):
             if s.loading is None and s.queue and s.inflight < jobs.ahead:
                 j = s.queue[0]
-                if any(f not in started for f in followers.get(j, ())):
+                waiting_on = [f for f in followers.get(j, ()) if f not in started]
+                if waiting_on:
+                    ready = allocated() if ready is None else ready
+                if any(f not in ready for f in waiting_on):
                     continue     # a leader fetches the shared tile once its group allocated it
                 s.queue.popleft()
                 s.loading = j
@@ -587,9 +607,14 @@ def _simulate(jobs, taus, beat_rate, latency):
                 else:    # back to back: the ARs ran ahead of the previous load's data
                     begin_read(i, j)
 
-    def begin_read(i, j):
+    def begin_read(i, j, part=None):
         beats = float(jobs.read[j])
         if beats:
+            # a leader's load: the slots up to the shared one first (their rows reach the
+            # followers as they arrive), then the rest of its own slots
+            first = float(jobs.shared[j])
+            state[i].rest = beats - first if part is None and 0 < first < beats else 0.0
+            left = beats - first if part == "rest" else first if state[i].rest else beats
             # the DMA data path takes at most a beat per cycle and keeps RREADY low while it
             # flushes a tile's last rows to the collector: a load alone holds the DRAM for
             # those cycles too; next to writes, part of those slots go to the writes instead
@@ -597,7 +622,7 @@ def _simulate(jobs, taus, beat_rate, latency):
             # the other TAUs: they cap the load's rate, not the port slots it holds)
             cap = min(1.0, beats / float(jobs.datapath[j]))
             alone = max(1.0, beat_rate * float(jobs.hold[j]) / beats)
-            dram.active[("r", i)] = [beats, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
+            dram.active[("r", i)] = [left, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
         else:
             heapq.heappush(timers, (now + float(jobs.datapath[j]), next(seq), "loaded", i, j))
 
@@ -614,13 +639,17 @@ def _simulate(jobs, taus, beat_rate, latency):
             if lead >= 0:
                 entry[1] = max(now, fetched[lead]) + c["commit"]
             heapq.heappush(timers, (entry[1], next(seq), "ready", i, j))
-        if group > 1:
-            fetched[j] = now
-            for other, k in waiting.pop(j, ()):
-                other[1] = now + c["commit"]
-                heapq.heappush(timers, (other[1], next(seq), "ready", k, other[0]))
+        if group > 1 and j not in fetched:
+            multicast(j)
         s.loading = None
         s.dma_idle_since = now
+
+    def multicast(j):
+        """The leader's job ``j`` has fetched the shared slot: its followers' jobs may run."""
+        fetched[j] = now
+        for other, k in waiting.pop(j, ()):
+            other[1] = now + c["commit"]
+            heapq.heappush(timers, (other[1], next(seq), "ready", k, other[0]))
 
     def start_compute():
         for i, s in enumerate(state):
@@ -661,7 +690,10 @@ def _simulate(jobs, taus, beat_rate, latency):
         for key in [k for k, (left, *_) in dram.active.items() if left <= 1e-6]:
             del dram.active[key]
             kind, i = key
-            if kind == "r":
+            if kind == "r" and state[i].rest:
+                multicast(state[i].loading)
+                begin_read(i, state[i].loading, "rest")
+            elif kind == "r":
                 loaded(i)
             else:
                 s = state[i]
