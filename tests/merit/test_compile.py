@@ -129,3 +129,29 @@ def test_edge_warps_count_the_warps_holding_an_output():
                      for o, n, size, warps in zip(origin, tiling.lanes_per_index(), p_shape,
                                                   tiling.warps(), strict=True))
         assert tiling.edge_warps(origin, p_shape) == want, origin
+
+
+@pytest.mark.parametrize("stride, fits", [(-128, True), (127, True), (-129, False), (128, False)])
+def test_stride_field_ends(stride, fits):
+    # the 8-bit signed stride field holds -128..127
+    offset = 1100 if stride < 0 else 0
+    tr = Transform((4, 1200), p=[Index(1, stride=stride, offset=offset)], a=[Index(0)], name="A")
+    tiling = Tiling((8,), (4,), (0, 0, 0))
+    if fits:
+        assert slot_config(tr, tiling, 8)["stride"].count(stride) == 1
+    else:
+        with pytest.raises(CompileError, match=f"stride {stride} does not fit the 8-bit stride "
+                                               f"field"):
+            slot_config(tr, tiling, 8)
+
+
+def test_origin_of_a_reversed_index_is_its_first_element_in_the_tile():
+    # a negative stride walks the tile buffer backwards: the origin is the local address of the
+    # element at index 0, from the tile's box (low corner, dense pitches)
+    tr = Transform((40, 8), p=[Index(0, stride=-2, offset=30)], a=[Index(1)], name="R")
+    tiling = Tiling((8,), (8,), (0, 0, 0))
+    low, box = tr.box((0,), (0,), tiling.p_tile, tiling.a_tile)
+    first = (30, 0)
+    want = (first[0] - low[0]) * box[1] + (first[1] - low[1])
+    assert want > 0
+    assert slot_config(tr, tiling, 8)["origin"] == want
