@@ -546,8 +546,8 @@ def _simulate(jobs, taus, beat_rate, latency):
     waiting = collections.defaultdict(list)    # leader's job -> followers' loaded entries
     dram = _Dram(beat_rate)
     # the collector's writes win over the RP's reads of single-port banks: every SRAM row a
-    # load writes while the CP reads that RP costs the CP a cycle
-    stall = jobs.rows[0] * jobs.density[0] + jobs.rows[1] * jobs.density[1]
+    # load writes into an RP the CP reads stops the read pipeline, a CP cycle (docs/perf.md)
+    stall = jobs.rows[0] * (jobs.density[0] > 0) + jobs.rows[1] * (jobs.density[1] > 0)
     state = [_TauState() for _ in range(taus)]
     timers = []                  # (cycle, sequence, kind, tau, job)
     seq = itertools.count()
