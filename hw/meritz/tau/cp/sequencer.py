@@ -130,7 +130,6 @@ class Sequencer(wiring.Component):
         cfg = self.config
         job = Signal(job_layout())
         a_cur = Array(Signal(INDEX, name=f"a{j}") for j in range(DIMS))     # global a_j
-        a_end = Array(Signal(INDEX, name=f"a_end{j}") for j in range(DIMS))
         g_cur = Array(Signal(INDEX, name=f"g{j}") for j in range(DIMS))     # group coordinate
         row_base = Signal(range(self.sram_depth + N_REGS * 2))
         reg = Signal(range(N_REGS + 1))
@@ -139,22 +138,37 @@ class Sequencer(wiring.Component):
         first_tile = Signal()
         last_tile = Signal()
 
-        # range selection of the current step
-        first = [a_cur[j] == 0 for j in range(DIMS)]
-        last = [a_cur[j] + 1 == cfg.a_shape[j] for j in range(DIMS)]
-        kf = Signal(range(DIMS + 1))
-        kl = Signal(range(DIMS + 1))
-        for k in range(DIMS + 1):               # the largest k wins (assigned last)
-            with m.If(Cat(*first[DIMS - k:], Const(1, 1)).all()):
-                m.d.comb += kf.eq(k)
-            with m.If(Cat(*last[DIMS - k:], Const(1, 1)).all()):
-                m.d.comb += kl.eq(k)
-        addr = Signal(range(self.program_depth + 1))
+        # Timing: everything the next command needs comes from flip-flops. Per accumulation
+        # index, ``a_next`` = a_j + 1 and the flags ``first`` (a_j == 0), ``last`` (a_j + 1 ==
+        # a_shape_j) and ``wrap`` (a_j + 1 == end of the tile) are registers updated with a_j; the
+        # range of the current step (``beg``, ``end``) is loaded from the flags' next values;
+        # ``par`` holds p_origin_j + (g_j << lane_bits_j). The command goes out through a
+        # register (``cmd`` is a registered stream: one command per cycle, one cycle later).
+        a_next = Array(Signal(INDEX.width + 1, name=f"a_next{j}") for j in range(DIMS))
+        par = Array(Signal(INDEX, name=f"par{j}") for j in range(DIMS))
+        flags = data.StructLayout({"first": DIMS, "last": DIMS, "wrap": DIMS})
+        now = Signal(flags)              # the flags of a_cur
+        origin = Signal(flags)           # the flags of the job's a_origin
+        o_next = Array(Signal(INDEX.width + 1, name=f"o_next{j}") for j in range(DIMS))
+        # a_shape_j - 1 and a_end_j - 1 (valid where nonzero), held for the job
+        s_less = Array(Signal(INDEX.width + 1, name=f"s_less{j}") for j in range(DIMS))
+        e_less = Array(Signal(INDEX.width + 1, name=f"e_less{j}") for j in range(DIMS))
+
+        def select(f):
+            """(kf, kl): how many innermost indices are at their first / last value."""
+            kf = Signal(range(DIMS + 1))
+            kl = Signal(range(DIMS + 1))
+            for k in range(DIMS + 1):               # the largest k wins (assigned last)
+                with m.If(Cat(*[f.first[j] for j in range(DIMS - k, DIMS)], Const(1, 1)).all()):
+                    m.d.comb += kf.eq(k)
+                with m.If(Cat(*[f.last[j] for j in range(DIMS - k, DIMS)], Const(1, 1)).all()):
+                    m.d.comb += kl.eq(k)
+            return kf, kl
+
+        beg = Signal(range(self.program_depth + 1))
         end = Signal(range(self.program_depth + 1))
-        m.d.comb += [
-            addr.eq(Mux(fresh, cfg.begs[kf], pc)),
-            end.eq(cfg.ends[kl]),
-        ]
+        addr = Signal(range(self.program_depth + 1))
+        m.d.comb += addr.eq(Mux(fresh, beg, pc))
         word = Signal(unsigned(32))
         m.d.comb += word.eq(Array(cfg.program)[addr[:max(1, (self.program_depth - 1)
                                                          .bit_length())]])
@@ -163,27 +177,43 @@ class Sequencer(wiring.Component):
         j = word[25:28]
         is_par = word[5]
         index = Signal(INDEX)
-        m.d.comb += index.eq(Mux(is_par,
-                                 job.p_origin[j] + (g_cur[j] << cfg.lane_bits[j]),
-                                 a_cur[j]))
+        m.d.comb += index.eq(Mux(is_par, par[j], a_cur[j]))
+
+        # next values of the flags: the FSM below assigns ``nxt`` where a_j moves
+        nxt = Signal(flags)
+        m.d.comb += nxt.eq(now)
+        kf_n, kl_n = select(nxt)
+        m.d.sync += [beg.eq(cfg.begs[kf_n]), end.eq(cfg.ends[kl_n])]
+
+        def to_origin(jj, o_flags, o_a, o_a_next):
+            m.d.sync += [a_cur[jj].eq(o_a), a_next[jj].eq(o_a_next)]
+            m.d.comb += [nxt.first[jj].eq(o_flags.first[jj]), nxt.last[jj].eq(o_flags.last[jj]),
+                         nxt.wrap[jj].eq(o_flags.wrap[jj])]
 
         # step advance: innermost index fastest, inside the tile
-        wrap = [a_cur[jj] + 1 == a_end[jj] for jj in range(DIMS)]
-        steps_done = Cat(*wrap).all()
+        steps_done = now.wrap.all()
 
         def advance_step():
             for jj in range(DIMS):
-                inner_wrap = Cat(*wrap[jj + 1:], Const(1, 1)).all()
+                inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
                 with m.If(inner_wrap):
-                    m.d.sync += a_cur[jj].eq(Mux(wrap[jj], job.a_origin[jj], a_cur[jj] + 1))
-            m.d.sync += fresh.eq(1)
-
-        def restart_steps(origin):
-            m.d.sync += [a_cur[jj].eq(origin[jj]) for jj in range(DIMS)]
+                    with m.If(now.wrap[jj]):
+                        to_origin(jj, origin, job.a_origin[jj], o_next[jj])
+                    with m.Else():
+                        new = a_next[jj][:INDEX.width]
+                        m.d.sync += [a_cur[jj].eq(new), a_next[jj].eq(new + 1)]
+                        m.d.comb += [nxt.first[jj].eq(new == 0),
+                                     nxt.last[jj].eq(new == s_less[jj]),
+                                     nxt.wrap[jj].eq(new == e_less[jj])]
             m.d.sync += fresh.eq(1)
 
         gwrap = [g_cur[jj] + 1 == job.p_groups[jj] for jj in range(DIMS)]
-        cmd = self.cmd.payload
+        out = self.cmd
+        take = ~out.valid | out.ready    # the output register takes a command this cycle
+        emit = Signal()
+        cmd = Signal.like(out.payload)
+        with m.If(take):
+            m.d.sync += [out.valid.eq(emit), out.payload.eq(cmd)]
         m.d.comb += [
             cmd.row.eq(row_base + reg),
             cmd.word.d.eq(reg),
@@ -201,11 +231,16 @@ class Sequencer(wiring.Component):
 
         def finish_group():
             """The group's last command issued: on to the next group, or to the next job."""
-            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0)]
-            restart_steps(job.a_origin)
+            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), fresh.eq(1)]
+            for jj in range(DIMS):
+                to_origin(jj, origin, job.a_origin[jj], o_next[jj])
             for jj in range(DIMS):
                 with m.If(Cat(*gwrap[jj + 1:], Const(1, 1)).all()):
-                    m.d.sync += g_cur[jj].eq(Mux(gwrap[jj], 0, g_cur[jj] + 1))
+                    with m.If(gwrap[jj]):
+                        m.d.sync += [g_cur[jj].eq(0), par[jj].eq(job.p_origin[jj])]
+                    with m.Else():
+                        m.d.sync += [g_cur[jj].eq(g_cur[jj] + 1),
+                                     par[jj].eq(par[jj] + (Const(1, 1) << cfg.lane_bits[jj]))]
             with m.If(Cat(*gwrap).all()):
                 m.next = "IDLE"
             with m.Else():
@@ -218,39 +253,58 @@ class Sequencer(wiring.Component):
                 m.d.sync += reg.eq(0)
                 m.next = "SAVE"
 
+        m.d.sync += now.eq(nxt)
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += [self.job.ready.eq(1), self.idle.eq(1)]
+                m.d.comb += [self.job.ready.eq(1), self.idle.eq(~out.valid)]
                 with m.If(self.job.valid):
                     with m.If(bad_job):
                         m.d.sync += self.error.eq(1)
                     with m.Else():
+                        o_flags = Signal(flags)
+                        for jj in range(DIMS):
+                            o, e = p.a_origin[jj], p.a_extent[jj]
+                            a_end = (o + e)[:INDEX.width]
+                            shape = cfg.a_shape[jj]
+                            m.d.comb += [
+                                o_flags.first[jj].eq(o == 0),
+                                o_flags.last[jj].eq(o + 1 == shape),
+                                o_flags.wrap[jj].eq(o + 1 == a_end),
+                            ]
+                            m.d.sync += [
+                                o_next[jj].eq(o + 1),
+                                # a value of a_j + 1 (at most 2**16) never equals these when
+                                # the shape or the end is 0: 2**16 + 1 marks "none"
+                                s_less[jj].eq(Mux(shape == 0, 1 << INDEX.width, shape - 1)),
+                                e_less[jj].eq(Mux(a_end == 0, 1 << INDEX.width, a_end - 1)),
+                                par[jj].eq(p.p_origin[jj]),
+                            ]
+                            to_origin(jj, o_flags, o, o + 1)
                         m.d.sync += [
                             job.eq(p),
+                            origin.eq(o_flags),
                             first_tile.eq(Cat(*[p.a_origin[jj] == 0
                                                 for jj in range(DIMS)]).all()),
                             last_tile.eq(Cat(*[p.a_origin[jj] + p.a_extent[jj] == cfg.a_shape[jj]
                                                for jj in range(DIMS)]).all()),
                             row_base.eq(0),
                             reg.eq(0),
+                            fresh.eq(1),
                         ]
-                        m.d.sync += [a_end[jj].eq(p.a_origin[jj] + p.a_extent[jj])
-                                     for jj in range(DIMS)]
                         m.d.sync += [g_cur[jj].eq(0) for jj in range(DIMS)]
-                        restart_steps(p.a_origin)
                         m.next = "RESTORE"
             with m.State("RESTORE"):
                 with m.If(row_base + cfg.regs > self.sram_depth):
                     m.d.sync += self.error.eq(1)   # more groups x registers than SRAM rows
                 with m.If(first_tile):
-                    m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.CLEAR)]
-                    with m.If(self.cmd.ready):
+                    m.d.comb += [emit.eq(1), cmd.kind.eq(Command.CLEAR)]
+                    with m.If(take):
                         m.next = "STEPS"
                 with m.Elif(cfg.regs == 0):
                     m.next = "STEPS"
                 with m.Else():
-                    m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.LOAD)]
-                    with m.If(self.cmd.ready):
+                    m.d.comb += [emit.eq(1), cmd.kind.eq(Command.LOAD)]
+                    with m.If(take):
                         m.d.sync += reg.eq(reg + 1)
                         with m.If(reg + 1 == cfg.regs):
                             m.d.sync += reg.eq(0)
@@ -262,14 +316,14 @@ class Sequencer(wiring.Component):
                         end_steps()
                 with m.Else():
                     m.d.comb += [
-                        self.cmd.valid.eq(1),
+                        emit.eq(1),
                         cmd.kind.eq(Command.EXEC),
                         cmd.word.eq(word),
                         cmd.index.eq(index),
                         cmd.lane_shift.eq(cfg.lane_shift[j]),
                         cmd.lane_bits.eq(cfg.lane_bits[j]),
                     ]
-                    with m.If(self.cmd.ready):
+                    with m.If(take):
                         with m.If(addr + 1 == end):
                             advance_step()
                             with m.If(steps_done):
@@ -277,8 +331,8 @@ class Sequencer(wiring.Component):
                         with m.Else():
                             m.d.sync += [pc.eq(addr + 1), fresh.eq(0)]
             with m.State("SAVE"):
-                m.d.comb += [self.cmd.valid.eq(1), cmd.kind.eq(Command.STORE)]
-                with m.If(self.cmd.ready):
+                m.d.comb += [emit.eq(1), cmd.kind.eq(Command.STORE)]
+                with m.If(take):
                     m.d.sync += reg.eq(reg + 1)
                     with m.If(reg + 1 == cfg.regs):
                         finish_group()

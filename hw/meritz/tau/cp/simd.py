@@ -197,17 +197,20 @@ class SimdArray(wiring.Component):
         entries = [Mux(w2.fn[0], luts[1][k], luts[0][k]) for k in range(LUT_ENTRIES)]
         for lane in range(n):
             a, b, c = a2[lane], b2[lane], c2[lane]
-            s = w2.s
-            r = Signal(signed(32), name=f"alu{lane}")
+            # every operation but LOGIC adds ``a`` to a value shifted right by ``s``: one
+            # subtractor, one shifter and one adder per lane, shared by the opcodes
+            diff = Signal(signed(33), name=f"diff{lane}")
+            pre = Signal(signed(34), name=f"pre{lane}")     # the value shifted by s
+            m.d.comb += diff.eq(b - c)
             with m.Switch(w2.op):
                 with m.Case(Opcode.ADD):
-                    m.d.comb += r.eq(a + ((b + c) >> s))
-                with m.Case(Opcode.SUB):
-                    m.d.comb += r.eq(a + ((b - c) >> s))
+                    m.d.comb += pre.eq(b + c)
+                with m.Case(Opcode.SUB, Opcode.LOOKUP):
+                    m.d.comb += pre.eq(diff)
                 with m.Case(Opcode.L1):
-                    m.d.comb += r.eq(a + (abs(b - c) >> s))
+                    m.d.comb += pre.eq(abs(diff))
                 with m.Case(Opcode.MAC):
-                    m.d.comb += r.eq(a + ((_sat16(b) * _sat16(c)) >> s))
+                    m.d.comb += pre.eq(_sat16(b) * _sat16(c))
                 with m.Case(Opcode.LOGIC):
                     f = Signal(signed(32), name=f"logic{lane}")
                     with m.Switch(w2.fn):
@@ -223,14 +226,24 @@ class SimdArray(wiring.Component):
                             m.d.comb += f.eq(a | b)
                         with m.Case(LogicFn.XOR):
                             m.d.comb += f.eq(a ^ b)
-                    m.d.comb += r.eq(f >> s)
+                    m.d.comb += pre.eq(f)
                 with m.Case(Opcode.INDEX):
-                    m.d.comb += r.eq(a + (b >> s))          # b holds the lane's index
+                    m.d.comb += pre.eq(b)                   # b holds the lane's index
+                with m.Case(Opcode.OUT):
+                    m.d.comb += pre.eq(a + b)
+            shifted = Signal(signed(34), name=f"shifted{lane}")
+            m.d.comb += shifted.eq(pre >> w2.s)
+            r = Signal(signed(32), name=f"alu{lane}")
+            with m.Switch(w2.op):
+                with m.Case(Opcode.ADD, Opcode.SUB, Opcode.L1, Opcode.MAC, Opcode.INDEX):
+                    m.d.comb += r.eq(a + shifted)
+                with m.Case(Opcode.LOGIC):
+                    m.d.comb += r.eq(shifted)
                 with m.Case(Opcode.LOOKUP):
                     x = Signal(signed(33), name=f"lutx{lane}")
                     u = Signal(unsigned(14), name=f"lutu{lane}")
                     m.d.comb += [
-                        x.eq((b - c) >> s),
+                        x.eq(shifted),
                         u.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
                     ]
                     i = u[8:14]
@@ -240,7 +253,7 @@ class SimdArray(wiring.Component):
                     m.d.comb += r.eq(a + y0 + (((y1 - y0) * frac) >> 8))
             m.d.comb += [
                 result[lane].eq(Mux(s2.kind == Command.LOAD, rd.data[lane], r)),
-                outv[lane].eq(_sat16((a + b) >> w2.s)),
+                outv[lane].eq(_sat16(shifted)),
             ]
 
         m.d.comb += [

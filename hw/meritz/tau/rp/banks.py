@@ -453,15 +453,29 @@ class TileFifo(wiring.Component):
                 head_row.eq(head_row + request),
             ]
 
-        # fill and commit
+        # fill and commit. The size of the tile being filled and ``fill.rows`` are registers,
+        # loaded with their next value (the slot after a commit, or a grant into the fill slot),
+        # so that the write checks and the commit start from flip-flops
+        fill_size = Signal(range(depth + 1))
+        fill_rows = Signal(range(depth + 1))
         filling = fill_no != alloc_no
-        fill_size = sizes[slot(fill_no)]
         total = words + self.filled
-        commit = filling & (total == fill_size * self._lanes)
+        # words still missing (computed from registers only): commit when exactly they arrive
+        need = Signal(signed(len(words) + 2))
+        m.d.comb += need.eq(fill_size * self._lanes - words)
+        commit = Signal()
+        m.d.comb += commit.eq(filling & (self.filled == need))
         m.d.comb += [
             self.fill.base.eq(fill_row),
-            self.fill.rows.eq(Mux(filling, fill_size, 0)),
+            self.fill.rows.eq(fill_rows),
         ]
+        fill_next = Mux(commit, fill_no + 1, fill_no)[:slot_bits + 1]
+        alloc_next = Mux(granted, alloc_no + 1, alloc_no)[:slot_bits + 1]
+        into_fill = granted & (slot(alloc_no) == slot(fill_next)) if slot_bits else granted
+        size_next = Mux(into_fill, request,
+                        Mux(commit, sizes[slot(fill_no + 1)], fill_size))
+        m.d.sync += [fill_size.eq(size_next),
+                     fill_rows.eq(Mux(fill_next != alloc_next, size_next, 0))]
         with m.If(commit):
             m.d.sync += [fill_no.eq(fill_no + 1), fill_row.eq(fill_row + fill_size),
                          words.eq(0)]
