@@ -8,8 +8,14 @@ edge of the parallel space runs only its groups that hold an output, see
 every accumulation step of the tile, and saves the registers (``STORE``) unless this was the last
 accumulation tile (output stationary, §V-B). At each step it issues the program range
 ``[begs[kf], ends[kl])`` chosen from the range table by how many innermost accumulation indices are
-at their first / last value (§III-B, ``docs/isa.md``). The next step's range is selected in the
-cycle its first instruction issues, so consecutive steps follow each other without a bubble.
+at their first / last value (§III-B, ``docs/isa.md``). The next step's range is selected when the
+step before it issues its last instruction, so consecutive steps follow each other without a
+bubble.
+
+For timing, the next command is computed from flip-flops only: the first / last / wrap flags of
+every accumulation index, the step's range and the parallel indices are registers kept with the
+counters; a job waits in an input register where its checks are made; commands leave through an
+output register (one per cycle, one cycle after they are formed).
 
 Accumulation tiles of one parallel tile must come in order and may split only the outermost
 accumulation index (inner indices whole), so that every group sees its steps in the order of the
@@ -100,9 +106,10 @@ class Sequencer(wiring.Component):
     Members
     -------
     job : In(stream.Signature(job_layout()))
-        Jobs, accepted when the previous one has issued its last command.
+        Jobs, taken into the input register while it is empty or its job is starting; a job
+        starts when the previous one has formed its last command.
     cmd : Out(stream.Signature(cmd_layout(lanes, sram_depth)))
-        Commands to the SIMD array.
+        Commands to the SIMD array, from a register.
     config : In(sequencer_config_layout(program_depth))
         Held stable while jobs run.
     error : Out(1)
@@ -110,7 +117,7 @@ class Sequencer(wiring.Component):
         the range table is not monotone or points past the program (such jobs are dropped), or
         the groups' registers overflow the partial-result SRAM.
     idle : Out(1)
-        No job in progress.
+        No job in progress, waiting or in the output register.
     """
 
     def __init__(self, *, lanes=32, program_depth=32, sram_bytes=5120):
@@ -179,35 +186,48 @@ class Sequencer(wiring.Component):
         index = Signal(INDEX)
         m.d.comb += index.eq(Mux(is_par, par[j], a_cur[j]))
 
-        # next values of the flags: the FSM below assigns ``nxt`` where a_j moves
-        nxt = Signal(flags)
-        m.d.comb += nxt.eq(now)
-        kf_n, kl_n = select(nxt)
-        m.d.sync += [beg.eq(cfg.begs[kf_n]), end.eq(cfg.ends[kl_n])]
+        # next values of the flags and of the step's range: the FSM below raises ``advance``
+        # (next step), ``restart`` (the group's first step) or ``start`` (a new job's first
+        # step); each candidate comes from flip-flops, the FSM only selects
+        advance, restart, start = Signal(), Signal(), Signal()
+        stepped = Signal(flags)          # the flags after ``advance``
+        for jj in range(DIMS):
+            inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
+            new = a_next[jj][:INDEX.width]
+            for name, moved in (("first", new == 0), ("last", new == s_less[jj]),
+                                ("wrap", new == e_less[jj])):
+                m.d.comb += getattr(stepped, name)[jj].eq(
+                    Mux(inner_wrap, Mux(now.wrap[jj], getattr(origin, name)[jj], moved),
+                        getattr(now, name)[jj]))
 
-        def to_origin(jj, o_flags, o_a, o_a_next):
+        def step_range(f):
+            kf, kl = select(f)
+            return cfg.begs[kf], cfg.ends[kl]
+
+        def to_origin(jj, o_a, o_a_next):
             m.d.sync += [a_cur[jj].eq(o_a), a_next[jj].eq(o_a_next)]
-            m.d.comb += [nxt.first[jj].eq(o_flags.first[jj]), nxt.last[jj].eq(o_flags.last[jj]),
-                         nxt.wrap[jj].eq(o_flags.wrap[jj])]
 
         # step advance: innermost index fastest, inside the tile
         steps_done = now.wrap.all()
 
         def advance_step():
+            m.d.comb += advance.eq(1)
             for jj in range(DIMS):
                 inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
                 with m.If(inner_wrap):
                     with m.If(now.wrap[jj]):
-                        to_origin(jj, origin, job.a_origin[jj], o_next[jj])
+                        to_origin(jj, job.a_origin[jj], o_next[jj])
                     with m.Else():
                         new = a_next[jj][:INDEX.width]
                         m.d.sync += [a_cur[jj].eq(new), a_next[jj].eq(new + 1)]
-                        m.d.comb += [nxt.first[jj].eq(new == 0),
-                                     nxt.last[jj].eq(new == s_less[jj]),
-                                     nxt.wrap[jj].eq(new == e_less[jj])]
             m.d.sync += fresh.eq(1)
 
-        gwrap = [g_cur[jj] + 1 == job.p_groups[jj] for jj in range(DIMS)]
+        # the same for the lane groups: gwrap_j (g_j + 1 == p_groups_j) and g_j + 1 are
+        # registers, p_groups_j - 1 and the step of ``par`` (1 << lane_bits_j) are held
+        gwrap = Signal(DIMS)
+        g_next = Array(Signal(INDEX.width + 1, name=f"g_next{j}") for j in range(DIMS))
+        gs_less = Array(Signal(INDEX.width + 1, name=f"gs_less{j}") for j in range(DIMS))
+        par_step = Array(Signal(INDEX, name=f"par_step{j}") for j in range(DIMS))
         out = self.cmd
         take = ~out.valid | out.ready    # the output register takes a command this cycle
         emit = Signal()
@@ -232,16 +252,21 @@ class Sequencer(wiring.Component):
         def finish_group():
             """The group's last command issued: on to the next group, or to the next job."""
             m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), fresh.eq(1)]
+            m.d.comb += restart.eq(1)
             for jj in range(DIMS):
-                to_origin(jj, origin, job.a_origin[jj], o_next[jj])
+                to_origin(jj, job.a_origin[jj], o_next[jj])
             for jj in range(DIMS):
-                with m.If(Cat(*gwrap[jj + 1:], Const(1, 1)).all()):
+                with m.If(Cat(gwrap[jj + 1:], Const(1, 1)).all()):
                     with m.If(gwrap[jj]):
-                        m.d.sync += [g_cur[jj].eq(0), par[jj].eq(job.p_origin[jj])]
+                        m.d.sync += [g_cur[jj].eq(0), g_next[jj].eq(1),
+                                     gwrap[jj].eq(gs_less[jj] == 0),
+                                     par[jj].eq(job.p_origin[jj])]
                     with m.Else():
-                        m.d.sync += [g_cur[jj].eq(g_cur[jj] + 1),
-                                     par[jj].eq(par[jj] + (Const(1, 1) << cfg.lane_bits[jj]))]
-            with m.If(Cat(*gwrap).all()):
+                        new = g_next[jj][:INDEX.width]
+                        m.d.sync += [g_cur[jj].eq(new), g_next[jj].eq(new + 1),
+                                     gwrap[jj].eq(new == gs_less[jj]),
+                                     par[jj].eq(par[jj] + par_step[jj])]
+            with m.If(gwrap.all()):
                 m.next = "IDLE"
             with m.Else():
                 m.next = "RESTORE"
@@ -253,40 +278,75 @@ class Sequencer(wiring.Component):
                 m.d.sync += reg.eq(0)
                 m.next = "SAVE"
 
-        m.d.sync += now.eq(nxt)
-        with m.FSM():
+        # the job input register: a job is taken while the register is empty or being accepted,
+        # with what the FSM needs from it (the bad-job check, the flags of its origin, the held
+        # limits) computed on the way in
+        wide = unsigned(INDEX.width + 1)
+        prep_layout = data.StructLayout({
+            "job": job_layout(), "bad": 1, "origin": flags, "first_tile": 1, "last_tile": 1,
+            "o_next": data.ArrayLayout(wide, DIMS), "s_less": data.ArrayLayout(wide, DIMS),
+            "e_less": data.ArrayLayout(wide, DIMS), "gs_less": data.ArrayLayout(wide, DIMS),
+            "par_step": data.ArrayLayout(INDEX, DIMS), "gwrap": DIMS,
+        })
+        prep = Signal(prep_layout)
+        pend = Signal(prep_layout)
+        pend_valid = Signal()
+        none = 1 << INDEX.width     # never equal to a value of a_j + 1 (at most 2**16)
+        m.d.comb += [prep.job.eq(p), prep.bad.eq(bad_job),
+                     prep.first_tile.eq(Cat(*[p.a_origin[jj] == 0 for jj in range(DIMS)]).all()),
+                     prep.last_tile.eq(Cat(*[p.a_origin[jj] + p.a_extent[jj] == cfg.a_shape[jj]
+                                             for jj in range(DIMS)]).all())]
+        for jj in range(DIMS):
+            o, e = p.a_origin[jj], p.a_extent[jj]
+            a_end = (o + e)[:INDEX.width]
+            shape = cfg.a_shape[jj]
+            gshape = p.p_groups[jj]
+            m.d.comb += [
+                prep.origin.first[jj].eq(o == 0),
+                prep.origin.last[jj].eq(o + 1 == shape),
+                prep.origin.wrap[jj].eq(o + 1 == a_end),
+                prep.o_next[jj].eq(o + 1),
+                prep.s_less[jj].eq(Mux(shape == 0, none, shape - 1)),
+                prep.e_less[jj].eq(Mux(a_end == 0, none, a_end - 1)),
+                prep.gs_less[jj].eq(Mux(gshape == 0, none, gshape - 1)),
+                prep.par_step[jj].eq(Const(1, 1) << cfg.lane_bits[jj]),
+                prep.gwrap[jj].eq(gshape == 1),
+            ]
+
+        # restart after advance: the group's last step ends the steps
+        m.d.sync += now.eq(Mux(start, pend.origin, Mux(restart, origin,
+                                                         Mux(advance, stepped, now))))
+        ranges = [step_range(f) for f in (pend.origin, origin, stepped)]
+        for k, held in enumerate((beg, end)):
+            m.d.sync += held.eq(Mux(start, ranges[0][k], Mux(restart, ranges[1][k],
+                                                              Mux(advance, ranges[2][k], held))))
+        with m.FSM() as fsm:
             with m.State("IDLE"):
-                m.d.comb += [self.job.ready.eq(1), self.idle.eq(~out.valid)]
-                with m.If(self.job.valid):
-                    with m.If(bad_job):
+                m.d.comb += self.idle.eq(~out.valid & ~pend_valid)
+                with m.If(pend_valid):
+                    m.d.sync += pend_valid.eq(0)
+                    with m.If(pend.bad):
                         m.d.sync += self.error.eq(1)
                     with m.Else():
-                        o_flags = Signal(flags)
+                        q = pend.job
                         for jj in range(DIMS):
-                            o, e = p.a_origin[jj], p.a_extent[jj]
-                            a_end = (o + e)[:INDEX.width]
-                            shape = cfg.a_shape[jj]
-                            m.d.comb += [
-                                o_flags.first[jj].eq(o == 0),
-                                o_flags.last[jj].eq(o + 1 == shape),
-                                o_flags.wrap[jj].eq(o + 1 == a_end),
-                            ]
                             m.d.sync += [
-                                o_next[jj].eq(o + 1),
-                                # a value of a_j + 1 (at most 2**16) never equals these when
-                                # the shape or the end is 0: 2**16 + 1 marks "none"
-                                s_less[jj].eq(Mux(shape == 0, 1 << INDEX.width, shape - 1)),
-                                e_less[jj].eq(Mux(a_end == 0, 1 << INDEX.width, a_end - 1)),
-                                par[jj].eq(p.p_origin[jj]),
+                                o_next[jj].eq(pend.o_next[jj]),
+                                s_less[jj].eq(pend.s_less[jj]),
+                                e_less[jj].eq(pend.e_less[jj]),
+                                par[jj].eq(q.p_origin[jj]),
+                                par_step[jj].eq(pend.par_step[jj]),
+                                g_next[jj].eq(1),
+                                gs_less[jj].eq(pend.gs_less[jj]),
                             ]
-                            to_origin(jj, o_flags, o, o + 1)
+                            to_origin(jj, q.a_origin[jj], pend.o_next[jj])
+                        m.d.comb += start.eq(1)
                         m.d.sync += [
-                            job.eq(p),
-                            origin.eq(o_flags),
-                            first_tile.eq(Cat(*[p.a_origin[jj] == 0
-                                                for jj in range(DIMS)]).all()),
-                            last_tile.eq(Cat(*[p.a_origin[jj] + p.a_extent[jj] == cfg.a_shape[jj]
-                                               for jj in range(DIMS)]).all()),
+                            job.eq(q),
+                            origin.eq(pend.origin),
+                            gwrap.eq(pend.gwrap),
+                            first_tile.eq(pend.first_tile),
+                            last_tile.eq(pend.last_tile),
                             row_base.eq(0),
                             reg.eq(0),
                             fresh.eq(1),
@@ -336,4 +396,7 @@ class Sequencer(wiring.Component):
                     m.d.sync += reg.eq(reg + 1)
                     with m.If(reg + 1 == cfg.regs):
                         finish_group()
+        m.d.comb += self.job.ready.eq(~pend_valid | fsm.ongoing("IDLE"))
+        with m.If(self.job.valid & self.job.ready):
+            m.d.sync += [pend_valid.eq(1), pend.eq(prep)]
         return m
