@@ -114,6 +114,12 @@ def run(args, log=print):
     return report
 
 
+#: the note on a result that ``build/fpga/`` holds from other Verilog than the tree's
+STALE = ("*Placed and routed from an earlier revision of the RTL*: the Verilog of the tree "
+         "differs from the one this result was made from (`--cached-only` reports it, marked, "
+         "rather than nothing); `make fpga` redoes it.")
+
+
 def _util_rows(util):
     names = {"TRELLIS_COMB": "LUT4 sites (TRELLIS_COMB)", "TRELLIS_FF": "flip-flops",
              "DP16KD": "block RAM (DP16KD)", "MULT18X18D": "DSP multipliers (MULT18X18D)",
@@ -206,7 +212,9 @@ def markdown(report):
         out += [f"## Top, {c['taus']} TAU x {c['lanes']} lanes (`{c['module']}`)", "",
                 f"**Fmax {c['fmax_mhz']} MHz** (constraint {c['constraint_mhz']} MHz; "
                 f"synthesis {c['synth_seconds']:.0f} s, place and route "
-                f"{c['pnr_seconds']:.0f} s when not cached).", "",
+                f"{c['pnr_seconds']:.0f} s when not cached; LUTs mapped by "
+                f"{'ABC9' if c.get('abc9', True) else 'the classic ABC'}).", "",
+                *([STALE, ""] if c.get("stale") else []),
                 "| resource | used | available | share |", "|---|---|---|---|",
                 *_util_rows(c["utilization"]), "",
                 _reading(c), "",
@@ -237,7 +245,8 @@ def markdown(report):
                 continue
             u = b["utilization"]
             crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
-            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']} | {was} | "
+            mark = " (earlier RTL)" if b.get("stale") else ""
+            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']}{mark} | {was} | "
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
                        f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
                        f"{'ABC9' if b.get('abc9', True) else 'classic ABC'} | {crit} |")

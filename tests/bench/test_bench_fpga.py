@@ -48,6 +48,20 @@ def test_the_blocks_table_shows_the_baselines_fmax_before():
     assert "(`python -m bench.fpga --cached-only`, then, kept in `fpga_baseline.json`)" in text
 
 
+def test_a_result_of_earlier_rtl_is_marked_as_such():
+    block = {"block": "cp_simd", "module": "meritz_cp_simd_n8", "fmax_mhz": 45.0, "stale": True,
+             "utilization": {"TRELLIS_COMB": [9000, 83640]}, "critical_blocks": {"x": 22.2},
+             "critical_delay_ns": 22.2}
+    report = {"command": "c", "date": "d", "machine": "m", "tools": {}, "device": "LFE5U-85F",
+              "speed_grade": 6, "configs": [_config(stale=True, abc9=False)], "blocks": [block]}
+    text = fpga.markdown(report)
+    assert "*Placed and routed from an earlier revision of the RTL*" in text
+    assert "LUTs mapped by the classic ABC)." in text
+    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 (earlier RTL) |" in text
+    assert "earlier revision" not in fpga.markdown({**report, "configs": [_config()],
+                                                    "blocks": []})
+
+
 def test_a_configuration_not_placed_shows_its_synthesis_counts():
     config = {"module": "meritz_top_n8_t2", "lanes": 8, "taus": 2, "placed": False,
               "synth_seconds": 5, "yosys_cells": {"LUT4": 100, "CCU2C": 10, "DP16KD": 48}}

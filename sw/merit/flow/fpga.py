@@ -289,7 +289,7 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     synth = _cached_result(target, metadata["ports"], name, work)
     if cached_only:
         if synth is None:
-            return {"module": name, "device": device, "synth": False, "placed": False}
+            return _earlier_result(name, device, work)
         place = False
     if synth is None:
         log(f"synth_ecp5 {name}")
@@ -302,6 +302,22 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz")
     pnr_seconds = place_and_route(work, synth["synth_key"], device=device, freq_mhz=freq_mhz)
     return {**facts, "placed": True, "pnr_seconds": pnr_seconds, **summarize(work)}
+
+
+def _earlier_result(name, device, work):
+    """What ``work`` holds from a run on other Verilog than the tree's (``cached_only``): its
+    placed and routed result marked ``stale``, or "not run" when there is none."""
+    files = [work / f for f in ("synth.done", "stat.json", "pnr.done", "report.json")]
+    if not all(f.exists() for f in files):
+        return {"module": name, "device": device, "synth": False, "placed": False}
+    stats = json.loads((work / "stat.json").read_text())["modules"]
+    cells = stats.get("\\fpga_wrap", stats.get("fpga_wrap", {})).get("num_cells_by_type", {})
+    return {"module": name, "device": device, "synth": True, "placed": True, "stale": True,
+            "synth_seconds": json.loads(files[0].read_text())["seconds"],
+            # ABC9 maps wide functions onto PFUMX / L6MUX21, the classic ``abc -lut 4`` never
+            "abc9": any(k.lstrip("\\") in ("PFUMX", "L6MUX21") for k in cells),
+            "yosys_cells": {k.lstrip("\\"): v for k, v in sorted(cells.items())},
+            "pnr_seconds": json.loads(files[2].read_text())["seconds"], **summarize(work)}
 
 
 def _synth_with_fallback(target, ports, name, work, log):

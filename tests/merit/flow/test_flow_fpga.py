@@ -74,6 +74,41 @@ def test_unchanged_steps_are_cached_and_changed_ones_rerun(routed):
         fpga.place_and_route(work, synth["synth_key"], device="XC7A35T")
 
 
+def _tiny():
+    from amaranth import Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    class Tiny(wiring.Component):
+        a: In(4)
+        y: Out(4)
+
+        def elaborate(self, platform):
+            m = Module()
+            r = Signal(4)
+            m.d.sync += r.eq(self.a)
+            m.d.comb += self.y.eq(r)
+            return m
+
+    return Tiny()
+
+
+def test_cached_only_marks_a_result_of_other_verilog_stale(routed, tmp_path):
+    import shutil
+
+    work, _ = routed
+    shutil.copytree(work, tmp_path / "add16")
+    # the tree's Verilog of "add16" is now another design: nothing of it is cached, and the
+    # result the folder holds is reported as what it is, an earlier revision's
+    got = fpga.run_component("add16", _tiny(), tmp_path, device="LFE5U-25F", cached_only=True)
+    assert got["stale"] and got["placed"]
+    assert got["fmax_mhz"] == fpga.summarize(work)["fmax_mhz"] > 100
+    assert got["yosys_cells"]["TRELLIS_FF"] >= 48
+    (tmp_path / "add16" / "pnr.done").unlink()
+    got = fpga.run_component("add16", _tiny(), tmp_path, device="LFE5U-25F", cached_only=True)
+    assert got == {"module": "add16", "device": "LFE5U-25F", "synth": False, "placed": False}
+
+
 def test_logic_depth_of_an_adder_is_its_carry_chain(tmp_path):
     (tmp_path / "add16.v").write_text(ADDER)
     result = depth.logic_depth_verilog(tmp_path / "add16.v", "add16", tmp_path / "w")
