@@ -384,6 +384,8 @@ def main(argv=None):
                         help="run the slices on one TAU alone instead (its own JSON file, "
                              "the tables' '1 TAU' column)")
     parser.add_argument("--scaling", action="store_true", help="also Fig. 15")
+    parser.add_argument("--no-rows", action="store_true",
+                        help="keep the table's rows as they are (only --scaling or --one-tau)")
     parser.add_argument("--scaling-taus", type=int, nargs="*", default=[0, 4],
                         help="TAU counts simulated for Fig. 15 (0: one TAU alone, driven by "
                              "the bench; the TAU count of the tables reuses their runs)")
@@ -448,7 +450,7 @@ def main(argv=None):
         out.with_suffix(".md").write_text(render(results, one_tau["rows"]))
 
     measured = {}       # this run's rows: a row with the same slice as one of them reuses its run
-    for name in args.only or names:
+    for name in [] if args.no_rows else args.only or names:
         if args.model_only:
             r = row(name)
             entry = results["rows"].setdefault(name, {"table": r.table, "label": r.label,
