@@ -45,16 +45,21 @@ def standard_ops(problems):
 
 def _model(problems, *, lanes, taus, bandwidth, latency):
     """``(ALU-busy utilization, cycles, bound, standard-count utilization)`` of the performance
-    model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing."""
+    model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing. Beyond the
+    ``merit.arch.MAX_TAUS`` (16) TAUs that MERIT-z addresses (Fig. 15 goes to 1024 ALUs) the
+    kernel is compiled for 16: its sharing groups are those of 16 TAUs."""
     try:
-        from merit.perf import predict_problem
+        from merit.perf import predict
     except ImportError:
         return None
+    from merit.arch import MAX_TAUS
+    from merit.compile import compile_problem
     useful = cycles = 0
     bounds = []
+    compiled = min(taus, MAX_TAUS)
     for problem, repeat in problems:
-        pred = predict_problem(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
-                               latency=latency)
+        kernel = compile_problem(problem, lanes=lanes, taus=compiled, instructions=24)
+        pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth, latency=latency)
         useful += repeat * pred.utilization * pred.cycles * lanes * taus
         cycles += repeat * pred.cycles
         bounds.append(pred.bound)

@@ -27,6 +27,8 @@ WORDS_PER_BEAT = BEAT_BYTES // WORD_BYTES
 MAX_BURST = 16
 #: Width of a tile address (an SRAM word address of one RP; wraps).
 TILE_ADDRESS_BITS = 16
+#: Most TAUs of MERIT-z (the dispatcher's and the control port's TAU fields).
+MAX_TAUS = 16
 #: Default slot counts: inputs of RP0 and RP1, output tensors, instruction slots; and their limits.
 RP0_SLOTS, RP1_SLOTS, OUTPUTS, INSTRUCTIONS = 2, 1, 3, 16
 MAX_SLOTS, MAX_OUTPUTS, MAX_INSTRUCTIONS = 4, 4, 64

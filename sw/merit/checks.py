@@ -40,5 +40,6 @@ def check_lanes(lanes):
 
 
 def check_taus(taus):
-    """``taus``: tile accumulation units of MERIT-z, 1 to 16."""
-    return check_range("taus", taus, 1, 16)
+    """``taus``: tile accumulation units of MERIT-z, 1 to ``merit.arch.MAX_TAUS`` (16)."""
+    from merit.arch import MAX_TAUS  # merit.arch builds on this module
+    return check_range("taus", taus, 1, MAX_TAUS)

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import kernelcfg
 from .arch import CP_BYTES, RP_BYTES, TILE_ADDRESS_BITS
+from .checks import check_taus
 from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
 from .transform import Transform
@@ -382,10 +383,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
-    if isinstance(taus, bool) or not isinstance(taus, int):
-        raise TypeError(f"taus must be an integer, not {taus!r}")
-    if not 1 <= taus <= 16:
-        raise ValueError(f"taus must be between 1 and 16, not {taus}")
+    check_taus(taus)
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
     from .mapping.search import NoMapping, search
