@@ -14,6 +14,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from harness import BenchFailure, build, run_bench
 from merit.sim.benchlib import bench_config, pack_lanes, record_metric, rng, setup, unpack_lanes
+from merit.sim.build import build_time
 
 
 @cocotb.test(skip=bench_config().get("skip_all", False))
@@ -62,11 +63,18 @@ class PassThrough(wiring.Component):
 def test_bench_passes_and_build_is_cached(record_property):
     metrics = run_bench(PassThrough(lanes=4), bench="test_harness",
                         config={"lanes": 4}, seed=1)
+    built = metrics.pop("build")
     assert metrics == {"vectors": 20}
     record_property("vectors", metrics["vectors"])
     first = build(PassThrough(lanes=4))[0]
     assert (first / "dut_passthrough").is_file()
     assert build(PassThrough(lanes=4))[0] == first
+    # the run names its model, and the model's build time when it was built with the record
+    assert built["dir"] == str(first)
+    recorded = build_time(first)
+    assert built["time"] == recorded
+    if recorded is not None:
+        assert recorded["seconds"] >= 0 and recorded["cores"] >= 1
 
 
 def test_failure_names_the_failed_test():
