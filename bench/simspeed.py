@@ -82,6 +82,7 @@ def _run(name, *, seed, dram, build_options=None):
     metrics["cycles_per_cpu_s"] = round(metrics["sim_cycles"] / metrics["sim_cpu_seconds"])
     built = metrics["build"]["time"]
     metrics["build_s"] = built["seconds"] if built else None
+    metrics["build"]["dir"] = Path(metrics["build"]["dir"]).name   # the model, not this machine
     print(f"{name} {dram} {build_options or ''}: {metrics['sim_cycles']} cycles, "
           f"{metrics['cycles_per_s']} cycles/s, {metrics['cycles_per_cpu_s']} cycles per CPU "
           f"second, build {metrics['build_s']} s", flush=True)
@@ -114,7 +115,8 @@ def _paths_table(results):
     for name, result in results.items():
         paths = result["paths"]
         old = paths["python"]
-        for path, m in paths.items():
+        for path in ("python", "fast"):    # the file keeps keys sorted: the order is ours
+            m = paths[path]
             speedup = "" if path == "python" else (
                 f"{m['cycles_per_s'] / old['cycles_per_s']:.1f}x / "
                 f"{m['cycles_per_cpu_s'] / old['cycles_per_cpu_s']:.1f}x")
@@ -135,7 +137,8 @@ def _options_table(results):
         chosen = result["options"].get("chosen")
         if chosen is None:
             continue
-        for option, m in result["options"].items():
+        for option in [o for o in options if o in result["options"]]:
+            m = result["options"][option]
             same = "yes" if (m["cycles"], m["dram_sha1"]) == (
                 chosen["cycles"], chosen["dram_sha1"]) else "**no**"
             ratio = m["cycles_per_cpu_s"] / chosen["cycles_per_cpu_s"]
