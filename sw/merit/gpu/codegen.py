@@ -140,6 +140,10 @@ def source(spec, tile):
     -------
     (name, code, nblocks, nthreads, smem_bytes)
     """
+    if tile.mma and tile.ldsm:
+        from .ldsm import source as ldsm_source
+
+        return ldsm_source(spec, tile)
     if tile.mma:
         from .mma import source as mma_source
 

@@ -336,6 +336,41 @@ def _decompose_code(var, n_expr, idxs, exts, prefix):
     return lines
 
 
+def emit_epilogue(w, spec, r, blk, fm_n, fn_n):
+    """The PostLoop of every sum ``c<fm>_<fn>_<e>`` and its store, guarded where the block's
+    box overhangs the problem (warp ``wm, wn``, lane ``gq, tq`` of the mma fragments)."""
+    from .codegen import _global_index_type, _gstrides
+
+    P, A = spec.np, spec.na
+    ostr = _gstrides(spec.pshape)
+    oidx = _global_index_type(spec.pshape)
+    post_args_a = [str(spec.ashape[i] - 1) for i in range(A)]
+    for fm in range(fm_n):
+        for fn in range(fn_n):
+            for e in range(4):
+                w.open("")
+                for line in _decompose_code("qr", f"wm * {fm_n * 16} + {fm * 16 + (e >> 1) * 8}"
+                                            " + gq", r.rows, blk, "u"):
+                    w(line)
+                for line in _decompose_code("qc", f"wn * {fn_n * 8} + {fn * 8 + (e & 1)} + 2 * tq",
+                                            r.cols, blk, "u"):
+                    w(line)
+                for j in range(P):
+                    rel = f" + u{j}" if j in r.rows or j in r.cols else ""
+                    w(f"const int p{j} = pb{j}{rel};")
+                pargs = [f"p{j}" for j in range(P)] + post_args_a
+                args = [f"merit_ld{k}(g_in{k}, {', '.join(pargs)})"
+                        for k, op in enumerate(spec.inputs) if op.stage == "post"]
+                args += pargs
+                conds = [f"p{j} < {spec.pshape[j]}" for j in range(P)
+                         if spec.pshape[j] % blk[j]]
+                lin = " + ".join(f"({oidx})p{j} * {ostr[j]}" for j in range(P)) or "0"
+                body = (f"Strat st; st.acc = c{fm}_{fn}_{e}; st.post0({', '.join(args)}); "
+                        f"g_out0[{lin}] = st.out0;")
+                w(f"if ({' && '.join(conds)}) {{ {body} }}" if conds else f"{{ {body} }}")
+                w.close()
+
+
 def source(spec, tile):
     """CUDA source of the tensor-core kernel and its launch geometry (as ``codegen.source``)."""
     from .codegen import (
@@ -344,8 +379,6 @@ def source(spec, tile):
         _PRELUDE,
         _emit_next,
         _emit_prologue,
-        _global_index_type,
-        _gstrides,
         _load_function,
         _org_expr,
         _strategy_struct,
@@ -582,34 +615,7 @@ def source(spec, tile):
     w("__syncthreads();")
     w.close()
 
-    # epilogue: PostLoop per sum, stores guarded where the box overhangs
-    ostr = _gstrides(spec.pshape)
-    oidx = _global_index_type(spec.pshape)
-    post_args_a = [str(spec.ashape[i] - 1) for i in range(A)]
-    for fm in range(fm_n):
-        for fn in range(fn_n):
-            for e in range(4):
-                w.open("")
-                for line in _decompose_code("qr", f"wm * {fm_n * 16} + {fm * 16 + (e >> 1) * 8}"
-                                            " + gq", r.rows, blk, "u"):
-                    w(line)
-                for line in _decompose_code("qc", f"wn * {fn_n * 8} + {fn * 8 + (e & 1)} + 2 * tq",
-                                            r.cols, blk, "u"):
-                    w(line)
-                for j in range(P):
-                    rel = f" + u{j}" if j in r.rows or j in r.cols else ""
-                    w(f"const int p{j} = pb{j}{rel};")
-                pargs = [f"p{j}" for j in range(P)] + post_args_a
-                args = [f"merit_ld{k}(g_in{k}, {', '.join(pargs)})"
-                        for k, op in enumerate(spec.inputs) if op.stage == "post"]
-                args += pargs
-                conds = [f"p{j} < {spec.pshape[j]}" for j in range(P)
-                         if spec.pshape[j] % blk[j]]
-                lin = " + ".join(f"({oidx})p{j} * {ostr[j]}" for j in range(P)) or "0"
-                body = (f"Strat st; st.acc = c{fm}_{fn}_{e}; st.post0({', '.join(args)}); "
-                        f"g_out0[{lin}] = st.out0;")
-                w(f"if ({' && '.join(conds)}) {{ {body} }}" if conds else f"{{ {body} }}")
-                w.close()
+    emit_epilogue(w, spec, r, blk, fm_n, fn_n)
     out.append("\n".join(w.lines))
     out.append("}")
     return name, "\n".join(out) + "\n", nblocks, nt, smem_bytes

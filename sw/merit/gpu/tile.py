@@ -54,6 +54,11 @@ class Tile:
         Tensor-core tiles only: ``(WM, WN)`` warps along the rows and the columns of the block.
     frags : tuple of int
         Tensor-core tiles only: ``(FM, FN)`` fragments of 16 rows x 8 columns per warp.
+    ldsm : bool
+        Tensor-core tiles only: the operands' tiles are gathered into shared memory in the operand
+        precision (2 bytes per FP16 / BF16 element) and read with ``ldmatrix``
+        (:mod:`merit.gpu.ldsm`); ``chunk`` is then the number of flattened accumulation
+        positions (k) per tile.
     split : int
         Split-K: the accumulation tiles are dealt to ``split`` blocks per output block, whose
         partial sums are added atomically into outputs zeroed first (sums only, see
@@ -75,6 +80,7 @@ class Tile:
     frags: tuple = ()
     split: int = 1
     stages: int = 2
+    ldsm: bool = False
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -114,6 +120,8 @@ class Tile:
         if self.mma:
             w = "x".join(map(str, self.warps))
             f = "x".join(map(str, self.frags))
+            if self.ldsm:
+                return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_lm"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""
         st = "_s" + "".join(str(int(g)) for g in self.strided) if any(self.strided) else ""

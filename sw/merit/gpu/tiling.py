@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 
-from . import mma
+from . import ldsm, mma
 from .tile import Tile, extents, geometry
 
 __all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts",
@@ -452,8 +452,12 @@ def complete(spec, tile, device=H100):
 def _complete_mma(spec, tile, device):
     """Fill a tensor-core tile: both loop inputs shared, fragment-read padding, double buffers."""
     P = spec.np
-    chunk = min(tile.chunk, spec.ashape[0])
     shared = tuple(op.stage == "loop" for op in spec.inputs)
+    if tile.ldsm:   # gathered operand tiles: no footprints to pad, always two buffers
+        return Tile((1,) * P, tuple(tile.regs), tile.chunk, shared, (), tuple(range(P - 1, -1, -1)),
+                    (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
+                    ldsm=True)
+    chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
              tuple(tile.frags))
@@ -476,6 +480,8 @@ def _replace(tile, **kw):
 
 
 def _smem_bytes(spec, tile):
+    if tile.ldsm:
+        return ldsm.smem_bytes(spec, tile)
     nbuf = tile.buffers
     total = 0
     for k in range(len(spec.inputs)):
@@ -504,6 +510,8 @@ def conflicts(spec, tile, k):
     to warp 0 in one step (1 = conflict-free; equal words are broadcast)."""
     from merit.mapping.bank import BankFunction
 
+    if tile.ldsm:
+        return 1    # XOR-swizzled pieces: conflict-free ldmatrix phases by construction
     if tile.mma:
         return mma.conflicts(spec, tile, k)
     addrs = _lane_addresses(spec, tile, k)
@@ -651,6 +659,10 @@ def rank(spec, count=6, device=H100):
             cost = mma.estimate(spec, t, device, big)
             if cost is not None:
                 scored.append((cost, t))
+        for t in ldsm.candidates(spec, spec.precision, big):
+            cost = ldsm.estimate(spec, t, device, big)
+            if cost is not None:
+                scored.append((cost, t))
     else:
         for t in _candidates(spec):
             cost = estimate(spec, t, device, detail=False)
@@ -662,7 +674,10 @@ def rank(spec, count=6, device=H100):
         scored = [(c, t) for c, t in scored if c is not None]
     scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
     out = []
-    for cost, t in scored[: count * 4]:
+    if spec.precision != "fp32":    # keep candidates of both tensor-core kernels
+        scored = ([ct for ct in scored if ct[1].ldsm][: count * 4]
+                  + [ct for ct in scored if not ct[1].ldsm][: count * 4])
+    for cost, t in scored[: count * 8]:
         full = complete(spec, t, device)
         cap = device.smem_block - 1024 if t.mma else min(SMEM_CAP, device.smem_block)
         if _smem_bytes(spec, full) > cap:
@@ -675,7 +690,15 @@ def rank(spec, count=6, device=H100):
         else:   # re-rank with the tuned layout's loads (widths, bank conflicts)
             out.append((estimate(spec, full, device) or cost, full))
     out = sorted(out, key=lambda ct: ct[0])
-    out = _diverse(out, count) if sums or spec.precision != "fp32" else out[:count]
+    if spec.precision != "fp32":
+        # the two tensor-core kernels' models are calibrated apart: the autotuner times the best
+        # of each, alternating (staged first)
+        staged = _diverse([ct for ct in out if ct[1].ldsm], count)
+        plain = _diverse([ct for ct in out if not ct[1].ldsm], count)
+        out = [ct for pair in itertools.zip_longest(staged, plain) for ct in pair if ct]
+        out = out[:count]
+    else:
+        out = _diverse(out, count) if sums else out[:count]
     out = _deeper(spec, out, count, device)
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
@@ -689,7 +712,7 @@ def _diverse(ranked, count):
     variants of one (sums and tensor-core tiles, whose lists hold such variants)."""
     out, per = [], {}
     for cost, t in ranked:
-        key = (t.regs, t.split, t.chunk if t.mma else 0, t.warps, t.frags)
+        key = (t.regs, t.split, t.chunk if t.mma else 0, t.warps, t.frags, t.ldsm)
         if per.get(key, 0) < 2:
             out.append((cost, t))
             per[key] = per.get(key, 0) + 1
@@ -763,6 +786,16 @@ def check_tile(spec, tile, device=H100):
                              f"{16 * tile.warps[0] * tile.frags[0]} rows over indices {r.rows}, "
                              f"8*WN*FN = {8 * tile.warps[1] * tile.frags[1]} columns over "
                              f"{r.cols} and 1 elsewhere, with threads all 1")
+    if tile.ldsm:
+        from .mma import KSTEP
+
+        if not tile.mma:
+            raise ValueError("tile.ldsm stages tensor-core operands: it needs tile.mma")
+        if not isinstance(tile.chunk, int) or tile.chunk % max(KSTEP[tile.mma], 8) \
+                or tile.chunk * ldsm.ESIZE[tile.mma] < 32:
+            raise ValueError(f"tile.chunk {tile.chunk!r} (k per staged tile) must be a multiple "
+                             f"of {max(KSTEP[tile.mma], 8)} and span at least 32 bytes "
+                             f"({32 // ldsm.ESIZE[tile.mma]} elements) for {tile.mma}")
     if tile.nthreads > 1024:
         raise ValueError(f"tile uses {tile.nthreads} threads per block; the limit is 1024")
     if tile.nregs > 256 and not tile.mma:

@@ -386,14 +386,105 @@ def test_a_ragged_chunk_runs_unrolled_then_rolled():
     assert "if (ab0 + 8 <= 45) {" in src and "l0 < min(8, 45 - ab0)" in src
 
 
+def _fp32_staged_source(problem, precision):
+    """Source of the best tile of the kernel that stages fp32 footprints (not ldmatrix)."""
+    spec = spec_of(problem, "float32", precision)
+    tile = next(t for t in rank(spec, count=8) if not t.ldsm)
+    return kernel_source(problem, tile=tile, precision=precision)
+
+
 def test_mma_k_neighbours_are_read_in_pairs():
     # GEMM: A's offsets are k itself: FP16 A pairs in 8-byte reads
-    src = kernel_source(W.gemm(128, 128, 64), precision="fp16")
+    src = _fp32_staged_source(W.gemm(128, 128, 64), "fp16")
     assert "merit_pack2(*reinterpret_cast<const float2*>" in src
     # TF32 fragments pair k with k + 4: no 8-byte reads
-    assert "merit_pack2(" not in kernel_source(W.gemm(128, 128, 64), precision="tf32").split(
+    assert "merit_pack2(" not in _fp32_staged_source(W.gemm(128, 128, 64), "tf32").split(
         "extern \"C\"")[1]
     # a convolution's image offsets follow (c, ky, kx): pairs only for the weights
-    src = kernel_source(W.conv2d(2, 16, 16, 16, 32, 3, padding=1), precision="fp16")
+    src = _fp32_staged_source(W.conv2d(2, 16, 16, 16, 32, 3, padding=1), "fp16")
     assert "merit_pack2(*reinterpret_cast<const float2*>(&Bs" in src or "(&pb_" in src
     assert "(&As" not in src and "(&pa_" not in src
+
+
+def _staged(problem, precision, **fields):
+    spec = spec_of(problem, "float32", precision)
+    if fields:
+        return spec, check_tile(spec, {"mma": precision, "ldsm": True, **fields})
+    return spec, next(t for t in rank(spec, count=8) if t.ldsm)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
+def test_staged_kernel_feeds_mma_with_ldmatrix(precision):
+    spec, t = _staged(W.gemm(256, 256, 128), precision)
+    name, src, _, nt, smem = source(spec, t)
+    assert t.ldsm and name.startswith(f"merit_gemm_{precision}_b") and "_lm_" in name
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in src and "ktab" not in src
+    # operands are stored once in their precision: 2 bytes per FP16 / BF16 element
+    if precision == "tf32":
+        assert "st.shared.v4.b32" in src and "0xffffe000u" in src
+    else:
+        assert "st.shared.v2.b32" in src and f"cvt.rn.{precision.replace('p', '')}x2" in src
+    bm, bn = t.regs
+    assert smem == 2 * (bm + bn) * t.chunk * {"tf32": 4, "fp16": 2, "bf16": 2}[precision]
+    # GEMM's A is contiguous along k: 16-byte loads; B (k strided) element by element
+    assert src.count("reinterpret_cast<const float4*>(g_in0") >= 1
+    assert "reinterpret_cast<const float4*>(g_in1" not in src
+
+
+def test_staged_operand_plans():
+    from merit.gpu.ldsm import operand_plan
+
+    vgg = spec_of(W.conv2d(2, 16, 14, 14, 32, 3, padding=1), "float32", "fp16")
+    img, wts = operand_plan(vgg, 0, (0, 2, 3)), operand_plan(vgg, 1, (1,))
+    # the image's y and x axes can leave it (padding 1): checked; lanes walk x
+    assert img["checked"] == (2, 3) and not img["vector"] and not img["klanes"]
+    # the weights are contiguous over (c, ky, kx) = k: 16-byte pieces, lanes walk k
+    assert wts["checked"] == () and wts["vector"] and wts["klanes"]
+    assert wts["coef"] == [0, 16 * 9, 0, 0, 9, 3, 1]
+    g = spec_of(W.gemm(64, 48, 40), "float32", "tf32")
+    assert operand_plan(g, 0, (0,))["vector"] and not operand_plan(g, 1, (1,))["klanes"]
+    # K = 37 is not a multiple of 4: no 16-byte pieces
+    assert not operand_plan(spec_of(W.gemm(50, 40, 37), "float32", "tf32"), 0, (0,))["vector"]
+
+
+@pytest.mark.parametrize("chunks", [4, 8])
+def test_staged_swizzle_is_conflict_free(chunks):
+    """Every 8-line ldmatrix phase (any piece) and every 16-lane store phase of 8-byte pieces
+    at one logical piece reach distinct 16-byte bank groups (or two lanes per group, same
+    words: the 2-way floor of 16 x 8 bytes in 128)."""
+    from merit.gpu.ldsm import swizzle
+
+    rb = 16 * chunks
+    for first in range(0, 64, 8):
+        for piece in range(chunks):
+            groups = {((r * rb + ((piece ^ swizzle(r, chunks)) << 4)) // 16) % 8
+                      for r in range(first, first + 8)}
+            assert len(groups) == 8, (first, piece)
+    for piece in range(chunks):
+        groups = [((r * rb + ((piece ^ swizzle(r, chunks)) << 4)) // 16) % 8 for r in range(16)]
+        assert max(groups.count(g) for g in set(groups)) <= 2
+
+
+def test_staged_tile_checks():
+    spec = spec_of(W.gemm(64, 48, 40), "float32", "fp16")
+    with pytest.raises(ValueError, match=r"tile.chunk 8 \(k per staged tile\) must be a multiple "
+                                         r"of 16 and span at least 32 bytes \(16 elements\) for "
+                                         r"fp16"):
+        check_tile(spec, {"mma": "fp16", "ldsm": True, "regs": (32, 16), "warps": (2, 1),
+                          "frags": (1, 2), "chunk": 8})
+    t = check_tile(spec, {"mma": "fp16", "ldsm": True, "regs": (32, 16), "warps": (2, 1),
+                          "frags": (1, 2), "chunk": 32})
+    assert t.ldsm and t.chunk == 32 and not t.double and _smem_bytes(spec, t) == 2 * 48 * 64
+    assert conflicts(spec, t, 0) == 1
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("precision", ["tf32", "fp16"])
+def test_staged_source_compiles_for_hopper(precision, tmp_path):
+    spec, t = _staged(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), precision)
+    cu = tmp_path / "k.cu"
+    cu.write_text(source(spec, t)[1])
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr

@@ -213,3 +213,45 @@ def test_split_k_adds_partial_sums(dtype):
             np.testing.assert_array_equal(got, want)
         else:
             assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+
+
+@pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
+@pytest.mark.parametrize("name", sorted(MMA_CASES))
+def test_staged_tensor_cores_match_golden_on_rounded_operands(name, precision):
+    """The ldmatrix kernel (operands gathered into shared memory in their precision) over its 2
+    best tiles, checked as above: a wrong gather index, swizzle or fragment order fails."""
+    problem = MMA_CASES[name]()
+    rng = np.random.default_rng(abs(hash((name, precision, "ldsm"))) % 2**32)
+    arrays = problem.random_inputs(rng, np.float32)
+    loop = {op.tensor for op in problem.operands[:2]}
+    ref_in = [_round_operand(a, precision) if t.name in loop else a.astype(np.float64)
+              for t, a in zip(problem.tensors, arrays, strict=True)]
+    ref = problem.run(*ref_in)
+    spec = spec_of(problem, "float32", precision)
+    tiles = [t for t in rank(spec, count=8) if t.ldsm][:2]
+    assert tiles, "no staged tile"
+    for tile in tiles:
+        out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+        got = cp.asnumpy(run(problem, *arrays, tile=tile, out=out, precision=precision))
+        assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
+        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
+        assert err < 2e-6, f"relative error {err:.2e} against rounded operands with {tile}"
+
+
+def test_staged_tensor_cores_partial_tiles_and_odd_lines():
+    """K not a multiple of the staged k (37 = 32 + 5), lines that overhang the problem, a single
+    8-column fragment (ldmatrix .x2) and slots that outnumber the tile's pieces."""
+    problem = MMA_CASES["gemm_odd"]()
+    rng = np.random.default_rng(11)
+    a, b = problem.random_inputs(rng, np.float32)
+    for prec, chunk in (("tf32", 16), ("tf32", 32), ("fp16", 32), ("bf16", 64)):
+        ref = _round_operand(a, prec) @ _round_operand(b, prec)
+        for warps, frags in (((1, 1), (1, 1)), ((2, 2), (2, 3)), ((4, 1), (1, 1))):
+            regs = (16 * warps[0] * frags[0], 8 * warps[1] * frags[1])
+            tile = {"mma": prec, "ldsm": True, "regs": regs, "warps": warps, "frags": frags,
+                    "chunk": chunk}
+            out = (cp.full((50, 40), np.nan, dtype=np.float32),)
+            got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
+            assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
+            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            assert err < 2e-6, f"relative error {err:.2e} with {tile}"

@@ -1,0 +1,485 @@
+"""Tensor-core kernels with operands staged in their own precision, read with ``ldmatrix``.
+
+The second tensor-core kernel of :mod:`merit.gpu` (``Tile.ldsm``), for the same problems as
+:mod:`merit.gpu.mma` (a dot product whose two loop inputs split the parallel indices into rows and
+columns, :func:`merit.gpu.mma.roles`).  Where the first kernel copies the Eq. 9 footprints as fp32
+words and rounds every fragment element as it reads it, this one gathers the implicit GEMM's
+operand tiles themselves:
+
+- the accumulation indices are flattened in C order into k; an accumulation tile holds ``chunk``
+  consecutive k (``BK``: 32 or 64 for FP16 / BF16, 16 or 32 for TF32), the last one zero-filled
+  past the end;
+- each operand tile is a ``lines x BK`` matrix in shared memory (lines: the block's rows for A,
+  its columns for B), k innermost, stored in the operand precision: 2 bytes per element for FP16
+  / BF16, 4 for TF32 (rounded once, when stored);
+- 16-byte pieces of a line are XOR-swizzled (piece ``c`` of line ``r`` goes to piece
+  ``c ^ (r / max(1, 8 / C)) % min(C, 8)`` of C pieces per line), so that the 8 lines an
+  ``ldmatrix`` phase reads, and the 16 lines a half-warp stores, fall in different banks;
+- fragments come from ``ldmatrix.sync.aligned.m8n8.x4`` (A: one per 16 x k-step fragment; B: one
+  per two 8-column fragments, ``.x2`` for a last odd one), no conversion in the inner loop;
+- every element of a tile is loaded from global memory through the operand's transform (the
+  boundary modes applied per axis where the coordinates can leave the tensor), four k per thread
+  and slot: one 16-byte load where the flattened k is contiguous and aligned in memory (GEMM's A,
+  a convolution's weights), else four loads whose lanes walk the line index (coalesced along the
+  image rows, or along B's columns);
+- the next tile's loads are issued into registers before the current tile's ``mma.sync`` and
+  stored (converted) into the other of two shared buffers after it: one barrier per tile.
+
+The PostLoop epilogue is :mod:`merit.gpu.mma`'s.
+"""
+
+import math
+
+from .mma import KSTEP, _pow2ceil, box, roles
+from .tile import Tile
+
+__all__ = ["ESIZE", "eligible", "candidates", "estimate", "source", "smem_bytes", "operand_plan",
+           "swizzle", "BKS"]
+
+#: Bytes per staged element.
+ESIZE = {"tf32": 4, "fp16": 2, "bf16": 2}
+#: k per accumulation tile the candidates try, per precision (rows of 64 or 128 bytes).
+BKS = {"tf32": (16, 32), "fp16": (32, 64), "bf16": (32, 64)}
+#: Dense multiply-adds per clock per SM modelled for ``mma.sync`` fed by ``ldmatrix``.
+RATE = {"tf32": 512.0, "fp16": 1024.0, "bf16": 1024.0}
+_WARPS = ((2, 2), (2, 4), (4, 2), (1, 4), (4, 1), (2, 1), (1, 2), (1, 1))
+
+
+def eligible(spec):
+    return roles(spec) is not None
+
+
+def swizzle(row, chunks):
+    """Which of a line's ``chunks`` 16-byte pieces holds logical piece 0 of line ``row`` (XOR
+    mask): 8 consecutive lines, or one piece per line in a 128-byte phase, never share a bank."""
+    return (row // max(1, 8 // chunks)) % min(chunks, 8)
+
+
+def _gstrides(shape):
+    st = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        st[i] = st[i + 1] * shape[i + 1]
+    return st
+
+
+def operand_plan(spec, k, idxs):
+    """How input ``k`` (lines over parallel indices ``idxs``) is gathered.
+
+    Returns a dict: ``coef`` (per position of k = (p, a), elements of the linear offset),
+    ``const`` (the constant part), ``checked`` (axes whose coordinate can leave the tensor),
+    ``vector`` (four consecutive k are one aligned 16-byte piece in memory), ``klanes``
+    (neighbouring lanes take neighbouring k, else neighbouring lines)."""
+    tr = spec.inputs[k].transform
+    shape = tr.source_shape
+    st = _gstrides(shape)
+    npos = spec.np + spec.na
+    ext = tuple(spec.pshape) + tuple(spec.ashape)
+    coef = [0] * npos
+    for ax, terms in enumerate(tr.terms):
+        for pos, s in terms:
+            coef[pos] += s * st[ax]
+    const = sum(o * st[ax] for ax, o in enumerate(tr.offset))
+    checked = []
+    for ax, terms in enumerate(tr.terms):
+        lo = tr.offset[ax] + sum(min(0, s * (ext[pos] - 1)) for pos, s in terms)
+        hi = tr.offset[ax] + sum(max(0, s * (ext[pos] - 1)) for pos, s in terms)
+        if lo < 0 or hi >= shape[ax]:
+            checked.append(ax)
+    kpos = range(spec.np, npos)
+    # the linear offset walks the flattened k with unit stride, on axes never checked
+    flat = all(coef[spec.np + i] == math.prod(spec.ashape[i + 1:]) for i in range(spec.na))
+    k_axes = {ax for ax, terms in enumerate(tr.terms) for pos, _ in terms if pos in kpos}
+    vector = (flat and not (k_axes & set(checked)) and math.prod(spec.ashape) % 4 == 0
+              and const % 4 == 0 and all(coef[j] % 4 == 0 for j in range(spec.np)))
+    inner_line = coef[idxs[-1]] if idxs else 0
+    klanes = vector or (abs(inner_line) != 1 and coef[npos - 1] == 1)
+    return {"coef": coef, "const": const, "checked": tuple(checked), "vector": vector,
+            "klanes": klanes}
+
+
+def _geo(spec, tile):
+    """(BM, BN, BK, bytes per line, 16-byte pieces per line)."""
+    r = roles(spec)
+    bm = math.prod(tile.regs[j] for j in r.rows)
+    bn = math.prod(tile.regs[j] for j in r.cols)
+    bk = tile.chunk
+    rb = bk * ESIZE[tile.mma]
+    return bm, bn, bk, rb, rb // 16
+
+
+def smem_bytes(spec, tile):
+    bm, bn, _, rb, _ = _geo(spec, tile)
+    return 2 * (bm + bn) * rb
+
+
+def candidates(spec, precision, cap):
+    """Staged tensor-core tiles: warp layouts, fragments per warp (at most 32: 128 fp32 sums per
+    thread), k per tile, boxes wasting at most 35 % (or the least possible)."""
+    r = roles(spec)
+    if r is None:
+        return
+    P = spec.np
+    K = math.prod(spec.ashape)
+    shapes = []
+    for wm, wn in _WARPS:
+        for fm in (1, 2, 4):
+            for fn in (1, 2, 4, 8):
+                if fm * fn > 32:
+                    continue
+                bm, bn = wm * fm * 16, wn * fn * 8
+                if bm > 256 or bn > 256 or bm * bn < 1024:
+                    continue
+                ext = box(spec, r, bm, bn)
+                padded = math.prod(-(-n // b) * b for n, b in zip(spec.pshape, ext, strict=True))
+                shapes.append((padded / math.prod(spec.pshape), ext, (wm, wn), (fm, fn)))
+    if not shapes:
+        return
+    limit = max(1.35, 1.05 * min(s[0] for s in shapes))
+    for waste, ext, warps, frags in shapes:
+        if waste > limit:
+            continue
+        for bk in BKS[precision]:
+            if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
+                continue
+            t = Tile((1,) * P, ext, bk, mma=precision, warps=warps, frags=frags, ldsm=True)
+            if smem_bytes(spec, t) <= cap:
+                yield t
+
+
+def _slots(lines, bk, nt):
+    return -(-lines * (bk // 4) // nt)
+
+
+def estimate(spec, tile, device, smem_cap):
+    """Cost-model time of a staged tensor-core tile in SM clocks, or None if it cannot run."""
+    prec = tile.mma
+    ks = KSTEP[prec]
+    r = roles(spec)
+    wm, wn = tile.warps
+    fm, fn = tile.frags
+    nt = tile.nthreads
+    bm, bn, bk, rb, _ = _geo(spec, tile)
+    smem = smem_bytes(spec, tile)
+    if smem > smem_cap:
+        return None
+    grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
+    nb = math.prod(grid)
+    K = math.prod(spec.ashape)
+    ntiles = -(-K // bk)
+    plans = [(operand_plan(spec, r.a, r.rows), bm), (operand_plan(spec, r.b, r.cols), bn)]
+    slots = sum(_slots(lines, bk, nt) for _, lines in plans)
+    regs = fm * fn * 4 + slots * 4 + fm * 4 + fn * 2 + 8 * 2 + 40
+    if regs > 255:
+        return None
+    regs = -(-regs // 8) * 8
+    per_sm = min(device.regs_sm // (nt * regs), device.threads_sm // nt, device.smem_sm // smem,
+                 32)
+    if per_sm < 1:
+        return None
+    kst = bk // ks
+    # per warp and tile: mma, ldmatrix (x4: 4 shared wavefronts), gather instructions
+    mma_n = fm * fn * kst
+    ldsm_n = (fm + -(-fn // 2)) * kst
+    gather = 0.0
+    for p, lines in plans:
+        per = 6.0 if p["vector"] else 4 * (6 + 2 * (spec.na - 1) + 4 * len(p["checked"]))
+        gather += _slots(lines, bk, nt) * (per + 4)
+    steps = nb * ntiles
+    warps = wm * wn
+    mma_clk = steps * warps * mma_n * 16 * 8 * ks / RATE[prec]
+    smem_clk = steps * (warps * ldsm_n * 4 + 2 * (bm + bn) * rb / 128) / device.lds_rate
+    issue_clk = steps * warps * (mma_n + ldsm_n * 2 + gather) / device.fma_rate
+    resident = per_sm * nt / 32
+    eff = min(1.0, resident / 8.0) ** 0.5
+    waves = nb / (device.sms * per_sm)
+    tail = math.ceil(waves) / waves if waves < 4 else 1.0
+    sm_time = max(mma_clk, smem_clk, issue_clk) / device.sms / eff * tail
+    # operand tiles come from L2 (fp32, every block reads its own); DRAM sees each tensor once
+    l2 = steps * (bm + bn) * bk * 4 / (2.0 * device.dram_bytes_clk)
+    once = sum(math.prod(op.shape) for op in spec.inputs) * 4 + math.prod(spec.pshape) * 8
+    dram = once / device.dram_bytes_clk
+    return max(sm_time, l2, dram) + 2000.0 + 60.0 * ntiles
+
+
+_PRELUDE_LDSM = r"""
+__device__ __forceinline__ void merit_ldsm4(unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3,
+                                            unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void merit_ldsm2(unsigned& r0, unsigned& r1, unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+"""
+_STORE = {
+    "tf32": r"""
+__device__ __forceinline__ void merit_st4(unsigned addr, float a, float b, float c, float d) {
+    // TF32: round to nearest, ties away, once, when the element is staged
+    unsigned x = (__float_as_uint(a) + 0x1000u) & 0xffffe000u;
+    unsigned y = (__float_as_uint(b) + 0x1000u) & 0xffffe000u;
+    unsigned z = (__float_as_uint(c) + 0x1000u) & 0xffffe000u;
+    unsigned w = (__float_as_uint(d) + 0x1000u) & 0xffffe000u;
+    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" :: "r"(addr), "r"(x), "r"(y), "r"(z),
+                 "r"(w));
+}
+""",
+    "half": r"""
+__device__ __forceinline__ void merit_st4(unsigned addr, float a, float b, float c, float d) {
+    unsigned x, y;
+    asm("cvt.rn.TYx2.f32 %0, %1, %2;\n" : "=r"(x) : "f"(b), "f"(a));
+    asm("cvt.rn.TYx2.f32 %0, %1, %2;\n" : "=r"(y) : "f"(d), "f"(c));
+    asm volatile("st.shared.v2.b32 [%0], {%1,%2};\n" :: "r"(addr), "r"(x), "r"(y));
+}
+""",
+}
+
+
+def _store_prelude(prec):
+    if prec == "tf32":
+        return _STORE["tf32"]
+    return _STORE["half"].replace("TY", "f16" if prec == "fp16" else "bf16")
+
+
+def source(spec, tile):
+    """CUDA source of the staged tensor-core kernel and its launch geometry."""
+    from .codegen import (
+        _CTYPE,
+        _LIMITS,
+        _PRELUDE,
+        _load_function,
+        _strategy_struct,
+        _Writer,
+        kernel_name,
+    )
+    from .mma import _MMA_PRELUDE, _decompose_code, emit_epilogue
+
+    r = roles(spec)
+    if r is None:
+        raise ValueError(f"problem {spec.name!r} is not a dot product the tensor cores can run")
+    prec = tile.mma
+    ks = KSTEP[prec]
+    es = ESIZE[prec]
+    name = kernel_name(spec, tile)
+    P, A = spec.np, spec.na
+    blk = tile.block
+    grid = [-(-n // b) for n, b in zip(spec.pshape, blk, strict=True)]
+    nblocks = math.prod(grid)
+    nt = tile.nthreads
+    wm_n, wn_n = tile.warps
+    fm_n, fn_n = tile.frags
+    bm, bn, bk, rb, chunks = _geo(spec, tile)
+    if bk % ks or bk % 8 or chunks < 2:
+        raise ValueError(f"tile.chunk {bk} must be a multiple of {max(ks, 8)} for {prec} "
+                         f"staging (32 bytes per line at least)")
+    K = math.prod(spec.ashape)
+    ntiles = -(-K // bk)
+    stage_bytes = (bm + bn) * rb
+    smem = 2 * stage_bytes
+    b_off = bm * rb
+
+    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
+           f"  levels={spec.levels}  tensor cores: {prec}, operands staged at {es} bytes, "
+           f"ldmatrix", f"// tile: {tile}",
+           "typedef float T;", f"#define T_LOWEST {_LIMITS['float32'][0]}",
+           f"#define T_HIGHEST {_LIMITS['float32'][1]}",
+           f"#define A_SIZE {math.prod(spec.ashape)}"]
+    for pname, value in spec.params:
+        cty = "int" if isinstance(value, int) else "float"
+        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
+        out.append(f"constexpr {cty} {pname} = {lit};")
+    out.append(_PRELUDE)
+    out.append(_MMA_PRELUDE[prec])
+    out.append(_PRELUDE_LDSM)
+    out.append(_store_prelude(prec))
+    out.append(_strategy_struct(spec, "float"))
+    for k in range(len(spec.inputs)):
+        if spec.inputs[k].stage != "loop":
+            out.append(_load_function(spec, k, "float"))
+    params = [f"const T* __restrict__ g_in{k}" for k in range(len(spec.inputs))]
+    params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
+    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {name}({", ".join(params)}) {{')
+    w = _Writer()
+    w("extern __shared__ __align__(128) unsigned char smem_raw[];")
+    w("const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);")
+    w("const int tid = threadIdx.x;")
+    w("const int lane = tid & 31, warp = tid >> 5;")
+    w(f"const int wm = warp % {wm_n}, wn = warp / {wm_n};")
+    w("const int gq = lane >> 2, tq = lane & 3;")
+    w("int bq = blockIdx.x;")
+    for j in range(P - 1, -1, -1):
+        w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
+
+    # ---- the gather: per operand and slot, a line and four consecutive k ----
+    ops = []
+    for k, idxs, lines, base in ((r.a, r.rows, bm, 0), (r.b, r.cols, bn, b_off)):
+        p = operand_plan(spec, k, idxs)
+        nsl = _slots(lines, bk, nt)
+        exact = lines * (bk // 4) % nt == 0
+        ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact))
+    tr_of = {k: spec.inputs[k].transform for k in (r.a, r.b)}
+    idx_t = "int" if all(math.prod(tr_of[k].source_shape) < 2**31 for k in tr_of) else "long long"
+
+    def line_terms(k, ax):
+        return [(pos, s) for pos, s in tr_of[k].terms[ax] if pos < P]
+
+    def k_terms(k, ax):
+        return [(pos - P, s) for pos, s in tr_of[k].terms[ax] if pos >= P]
+
+    for oi, op in enumerate(ops):
+        k, idxs, lines, base, p = op["k"], op["idxs"], op["lines"], op["base"], op["p"]
+        nsl, exact = op["nsl"], op["exact"]
+        tr = tr_of[k]
+        vk = bk // 4
+        for i in range(nsl):
+            w(f"// operand {k} slot {i}")
+            w(f"const int v{oi}_{i} = tid + {i * nt};")
+            if p["klanes"]:
+                w(f"const int kq{oi}_{i} = 4 * (v{oi}_{i} % {vk}), "
+                  f"ln{oi}_{i} = v{oi}_{i} / {vk};")
+            else:
+                w(f"const int ln{oi}_{i} = v{oi}_{i} % {lines}, "
+                  f"kq{oi}_{i} = 4 * (v{oi}_{i} / {lines});")
+            valid = "true" if exact or (i + 1) * nt <= lines * vk else f"v{oi}_{i} < {lines * vk}"
+            w(f"const bool in{oi}_{i} = {valid};")
+            # the line's parallel coordinates, clamped into the problem (overhanging lines read
+            # valid memory; their outputs are not stored)
+            w.open("")
+            for line in _decompose_code("q", f"min(ln{oi}_{i}, {lines - 1})", idxs, blk, "u"):
+                w(line)
+            for j in range(P):
+                rel = f" + u{j}" if j in idxs else ""
+                w(f"const int p{j} = min(pb{j}{rel}, {spec.pshape[j] - 1});")
+            lin = [str(p["const"])] + [f"({idx_t})p{j} * {p['coef'][j]}" for j in range(P)
+                                       if p["coef"][j]]
+            w(f"lb{oi}_{i} = {' + '.join(lin)};")
+            for ax in p["checked"]:
+                parts = [str(tr.offset[ax])] + [f"p{pos} * {s}" for pos, s in line_terms(k, ax)]
+                w(f"lx{oi}_{i}_{ax} = {' + '.join(parts)};")
+            w.close()
+            # the shared address of the slot's four k (k-tile independent)
+            w(f"const unsigned sa{oi}_{i} = {base} + ln{oi}_{i} * {rb} + "
+              f"((((kq{oi}_{i} * {es}) >> 4) ^ ((ln{oi}_{i} / {max(1, 8 // chunks)}) % "
+              f"{min(chunks, 8)})) << 4) + ((kq{oi}_{i} * {es}) & 15);")
+        # declarations must precede the blocks above: emitted by moving them up afterwards
+    decls = []
+    for oi, op in enumerate(ops):
+        for i in range(op["nsl"]):
+            decls.append(f"{idx_t} lb{oi}_{i};")
+            decls += [f"int lx{oi}_{i}_{ax};" for ax in op["p"]["checked"]]
+            decls.append(f"float f{oi}_{i}[4];")
+    # insert the declarations before the first slot comment
+    first = next(n for n, ln in enumerate(w.lines) if "// operand" in ln)
+    w.lines[first:first] = ["    " + d for d in decls]
+
+    def emit_loads(kt_expr):
+        """Global loads of k-tile ``kt_expr`` into the slots' registers."""
+        for oi, op in enumerate(ops):
+            k, p, nsl, exact = op["k"], op["p"], op["nsl"], op["exact"]
+            tr = tr_of[k]
+            st = _gstrides(tr.source_shape)
+            for i in range(nsl):
+                w.open(f"if (in{oi}_{i})" if not exact else "")
+                w(f"const int k0 = {kt_expr} * {bk} + kq{oi}_{i};")
+                if p["vector"]:
+                    klin = f"({idx_t})k0"
+                    cond = f"k0 < {K}" if K % bk else None
+                    src = f"g_in{k} + lb{oi}_{i} + {klin}"
+                    if cond:
+                        w(f"float4 v = {cond} ? __ldg(reinterpret_cast<const float4*>({src})) "
+                          f": make_float4(0.f, 0.f, 0.f, 0.f);")
+                    else:
+                        w(f"const float4 v = __ldg(reinterpret_cast<const float4*>({src}));")
+                    w(f"f{oi}_{i}[0] = v.x; f{oi}_{i}[1] = v.y; f{oi}_{i}[2] = v.z; "
+                      f"f{oi}_{i}[3] = v.w;")
+                else:
+                    w("#pragma unroll")
+                    w.open("for (int e = 0; e < 4; ++e)")
+                    w("int q = k0 + e;")
+                    w(f"bool ok = q < {K};" if K % bk else "bool ok = true;")
+                    if K % bk:
+                        w(f"q = min(q, {K - 1});")
+                    for a in range(A - 1, -1, -1):
+                        if a > 0:
+                            w(f"const int a{a} = q % {spec.ashape[a]}; q /= {spec.ashape[a]};")
+                        else:
+                            w("const int a0 = q;")
+                    kl = [f"({idx_t})a{a} * {p['coef'][P + a]}" for a in range(A)
+                          if p["coef"][P + a]]
+                    w(f"{idx_t} at = lb{oi}_{i}{' + ' + ' + '.join(kl) if kl else ''};")
+                    for ax in p["checked"]:
+                        parts = [f"lx{oi}_{i}_{ax}"] + [f"a{a} * {s}" for a, s in k_terms(k, ax)]
+                        w(f"const int x{ax} = {' + '.join(parts)};")
+                        n = tr.source_shape[ax]
+                        if tr.boundary[ax] == "zero":
+                            w(f"ok = ok && ((unsigned)x{ax} < {n}u);")
+                        # clamp (and "error", proved in range on the host); a zero-filled
+                        # element's address is clamped too, so no load leaves the tensor
+                        w(f"at += ({idx_t})(min(max(x{ax}, 0), {n - 1}) - x{ax}) * {st[ax]};")
+                    w(f"f{oi}_{i}[e] = ok ? __ldg(g_in{k} + at) : 0.f;")
+                    w.close()
+                w.close()
+
+    def emit_stores(buf_expr):
+        for oi, op in enumerate(ops):
+            for i in range(op["nsl"]):
+                f = f"f{oi}_{i}"
+                st = (f"merit_st4(sbase + {buf_expr} * {stage_bytes} + sa{oi}_{i}, {f}[0], {f}[1], "
+                      f"{f}[2], {f}[3]);")
+                w(st if op["exact"] else f"if (in{oi}_{i}) {st}")
+
+    # ldmatrix addresses: per lane a line (its swizzle mask XOR the lane's piece bit) per operand
+    w(f"const int rowa = wm * {fm_n * 16} + ((lane >> 3) & 1) * 8 + (lane & 7);")
+    w(f"const unsigned xa = (lane >> 4) ^ ((rowa / {max(1, 8 // chunks)}) % {min(chunks, 8)});")
+    w(f"const unsigned la = rowa * {rb};")
+    w(f"const int rowb = wn * {fn_n * 8} + (lane >> 4) * 8 + (lane & 7);")
+    w(f"const unsigned xb = ((lane >> 3) & 1) ^ ((rowb / {max(1, 8 // chunks)}) % "
+      f"{min(chunks, 8)});")
+    w(f"const unsigned lbb = {b_off} + rowb * {rb};")
+    for fm in range(fm_n):
+        for fn in range(fn_n):
+            w(f"float c{fm}_{fn}_0 = 0.f, c{fm}_{fn}_1 = 0.f, c{fm}_{fn}_2 = 0.f, "
+              f"c{fm}_{fn}_3 = 0.f;")
+
+    emit_loads("0")
+    emit_stores("0")
+    w("__syncthreads();")
+    w("#pragma unroll 1")
+    w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
+    w(f"const unsigned stg = sbase + (kt & 1) * {stage_bytes};")
+    if ntiles > 1:
+        w.open(f"if (kt + 1 < {ntiles})")
+        emit_loads("(kt + 1)")
+        w.close()
+    w("#pragma unroll")
+    w.open(f"for (int ks = 0; ks < {bk // ks}; ++ks)")
+    w("const unsigned pa = stg + la + (((unsigned)(2 * ks) ^ xa) << 4);")
+    w("const unsigned pb = stg + lbb + (((unsigned)(2 * ks) ^ xb) << 4);")
+    for fm in range(fm_n):
+        w(f"unsigned a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3;")
+        w(f"merit_ldsm4(a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3, pa + {fm * 16 * rb});")
+    for fn in range(0, fn_n, 2):
+        if fn + 1 < fn_n:
+            w(f"unsigned b{fn}_0, b{fn}_1, b{fn + 1}_0, b{fn + 1}_1;")
+            w(f"merit_ldsm4(b{fn}_0, b{fn}_1, b{fn + 1}_0, b{fn + 1}_1, pb + {fn * 8 * rb});")
+        else:
+            # x2: lanes 0..15 give the addresses (lines fn*8 + lane & 7, piece by lane bit 3)
+            w(f"unsigned b{fn}_0, b{fn}_1;")
+            w(f"merit_ldsm2(b{fn}_0, b{fn}_1, pb + {fn * 8 * rb});")
+    for fm in range(fm_n):
+        for fn in range(fn_n):
+            c = f"c{fm}_{fn}_"
+            w(f"merit_mma({c}0, {c}1, {c}2, {c}3, a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3, "
+              f"b{fn}_0, b{fn}_1);")
+    w.close()
+    if ntiles > 1:
+        w.open(f"if (kt + 1 < {ntiles})")
+        emit_stores("((kt + 1) & 1)")
+        w.close()
+    w("__syncthreads();")
+    w.close()
+
+    emit_epilogue(w, spec, r, blk, fm_n, fn_n)
+    out.append("\n".join(w.lines))
+    out.append("}")
+    return name, "\n".join(out) + "\n", nblocks, nt, smem
