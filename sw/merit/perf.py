@@ -348,6 +348,12 @@ class _Jobs:
     group: int                # TAUs per sharing group
     rows: tuple               # SRAM rows of one job per RP
     ahead: int                # jobs whose tiles fit in the RP FIFOs at once
+    ahead_port: tuple         # ... in each RP's FIFO (a job allocates RP0's tiles, then RP1's)
+    port_read: np.ndarray     # (jobs, 2): read beats of the own slots of each RP
+    port_datapath: np.ndarray  # (jobs, 2): their DMA data-path cycles
+    port_hold: np.ndarray     # (jobs, 2): their R-channel cycles
+    own: np.ndarray           # (jobs, 2): the job loads slots of this RP itself (not fed)
+    shared_port: int          # RP of the shared slot (-1: no sharing)
     density: tuple            # share of CP cycles that read RP0 / RP1
 
 
@@ -427,17 +433,28 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
     shared_upto = np.zeros((n_t, n_a), dtype=np.int64)
     datapath = np.zeros((n_t, n_a), dtype=np.int64)
     hold = np.zeros((n_t, n_a), dtype=np.int64)
+    port_read = np.zeros((n_t, n_a, 2), dtype=np.int64)
+    port_datapath = np.zeros((n_t, n_a, 2), dtype=np.int64)
+    port_hold = np.zeros((n_t, n_a, 2), dtype=np.int64)
+    own_port = np.zeros((n_t, n_a, 2), dtype=bool)
+    shared_port = -1
     for b, (a_origin, _) in enumerate(a_tiles):
-        for n, (_, slot) in enumerate(_numbered_slots(kernel)):
+        for n, (port, slot) in enumerate(_numbered_slots(kernel)):
             if slot is None:
                 continue
             r, d, h = _load_counts(kernel, slot, origins, a_origin)
             own = lead if (group > 1 and n == shared) else np.ones(n_t, dtype=bool)
+            if group > 1 and n == shared:
+                shared_port = port
             read[:, b] += np.where(own, r, 0)
             if group > 1 and n == shared:       # the DMA loads the slots in this order
                 shared_upto[:, b] = np.where(lead, read[:, b], 0)
             datapath[:, b] += np.where(own, d, 0)
             hold[:, b] += np.where(own, h, 0)
+            port_read[:, b, port] += np.where(own, r, 0)
+            port_datapath[:, b, port] += np.where(own, d, 0)
+            port_hold[:, b, port] += np.where(own, h, 0)
+            own_port[:, b, port] |= own
     outs = max(len(kernel.outputs), 1)
     write = np.zeros((n_t, n_a), dtype=np.int64)
     beats = _write_beats(kernel, origins)
@@ -461,6 +478,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
         rows[port] += slot["rows"]
     depth = [b // (2 * kernel.lanes) for b in rp_bytes]
     ahead = min([depth[r] // rows[r] for r in (0, 1) if rows[r]] or [n_a * n_t])
+    ahead_port = tuple(max(depth[r] // rows[r], 1) if rows[r] else 0 for r in (0, 1))
     prog = kernel.program
     a_size = tuple(kernel.problem.a_shape) or (1,)
     total = n_a + warps * int(per_warp.sum())
@@ -478,7 +496,9 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
                  read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
                  tail.reshape(-1), partner.reshape(-1), shared_upto.reshape(-1),
                  tuple(flat_units), group, tuple(rows),
-                 max(ahead, 1), tuple(density))
+                 max(ahead, 1), ahead_port, port_read.reshape(-1, 2),
+                 port_datapath.reshape(-1, 2), port_hold.reshape(-1, 2),
+                 own_port.reshape(-1, 2), shared_port, tuple(density))
 
 
 # ---- the pipeline simulation ------------------------------------------------------------------
@@ -525,10 +545,11 @@ class _TauState:
         self.computed = False    # ... its instructions have issued
         self.writing = False     # ... its output beats are not all written
         self.compute_end = 0.0
-        self.inflight = 0        # jobs holding RP FIFO space (loading, loaded or computing)
+        self.inflight = [0, 0]   # jobs holding FIFO space in RP0 / RP1
+        self.head = set()        # RPs in which the tile looper has allocated the queue's head
+        self.requests = collections.deque()  # (job, RP): the DMA's loads, in order
         self.wants_tile = True   # the tile looper has handed out every job of its tiles
         self.slot = None         # the dispatcher's tile waiting for this TAU
-        self.rest = 0.0          # beats of a leader's own slots still to load after the shared
 
 
 def _simulate(jobs, taus, beat_rate, latency):
@@ -538,7 +559,6 @@ def _simulate(jobs, taus, beat_rate, latency):
     units = collections.deque(jobs.units)
     group = jobs.group
     fetched = {}                 # a group leader's job -> cycle its tiles were all loaded
-    started = set()              # jobs whose load has started (their RP tiles allocated)
     followers = collections.defaultdict(list)  # a leader's job -> its followers' jobs
     for j, lead in enumerate(jobs.partner):
         if lead >= 0:
@@ -576,59 +596,84 @@ def _simulate(jobs, taus, beat_rate, latency):
                 deal()
                 return
 
-    def allocated():
-        """Jobs whose SRAM tiles are allocated: started, or queued within the RP FIFOs' room
-        (a follower's tile looper allocates the shared tile, a credit for its leader, while its
-        DMA still loads older jobs)."""
-        out = set()
+    holds = [r for r in (0, 1) if jobs.ahead_port[r]]     # RPs that a job takes rows of
+    parts = collections.Counter()       # loads of a job still to come
+    placed = set()                      # (job, RP) whose SRAM tile is allocated
+
+    def allocate():
+        """The tile loopers: the queue's head job allocates its tiles RP by RP (RP0's slots,
+        then RP1's) as each RP's FIFO has room, and hands the DMA a load per RP whose slots it
+        fetches itself (a follower's shared slot is its leader's load, a credit)."""
         for s in state:
-            room = jobs.ahead - s.inflight
-            out.update(itertools.islice(s.queue, max(room, 0)))
-        return out
+            while s.queue:
+                j = s.queue[0]
+                if not s.head:
+                    parts[j] = sum(1 for r in holds if jobs.own[j, r])
+                for r in holds:
+                    if r in s.head:
+                        continue
+                    if s.inflight[r] >= jobs.ahead_port[r]:
+                        break
+                    s.inflight[r] += 1
+                    s.head.add(r)
+                    placed.add((j, r))
+                    if jobs.own[j, r]:
+                        s.requests.append((j, r))
+                else:
+                    s.queue.popleft()
+                    s.head = set()
+                    s.wants_tile = not s.queue
+                    if not any(jobs.own[j, r] for r in holds):
+                        s.requests.append((j, None))   # nothing to load: committed at once
+                    continue
+                break
 
     def start_loads():
-        ready = None
+        allocate()
         for i, s in enumerate(state):
-            if s.loading is None and s.queue and s.inflight < jobs.ahead:
-                j = s.queue[0]
-                waiting_on = [f for f in followers.get(j, ()) if f not in started]
-                if waiting_on:
-                    ready = allocated() if ready is None else ready
-                if any(f not in ready for f in waiting_on):
+            if s.loading is None and s.requests:
+                j, r = s.requests[0]
+                if r is not None and r == jobs.shared_port and any(
+                        (f, r) not in placed for f in followers.get(j, ())):
                     continue     # a leader fetches the shared tile once its group allocated it
-                s.queue.popleft()
-                s.loading = j
-                started.add(j)
-                s.inflight += 1
-                s.wants_tile = not s.queue
-                if s.dma_idle_since is None or s.dma_idle_since < now:
+                s.requests.popleft()
+                s.loading = (j, r)
+                if r is None:
+                    heapq.heappush(timers, (now, next(seq), "loaded", i, j))
+                elif s.dma_idle_since is None or s.dma_idle_since < now:
                     # nothing in flight: the request, address walk and AR, then the latency
                     heapq.heappush(timers, (now + c["restart"] + latency, next(seq), "read", i, j))
                 else:    # back to back: the ARs ran ahead of the previous load's data
-                    begin_read(i, j)
+                    begin_read(i)
 
-    def begin_read(i, j, part=None):
-        beats = float(jobs.read[j])
+    def begin_read(i):
+        j, r = state[i].loading
+        beats = float(jobs.port_read[j, r])
         if beats:
-            # a leader's load: the slots up to the shared one first (their rows reach the
-            # followers as they arrive), then the rest of its own slots
-            first = float(jobs.shared[j])
-            state[i].rest = beats - first if part is None and 0 < first < beats else 0.0
-            left = beats - first if part == "rest" else first if state[i].rest else beats
             # the DMA data path takes at most a beat per cycle and keeps RREADY low while it
             # flushes a tile's last rows to the collector: a load alone holds the DRAM for
             # those cycles too; next to writes, part of those slots go to the writes instead
             # (rows of zeros and clamp fills take data-path cycles but leave the R channel to
             # the other TAUs: they cap the load's rate, not the port slots it holds)
-            cap = min(1.0, beats / float(jobs.datapath[j]))
-            alone = max(1.0, beat_rate * float(jobs.hold[j]) / beats)
-            dram.active[("r", i)] = [left, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
+            cap = min(1.0, beats / float(jobs.port_datapath[j, r]))
+            alone = max(1.0, beat_rate * float(jobs.port_hold[j, r]) / beats)
+            dram.active[("r", i)] = [beats, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
         else:
-            heapq.heappush(timers, (now + float(jobs.datapath[j]), next(seq), "loaded", i, j))
+            heapq.heappush(timers, (now + float(jobs.port_datapath[j, r]), next(seq), "loaded",
+                                    i, j))
 
     def loaded(i):
+        """The DMA has loaded one RP's slots of a job (its tiles are committed with the last)."""
         s = state[i]
-        j = s.loading
+        j, r = s.loading
+        s.loading = None
+        s.dma_idle_since = now
+        if r is not None:
+            parts[j] -= 1
+            if r == jobs.shared_port and int(jobs.partner[j]) < 0:
+                multicast(j)
+        if parts[j] > 0:
+            return
         entry = [j, now + c["commit"]]
         s.loaded.append(entry)
         lead = int(jobs.partner[j])
@@ -639,10 +684,6 @@ def _simulate(jobs, taus, beat_rate, latency):
             if lead >= 0:
                 entry[1] = max(now, fetched[lead]) + c["commit"]
             heapq.heappush(timers, (entry[1], next(seq), "ready", i, j))
-        if group > 1 and j not in fetched:
-            multicast(j)
-        s.loading = None
-        s.dma_idle_since = now
 
     def multicast(j):
         """The leader's job ``j`` has fetched the shared slot: its followers' jobs may run."""
@@ -655,8 +696,8 @@ def _simulate(jobs, taus, beat_rate, latency):
         for i, s in enumerate(state):
             if s.job is None and s.loaded and s.loaded[0][1] <= now:
                 j = s.job = s.loaded.popleft()[0]
-                cycles = float(jobs.compute[j]) + (stall if s.queue or s.loading is not None
-                                                   else 0.0)
+                cycles = float(jobs.compute[j]) + (stall if s.queue or s.requests
+                                                   or s.loading is not None else 0.0)
                 s.computed, s.compute_end = False, now + cycles
                 heapq.heappush(timers, (s.compute_end, next(seq), "computed", i, j))
                 s.writing = bool(jobs.write[j])
@@ -671,7 +712,8 @@ def _simulate(jobs, taus, beat_rate, latency):
         if jobs.write[j] and jobs.tile[j] >= 0:
             end = max(end, now if now > s.compute_end else s.compute_end - jobs.tail[j])
         s.job = None
-        s.inflight -= 1
+        for r in holds:
+            s.inflight[r] -= 1
         done += 1
 
     deal()
@@ -690,10 +732,7 @@ def _simulate(jobs, taus, beat_rate, latency):
         for key in [k for k, (left, *_) in dram.active.items() if left <= 1e-6]:
             del dram.active[key]
             kind, i = key
-            if kind == "r" and state[i].rest:
-                multicast(state[i].loading)
-                begin_read(i, state[i].loading, "rest")
-            elif kind == "r":
+            if kind == "r":
                 loaded(i)
             else:
                 s = state[i]
@@ -704,7 +743,7 @@ def _simulate(jobs, taus, beat_rate, latency):
             _, _, kind, i, j = heapq.heappop(timers)
             s = state[i]
             if kind == "read":
-                begin_read(i, j)
+                begin_read(i)
             elif kind == "loaded":
                 loaded(i)
             elif kind == "computed":
