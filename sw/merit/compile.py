@@ -29,15 +29,17 @@ from .mapping.bank import BankFunction
 from .transform import Transform
 
 #: Mapped tiles, cheapest in DRAM traffic per output first, that the compiler weighs: it keeps
-#: the cheapest whose sizes are powers of two unless :func:`merit.perf.predict` finds one of
-#: other sizes MARGIN faster ...
+#: the cheapest whose sizes are powers of two unless :func:`merit.perf.predict` finds another
+#: MARGIN faster: one of these, or one of the RANKED tiles that :func:`estimate_time` puts
+#: first (compute with the idle lanes of edge tiles, DRAM with operand sharing) ...
 ALTERNATIVES = 4
+RANKED = 4
 MARGIN = 0.05
 #: ... for kernels of at most this many jobs (the model would take seconds).
-RANKED_JOBS = 1024
+RANKED_JOBS = 2048
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
-           "lane_coords", "program_slots", "share_choice",
+           "lane_coords", "program_slots", "share_choice", "estimate_time",
            "slot_config", "tile_words", "hw_index"]
 
 
@@ -369,6 +371,46 @@ def share_choice(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8):
     return choice
 
 
+def estimate_time(problem, tile_p, tile_a, warps, *, lanes, taus, ports, per_lane, regs,
+                  bytes_per_cycle=8):
+    """Estimated cycles of ``problem`` cut into ``(tile_p, tile_a)`` on ``taus`` TAUs:
+    ``max(compute / taus, DRAM)`` with the best operand sharing (as :func:`share_choice`).
+
+    ``warps``: warps the tiles run (:func:`merit.mapping.search.computed_warps`, edge tiles'
+    idle lanes included); each runs ``per_lane`` step cycles (the program's ranges over the
+    accumulation) plus a restore and save of ``regs`` registers per accumulation tile. DRAM:
+    every operand's footprint box per job in 8-byte beats (as :func:`share_choice`), and the
+    outputs written once. ``ports``: the RP of each operand (``operand_ports``)."""
+    counts = [-(-n // t) for n, t in zip(problem.p_shape, tile_p, strict=True)]
+    tiles = int(np.prod(counts))
+    a_tiles = int(np.prod([-(-a // t) for a, t in zip(problem.a_shape, tile_a, strict=True)]))
+    compute = warps * (per_lane + a_tiles * (2 * regs + 1)) + tiles * a_tiles
+    words = []
+    for op in problem.operands:
+        box = op.transform.footprint(tile_p, tile_a)
+        words.append(int(np.prod(box[:-1])) * (box[-1] + 3) * a_tiles * tiles)
+    outs = int(np.prod(problem.p_shape)) * max(len(problem.outputs), 1)
+    total = sum(words) + outs
+    best = max(compute / taus, 2 * total / bytes_per_cycle)
+    n_p = len(problem.p_shape)
+    for k, op in enumerate(problem.operands):
+        if sum(1 for r, _ in ports if r == ports[k][0]) > 1:
+            continue
+        idx = op.transform.indices
+        dep = [j for j in range(n_p) if idx[j] is not None and idx[j].stride != 0]
+        if len(dep) == n_p:
+            continue
+        run = int(np.prod(counts[max(dep) + 1:])) if dep else tiles
+        g = 2
+        while g <= taus and taus % g == 0:
+            groups = tiles // run * -(-run // g)
+            work = groups * g / tiles * compute / taus
+            dram = 2 * (total - words[k] + words[k] * groups / tiles) / bytes_per_cycle
+            best = min(best, max(work, dram))
+            g *= 2
+    return best
+
+
 def _align(value, to=64):
     return -(-value // to) * to
 
@@ -440,6 +482,26 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         budgets.append(rp_bytes[r] // 2 // 2 // share)      # words, double-buffered
     mappings = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
                       alternatives=ALTERNATIVES)
+    acc = tuple(problem.a_shape) or (1,)
+    per_lane = sum(end - start for _, start, end in
+                   step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
+                               else program, acc))
+
+    def rank(tile_p, tile_a, warps):
+        return estimate_time(problem, tile_p, tile_a, warps, lanes=lanes, taus=taus,
+                             ports=ports, per_lane=per_lane, regs=regs)
+
+    try:
+        ranked = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
+                        alternatives=RANKED, rank=rank)
+    except NoMapping:
+        ranked = []
+    seen = {(m.tile_p, m.tile_a, m.grouping.bits) for m in mappings}
+    extra = []
+    for m in ranked[:RANKED]:
+        if (m.tile_p, m.tile_a, m.grouping.bits) not in seen:
+            seen.add((m.tile_p, m.tile_a, m.grouping.bits))
+            extra.append(m)
 
     def build(mapping):
         tiling = Tiling(tuple(mapping.tile_p), tuple(mapping.tile_a),
@@ -508,10 +570,11 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                       _align(address, 4096), tiles, useful)
 
     # the cheapest tile of powers of two (what the search returned before it tried other sizes),
-    # unless a tile of other sizes is predicted MARGIN faster on these TAUs (at 8 B/cycle): the
-    # tiles cheapest in DRAM traffic differ in idle lanes and turnaround
+    # unless a tile of other sizes, or one that the estimate ranks first, is predicted MARGIN
+    # faster on these TAUs (at 8 B/cycle): the tiles cheapest in DRAM traffic differ in idle
+    # lanes, sharing and turnaround
     powers = [m for m in mappings if _powers_of_two(m.tile_p)]
-    others = [m for m in mappings if not _powers_of_two(m.tile_p)]
+    others = [m for m in mappings if not _powers_of_two(m.tile_p)] + extra
     if not powers:
         try:
             powers = [search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,

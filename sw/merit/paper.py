@@ -107,8 +107,8 @@ ROWS = (
         "conv 5x5 pad 2, 96 -> 256 channels in 2 groups, 27x27, fused 2x2/2 max pool -> 13x13 "
         "(one kernel per group)",
         lambda: [(W.conv_pool2d(1, 48, 27, 27, 128, 5, padding=2, pool=2), 2)],
-        lambda: W.conv_pool2d(1, 16, 27, 27, 16, 5, padding=2, pool=2),
-        "one group, input channels 0-15, output channels 0-15, all 13x13 pooled outputs"),
+        lambda: W.conv_pool2d(1, 16, 27, 27, 64, 5, padding=2, pool=2),
+        "one group, input channels 0-15, output channels 0-63, all 13x13 pooled outputs"),
     Row("alexnet_conv3", "VIII", "AlexNet CONV3", 0.77,
         "conv 3x3 pad 1, 256 -> 384 channels, 13x13",
         lambda: [(W.conv2d(1, 256, 13, 13, 384, 3, padding=1), 1)],

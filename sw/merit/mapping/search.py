@@ -25,7 +25,8 @@ from .analysis import (
 from .bank import BankFunction, TileLayout, check_lanes
 from .matrix import find_hash, property_matrix
 
-__all__ = ["NoMapping", "search", "hash_candidates", "tile_candidates", "tile_sizes"]
+__all__ = ["NoMapping", "search", "hash_candidates", "tile_candidates", "tile_sizes",
+           "computed_warps", "lane_splits"]
 
 
 class NoMapping(ValueError):
@@ -121,6 +122,38 @@ def _groupings(tile_p, lanes, contiguous):
             yield grouping
 
 
+def computed_warps(tile_p, p_shape, per_index):
+    """Warps that the tiles of ``tile_p`` run over the parallel space ``p_shape`` with
+    ``per_index`` lanes along each index: an edge tile skips its warps wholly outside the space
+    (``Tiling.edge_warps``), so along an index of ``n`` the tiles run
+    ``sum over origins o of min(t / lanes_j, ceil((n - o) / lanes_j))`` warps, and the counts of
+    the indices multiply."""
+    total = 1
+    for t, n, k in zip(tile_p, p_shape, per_index, strict=True):
+        total *= sum(max(1, min(t // k, -(-(n - o) // k))) for o in range(0, n, t))
+    return total
+
+
+def lane_splits(tile_p, lanes):
+    """Every contiguous lane grouping of ``tile_p`` (each index takes its low tile-coordinate
+    bits, inner indices the low lane bits): ``(grouping, lanes per index)`` pairs."""
+    m = lanes.bit_length() - 1
+    room = [(int(t) & -int(t)).bit_length() - 1 for t in tile_p]
+
+    def splits(j, left):
+        if j < 0:
+            if left == 0:
+                yield ()
+            return
+        for b in range(min(room[j], left) + 1):
+            for rest in splits(j - 1, left - b):
+                yield rest + (b,)
+
+    for counts in splits(len(tile_p) - 1, m):
+        bits = tuple((j, b) for j in reversed(range(len(tile_p))) for b in range(counts[j]))
+        yield LaneGrouping(bits), tuple(1 << c for c in counts)
+
+
 def _shrink(a_shape):
     """Accumulation tiles from ``a_shape`` downwards: halve the outermost index above 1."""
     t = list(a_shape)
@@ -180,7 +213,7 @@ def tile_candidates(problem, lanes, budgets, max_outputs, *, powers_only=False):
 
 
 def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, max_tiles=30,
-           contiguous=True, alternatives=1, powers_only=False):
+           contiguous=True, alternatives=1, powers_only=False, rank=None):
     """Pick tile shape, lane grouping and per-operand layout (padding, XOR hash) so that every
     SIMD step of a tile is conflict-free and routable through the butterfly.
 
@@ -205,6 +238,14 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
         How many mapped tiles to return (``merit.compile`` weighs a few with ``merit.perf``).
     powers_only : bool
         Tile sizes that are powers of two only (:func:`tile_candidates`).
+    rank : callable, optional
+        ``rank(tile_p, tile_a, warps) -> key``: the order in which tiles are tried (lowest key
+        first, then the cheapest in DRAM traffic), ``warps`` being the fewest warps that any
+        contiguous lane grouping of the tile runs over the parallel space
+        (:func:`computed_warps`: the idle lanes of edge tiles). With it, a tile's groupings are
+        tried from the fewest warps up (contiguous ones only) and the one with the fewest warps
+        wins, then the least padding: the compiler ranks by estimated time, compute included
+        (``merit.compile``).
 
     Returns
     -------
@@ -232,12 +273,26 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
                             f"the {lanes} lanes of one step")
         raise NoMapping(f"problem {problem.name!r}: no tile of {lanes}..{max_outputs} outputs "
                         f"fits SRAMs of {budgets} words")
+    occupancy = {}
+    if rank is not None:
+        for _cost, tile_p, _ in candidates:
+            occupancy[tile_p] = sorted(
+                ((computed_warps(tile_p, problem.p_shape, per), g)
+                 for g, per in lane_splits(tile_p, lanes)), key=lambda wg: wg[0])
+        candidates = sorted(candidates, key=lambda c: (rank(c[1], c[2], occupancy[c[1]][0][0]),
+                                                       c[0]))
     cache = {}
     reason = None
     found = []
     for _cost, tile_p, tile_a in candidates[:max_tiles]:
         best = None
-        for grouping in _groupings(tile_p, lanes, contiguous):
+        if rank is None:
+            ordered = ((None, g) for g in _groupings(tile_p, lanes, contiguous))
+        else:
+            ordered = occupancy[tile_p]
+        for warps, grouping in ordered:
+            if best is not None and warps is not None and warps > best_warps:
+                break           # sorted by warps: no later grouping can win
             reports = []
             for tr in transforms:
                 # a grouping needing more padding per row than the best so far cannot win
@@ -253,7 +308,7 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
                 mapping = MappingReport(tile_p=tile_p, tile_a=tile_a, lanes=lanes,
                                         grouping=grouping, operands=tuple(reports))
                 if best is None or mapping.padding < best.padding:
-                    best = mapping
+                    best, best_warps = mapping, warps
                 if best.padding == 0:
                     break
         if best is not None:
