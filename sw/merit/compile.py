@@ -371,8 +371,8 @@ def share_choice(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8):
     return choice
 
 
-def estimate_time(problem, tile_p, tile_a, warps, *, lanes, taus, ports, per_lane, regs,
-                  bytes_per_cycle=8):
+def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, ports, per_lane,
+                  regs, bytes_per_cycle=8):
     """Estimated cycles of ``problem`` cut into ``(tile_p, tile_a)`` on ``taus`` TAUs:
     ``max(compute / taus, DRAM)`` with the best operand sharing (as :func:`share_choice`).
 
@@ -380,7 +380,8 @@ def estimate_time(problem, tile_p, tile_a, warps, *, lanes, taus, ports, per_lan
     idle lanes included); each runs ``per_lane`` step cycles (the program's ranges over the
     accumulation) plus a restore and save of ``regs`` registers per accumulation tile. DRAM:
     every operand's footprint box per job in 8-byte beats (as :func:`share_choice`), and the
-    outputs written once. ``ports``: the RP of each operand (``operand_ports``)."""
+    outputs: ``lines`` beats per warp and output (:func:`merit.mapping.search.vector_lines`),
+    or every output word once. ``ports``: the RP of each operand (``operand_ports``)."""
     counts = [-(-n // t) for n, t in zip(problem.p_shape, tile_p, strict=True)]
     tiles = int(np.prod(counts))
     a_tiles = int(np.prod([-(-a // t) for a, t in zip(problem.a_shape, tile_a, strict=True)]))
@@ -389,7 +390,8 @@ def estimate_time(problem, tile_p, tile_a, warps, *, lanes, taus, ports, per_lan
     for op in problem.operands:
         box = op.transform.footprint(tile_p, tile_a)
         words.append(int(np.prod(box[:-1])) * (box[-1] + 3) * a_tiles * tiles)
-    outs = int(np.prod(problem.p_shape)) * max(len(problem.outputs), 1)
+    outs = (int(np.prod(problem.p_shape)) if lines is None else 4 * lines * warps) \
+        * max(len(problem.outputs), 1)
     total = sum(words) + outs
     best = max(compute / taus, 2 * total / bytes_per_cycle)
     n_p = len(problem.p_shape)
@@ -487,8 +489,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                    step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
                                else program, acc))
 
-    def rank(tile_p, tile_a, warps):
-        return estimate_time(problem, tile_p, tile_a, warps, lanes=lanes, taus=taus,
+    def rank(tile_p, tile_a, warps, lines):
+        return estimate_time(problem, tile_p, tile_a, warps, lines, lanes=lanes, taus=taus,
                              ports=ports, per_lane=per_lane, regs=regs)
 
     try:

@@ -26,7 +26,7 @@ from .bank import BankFunction, TileLayout, check_lanes
 from .matrix import find_hash, property_matrix
 
 __all__ = ["NoMapping", "search", "hash_candidates", "tile_candidates", "tile_sizes",
-           "computed_warps", "lane_splits"]
+           "computed_warps", "lane_splits", "vector_lines"]
 
 
 class NoMapping(ValueError):
@@ -134,6 +134,25 @@ def computed_warps(tile_p, p_shape, per_index):
     return total
 
 
+def vector_lines(grouping, p_shape, words_per_line=4):
+    """8-byte lines that one output vector at the origin of the parallel space writes (the
+    output dense row-major over ``p_shape``, 16-bit words): the WP writes a beat per line that
+    a vector's valid lanes touch."""
+    n_p = len(p_shape)
+    coord = np.zeros((n_p, grouping.lanes), dtype=np.int64)
+    lane = np.arange(grouping.lanes)
+    rank = [0] * n_p
+    for i, (j, _) in enumerate(grouping.bits):
+        coord[j] += ((lane >> i) & 1) << rank[j]
+        rank[j] += 1
+    pitch = np.ones(n_p, dtype=np.int64)
+    for j in range(n_p - 2, -1, -1):
+        pitch[j] = pitch[j + 1] * p_shape[j + 1]
+    valid = (coord < np.asarray(p_shape)[:, None]).all(axis=0)
+    address = (coord * pitch[:, None]).sum(axis=0)[valid]
+    return len(set((address // words_per_line).tolist()))
+
+
 def lane_splits(tile_p, lanes):
     """Every contiguous lane grouping of ``tile_p`` (each index takes its low tile-coordinate
     bits, inner indices the low lane bits): ``(grouping, lanes per index)`` pairs."""
@@ -239,12 +258,13 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
     powers_only : bool
         Tile sizes that are powers of two only (:func:`tile_candidates`).
     rank : callable, optional
-        ``rank(tile_p, tile_a, warps) -> key``: the order in which tiles are tried (lowest key
-        first, then the cheapest in DRAM traffic), ``warps`` being the fewest warps that any
-        contiguous lane grouping of the tile runs over the parallel space
-        (:func:`computed_warps`: the idle lanes of edge tiles). With it, a tile's groupings are
-        tried from the fewest warps up (contiguous ones only) and the one with the fewest warps
-        wins, then the least padding: the compiler ranks by estimated time, compute included
+        ``rank(tile_p, tile_a, warps, lines) -> key`` of a tile under one contiguous lane
+        grouping that runs ``warps`` warps over the parallel space (:func:`computed_warps`: the
+        idle lanes of edge tiles) and whose output vectors write ``lines`` 8-byte lines each
+        (:func:`vector_lines`). Tiles are tried from the lowest key of any of their groupings
+        (then the cheapest in DRAM traffic), a tile's groupings from their lowest key up
+        (contiguous ones only), and the first that maps wins, then the least padding among
+        equal keys: the compiler ranks by estimated time, compute and writes included
         (``merit.compile``).
 
     Returns
@@ -275,12 +295,12 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
                         f"fits SRAMs of {budgets} words")
     occupancy = {}
     if rank is not None:
-        for _cost, tile_p, _ in candidates:
-            occupancy[tile_p] = sorted(
-                ((computed_warps(tile_p, problem.p_shape, per), g)
-                 for g, per in lane_splits(tile_p, lanes)), key=lambda wg: wg[0])
-        candidates = sorted(candidates, key=lambda c: (rank(c[1], c[2], occupancy[c[1]][0][0]),
-                                                       c[0]))
+        for _cost, tile_p, tile_a in candidates:
+            occupancy[tile_p, tile_a] = sorted(
+                ((rank(tile_p, tile_a, computed_warps(tile_p, problem.p_shape, per),
+                       vector_lines(g, problem.p_shape)), g)
+                 for g, per in lane_splits(tile_p, lanes)), key=lambda kg: kg[0])
+        candidates = sorted(candidates, key=lambda c: (occupancy[c[1], c[2]][0][0], c[0]))
     cache = {}
     reason = None
     found = []
@@ -289,10 +309,10 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
         if rank is None:
             ordered = ((None, g) for g in _groupings(tile_p, lanes, contiguous))
         else:
-            ordered = occupancy[tile_p]
+            ordered = occupancy[tile_p, tile_a]
         for warps, grouping in ordered:
             if best is not None and warps is not None and warps > best_warps:
-                break           # sorted by warps: no later grouping can win
+                break           # sorted by key: no later grouping can win
             reports = []
             for tr in transforms:
                 # a grouping needing more padding per row than the best so far cannot win

@@ -10,7 +10,8 @@ import pytest
 from merit import workloads as W
 from merit.compile import Tiling, compile_problem, estimate_time
 from merit.mapping import search
-from merit.mapping.search import computed_warps, lane_splits
+from merit.mapping.analysis import LaneGrouping
+from merit.mapping.search import computed_warps, lane_splits, vector_lines
 
 
 def _walk_warps(tile_p, p_shape, per_index):
@@ -62,20 +63,30 @@ def test_ranked_search_returns_the_lowest_key_first():
     problem = W.conv2d(1, 8, 13, 13, 16, 3, padding=1)
     seen = {}
 
-    def rank(tile_p, tile_a, warps):
-        seen[(tile_p, tile_a)] = warps
-        return warps * 10_000 + int(np.prod(tile_p))
+    def rank(tile_p, tile_a, warps, lines):
+        key = warps * 10_000 + lines * 100 + int(np.prod(tile_p)) % 100
+        seen[(tile_p, tile_a)] = min(key, seen.get((tile_p, tile_a), key))
+        return key
 
     found = search(problem, 8, 2048, alternatives=3, rank=rank)
-    keys = [seen[(m.tile_p, m.tile_a)] * 10_000 + int(np.prod(m.tile_p)) for m in found]
+    keys = [seen[(m.tile_p, m.tile_a)] for m in found]
     assert keys == sorted(keys)
-    assert keys[0] == min(seen[k] * 10_000 + int(np.prod(k[0])) for k in seen)
-    # the grouping that comes back runs the fewest warps of the tile's groupings
+    assert keys[0] == min(seen.values())
+    # the grouping that comes back is the tile's lowest key
     best = found[0]
-    fewest = min(computed_warps(best.tile_p, problem.p_shape, per)
-                 for _, per in lane_splits(best.tile_p, 8))
     per = [1 << sum(1 for j, _ in best.grouping.bits if j == i) for i in range(4)]
-    assert computed_warps(best.tile_p, problem.p_shape, per) == fewest
+    key = (computed_warps(best.tile_p, problem.p_shape, per) * 10_000
+           + vector_lines(best.grouping, problem.p_shape) * 100 + int(np.prod(best.tile_p)) % 100)
+    assert key == keys[0]
+
+
+def test_vector_lines_counts_the_lines_of_the_valid_lanes():
+    # 8 lanes along x of a 3 x 10 output: words 0..7, two 4-word lines
+    assert vector_lines(LaneGrouping(((1, 0), (1, 1), (1, 2))), (3, 10)) == 2
+    # 2 x 4 lanes: rows 0 and 1 (10 words apart): words 0-3 and 10-13, lines 0, 2, 3
+    assert vector_lines(LaneGrouping(((1, 0), (1, 1), (0, 0))), (3, 10)) == 3
+    # lanes beyond the output (x = 4..7 of a 3 x 4 output) write nothing
+    assert vector_lines(LaneGrouping(((1, 0), (1, 1), (1, 2))), (3, 4)) == 1
 
 
 def test_estimate_counts_idle_lanes_and_sharing():
