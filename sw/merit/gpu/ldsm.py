@@ -42,17 +42,25 @@ ESIZE = {"tf32": 4, "fp16": 2, "bf16": 2}
 BKS = {"tf32": (16, 32), "fp16": (32, 64), "bf16": (32, 64)}
 #: Dense multiply-adds per clock per SM modelled for ``mma.sync`` fed by ``ldmatrix``.
 RATE = {"tf32": 512.0, "fp16": 1024.0, "bf16": 1024.0}
-_WARPS = ((2, 2), (2, 4), (4, 2), (1, 4), (4, 1), (2, 1), (1, 2), (1, 1))
+_WARPS = ((2, 2), (2, 4), (4, 2), (1, 4), (4, 1), (2, 1), (1, 2), (1, 1), (4, 4), (2, 8), (8, 2))
 
 
 def eligible(spec):
     return roles(spec) is not None
 
 
+def _group(chunks):
+    """Pieces XOR-permuted together: the largest power of two dividing ``chunks``, at most 8."""
+    return min(8, chunks & -chunks)
+
+
 def swizzle(row, chunks):
-    """Which of a line's ``chunks`` 16-byte pieces holds logical piece 0 of line ``row`` (XOR
-    mask): 8 consecutive lines, or one piece per line in a 128-byte phase, never share a bank."""
-    return (row // max(1, 8 // chunks)) % min(chunks, 8)
+    """The XOR mask of line ``row``'s 16-byte pieces (of ``chunks``): logical piece c lies at
+    ``c ^ swizzle(row, chunks)``, so that 8 consecutive lines at one piece, which an ``ldmatrix``
+    phase reads, fall in different bank groups (for ``chunks`` a multiple of 8, 4 or 2: 8, 4 or 2
+    groups; the permutation stays within aligned groups of pieces, inside the line)."""
+    m = _group(chunks)
+    return (row // max(1, 8 // m)) % m
 
 
 def _gstrides(shape):
@@ -95,6 +103,24 @@ def operand_plan(spec, k, idxs):
     klanes = vector or (abs(inner_line) != 1 and coef[npos - 1] == 1)
     return {"coef": coef, "const": const, "checked": tuple(checked), "vector": vector,
             "klanes": klanes}
+
+
+def layout(spec, tile, k, idxs):
+    """Input k's shared layout: ``("lk", False)``, lines of k (``ldmatrix``), or for FP16 / BF16
+    operands whose innermost line index walks memory with unit stride and whose k are not
+    contiguous, ``("kl", vector)``: rows of k holding lines (``ldmatrix.trans``), loaded four
+    lines at a time, as one aligned 16-byte piece when ``vector``."""
+    p = operand_plan(spec, k, idxs)
+    if tile.mma == "tf32" or p["vector"] or not idxs:
+        return "lk", False
+    inner = idxs[-1]
+    if (p["coef"][inner] != 1 or tile.block[inner] % 4 or spec.pshape[inner] % 4):
+        return "lk", False
+    tr = spec.inputs[k].transform
+    moving = [ax for ax in p["checked"] if any(pos == inner for pos, _ in tr.terms[ax])]
+    vec = (not moving and p["const"] % 4 == 0
+           and all(c % 4 == 0 for j, c in enumerate(p["coef"]) if j != inner))
+    return "kl", vec
 
 
 def _geo(spec, tile):
@@ -168,10 +194,15 @@ def estimate(spec, tile, device, smem_cap):
     ntiles = -(-K // bk)
     plans = [(operand_plan(spec, r.a, r.rows), bm), (operand_plan(spec, r.b, r.cols), bn)]
     slots = sum(_slots(lines, bk, nt) for _, lines in plans)
-    regs = fm * fn * 4 + slots * 4 + fm * 4 + fn * 2 + 8 * 2 + 40
+    # sums, staged loads, fragments and addresses (239 measured for 128 sums and 12 slots)
+    regs = fm * fn * 4 + slots * 4 + fm * 4 + fn * 2 + 24
     if regs > 255:
         return None
     regs = -(-regs // 8) * 8
+    # 16 warps: __launch_bounds__ caps a thread at 128 registers, which the compiler meets
+    # without spilling a few over the estimate (sums, slots and fragments stay)
+    if nt * regs > device.regs_sm >= nt * regs / 1.15:
+        regs = device.regs_sm // nt
     per_sm = min(device.regs_sm // (nt * regs), device.threads_sm // nt, device.smem_sm // smem,
                  32)
     if per_sm < 1:
@@ -191,6 +222,8 @@ def estimate(spec, tile, device, smem_cap):
     issue_clk = steps * warps * (mma_n + ldsm_n * 2 + gather) / device.fma_rate
     resident = per_sm * nt / 32
     eff = min(1.0, resident / 8.0) ** 0.5
+    # capped registers: the compiler may spill a few (16 warps measured slower on GEMM 4096^3)
+    capped = 1.05 if nt * regs == device.regs_sm and nt > 256 else 1.0
     waves = nb / (device.sms * per_sm)
     tail = math.ceil(waves) / waves if waves < 4 else 1.0
     sm_time = max(mma_clk, smem_clk, issue_clk) / device.sms / eff * tail
@@ -198,7 +231,7 @@ def estimate(spec, tile, device, smem_cap):
     l2 = steps * (bm + bn) * bk * 4 / (2.0 * device.dram_bytes_clk)
     once = sum(math.prod(op.shape) for op in spec.inputs) * 4 + math.prod(spec.pshape) * 8
     dram = once / device.dram_bytes_clk
-    return max(sm_time, l2, dram) + 2000.0 + 60.0 * ntiles
+    return max(sm_time, l2, dram) * capped + 2000.0 + 60.0 * ntiles
 
 
 _PRELUDE_LDSM = r"""
@@ -209,6 +242,15 @@ __device__ __forceinline__ void merit_ldsm4(unsigned& r0, unsigned& r1, unsigned
 }
 __device__ __forceinline__ void merit_ldsm2(unsigned& r0, unsigned& r1, unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+__device__ __forceinline__ void merit_ldsm4t(unsigned& r0, unsigned& r1, unsigned& r2,
+                                             unsigned& r3, unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void merit_ldsm2t(unsigned& r0, unsigned& r1, unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                  : "=r"(r0), "=r"(r1) : "r"(addr));
 }
 """
@@ -310,13 +352,16 @@ def source(spec, tile):
     for j in range(P - 1, -1, -1):
         w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
 
-    # ---- the gather: per operand and slot, a line and four consecutive k ----
+    # ---- the gather: per operand and slot, four consecutive k of a line ("lk" layout) or
+    # four consecutive lines at one k ("kl" layout, read with ldmatrix.trans) ----
     ops = []
     for k, idxs, lines, base in ((r.a, r.rows, bm, 0), (r.b, r.cols, bn, b_off)):
         p = operand_plan(spec, k, idxs)
+        mode, lvec = layout(spec, tile, k, idxs)
         nsl = _slots(lines, bk, nt)
         exact = lines * (bk // 4) % nt == 0
-        ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact))
+        ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact,
+                        mode=mode, lvec=lvec))
     tr_of = {k: spec.inputs[k].transform for k in (r.a, r.b)}
     idx_t = "int" if all(math.prod(tr_of[k].source_shape) < 2**31 for k in tr_of) else "long long"
 
@@ -326,15 +371,27 @@ def source(spec, tile):
     def k_terms(k, ax):
         return [(pos - P, s) for pos, s in tr_of[k].terms[ax] if pos >= P]
 
+    def swz(row_expr, pieces):   # as swizzle()
+        m = _group(pieces)
+        return f"(({row_expr}) / {max(1, 8 // m)}) % {m}"
+
+    decls = []
     for oi, op in enumerate(ops):
         k, idxs, lines, base, p = op["k"], op["idxs"], op["lines"], op["base"], op["p"]
-        nsl, exact = op["nsl"], op["exact"]
+        nsl, exact, kl = op["nsl"], op["exact"], op["mode"] == "kl"
         tr = tr_of[k]
         vk = bk // 4
+        inner = idxs[-1] if idxs else None
         for i in range(nsl):
-            w(f"// operand {k} slot {i}")
+            decls.append(f"{idx_t} lb{oi}_{i};")
+            decls += [f"int lx{oi}_{i}_{ax};" for ax in p["checked"]]
+            decls.append(f"float f{oi}_{i}[4];")
+            w(f"// operand {k} slot {i} ({op['mode']})")
             w(f"const int v{oi}_{i} = tid + {i * nt};")
-            if p["klanes"]:
+            if kl:
+                w(f"const int ln{oi}_{i} = 4 * (v{oi}_{i} % {lines // 4}), "
+                  f"kq{oi}_{i} = v{oi}_{i} / {lines // 4};")
+            elif p["klanes"]:
                 w(f"const int kq{oi}_{i} = 4 * (v{oi}_{i} % {vk}), "
                   f"ln{oi}_{i} = v{oi}_{i} / {vk};")
             else:
@@ -343,13 +400,15 @@ def source(spec, tile):
             valid = "true" if exact or (i + 1) * nt <= lines * vk else f"v{oi}_{i} < {lines * vk}"
             w(f"const bool in{oi}_{i} = {valid};")
             # the line's parallel coordinates, clamped into the problem (overhanging lines read
-            # valid memory; their outputs are not stored)
+            # valid memory; their outputs are not stored); a "kl" vector of four lines starts at
+            # most four before the end of its (4-aligned) innermost index
             w.open("")
             for line in _decompose_code("q", f"min(ln{oi}_{i}, {lines - 1})", idxs, blk, "u"):
                 w(line)
             for j in range(P):
                 rel = f" + u{j}" if j in idxs else ""
-                w(f"const int p{j} = min(pb{j}{rel}, {spec.pshape[j] - 1});")
+                last = spec.pshape[j] - (4 if kl and j == inner else 1)
+                w(f"const int p{j} = min(pb{j}{rel}, {last});")
             lin = [str(p["const"])] + [f"({idx_t})p{j} * {p['coef'][j]}" for j in range(P)
                                        if p["coef"][j]]
             w(f"lb{oi}_{i} = {' + '.join(lin)};")
@@ -357,66 +416,97 @@ def source(spec, tile):
                 parts = [str(tr.offset[ax])] + [f"p{pos} * {s}" for pos, s in line_terms(k, ax)]
                 w(f"lx{oi}_{i}_{ax} = {' + '.join(parts)};")
             w.close()
-            # the shared address of the slot's four k (k-tile independent)
-            w(f"const unsigned sa{oi}_{i} = {base} + ln{oi}_{i} * {rb} + "
-              f"((((kq{oi}_{i} * {es}) >> 4) ^ ((ln{oi}_{i} / {max(1, 8 // chunks)}) % "
-              f"{min(chunks, 8)})) << 4) + ((kq{oi}_{i} * {es}) & 15);")
-        # declarations must precede the blocks above: emitted by moving them up afterwards
-    decls = []
-    for oi, op in enumerate(ops):
-        for i in range(op["nsl"]):
-            decls.append(f"{idx_t} lb{oi}_{i};")
-            decls += [f"int lx{oi}_{i}_{ax};" for ax in op["p"]["checked"]]
-            decls.append(f"float f{oi}_{i}[4];")
-    # insert the declarations before the first slot comment
+            # the shared address of the slot's four elements (k-tile independent)
+            if kl:
+                pieces = lines * es // 16
+                w(f"const unsigned sa{oi}_{i} = {base} + kq{oi}_{i} * {lines * es} + "
+                  f"((((ln{oi}_{i} * {es}) >> 4) ^ ({swz(f'kq{oi}_{i}', pieces)})) << 4) + "
+                  f"((ln{oi}_{i} * {es}) & 15);")
+            else:
+                w(f"const unsigned sa{oi}_{i} = {base} + ln{oi}_{i} * {rb} + "
+                  f"((((kq{oi}_{i} * {es}) >> 4) ^ ({swz(f'ln{oi}_{i}', chunks)})) << 4) + "
+                  f"((kq{oi}_{i} * {es}) & 15);")
+    # declarations precede the slots' blocks
     first = next(n for n, ln in enumerate(w.lines) if "// operand" in ln)
     w.lines[first:first] = ["    " + d for d in decls]
+
+    def emit_checks(k, p, oi, i, axes, elem):
+        """Boundary checks and address clamps of ``axes`` (element offset ``elem`` along the
+        innermost line index, or None)."""
+        tr = tr_of[k]
+        st = _gstrides(tr.source_shape)
+        for ax in axes:
+            parts = [f"lx{oi}_{i}_{ax}"] + [f"a{a} * {s}" for a, s in k_terms(k, ax)]
+            if elem is not None:
+                parts += [f"{elem} * {s}" for pos, s in line_terms(k, ax)
+                          if pos == ops[oi]["idxs"][-1]]
+            w(f"const int x{ax} = {' + '.join(parts)};")
+            n = tr.source_shape[ax]
+            if tr.boundary[ax] == "zero":
+                w(f"ok = ok && ((unsigned)x{ax} < {n}u);")
+            # clamp (and "error", proved in range on the host); a zero-filled element's address
+            # is clamped too, so no load leaves the tensor
+            w(f"at += ({idx_t})(min(max(x{ax}, 0), {n - 1}) - x{ax}) * {st[ax]};")
+
+    def emit_kdigits(expr):
+        w(f"int q = {expr};")
+        w(f"bool ok = q < {K};" if K % bk else "bool ok = true;")
+        if K % bk:
+            w(f"q = min(q, {K - 1});")
+        for a in range(A - 1, -1, -1):
+            if a > 0:
+                w(f"const int a{a} = q % {spec.ashape[a]}; q /= {spec.ashape[a]};")
+            else:
+                w("const int a0 = q;")
+
+    def klin(p):
+        kl = [f"({idx_t})a{a} * {p['coef'][P + a]}" for a in range(A) if p["coef"][P + a]]
+        return " + " + " + ".join(kl) if kl else ""
 
     def emit_loads(kt_expr):
         """Global loads of k-tile ``kt_expr`` into the slots' registers."""
         for oi, op in enumerate(ops):
             k, p, nsl, exact = op["k"], op["p"], op["nsl"], op["exact"]
-            tr = tr_of[k]
-            st = _gstrides(tr.source_shape)
+            inner = op["idxs"][-1] if op["idxs"] else None
             for i in range(nsl):
+                f = f"f{oi}_{i}"
                 w.open(f"if (in{oi}_{i})" if not exact else "")
-                w(f"const int k0 = {kt_expr} * {bk} + kq{oi}_{i};")
-                if p["vector"]:
-                    klin = f"({idx_t})k0"
-                    cond = f"k0 < {K}" if K % bk else None
-                    src = f"g_in{k} + lb{oi}_{i} + {klin}"
-                    if cond:
-                        w(f"float4 v = {cond} ? __ldg(reinterpret_cast<const float4*>({src})) "
+                if op["mode"] == "kl":
+                    emit_kdigits(f"{kt_expr} * {bk} + kq{oi}_{i}")
+                    w(f"{idx_t} at = lb{oi}_{i}{klin(p)};")
+                    moving = [ax for ax in p["checked"]
+                              if any(pos == inner for pos, _ in line_terms(k, ax))]
+                    emit_checks(k, p, oi, i, [ax for ax in p["checked"] if ax not in moving],
+                                None)
+                    if op["lvec"]:
+                        w(f"float4 v = ok ? __ldg(reinterpret_cast<const float4*>(g_in{k} + at))"
+                          f" : make_float4(0.f, 0.f, 0.f, 0.f);")
+                        w(f"{f}[0] = v.x; {f}[1] = v.y; {f}[2] = v.z; {f}[3] = v.w;")
+                    else:
+                        w("const bool ok0 = ok;")
+                        w(f"const {idx_t} at0 = at;")
+                        w("#pragma unroll")
+                        w.open("for (int e = 0; e < 4; ++e)")
+                        w(f"bool ok = ok0; {idx_t} at = at0 + e;")
+                        emit_checks(k, p, oi, i, moving, "e")
+                        w(f"{f}[e] = ok ? __ldg(g_in{k} + at) : 0.f;")
+                        w.close()
+                elif p["vector"]:
+                    w(f"const int k0 = {kt_expr} * {bk} + kq{oi}_{i};")
+                    src = f"g_in{k} + lb{oi}_{i} + ({idx_t})k0"
+                    if K % bk:
+                        w(f"float4 v = k0 < {K} ? __ldg(reinterpret_cast<const float4*>({src})) "
                           f": make_float4(0.f, 0.f, 0.f, 0.f);")
                     else:
                         w(f"const float4 v = __ldg(reinterpret_cast<const float4*>({src}));")
-                    w(f"f{oi}_{i}[0] = v.x; f{oi}_{i}[1] = v.y; f{oi}_{i}[2] = v.z; "
-                      f"f{oi}_{i}[3] = v.w;")
+                    w(f"{f}[0] = v.x; {f}[1] = v.y; {f}[2] = v.z; {f}[3] = v.w;")
                 else:
                     w("#pragma unroll")
                     w.open("for (int e = 0; e < 4; ++e)")
-                    w("int q = k0 + e;")
-                    w(f"bool ok = q < {K};" if K % bk else "bool ok = true;")
-                    if K % bk:
-                        w(f"q = min(q, {K - 1});")
-                    for a in range(A - 1, -1, -1):
-                        if a > 0:
-                            w(f"const int a{a} = q % {spec.ashape[a]}; q /= {spec.ashape[a]};")
-                        else:
-                            w("const int a0 = q;")
-                    kl = [f"({idx_t})a{a} * {p['coef'][P + a]}" for a in range(A)
-                          if p["coef"][P + a]]
-                    w(f"{idx_t} at = lb{oi}_{i}{' + ' + ' + '.join(kl) if kl else ''};")
-                    for ax in p["checked"]:
-                        parts = [f"lx{oi}_{i}_{ax}"] + [f"a{a} * {s}" for a, s in k_terms(k, ax)]
-                        w(f"const int x{ax} = {' + '.join(parts)};")
-                        n = tr.source_shape[ax]
-                        if tr.boundary[ax] == "zero":
-                            w(f"ok = ok && ((unsigned)x{ax} < {n}u);")
-                        # clamp (and "error", proved in range on the host); a zero-filled
-                        # element's address is clamped too, so no load leaves the tensor
-                        w(f"at += ({idx_t})(min(max(x{ax}, 0), {n - 1}) - x{ax}) * {st[ax]};")
-                    w(f"f{oi}_{i}[e] = ok ? __ldg(g_in{k} + at) : 0.f;")
+                    emit_kdigits(f"{kt_expr} * {bk} + kq{oi}_{i} + e")
+                    w(f"{idx_t} at = lb{oi}_{i}{klin(p)};")
+                    emit_checks(k, p, oi, i, p["checked"], None)
+                    w(f"{f}[e] = ok ? __ldg(g_in{k} + at) : 0.f;")
                     w.close()
                 w.close()
 
@@ -428,14 +518,31 @@ def source(spec, tile):
                       f"{f}[2], {f}[3]);")
                 w(st if op["exact"] else f"if (in{oi}_{i}) {st}")
 
-    # ldmatrix addresses: per lane a line (its swizzle mask XOR the lane's piece bit) per operand
-    w(f"const int rowa = wm * {fm_n * 16} + ((lane >> 3) & 1) * 8 + (lane & 7);")
-    w(f"const unsigned xa = (lane >> 4) ^ ((rowa / {max(1, 8 // chunks)}) % {min(chunks, 8)});")
-    w(f"const unsigned la = rowa * {rb};")
-    w(f"const int rowb = wn * {fn_n * 8} + (lane >> 4) * 8 + (lane & 7);")
-    w(f"const unsigned xb = ((lane >> 3) & 1) ^ ((rowb / {max(1, 8 // chunks)}) % "
-      f"{min(chunks, 8)});")
-    w(f"const unsigned lbb = {b_off} + rowb * {rb};")
+    # ldmatrix addresses per lane.  "lk": the lane's line (16-row A fragments: rows by lane
+    # bits 0-3, k piece by bit 4; 8-column B fragment pairs: columns by bits 0-2 and 4, k piece
+    # by bit 3).  "kl" (.trans): the lane's k row (A: bits 0-2 and 4, B: bits 0-3) and line piece
+    # (A: bit 3, B: bit 4)
+    oa, ob = ops
+    if oa["mode"] == "lk":
+        w(f"const int rowa = wm * {fm_n * 16} + ((lane >> 3) & 1) * 8 + (lane & 7);")
+        w(f"const unsigned xa = (lane >> 4) ^ ({swz('rowa', chunks)});")
+        w(f"const unsigned la = rowa * {rb};")
+    else:
+        pa_n = bm * es // 16
+        w("const int rowa = (lane & 7) + ((lane >> 4) & 1) * 8;")
+        w(f"const unsigned xa = {swz('rowa', pa_n)};")
+        w(f"const unsigned ca = wm * {fm_n * 16 * es // 16} + ((lane >> 3) & 1);")
+        w(f"const unsigned la = rowa * {bm * es};")
+    if ob["mode"] == "lk":
+        w(f"const int rowb = wn * {fn_n * 8} + (lane >> 4) * 8 + (lane & 7);")
+        w(f"const unsigned xb = ((lane >> 3) & 1) ^ ({swz('rowb', chunks)});")
+        w(f"const unsigned lbb = {b_off} + rowb * {rb};")
+    else:
+        pb_n = bn * es // 16
+        w("const int rowb = (lane & 7) + ((lane >> 3) & 1) * 8;")
+        w(f"const unsigned xb = {swz('rowb', pb_n)};")
+        w(f"const unsigned cb = wn * {fn_n * 8 * es // 16} + (lane >> 4);")
+        w(f"const unsigned lbb = {b_off} + rowb * {bn * es};")
     for fm in range(fm_n):
         for fn in range(fn_n):
             w(f"float c{fm}_{fn}_0 = 0.f, c{fm}_{fn}_1 = 0.f, c{fm}_{fn}_2 = 0.f, "
@@ -453,19 +560,35 @@ def source(spec, tile):
         w.close()
     w("#pragma unroll")
     w.open(f"for (int ks = 0; ks < {bk // ks}; ++ks)")
-    w("const unsigned pa = stg + la + (((unsigned)(2 * ks) ^ xa) << 4);")
-    w("const unsigned pb = stg + lbb + (((unsigned)(2 * ks) ^ xb) << 4);")
+    if oa["mode"] == "lk":
+        w("const unsigned pa = stg + la + (((unsigned)(2 * ks) ^ xa) << 4);")
+    else:
+        w(f"const unsigned pa = stg + la + ks * {16 * bm * es};")
+    if ob["mode"] == "lk":
+        w("const unsigned pb = stg + lbb + (((unsigned)(2 * ks) ^ xb) << 4);")
+    else:
+        w(f"const unsigned pb = stg + lbb + ks * {16 * bn * es};")
     for fm in range(fm_n):
         w(f"unsigned a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3;")
-        w(f"merit_ldsm4(a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3, pa + {fm * 16 * rb});")
-    for fn in range(0, fn_n, 2):
-        if fn + 1 < fn_n:
-            w(f"unsigned b{fn}_0, b{fn}_1, b{fn + 1}_0, b{fn + 1}_1;")
-            w(f"merit_ldsm4(b{fn}_0, b{fn}_1, b{fn + 1}_0, b{fn + 1}_1, pb + {fn * 8 * rb});")
+        if oa["mode"] == "lk":
+            w(f"merit_ldsm4(a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3, pa + {fm * 16 * rb});")
         else:
-            # x2: lanes 0..15 give the addresses (lines fn*8 + lane & 7, piece by lane bit 3)
+            w(f"merit_ldsm4t(a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3, "
+              f"pa + (((ca + {fm * 16 * es // 16}) ^ xa) << 4));")
+    for fn in range(0, fn_n, 2):
+        pair = fn + 1 < fn_n
+        if ob["mode"] == "lk":
+            addr = f"pb + {fn * 8 * rb}"
+        else:
+            addr = f"pb + (((cb + {fn * 8 * es // 16}) ^ xb) << 4)"
+        t = "" if ob["mode"] == "lk" else "t"
+        if pair:
+            w(f"unsigned b{fn}_0, b{fn}_1, b{fn + 1}_0, b{fn + 1}_1;")
+            w(f"merit_ldsm4{t}(b{fn}_0, b{fn}_1, b{fn + 1}_0, b{fn + 1}_1, {addr});")
+        else:
+            # x2: lanes 0..15 give the addresses
             w(f"unsigned b{fn}_0, b{fn}_1;")
-            w(f"merit_ldsm2(b{fn}_0, b{fn}_1, pb + {fn * 8 * rb});")
+            w(f"merit_ldsm2{t}(b{fn}_0, b{fn}_1, {addr});")
     for fm in range(fm_n):
         for fn in range(fn_n):
             c = f"c{fm}_{fn}_"

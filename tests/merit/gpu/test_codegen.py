@@ -406,6 +406,12 @@ def test_mma_k_neighbours_are_read_in_pairs():
     assert "(&As" not in src and "(&pa_" not in src
 
 
+def _replace_mma(tile, precision):
+    from dataclasses import replace
+
+    return replace(tile, mma=precision)
+
+
 def _staged(problem, precision, **fields):
     spec = spec_of(problem, "float32", precision)
     if fields:
@@ -426,9 +432,16 @@ def test_staged_kernel_feeds_mma_with_ldmatrix(precision):
         assert "st.shared.v2.b32" in src and f"cvt.rn.{precision.replace('p', '')}x2" in src
     bm, bn = t.regs
     assert smem == 2 * (bm + bn) * t.chunk * {"tf32": 4, "fp16": 2, "bf16": 2}[precision]
-    # GEMM's A is contiguous along k: 16-byte loads; B (k strided) element by element
+    # GEMM's A is contiguous along k: 16-byte loads into lines of k (ldmatrix).  B is contiguous
+    # along its lines (columns): FP16 / BF16 stage it as rows of k holding columns, 16-byte
+    # loads, read with ldmatrix.trans; TF32 (no 32-bit transposing ldmatrix) element by element
     assert src.count("reinterpret_cast<const float4*>(g_in0") >= 1
-    assert "reinterpret_cast<const float4*>(g_in1" not in src
+    if precision == "tf32":
+        assert "reinterpret_cast<const float4*>(g_in1" not in src and "merit_ldsm4t(b" not in src
+        assert "(lk)" in src and "(kl)" not in src
+    else:
+        assert "reinterpret_cast<const float4*>(g_in1" in src
+        assert "merit_ldsm4t(b0_0, b0_1, b1_0, b1_1" in src and "operand 1 slot 0 (kl)" in src
 
 
 def test_staged_operand_plans():
@@ -441,6 +454,18 @@ def test_staged_operand_plans():
     # the weights are contiguous over (c, ky, kx) = k: 16-byte pieces, lanes walk k
     assert wts["checked"] == () and wts["vector"] and wts["klanes"]
     assert wts["coef"] == [0, 16 * 9, 0, 0, 9, 3, 1]
+    # FP16: the image (x innermost, unit stride, 14 % 4 != 0) stays in lines of k; at 16 x 16
+    # rows of k hold lines of four x, loaded element by element (kx shifts them off 16 bytes)
+    from merit.gpu.ldsm import layout
+
+    t = check_tile(vgg, {"mma": "fp16", "ldsm": True, "regs": (1, 32, 2, 16), "warps": (2, 2),
+                         "frags": (1, 2), "chunk": 32})
+    assert layout(vgg, t, 0, (0, 2, 3)) == ("lk", False)
+    v16 = spec_of(W.conv2d(2, 16, 16, 16, 32, 3, padding=1), "float32", "fp16")
+    assert layout(v16, t, 0, (0, 2, 3)) == ("kl", False)
+    assert layout(v16, t, 1, (1,)) == ("lk", False)     # weights: 16-byte pieces along k
+    assert layout(spec_of(W.conv2d(2, 16, 16, 16, 32, 3, padding=1), "float32", "tf32"),
+                  _replace_mma(t, "tf32"), 0, (0, 2, 3)) == ("lk", False)
     g = spec_of(W.gemm(64, 48, 40), "float32", "tf32")
     assert operand_plan(g, 0, (0,))["vector"] and not operand_plan(g, 1, (1,))["klanes"]
     # K = 37 is not a multiple of 4: no 16-byte pieces
