@@ -104,17 +104,17 @@ class TB:
 
 def good_config(lanes, instructions=16):
     """A configuration that passes every check: 8 outputs along p5 per lane group, every slot
-    enabled."""
+    enabled, its rows holding its footprint."""
     return {
         "p_size": [1, 1, 1, 1, 3, 2 * lanes], "a_size": [1, 1, 1, 1, 1, 5],
         "p_tile": [1, 1, 1, 1, 1, lanes], "a_tile": [1, 1, 1, 1, 1, 5],
         "lane_index": [5] * 6, "begs": [0] * 7, "ends": [instructions] * 7,
         "rp0": [{"enable": 1, "base": 0x100, "extent": [1, 1, 3, 9], "box": [1, 1, 1, 9],
-                 "rows": 2},
+                 "rows": max(2, -(-9 // lanes))},
                 {"enable": 1, "base": 0x400, "extent": [1, 1, 1, 9], "box": [1, 1, 1, 9],
-                 "rows": 2}],
+                 "rows": max(2, -(-9 // lanes))}],
         "rp1": [{"enable": 1, "base": 0x800, "extent": [1, 1, 1, 5], "box": [1, 1, 1, 5],
-                 "rows": 1, "rotate": 0}],
+                 "rows": -(-5 // lanes), "rotate": 0}],
         "out_base": [0x1000, 0, 0],
     }
 
@@ -209,9 +209,38 @@ def _break_share(good, lanes, rows):
                    changed(good, (("share_log2",), 1), (("share_slot",), number)))
 
 
+def _span(slot):
+    """Tile addresses a slot's footprint spans (written from ``docs/tau.md`` §4: row-major box
+    with pitches ``lpitch`` on axes 0..2, 1 on axis 3)."""
+    box, lpitch = slot["box"], slot.get("lpitch", [0, 0, 0])
+    return sum((box[a] - 1) * lpitch[a] for a in range(3)) + box[3]
+
+
+def _break_footprint(good, lanes, rows):
+    for port, k in _slots(good):
+        slot = f"{port}[{k}]"
+        s = good[port][k]
+        words = s["rows"] * lanes
+        short = -(-_span(s) // lanes) - 1
+        if short >= 1:
+            yield (f"{slot}.rows = {short}: one row short of its footprint",
+                   changed(good, ((port, k, "rows"), short)))
+        yield (f"{slot}.box[3] one word past its rows",
+               changed(good, ((port, k, "box", 3), words - _span(s) + s["box"][3] + 1)))
+        # axes 0..2: a second line, one word past the rows through its pitch
+        for a in range(3):
+            yield (f"{slot}.box[{a}] = 2 with lpitch[{a}] one word past the rows",
+                   changed(good, ((port, k, "box", a), 2),
+                           ((port, k, "lpitch"), [words - s["box"][3] + 1 if b == a else 0
+                                                  for b in range(3)]),
+                           *[((port, k, "box", b), 1) for b in range(3) if b != a]))
+        yield (f"{slot}.lpitch[0] = 0xFFFF x box[0] = 0xFFFF",
+               changed(good, ((port, k, "box", 0), 0xFFFF), ((port, k, "lpitch"), [0xFFFF, 0, 0])))
+
+
 BREAKERS = {"sizes": _break_sizes, "tiles": _break_tiles, "lanes": _break_lanes,
             "range": _break_range, "slots": _break_slots, "outputs": _break_outputs,
-            "share": _break_share}
+            "share": _break_share, "footprint": _break_footprint}
 
 
 def bad_configs(good, lanes, rows):
@@ -247,6 +276,16 @@ def edge_configs(good, lanes, rows):
     ]
     cases += [(f"lane_index[{i}] = 7 on a bit above the lanes",
                changed(good, (("lane_index", i), 7))) for i in range(bits, 6)]
+    # footprints that fill their rows to the last word
+    s = good[last_port][last]
+    words = s["rows"] * lanes
+    cases += [
+        (f"{last_port}[{last}].box[3] = rows x lanes", changed(good, (
+            (last_port, last, "box"), [1, 1, 1, words]))),
+        (f"{last_port}[{last}] two lines, the second ending on the last word", changed(good, (
+            (last_port, last, "box"), [1, 2, 1, s["box"][3]]),
+            ((last_port, last, "lpitch"), [0, words - s["box"][3], 0]))),
+    ]
     return cases
 
 

@@ -22,7 +22,10 @@ message names STATUS and the state of the DRAM port.
   TAU, quiet, nothing outside the output; the next run is exact.
 * ``unchecked_fields_never_hang`` (real TAU only): each field that no check covers set to a
   value the compiler never produces (``UNCHECKED``): the run ends, with whatever error code, and
-  writes nothing outside the output tensor (a hang is aborted and reported).
+  writes nothing outside the output tensor (a hang is aborted and reported). Where the reference
+  model of the START checks (``test_top_fuzz.expected_status``) refuses the values (rows below
+  the footprint: check 8, which this case led to), STATUS must show that check and the DRAM no
+  request.
 * ``every_configuration_check_refuses``: each field out of range for every check of
   :data:`merit.regmap.CHECKS` (``test_top_regs.bad_configs``): error CONFIG with the check's number,
   no DRAM request; after each, a run at the edge of the checks (``test_top_regs.edge_configs``) is
@@ -273,16 +276,34 @@ async def unchecked_fields_never_hang(dut):
     """Each field that no check covers, out of what the compiler produces: the run ends (done,
     any error code; reads outside the DRAM answer SLVERR) and nothing outside the outputs is
     written."""
+    from test_top_fuzz import expected_status       # (test_top_fuzz imports this module)
+
     tb, _, job = await robust_tb(dut)
     cycles = await tb.run(job, what="the run before the unchecked fields")
     good = job.values
+    lanes = tb.cfg["lanes"]
+    rows = tuple(b // (2 * lanes) for b in tb.cfg["rp_bytes"])
     hangs, outcomes = [], []
+    only = tb.cfg.get("unchecked")      # a list of case names: run only those
     for what, changes in UNCHECKED:
+        if only is not None and what not in only:
+            continue
         changes = [(path, tb.cfg[value] if isinstance(value, str) else value)
                    for path, value in changes]
         job.values = changed(good, *changes)
+        refused = expected_status(job.values, lanes=tb.cfg["lanes"], rows=rows,
+                                  instructions=len(good["program"]))
         job.fill()
+        requests = tb.dram.request_cycles
         await tb.launch(job.values, job.luts)
+        if refused:
+            await tb.wait_done(2000, what)
+            st = await tb.status()
+            assert st == {"busy": 0, "done": 1, "error": Error.CONFIG, "info": refused}, \
+                f"{what}: expected check {refused}, got {st}"
+            assert tb.dram.request_cycles == requests, f"{what}: the refused kernel used DRAM"
+            outcomes.append(f"{what}: CONFIG {refused}")
+            continue
         try:
             await tb.wait_done(20 * cycles, what)
         except AssertionError as exc:

@@ -70,6 +70,17 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
                      s.rows != 0, s.rows <= cap, s.rotate < bits, ~s.base[0]).all()
             slot_terms.append(~s.enable | ok)
     slots_ok = Cat(*slot_terms).all()
+    # the tile rows hold the footprint: its last tile address + 1 (the DMA's row walker reaches
+    # (box[i] - 1) * lpitch[i] on axes 0..2, then box[3] words) within rows * lanes
+    foot_terms = []
+    for port in ("rp0", "rp1"):
+        slots = getattr(cfg, port)
+        for k in range(len(slots)):
+            s = slots[k]
+            span = sum((s.box[i] - 1)[:16] * s.lpitch[i] for i in range(kernelcfg.AXES - 1)) \
+                + s.box[kernelcfg.AXES - 1]
+            foot_terms.append(~s.enable | (span <= (s.rows << bits)))
+    footprint_ok = Cat(*foot_terms).all()
     outputs_ok = Cat(~cfg.out_base[k][0] for k in range(len(cfg.out_base))).all()
     # operand sharing: the shared slot is enabled and alone in its RP
     numbered = [(0, k) for k in range(len(cfg.rp0))] + [(1, k) for k in range(len(cfg.rp1))]
@@ -81,7 +92,8 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
         share_terms.append((cfg.share_slot == n) & ports[port][k].enable & alone)
     share_ok = (cfg.share_log2 == 0) | Cat(*share_terms).any()
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
-              "slots": slots_ok, "outputs": outputs_ok, "share": share_ok}
+              "slots": slots_ok, "outputs": outputs_ok, "share": share_ok,
+              "footprint": footprint_ok}
     return [checks[name] for name, _ in CHECKS]
 
 

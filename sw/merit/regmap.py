@@ -62,6 +62,9 @@ CHECKS = (
     ("outputs", "every out_base is even (16-bit elements)"),
     ("share", "share_log2 is 0, or share_slot names an enabled slot that is the only enabled "
               "slot of its RP"),
+    ("footprint", "every enabled slot's tile rows hold its footprint: (box[0] - 1) * lpitch[0] + "
+                  "(box[1] - 1) * lpitch[1] + (box[2] - 1) * lpitch[2] + box[3] <= rows * lanes "
+                  "(the DMA would otherwise hand on rows past the tile)"),
 )
 
 
