@@ -417,10 +417,33 @@ def _align(value, to=64):
     return -(-value // to) * to
 
 
+def swapped_operands(problem):
+    """``problem`` with its first two operands exchanged, when its strategy says they commute
+    (``Strategy.commutes``: a dot product, an absolute difference) and both tensors are named;
+    else None. The tensors keep their order (the DRAM layout), so only the Read Pipeline that
+    reads each operand changes: RP0 (16 KB) takes the other tensor's footprints."""
+    import copy
+    ops = problem.operands
+    if not getattr(problem.strategy, "commutes", False) or len(ops) < 2 \
+            or ops[0].stage != "loop" or ops[1].stage != "loop" \
+            or not (ops[0].transform.named and ops[1].transform.named) \
+            or ops[0].tensor == ops[1].tensor:
+        return None
+    from .problem import Operand
+    out = copy.copy(problem)
+    out.operands = (Operand(ops[1].tensor, ops[1].transform, ops[0].stage),
+                    Operand(ops[0].tensor, ops[0].transform, ops[1].stage)) + tuple(ops[2:])
+    return out
+
+
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
-                    max_outputs=None, taus=1):
+                    max_outputs=None, taus=1, swap=True):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
+
+    ``swap``: also compile the problem with its two commuting operands exchanged
+    (:func:`swapped_operands`) and keep that kernel when :func:`merit.perf.predict` finds it
+    MARGIN faster (its ``problem`` is then the swapped one: same tensors, outputs and results).
 
     ``taus`` TAUs (the processor, ``meritz.top``) may share one operand's fetches
     (:func:`share_choice`); one TAU (the default) never does.
@@ -606,6 +629,20 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                 kernel, best = other, cycles
     if kernel is None:
         raise error
+    other = swapped_operands(problem) if swap and best is not None else None
+    if other is not None:
+        try:
+            alt = compile_problem(other, lanes=lanes, shift=shift, rp_bytes=rp_bytes,
+                                  cp_bytes=cp_bytes, rp0_slots=rp0_slots, rp1_slots=rp1_slots,
+                                  outputs=outputs, instructions=instructions,
+                                  dram_base=dram_base, max_outputs=max_outputs, taus=taus,
+                                  swap=False)
+        except (CompileError, NoMapping):
+            alt = None
+        if alt is not None and _jobs(alt) <= RANKED_JOBS:
+            from .perf import predict
+            if predict(alt, taus=taus, rp_bytes=rp_bytes).cycles < (1 - MARGIN) * best:
+                return alt
     return kernel
 
 

@@ -67,6 +67,9 @@ class Strategy:
     outputs = ("out",)
     c_body = {"state": "", "pre": [""], "loop": "", "post": [""]}
     chunk_by = None
+    #: The first two inputs (both read in the loop) may be exchanged without changing any
+    #: result bit (``x * w``, ``|x - y|``): the compiler may bind either to either RP.
+    commutes = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -170,6 +173,7 @@ class Dot(Strategy):
     """Dot product (Eq. 3): ``out = sum x * w``.  GEMM, convolution, FC, correlation."""
 
     inputs = (Input("x", "loop"), Input("w", "loop"))
+    commutes = True
     c_body = {"state": "T acc;", "pre": ["acc = 0;"], "loop": "acc += in0 * in1;",
               "post": ["out0 = acc;"]}
     chunk_by = "inputs"
@@ -254,6 +258,7 @@ class DotPool(Strategy):
     levels = 2
     inputs = (Input("x", "loop"), Input("w", "loop"))
     chunk_by = "inputs"
+    commutes = True
 
     def __init__(self, pool="max", relu=False):
         if pool not in _POOLS:
