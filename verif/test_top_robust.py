@@ -276,7 +276,8 @@ async def unchecked_fields_never_hang(dut):
     """Each field that no check covers, out of what the compiler produces: the run ends (done,
     any error code; reads outside the DRAM answer SLVERR) and nothing outside the outputs is
     written."""
-    from test_top_fuzz import expected_status       # (test_top_fuzz imports this module)
+    # (test_top_fuzz imports this module)
+    from test_top_fuzz import expected_status
 
     tb, _, job = await robust_tb(dut)
     cycles = await tb.run(job, what="the run before the unchecked fields")

@@ -80,12 +80,15 @@ def test_random_footprints():
     """Slots with random boxes, pitches and rows (small and extreme values): the footprint
     check agrees with the model on each, refusing and accepting."""
     rand = random.Random(7)
+
+    def pick(hi):
+        return rand.choice([1, 2, rand.randint(1, 40), rand.randint(1, hi), hi])
+
     cases = []
     for n in range(300):
         values = good_config(8)
         port, k = rand.choice([("rp0", 0), ("rp0", 1), ("rp1", 0)])
         cap = ROWS[0] if port == "rp0" else ROWS[1]
-        pick = lambda hi: rand.choice([1, 2, rand.randint(1, 40), rand.randint(1, hi), hi])
         values[port][k].update(box=[pick(0xFFFF) for _ in range(4)],
                                lpitch=[rand.choice([0, pick(0xFFFF)]) for _ in range(3)],
                                rows=pick(cap))

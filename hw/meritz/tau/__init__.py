@@ -24,11 +24,10 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from merit.arch import CP_BYTES, RP_BYTES
-from merit.checks import check_lanes
 from meritz import kernelcfg
 from meritz.bus import AXI4Signature
 from meritz.tau.cp import ComputePipeline
-from meritz.tau.dma import Dma, row_layout
+from meritz.tau.dma import Dma, check_dma_lanes, row_layout
 from meritz.tau.rp import ReadPipeline, rp_error_layout
 from meritz.tau.rp.agu import is_out
 from meritz.tau.step_looper import StepLooper, beat_layout, lane_map
@@ -126,7 +125,7 @@ class Tau(wiring.Component):
 
     def __init__(self, *, lanes, rp0_bytes=RP_BYTES[0], rp1_bytes=RP_BYTES[1], cp_bytes=CP_BYTES,
                  ports=1, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
-        self._lanes = check_lanes(lanes)
+        self._lanes = check_dma_lanes(lanes)
         for name, value in (("rp0_bytes", rp0_bytes), ("rp1_bytes", rp1_bytes)):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an integer, not {value!r}")

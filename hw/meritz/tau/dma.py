@@ -34,7 +34,7 @@ from meritz import kernelcfg
 from meritz.bus import AXI4Signature
 from meritz.tau.step_looper import acc_tile_layout
 
-__all__ = ["Dma", "request_layout", "row_layout"]
+__all__ = ["Dma", "check_dma_lanes", "request_layout", "row_layout"]
 
 P, A, AXES = kernelcfg.P_INDICES, kernelcfg.A_INDICES, kernelcfg.AXES
 
@@ -77,6 +77,17 @@ def _command_layout(slot_bits):
     })
 
 
+def check_dma_lanes(lanes):
+    """``lanes`` (a power of two) of at least :data:`WORDS_PER_BEAT`: the row assembler places a
+    beat's words (up to 4, at any tile address) into a buffer of two SRAM rows, so a row must hold
+    4 words; with 2 lanes a chunk can span 3 rows and the DMA stalls for good."""
+    check_lanes(lanes)
+    if lanes < WORDS_PER_BEAT:
+        raise ValueError(f"the TAU's DMA needs at least {WORDS_PER_BEAT} lanes (the words of one "
+                         f"{2 * WORDS_PER_BEAT}-byte beat in one SRAM row), not {lanes}")
+    return lanes
+
+
 def _clip(value, low, high):
     return Mux(value < low, low, Mux(value > high, high, value))
 
@@ -103,7 +114,7 @@ class Dma(wiring.Component):
     """
 
     def __init__(self, *, lanes, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
-        self._lanes = check_lanes(lanes)
+        self._lanes = check_dma_lanes(lanes)
         self._slots = (rp0_slots, rp1_slots)
         self._layout = kernelcfg.layout(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                                         instructions=instructions)

@@ -15,6 +15,9 @@ def test_tau_sram_sizes_are_checked():
         Tau(lanes=8, rp1_bytes=1024.0)
     with pytest.raises(ValueError, match="lanes must be a power of two of at least 2, not 24"):
         Tau(lanes=24)
+    # a 4-word beat spans 3 rows of 2 lanes: the DMA's two-row buffer cannot take it
+    with pytest.raises(ValueError, match="the TAU's DMA needs at least 4 lanes .*, not 2"):
+        Tau(lanes=2)
 
 
 def test_agu_parameters_are_checked():
