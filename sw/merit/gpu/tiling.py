@@ -674,10 +674,12 @@ def rank(spec, count=6, device=H100):
         scored = [(c, t) for c, t in scored if c is not None]
     scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
     out = []
+    pool = count * 4
     if spec.precision != "fp32":    # keep candidates of both tensor-core kernels
-        scored = ([ct for ct in scored if ct[1].ldsm][: count * 4]
-                  + [ct for ct in scored if not ct[1].ldsm][: count * 4])
-    for cost, t in scored[: count * 8]:
+        scored = ([ct for ct in scored if ct[1].ldsm][:pool]
+                  + [ct for ct in scored if not ct[1].ldsm][:pool])
+        pool *= 2
+    for cost, t in scored[:pool]:
         full = complete(spec, t, device)
         cap = device.smem_block - 1024 if t.mma else min(SMEM_CAP, device.smem_block)
         if _smem_bytes(spec, full) > cap:
