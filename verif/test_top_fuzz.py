@@ -183,8 +183,17 @@ def expected_status(values, *, lanes, rows, instructions=16):
                     return False
         return True
 
+    def rp_rows():
+        # every job allocates one tile per enabled slot in its RP before freeing any
+        for port, cap in (("rp0", rows[0]), ("rp1", rows[1])):
+            count = len(_get(values, (port,), []))
+            if sum(g(port, k, "rows") for k in range(count) if g(port, k, "enable")) > cap:
+                return False
+        return True
+
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
-              "slots": slots, "outputs": outputs, "share": share, "footprint": footprint}
+              "slots": slots, "outputs": outputs, "share": share, "footprint": footprint,
+              "rows": rp_rows}
     for number, (name, _) in enumerate(CHECKS, 1):
         if not checks[name]():
             return number

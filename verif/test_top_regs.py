@@ -238,9 +238,31 @@ def _break_footprint(good, lanes, rows):
                changed(good, ((port, k, "box", 0), 0xFFFF), ((port, k, "lpitch"), [0xFFFF, 0, 0])))
 
 
+def _break_rows(good, lanes, rows):
+    for r, port in enumerate(("rp0", "rp1")):
+        slots = [k for k, s in enumerate(good[port]) if s and s.get("enable")]
+        others = sum(good[port][k]["rows"] for k in slots[1:])
+        k = slots[0]
+        if others:
+            yield (f"{port} slots together one row over the SRAM ({rows[r]})",
+                   changed(good, ((port, k, "rows"), rows[r] - others + 1)))
+        else:       # one slot: a second one beside it, a copy, the two one row over the SRAM
+            k2 = next((q for q in range(len(good[port])) if q != k), None)
+            if k2 is not None:
+                half = rows[r] // 2
+                yield (f"{port}[{k2}] beside {port}[{k}], together one row over the SRAM",
+                       changed(good, ((port, k, "rows"), half),
+                               ((port, k2), dict(good[port][k], rows=rows[r] - half + 1))))
+    port = "rp0"
+    slots = [k for k, s in enumerate(good[port]) if s and s.get("enable")]
+    if len(slots) > 1:
+        yield (f"{port}: every slot's rows the whole SRAM",
+               changed(good, *[((port, k, "rows"), rows[0]) for k in slots]))
+
+
 BREAKERS = {"sizes": _break_sizes, "tiles": _break_tiles, "lanes": _break_lanes,
             "range": _break_range, "slots": _break_slots, "outputs": _break_outputs,
-            "share": _break_share, "footprint": _break_footprint}
+            "share": _break_share, "footprint": _break_footprint, "rows": _break_rows}
 
 
 def bad_configs(good, lanes, rows):
@@ -265,8 +287,14 @@ def edge_configs(good, lanes, rows):
     port, k = _slots(good)[0]
     last_port, last = _slots(good)[-1]
     out = len(good["out_base"]) - 1
+    others = sum(good[port][q]["rows"] for q in range(len(good[port]))
+                 if q != k and good[port][q].get("enable"))
     cases = [
-        (f"{port}[{k}].rows = SRAM rows", changed(good, ((port, k, "rows"), rows[0]))),
+        (f"{port}[{k}].rows = SRAM rows less the other slots' (together the whole SRAM)",
+         changed(good, ((port, k, "rows"), rows[0] - others))),
+        (f"{port}[{k}].rows = SRAM rows, the other slots of its RP disabled (rows kept)",
+         changed(good, ((port, k, "rows"), rows[0]),
+                 *[((port, q, "enable"), 0) for q in range(len(good[port])) if q != k])),
         (f"{port}[{k}].rotate = {bits - 1}", changed(good, ((port, k, "rotate"), bits - 1))),
         (f"out_base[{out}] 2-byte aligned only", changed(good, (("out_base", out),
                                                               good["out_base"][out] | 2))),

@@ -244,7 +244,9 @@ async def illegal_instruction_stops_the_run(dut):
 
 
 #: Fields that no configuration check covers (``merit.regmap.CHECKS``), set to values that
-#: ``merit.compile`` would never produce: ``(what, [(path, value)])`` on the compiled kernel.
+#: ``merit.compile`` would never produce: ``(what, [(path, value)])`` on the compiled kernel; a
+#: value is a number, the name of a bench setting, or a function of the kernel's configuration
+#: and the bench's settings.
 UNCHECKED = [
     ("rp0[0].rows 1 (below the footprint)", [(("rp0", 0, "rows"), 1)]),
     ("rp0[0].rows = the whole SRAM", [(("rp0", 0, "rows"), "rp0_rows")]),
@@ -268,6 +270,13 @@ UNCHECKED = [
     ("lanes on another index", [(("lane_index",), [2, 2, 2, 0, 0, 0])]),
     ("every instruction at every level", [(("begs",), [0] * 7), (("ends",), [3] * 7)]),
     ("empty range table", [(("begs",), [0] * 7), (("ends",), [0] * 7)]),
+    # a second RP0 slot (the program never reads it) beside the first
+    ("rp0[1] beside rp0[0], their rows filling the SRAM",
+     [(("rp0", 1), lambda good, cfg: dict(good["rp0"][0],
+                                          rows=cfg["rp0_rows"] - good["rp0"][0]["rows"]))]),
+    ("rp0[1] beside rp0[0], their rows one over the SRAM",
+     [(("rp0", 1), lambda good, cfg: dict(good["rp0"][0],
+                                          rows=cfg["rp0_rows"] - good["rp0"][0]["rows"] + 1))]),
 ]
 
 
@@ -289,7 +298,8 @@ async def unchecked_fields_never_hang(dut):
     for what, changes in UNCHECKED:
         if only is not None and what not in only:
             continue
-        changes = [(path, tb.cfg[value] if isinstance(value, str) else value)
+        changes = [(path, tb.cfg[value] if isinstance(value, str)
+                    else value(good, tb.cfg) if callable(value) else value)
                    for path, value in changes]
         job.values = changed(good, *changes)
         refused = expected_status(job.values, lanes=tb.cfg["lanes"], rows=rows,

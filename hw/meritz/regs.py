@@ -81,6 +81,14 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
                 + s.box[kernelcfg.AXES - 1]
             foot_terms.append(~s.enable | (span <= (s.rows << bits)))
     footprint_ok = Cat(*foot_terms).all()
+    # the enabled slots of an RP hold their tiles together: a job allocates one tile per slot
+    # before any of its tiles is freed, so tiles that together exceed the SRAM wait for good
+    rows_terms = []
+    for port, cap in (("rp0", rp0_rows), ("rp1", rp1_rows)):
+        slots = getattr(cfg, port)
+        total = sum(Mux(slots[k].enable, slots[k].rows, 0) for k in range(len(slots)))
+        rows_terms.append(total <= cap)
+    rows_ok = Cat(*rows_terms).all()
     outputs_ok = Cat(~cfg.out_base[k][0] for k in range(len(cfg.out_base))).all()
     # operand sharing: the shared slot is enabled and alone in its RP
     numbered = [(0, k) for k in range(len(cfg.rp0))] + [(1, k) for k in range(len(cfg.rp1))]
@@ -93,7 +101,7 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
     share_ok = (cfg.share_log2 == 0) | Cat(*share_terms).any()
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
               "slots": slots_ok, "outputs": outputs_ok, "share": share_ok,
-              "footprint": footprint_ok}
+              "footprint": footprint_ok, "rows": rows_ok}
     return [checks[name] for name, _ in CHECKS]
 
 

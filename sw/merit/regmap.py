@@ -65,6 +65,8 @@ CHECKS = (
     ("footprint", "every enabled slot's tile rows hold its footprint: (box[0] - 1) * lpitch[0] + "
                   "(box[1] - 1) * lpitch[1] + (box[2] - 1) * lpitch[2] + box[3] <= rows * lanes "
                   "(the DMA would otherwise hand on rows past the tile)"),
+    ("rows", "the enabled slots of each RP fit its SRAM together: the sum of their rows is at "
+             "most the RP's SRAM rows (a job holds one tile of every slot)"),
 )
 
 
