@@ -270,6 +270,9 @@ UNCHECKED = [
     ("lanes on another index", [(("lane_index",), [2, 2, 2, 0, 0, 0])]),
     ("every instruction at every level", [(("begs",), [0] * 7), (("ends",), [3] * 7)]),
     ("empty range table", [(("begs",), [0] * 7), (("ends",), [0] * 7)]),
+    ("regs 0", [(("regs",), 0)]),
+    ("share_log2 7: groups larger than the processor", [(("share_log2",), 7)]),
+    ("the input slot shared instead of the weights", [(("share_slot",), 0)]),
     # a second RP0 slot (the program never reads it) beside the first
     ("rp0[1] beside rp0[0], their rows filling the SRAM",
      [(("rp0", 1), lambda good, cfg: dict(good["rp0"][0],
