@@ -167,7 +167,8 @@ def run(problem, *arrays, tile=None, out=None, tune=True, cache=None, precision=
     precision : {"fp32", "tf32", "fp16", "bf16"}
         "fp32": exact fp32 arithmetic on the SIMT cores.  The others run Dot-like problems
         (convolutions, GEMM, FC) on the tensor cores (:mod:`merit.gpu.mma`): operands rounded to
-        TF32, FP16 or BF16 as they are read, products summed in fp32; the arrays stay float32.
+        TF32, FP16 or BF16 (when a fragment is read, or once when the operand tile is staged:
+        :mod:`merit.gpu.ldsm`), products summed in fp32; the arrays stay float32.
 
     Returns
     -------
