@@ -408,8 +408,9 @@ async def stop_storm(dut):
             if kind == "abort":
                 await ClockCycles(dut.clk, tb.rand.randrange(cycles))
                 await tb.write(ctrl, 0b110)
-            elif kind == "abort_near_done":
-                await ClockCycles(dut.clk, max(0, cycles - tb.rand.randrange(12)))
+            elif kind == "abort_near_done":     # the last tenth of the run: either outcome
+                await ClockCycles(dut.clk, max(0, cycles - tb.rand.randrange(max(12,
+                                                                               cycles // 10))))
                 await tb.write(ctrl, 0b110)
             elif kind == "start_abort":
                 await tb.write(ctrl, 0b111)             # START and abort in one write
