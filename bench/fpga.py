@@ -47,6 +47,10 @@ def _parser():
                              "is cached")
     parser.add_argument("--no-blocks", action="store_true",
                         help="skip the blocks placed and routed alone")
+    parser.add_argument("--blocks", nargs="+", metavar="NAME",
+                        help="place and route only these blocks alone (default: all of "
+                             "merit.flow.fpga.block_names(): rp0_sram, rp1_sram, cp_simd, "
+                             "cp_sequencer, rp_router, rp_butterfly, rp_collector)")
     parser.add_argument("--block-lanes", type=int, default=8, metavar="N",
                         help="lanes of the blocks placed and routed alone (default: 8)")
     parser.add_argument("--out", default="docs/results", metavar="DIR")
@@ -79,7 +83,13 @@ def _depth(lanes, taus, work, log, cached_only=False):
 
 
 def run(args, log=print):
-    from merit.flow.fpga import run_blocks, run_config
+    from merit.flow.fpga import block_names, run_blocks, run_config
+
+    if args.blocks:
+        unknown = sorted(set(args.blocks) - set(block_names()))
+        if unknown:     # before any tool runs
+            raise SystemExit(f"python -m bench.fpga: no block {', '.join(unknown)}; the blocks "
+                             f"are {', '.join(block_names())}")
 
     report = {
         "command": "python -m bench.fpga " + " ".join(sys.argv[1:]),
@@ -105,9 +115,9 @@ def run(args, log=print):
             "blocks": {b["block"]: b["fmax_mhz"] for b in base.get("blocks", [])
                        if b.get("placed", True)}}
     if not args.no_blocks:
-        report["blocks"] = run_blocks(args.block_lanes, args.work, device=args.device,
-                                      freq_mhz=args.freq, cached_only=args.cached_only,
-                                      log=log)
+        report["blocks"] = run_blocks(args.block_lanes, args.work, names=args.blocks,
+                                      device=args.device, freq_mhz=args.freq,
+                                      cached_only=args.cached_only, log=log)
     if not args.no_depth:
         taus, lanes = args.config[0]
         report["depth"] = _depth(lanes, taus, args.work, log, args.cached_only)

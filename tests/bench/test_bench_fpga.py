@@ -88,3 +88,19 @@ def test_a_configuration_not_run_quotes_the_area_reports_fit():
     assert "82,223 LUT4 (a carry cell counts 2), 13,136 flip-flops, 24 block RAMs, 50 DSPs: " \
            "98% of the 83,640 LUT4 sites that nextpnr counts on the LFE5U-85F." in text
     assert "Below 100 MHz alone: none." in text
+
+
+def test_blocks_names_the_blocks_to_place_alone_and_refuses_others():
+    import pytest
+
+    from merit.flow.fpga import block_names, run_blocks
+
+    assert block_names() == ["rp0_sram", "rp1_sram", "cp_simd", "cp_sequencer", "rp_router",
+                             "rp_butterfly", "rp_collector"]
+    assert fpga._parser().parse_args(["--blocks", "rp0_sram", "cp_sequencer"]).blocks == [
+        "rp0_sram", "cp_sequencer"]
+    with pytest.raises(ValueError, match="no block rp2_sram; the blocks are rp0_sram, "):
+        run_blocks(8, names=["rp0_sram", "rp2_sram"])
+    args = fpga._parser().parse_args(["--no-top", "--blocks", "top"])
+    with pytest.raises(SystemExit, match="no block top"):
+        fpga.run(args, log=lambda text: None)

@@ -341,13 +341,29 @@ def run_config(lanes, taus, work_root="build/fpga", **options):
                                                           **options)}
 
 
-def run_blocks(lanes, work_root="build/fpga", **options):
+#: the rows of ``meritz.blocks.BLOCKS`` that :func:`run_blocks` never places alone
+NOT_BLOCKS = ("top", "tau", "sram_bank_256x16")
+
+
+def block_names():
+    """The blocks :func:`run_blocks` can place and route alone, in table order."""
+    from meritz.blocks import BLOCKS
+
+    return [r[0] for r in BLOCKS if "taus" not in r[2] and r[0] not in NOT_BLOCKS]
+
+
+def run_blocks(lanes, work_root="build/fpga", names=None, **options):
     """:func:`run_component` of every row of ``meritz.blocks.BLOCKS`` but the top, the TAU (the
     processor holds them) and the bank model, at ``lanes`` lanes: where each block's own
-    register-to-register paths end."""
+    register-to-register paths end. ``names`` keeps only those blocks (in table order)."""
     from meritz.blocks import BLOCKS, build
 
-    rows = [r for r in BLOCKS if "taus" not in r[2] and r[0] not in ("tau", "sram_bank_256x16")]
+    known = block_names()
+    if names is not None:
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            raise ValueError(f"no block {', '.join(unknown)}; the blocks are {', '.join(known)}")
+    rows = [r for r in BLOCKS if r[0] in known and (names is None or r[0] in names)]
     results = []
     for row in rows:
         name, component = next(iter(build(lanes=lanes, blocks=[row])))
