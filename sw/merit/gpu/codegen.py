@@ -20,9 +20,14 @@ import re
 
 from .tile import extents, geometry
 
-__all__ = ["source", "kernel_name"]
+__all__ = ["source", "kernel_name", "vector_reads"]
 
 _CTYPE = {"float32": "float", "int32": "int"}
+
+#: ``Tile.lean`` kernels: footprint copies of at most this many pieces per thread are written as
+#: fully unrolled loops of a known trip count (the thread's piece coordinates, row pointers and
+#: the boundary checks of axes the accumulation does not walk then stay out of the tile loop).
+COPY_UNROLL = 8
 _LIMITS = {"float32": ("(-__int_as_float(0x7f800000))", "(__int_as_float(0x7f800000))"),
            "int32": ("(-2147483647 - 1)", "2147483647")}
 
@@ -194,7 +199,8 @@ def source(spec, tile):
 
     params = [f"const T* __restrict__ g_in{k}" for k in range(len(spec.inputs))]
     params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
-    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {name}({", ".join(params)}) {{')
+    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {name}('
+               f'{", ".join(params)}) {{')
     w = _Writer()
     if shared:
         w("extern __shared__ __align__(16) T smem[];")
@@ -273,21 +279,37 @@ def source(spec, tile):
     else:
         call("pre0", "pre", modes(0, "first"))
         first_at, end_at = ("at0", "at1") if split > 1 else ("0", str(ntiles))
+        one_bar = tile.lean and bool(shared) and nbuf > 1
+        cu = COPY_UNROLL if tile.lean else 0
         if shared and nbuf > 1:
-            _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at)
+            _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at,
+                           cu)
         w("#pragma unroll 1")
         w.open(f"for (int at = {first_at}; at < {end_at}; ++at)")
         w(f"const int ab0 = at * {chunk};")
         if shared:
-            _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at)
+            _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at,
+                       cu, one_bar)
             for k in shared:
                 if geo[k].vector and not geo[k].aligned:
                     org = _org_expr(spec, k, geo[k], len(geo[k].sides) - 1, "ab0")
                     w(f"const int sh{k} = ({org}) & 3;")
-            w("__syncthreads();")
+            if not one_bar:
+                w("__syncthreads();")
         inner_unrolled = set(range(A - tile.unroll, A)) if tile.unroll else set()
+        vread = tile.vread and levels == 1 and bool(inner_unrolled) and all(
+            k in shared for k in _stage_inputs(spec, "loop"))
 
         def nest(lv, whole):
+            if vread and whole:
+                for i in range(A - tile.unroll):
+                    extent = str(chunk) if i == 0 else str(spec.ashape[i])
+                    w("#pragma unroll 1")
+                    w.open(f"for (int l{i} = 0; l{i} < {extent}; ++l{i})")
+                _emit_vector_reads(w, spec, tile, geo, offs, nbuf, chunk, pidx)
+                for _ in range(A - tile.unroll):
+                    w.close()
+                return
             for i in range(first[lv], first[lv + 1]):
                 extent = (str(chunk) if whole else f"min({chunk}, {spec.ashape[0]} - ab0)") \
                     if i == 0 else str(spec.ashape[i])
@@ -315,7 +337,7 @@ def source(spec, tile):
             w.close()
         else:
             nest(0, False)
-        if shared:
+        if shared and not one_bar:
             w("__syncthreads();")
         w.close()
         call("post0", "post", modes(0, "last"))
@@ -337,6 +359,160 @@ def source(spec, tile):
     out.append("\n".join(w.lines))
     out.append("}")
     return name, "\n".join(out) + "\n", nblocks, nt, smem_bytes
+
+
+_VEC = {"float": ("float2", "float4"), "int": ("int2", "int4")}
+
+
+def _read_base(spec, tile, k, g, nbuf):
+    """(run-time part of input k's shared address as C terms, the constant part, the power of
+    two (<= 4) every run-time part is a multiple of, word coefficient per position of k)."""
+    tr = spec.inputs[k].transform
+    P, A = spec.np, spec.na
+    inner = set(range(A - tile.unroll, A))
+    coef = {}
+    for ax, terms in enumerate(tr.terms):
+        for pos, s in terms:
+            coef[pos] = coef.get(pos, 0) + s * g.pitches[ax]
+    const = sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+    known = 1 if g.vector and not g.aligned else 4
+    parts = [f"so{k} - {const}"]
+    if g.vector and not g.aligned:
+        parts.append(f"sh{k}")
+    if nbuf > 1:
+        parts.append(f"buf * {g.words}")
+    for pos, c in sorted(coef.items()):
+        if pos < P:
+            known = min(known, _pow2(c * tile.run(pos)))
+        elif pos - P not in inner:
+            known = min(known, _pow2(c))
+            parts.append(f"l{pos - P} * {c}")
+    return parts, const, known, coef
+
+
+def _pow2(v, cap=4):
+    v = abs(v)
+    p = 1
+    while p < cap and v % (2 * p) == 0:
+        p *= 2
+    return p
+
+
+def vector_reads(spec, tile, geos, nbuf, chunk):
+    """The explicit shared reads of a ``vread`` tile's unrolled accumulation steps.
+
+    Returns ``(steps, plan)``: ``steps`` lists the unrolled steps (tuples of the unrolled
+    indices' values, C order); ``plan[k]`` maps each word offset input k's reads use (constant
+    part of the address) to ``(unit, component)``, where a unit ``(start, width)`` is one load of
+    ``width`` words (4, 2 or 1) at constant offset ``start``: aligned groups of 4 (then 2) words
+    that are all read become one 16-byte (8-byte) load when the run-time part of the address is
+    a multiple of 4 (2) words, as :func:`merit.gpu.tiling.shared_loads` counts them.
+    """
+    import itertools
+
+    P, A = spec.np, spec.na
+    inner = list(range(A - tile.unroll, A))
+    exts = [chunk if i == 0 else spec.ashape[i] for i in inner]
+    steps = list(itertools.product(*[range(e) for e in exts]))
+    plan = {}
+    for k in _stage_inputs(spec, "loop"):
+        _, const, known, coef = _read_base(spec, tile, k, geos[k], nbuf)
+        need = set()
+        for r in range(tile.nregs):
+            cr = const
+            q = r
+            for j in range(P - 1, -1, -1):
+                c = q % tile.regs[j]
+                q //= tile.regs[j]
+                cr += tile.copy_offset(j, c) * coef.get(j, 0)
+            for st in steps:
+                need.add(cr + sum(v * coef.get(P + i, 0) for i, v in zip(inner, st,
+                                                                            strict=True)))
+        units = {}
+        left = set(need)
+        for width in (4, 2):
+            if known < width:
+                continue
+            for a in sorted(left):
+                lo = a - a % width
+                if all(lo + d in left for d in range(width)):
+                    for d in range(width):
+                        units[lo + d] = ((lo, width), d)
+            left -= set(units)
+        for a in left:
+            units[a] = ((a, 1), 0)
+        plan[k] = units
+    return steps, plan
+
+
+def _emit_vector_reads(w, spec, tile, geo, offs, nbuf, chunk, pidx):
+    """The unrolled accumulation steps of a ``vread`` tile, written out: per group of 4 steps,
+    the loads of the words the group reads first, then its calls of ``loop``."""
+    P, A = spec.np, spec.na
+    ctype = _CTYPE[spec.dtype]
+    inner = list(range(A - tile.unroll, A))
+    steps, plan = vector_reads(spec, tile, geo, nbuf, chunk)
+    ks = _stage_inputs(spec, "loop")
+    info = {}
+    for k in ks:
+        parts, const, _, coef = _read_base(spec, tile, k, geo[k], nbuf)
+        base = f"smem + {offs[k]}" if offs[k] else "smem"
+        w(f"const T* __restrict__ vb{k} = {base} + {' + '.join(parts)};")
+        info[k] = coef
+    copies = []
+    for r in range(tile.nregs):
+        q, cs = r, [0] * P
+        for j in range(P - 1, -1, -1):
+            cs[j] = q % tile.regs[j]
+            q //= tile.regs[j]
+        copies.append(cs)
+    loaded = set()
+    for g0 in range(0, len(steps), 4):
+        group = steps[g0:g0 + 4]
+        calls = []
+        for st in group:
+            for r, cs in enumerate(copies):
+                args = []
+                for k in ks:
+                    coef = info[k]
+                    a = sum(tile.copy_offset(j, cs[j]) * coef.get(j, 0) for j in range(P))
+                    a += sum(v * coef.get(P + i, 0) for i, v in zip(inner, st, strict=True))
+                    args.append((k, a))
+                calls.append((r, cs, st, args))
+        for _r, _cs, _st, args in calls:
+            for k, a in args:
+                (lo, width), _ = plan[k][a + _const(spec, tile, geo, k)]
+                if (k, lo) in loaded:
+                    continue
+                loaded.add((k, lo))
+                name = _unit(k, lo)
+                if width == 1:
+                    w(f"const T {name} = vb{k}[{lo}];")
+                else:
+                    vt = _VEC[ctype][width // 4]
+                    w(f"const {vt} {name} = *reinterpret_cast<const {vt}*>(vb{k} + {lo});")
+        for r, cs, st, args in calls:
+            vals = []
+            for k, a in args:
+                (lo, width), d = plan[k][a + _const(spec, tile, geo, k)]
+                vals.append(_unit(k, lo) + (f".{'xyzw'[d]}" if width > 1 else ""))
+            idx = [f"(pb{j} + tl{j} + {tile.copy_offset(j, cs[j])})" for j in range(P)]
+            lv = dict(zip(inner, st, strict=True))
+            for i in range(A):
+                if i in lv:
+                    idx.append(f"(ab0 + {lv[i]})" if i == 0 else str(lv[i]))
+                else:
+                    idx.append("(ab0 + l0)" if i == 0 else f"l{i}")
+            w(f"s[{r}].loop({', '.join(vals + idx)});")
+
+
+def _unit(k, lo):
+    return f"v{k}_{lo}" if lo >= 0 else f"v{k}_m{-lo}"
+
+
+def _const(spec, tile, geo, k):
+    g = geo[k]
+    return sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
 
 
 def _copy_offset(tile, j, c):
@@ -388,36 +564,48 @@ def _org_expr(spec, k, g, ax, abase):
     return " + ".join(parts)
 
 
-def _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end):
+def _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end, unroll=0):
     """Start the copies of the first ``nbuf - 1`` accumulation tiles, one commit group each."""
     for i in range(nbuf - 1):
         w.open(f"if ({first} + {i} < {end})")
         _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"({first} + {i}) * {chunk}",
-                   str(i))
+                   str(i), unroll)
         w.close()
         w("merit_cp_commit();")
 
 
-def _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end):
+def _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end, unroll=0,
+               one_barrier=False):
     """At accumulation tile ``at``: start the copy of tile ``at + nbuf - 1`` into the buffer freed
     by the last tile, wait for tile ``at``'s copies, and name its buffer ``buf`` (an
-    ``nbuf``-stage ``cp.async`` pipeline; one buffer: copy and wait)."""
+    ``nbuf``-stage ``cp.async`` pipeline; one buffer: copy and wait).
+
+    ``one_barrier`` (pipelines only): wait for tile ``at``, then the block's barrier, then start
+    the copy into the buffer tile ``at - 1`` was read from (every thread has passed the barrier,
+    so has finished reading it): the tile loop needs no barrier after its steps."""
     if nbuf == 1:
-        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0")
+        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0", unroll)
         w("merit_cp_commit(); merit_cp_wait<0>();")
         return
     rel = "at" if first == "0" else f"(at - {first})"
     ahead = nbuf - 1
+    if one_barrier:
+        w(f"merit_cp_wait<{ahead - 1}>();")
+        w("__syncthreads();")
     w.open(f"if (at + {ahead} < {end})")
     _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {ahead * chunk}",
-               f"(({rel} + {ahead}) % {nbuf})")
+               f"(({rel} + {ahead}) % {nbuf})", unroll)
     w.close()
-    w(f"merit_cp_commit(); merit_cp_wait<{ahead}>();")
+    if one_barrier:
+        w("merit_cp_commit();")
+    else:
+        w(f"merit_cp_commit(); merit_cp_wait<{ahead}>();")
     w(f"const int buf = {rel} % {nbuf};")
 
 
-def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
-    """Cooperative copy of every shared footprint of the tile starting at a0 = ``abase``."""
+def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unroll=0):
+    """Cooperative copy of every shared footprint of the tile starting at a0 = ``abase``
+    (``unroll``: see :data:`COPY_UNROLL`)."""
     for k in shared:
         tr, g = spec.inputs[k].transform, geo[k]
         idx = _global_index_type(tr.source_shape)
@@ -429,12 +617,11 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
         dst = f"smem + {offs[k]}" + (f" + {bufexpr} * {g.words}" if nbuf > 1 else "")
         w(f"T* dst = {dst};")
         if g.vector:
-            _emit_vector_rows(w, tr, g, nt, idx, strides, k)
+            _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll)
         elif nax and g.sides[-1] >= 4:
-            _emit_word_quads(w, tr, g, nt, idx, strides, k)
+            _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll)
         else:
-            w("#pragma unroll 4")
-            w.open(f"for (int e = tid; e < {g.elements}; e += {nt})")
+            closes = _copy_loop(w, g.elements, nt, unroll, "4")
             w("int q = e; bool ok = true;")
             for ax in range(nax - 1, -1, -1):
                 if ax > 0:
@@ -447,11 +634,12 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr):
             src = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax)) or "0"
             sad = " + ".join(f"c{ax} * {g.pitches[ax]}" for ax in range(nax)) or "0"
             w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({src}), ok ? 4 : 0);")
-            w.close()
+            for _ in range(closes):
+                w.close()
         w.close()
 
 
-def _emit_word_quads(w, tr, g, nt, idx, strides, k):
+def _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll=0):
     """Copy the box word by word, four neighbours of a row per thread and step: the row's
     coordinates and boundary checks are computed once per four words."""
     nax = len(g.sides)
@@ -459,8 +647,7 @@ def _emit_word_quads(w, tr, g, nt, idx, strides, k):
     side = g.sides[-1]
     nq = -(-side // 4)
     rows = math.prod(g.sides[:-1])
-    w("#pragma unroll 2")
-    w.open(f"for (int e = tid; e < {rows * nq}; e += {nt})")
+    closes = _copy_loop(w, rows * nq, nt, unroll)
     w(f"int q = e; bool ok = true; const int v = q % {nq}; q /= {nq};")
     for ax in range(nax - 2, -1, -1):
         if ax > 0:
@@ -482,10 +669,29 @@ def _emit_word_quads(w, tr, g, nt, idx, strides, k):
     w("merit_cp_async4(d + i, src + xi, oki ? 4 : 0);")
     w.close()
     w.close()
-    w.close()
+    for _ in range(closes):
+        w.close()
 
 
-def _emit_vector_rows(w, tr, g, nt, idx, strides, k):
+def _copy_loop(w, total, nt, unroll, rolled="2"):
+    """Open the loop giving thread ``tid`` its pieces ``e`` of ``total``; returns how many blocks
+    to close.  ``unroll``: fully unrolled over the pieces per thread (a known count), a guard
+    only when ``nt`` does not divide ``total``; else a rolled loop unrolled ``rolled`` times."""
+    per = -(-total // nt)
+    if unroll and per <= unroll:
+        w("#pragma unroll")
+        w.open(f"for (int i = 0; i < {per}; ++i)")
+        w(f"const int e = tid + i * {nt};")
+        if total % nt:
+            w.open(f"if (e < {total})")
+            return 2
+        return 1
+    w(f"#pragma unroll {rolled}")
+    w.open(f"for (int e = tid; e < {total}; e += {nt})")
+    return 1
+
+
+def _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll=0):
     """Copy the box row by row in aligned 16-byte pieces (see :class:`Geometry`)."""
     nax = len(g.sides)
     inner = nax - 1
@@ -493,8 +699,7 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k):
     nv = g.row // 4
     rows = math.prod(g.sides[:-1])
     w(f"const int a0c = org{inner} & ~3;")
-    w("#pragma unroll 2")
-    w.open(f"for (int e = tid; e < {rows * nv}; e += {nt})")
+    closes = _copy_loop(w, rows * nv, nt, unroll)
     w(f"int q = e; bool ok = true; const int v = q % {nv}; q /= {nv};")
     for ax in range(nax - 2, -1, -1):
         if ax > 0:
@@ -518,4 +723,5 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k):
         w("merit_cp_async4(d, e, ok ? 4 : 0); merit_cp_async4(d + 1, e, ok ? 4 : 0);")
         w("merit_cp_async4(d + 2, e, ok ? 4 : 0); merit_cp_async4(d + 3, e, ok ? 4 : 0);")
         w.close()
-    w.close()
+    for _ in range(closes):
+        w.close()

@@ -59,6 +59,17 @@ class Tile:
         precision (2 bytes per FP16 / BF16 element) and read with ``ldmatrix``
         (:mod:`merit.gpu.ldsm`); ``chunk`` is then the number of flattened accumulation
         positions (k) per tile.
+    vread : bool
+        SIMT sums only: the fully unrolled accumulation steps are written out one by one, and
+        every shared word a thread reads in them is loaded once, by an explicit 16-, 8- or 4-byte
+        load (aligned groups of 4 or 2 words that the steps all use go 16 or 8 bytes at a time),
+        at constant offsets from one base pointer per input (see
+        :func:`merit.gpu.codegen.vector_reads`).
+    lean : bool
+        SIMT tiles only: the footprint copies are fully unrolled loops of a known trip count
+        (:data:`merit.gpu.codegen.COPY_UNROLL` pieces per thread at most), and a copy pipeline
+        takes one barrier per accumulation tile instead of two (the next tile's copies start
+        after the barrier, into the buffer every thread has finished reading).
     split : int
         Split-K: the accumulation tiles are dealt to ``split`` blocks per output block, whose
         partial sums are added atomically into outputs zeroed first (sums only, see
@@ -81,6 +92,8 @@ class Tile:
     split: int = 1
     stages: int = 2
     ldsm: bool = False
+    vread: bool = False
+    lean: bool = False
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -125,7 +138,8 @@ class Tile:
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""
         st = "_s" + "".join(str(int(g)) for g in self.strided) if any(self.strided) else ""
-        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}{st}"
+        vr = ("_l" if self.lean else "") + ("_v" if self.vread else "")
+        return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}{st}{vr}"
 
 
 @dataclass(frozen=True)

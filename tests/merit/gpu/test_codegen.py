@@ -1,6 +1,8 @@
 """merit.gpu without a GPU: imports, kernel source, tile choice, bank conflicts, argument checks."""
 
+import dataclasses
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +17,7 @@ from merit.gpu import Tile, dtype_of, kernel_source, plan
 from merit.gpu.codegen import source
 from merit.gpu.runtime import TileCache
 from merit.gpu.spec import spec_of
-from merit.gpu.tile import geometry
+from merit.gpu.tile import extents, geometry
 from merit.gpu.tiling import (
     SMEM_CAP,
     _smem_bytes,
@@ -507,6 +509,131 @@ def test_staged_tile_checks():
 @pytest.mark.parametrize("precision", ["tf32", "fp16"])
 def test_staged_source_compiles_for_hopper(precision, tmp_path):
     spec, t = _staged(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), precision)
+    cu = tmp_path / "k.cu"
+    cu.write_text(source(spec, t)[1])
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                          "-o", str(tmp_path / "k.cubin"), str(cu)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr
+
+
+def _vread_addresses(spec, tile):
+    """Per input, the shared word offsets the written-out steps of a ``vread`` source read, in
+    call order, and the same offsets by the rolled form's address expression."""
+    import re
+
+    from merit.gpu.codegen import _shared_read, _stage_inputs, vector_reads
+
+    geo = {k: geometry(spec, tile, k) for k in range(len(spec.inputs)) if tile.shared[k]}
+    src = source(spec, tile)[1]
+    ks = _stage_inputs(spec, "loop")
+    body = src[src.index("const T* __restrict__ vb"):]
+    body = body[:body.index("} else {")] if "} else {" in body else body
+    lines = re.findall(r"s\[(\d+)\]\.loop\(([^;]*)\);", body)
+    got = {k: [] for k in ks}
+    for _, args in lines:
+        vals = args.split(", ")[:len(ks)]
+        for k, v in zip(ks, vals, strict=True):
+            m = re.fullmatch(rf"v{k}_(m?)(\d+)(?:\.([xyzw]))?", v)
+            lo = int(m.group(2)) * (-1 if m.group(1) else 1)
+            got[k].append(lo + ("xyzw".index(m.group(3)) if m.group(3) else 0))
+    nbuf = tile.buffers
+    steps, _ = vector_reads(spec, tile, geo, nbuf, extents(spec, tile)[spec.np])
+    inner = list(range(spec.na - tile.unroll, spec.na))
+    want = {k: [] for k in ks}
+    for st in steps:
+        for r in range(tile.nregs):
+            for k in ks:
+                expr = _shared_read(spec, tile, k, geo[k], 0, nbuf)
+                expr = expr[expr.index("[") + 1:-1].replace("/", "//")
+                env = {f"so{k}": sum(geo[k].shift[a] * geo[k].pitches[a]
+                                     for a in range(len(geo[k].sides))), "buf": 0, "r": r,
+                       f"sh{k}": 0}
+                env.update({f"l{i}": v for i, v in zip(inner, st, strict=True)})
+                env.update({f"l{i}": 0 for i in range(spec.na) if i not in inner})
+                want[k].append(eval(expr, env))
+    return got, want, src
+
+
+@pytest.mark.parametrize("case", ["gemm", "conv", "conv_ragged"])
+def test_vread_steps_read_the_rolled_addresses(case):
+    from merit.gpu.tiling import vread_ok
+
+    problem = {"gemm": lambda: W.gemm(256, 256, 256),
+               "conv": lambda: W.conv2d(2, 8, 16, 16, 32, 3, padding=1),
+               "conv_ragged": lambda: W.conv2d(2, 5, 17, 19, 12, 3, padding=1)}[case]()
+    spec = spec_of(problem, "float32")
+    tile = check_tile(spec, dataclasses.replace(rank(spec, count=1)[0], vread=True))
+    assert tile.vread and vread_ok(spec, tile) and tile.label().endswith("_v")
+    got, want, src = _vread_addresses(spec, tile)
+    assert got == want
+    assert "T_LOWEST" in src and "s[0].loop(" in src
+
+
+def test_vread_gemm_loads_are_16_bytes_and_as_counted():
+    from merit.gpu.codegen import vector_reads
+
+    spec = spec_of(W.gemm(256, 256, 256), "float32")
+    t = check_tile(spec, {"threads": (16, 16), "regs": (8, 8), "chunk": 32, "strided": (4, 4),
+                          "vread": True})
+    geo = {k: geometry(spec, t, k) for k in (0, 1)}
+    _, plan_ = vector_reads(spec, t, geo, t.buffers, 32)
+    for k in (0, 1):
+        units = {u for u, _ in plan_[k].values()}
+        assert {w for _, w in units} == {4}
+        assert len(units) == shared_loads(spec, t, k)[4] == 64
+    src = plan(W.gemm(256, 256, 256), tile=t).source
+    assert src.count("*reinterpret_cast<const float4*>(vb0") == 64
+    assert src.count("*reinterpret_cast<const float4*>(vb1") == 64
+    assert src.count(".loop(") == 64 * 32   # every step written out, no rolled copy (32 | 256)
+
+
+def test_lean_tiles_copy_unrolled_with_one_barrier():
+    spec = spec_of(W.gemm(256, 256, 256), "float32")
+    fields = {"threads": (16, 16), "regs": (8, 8), "chunk": 32, "strided": (4, 4)}
+    plain = source(spec, check_tile(spec, fields))[1]
+    t = check_tile(spec, {**fields, "lean": True})
+    assert t.lean and t.double and t.label().endswith("_l")
+    lean = source(spec, t)[1]
+    loop = lambda src: src[src.index("for (int at = 0;"):]   # noqa: E731
+    assert loop(plain).count("__syncthreads();") == 2
+    assert loop(lean).count("__syncthreads();") == 1
+    # wait for this tile, barrier, then the next tile's copy into the buffer read last time
+    body = loop(lean)
+    assert body.index("merit_cp_wait<0>();") < body.index("__syncthreads();") \
+        < body.index("merit_cp_async16") < body.index("merit_cp_commit();")
+    # 128 x 32 words = 1024 pieces of 16 bytes over 256 threads: 4 per thread, no guard
+    assert "for (int i = 0; i < 4; ++i)" in lean and "e < 1024" not in lean
+    assert "for (int e = tid; e < 1024; e += 256)" in plain
+    # a ragged count keeps a guard
+    spec2 = spec_of(W.gemm(64, 64, 45), "float32")
+    src2 = source(spec2, check_tile(spec2, {"threads": (8, 8), "regs": (4, 4), "chunk": 12,
+                                            "lean": True}))[1]
+    assert re.search(r"if \(e < \d+\)", src2)
+
+
+def test_autotuner_times_lean_and_vread_variants_of_sums_only():
+    spec = spec_of(W.gemm(512, 512, 512), "float32")
+    tiles = rank(spec, count=6)
+    base = tiles[:6]
+    assert not any(t.lean or t.vread for t in base)
+    extra = tiles[6:]
+    assert {(t.lean, t.vread) for t in extra} == {(True, False), (True, True)}
+    assert all(dataclasses.replace(t, lean=False, vread=False) in base for t in extra)
+    assert rank(spec, count=1) == base[:1]
+    # not a sum: no variants
+    relu = spec_of(W.conv_relu(2, 3, 12, 12, 4, 3), "float32")
+    assert not any(t.lean or t.vread for t in rank(relu, count=6))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("case", ["gemm_ragged", "conv_ragged"])
+def test_lean_vread_source_compiles_for_hopper(case, tmp_path):
+    problem = {"gemm_ragged": lambda: W.gemm(60, 60, 45),
+               "conv_ragged": lambda: W.conv2d(2, 5, 17, 19, 12, 3, padding=1)}[case]()
+    spec = spec_of(problem, "float32")
+    t = check_tile(spec, dataclasses.replace(rank(spec, count=1)[0], lean=True, vread=True))
+    assert t.lean and t.vread
     cu = tmp_path / "k.cu"
     cu.write_text(source(spec, t)[1])
     res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",
