@@ -261,7 +261,7 @@ def _check_four_tau_row(name):
     assert (p.read_bytes, p.write_bytes) == (8 * r["read_beats"], 8 * r["write_beats"])
 
 
-@pytest.mark.parametrize("name", ["alexnet_fc", "vgg16_conv1"])
+@pytest.mark.parametrize("name", ["alexnet_conv1", "alexnet_fc"])
 def test_perf_within_five_percent_of_the_4x32_rtl(name):
     """Four 32-lane TAUs sharing an operand, DRAM bound: a job allocates its RP0 tiles before
     its RP1 tiles, so RP0's loads run ahead of a full RP1 (the TileLooper's order)."""
