@@ -65,6 +65,8 @@ BY_DESIGN[("butterfly.kind_x_multicast", "permutation x True")] = (
 HOLE_NOTES = {
     ("top.run.scenario_x_error", ("abort_in_flush x NONE",)): "the first abort of that scenario "
                                                              "came before the end in every run",
+    ("top.run.scenario_x_error", ("abort_near_done x ABORTED",)): "every abort of that scenario "
+                                                                 "came after the end",
 }
 
 
@@ -149,7 +151,7 @@ def write(merged, runs, command, seconds, metrics=None):
     lines += ["", "## Compute pipeline: opcodes x operand kinds (SIMD array streams and the TAU "
               "bench's programs)", ""] + _table(merged, "tau.")
     notes = [(n, b, note) for (n, b), note in HOLE_NOTES.items()
-             if n in merged and any(not h for h in merged[n]["bins"].values())]
+             if n in merged and any(merged[n]["bins"].get(x, 1) == 0 for x in b)]
     if notes:
         lines += ["", "## Where the holes come from", ""]
         lines += [f"- `{n}`{' (' + ', '.join(b) + ')' if b else ''}: {note}."
