@@ -140,6 +140,9 @@ class Sequencer(wiring.Component):
         g_cur = Array(Signal(INDEX, name=f"g{j}") for j in range(DIMS))     # group coordinate
         row_base = Signal(range(self.sram_depth + N_REGS * 2))
         reg = Signal(range(N_REGS + 1))
+        # ``reg + 1 == cfg.regs`` (the last register to restore or save) as a register, assigned
+        # with ``reg`` from the next value's own comparison (``cfg.regs`` is held while jobs run)
+        reg_last = Signal()
         pc = Signal(range(self.program_depth + 1))
         fresh = Signal(init=1)          # at the first instruction of a step
         first_tile = Signal()
@@ -225,6 +228,10 @@ class Sequencer(wiring.Component):
         # the same for the lane groups: gwrap_j (g_j + 1 == p_groups_j) and g_j + 1 are
         # registers, p_groups_j - 1 and the step of ``par`` (1 << lane_bits_j) are held
         gwrap = Signal(DIMS)
+        # ``ginner[j]``: every group index inside j wraps (gwrap_k for all k > j), a register
+        # kept with gwrap, so that each counter's enable is the group's end and one flip-flop
+        # (formed from gwrap, the enables chained through the dimensions)
+        ginner = Signal(DIMS, init=1 << (DIMS - 1))
         g_next = Array(Signal(INDEX.width + 1, name=f"g_next{j}") for j in range(DIMS))
         gs_less = Array(Signal(INDEX.width + 1, name=f"gs_less{j}") for j in range(DIMS))
         par_step = Array(Signal(INDEX, name=f"par_step{j}") for j in range(DIMS))
@@ -251,12 +258,13 @@ class Sequencer(wiring.Component):
 
         def finish_group():
             """The group's last command issued: on to the next group, or to the next job."""
-            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), fresh.eq(1)]
+            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), reg_last.eq(cfg.regs == 1),
+                         fresh.eq(1)]
             m.d.comb += restart.eq(1)
             for jj in range(DIMS):
                 to_origin(jj, job.a_origin[jj], o_next[jj])
             for jj in range(DIMS):
-                with m.If(Cat(gwrap[jj + 1:], Const(1, 1)).all()):
+                with m.If(ginner[jj]):
                     with m.If(gwrap[jj]):
                         m.d.sync += [g_cur[jj].eq(0), g_next[jj].eq(1),
                                      gwrap[jj].eq(gs_less[jj] == 0),
@@ -266,6 +274,12 @@ class Sequencer(wiring.Component):
                         m.d.sync += [g_cur[jj].eq(new), g_next[jj].eq(new + 1),
                                      gwrap[jj].eq(new == gs_less[jj]),
                                      par[jj].eq(par[jj] + par_step[jj])]
+            # gwrap after this group's end, from registers: the FSM only selects it
+            wrapped = [Mux(ginner[jj], Mux(gwrap[jj], gs_less[jj] == 0,
+                                           g_next[jj][:INDEX.width] == gs_less[jj]), gwrap[jj])
+                       for jj in range(DIMS)]
+            m.d.sync += [ginner[jj].eq(Cat(*wrapped[jj + 1:], Const(1, 1)).all())
+                         for jj in range(DIMS)]
             with m.If(gwrap.all()):
                 m.next = "IDLE"
             with m.Else():
@@ -275,7 +289,7 @@ class Sequencer(wiring.Component):
             with m.If(last_tile | (cfg.regs == 0)):
                 finish_group()
             with m.Else():
-                m.d.sync += reg.eq(0)
+                m.d.sync += [reg.eq(0), reg_last.eq(cfg.regs == 1)]
                 m.next = "SAVE"
 
         # the job input register: a job is taken while the register is empty or being accepted,
@@ -320,6 +334,20 @@ class Sequencer(wiring.Component):
         for k, held in enumerate((beg, end)):
             m.d.sync += held.eq(Mux(start, ranges[0][k], Mux(restart, ranges[1][k],
                                                               Mux(advance, ranges[2][k], held))))
+        # ``addr >= end`` (an empty range) and ``addr + 1 == end`` (the step's last instruction)
+        # as registers: a new range (start, restart, advance: ``fresh``, so ``addr`` = its
+        # ``beg``) brings the comparison of its own ``beg`` and ``end``, formed beside the FSM
+        # from the same registers as the range; a step within the range (``pc`` = addr + 1)
+        # brings ``addr + 2 == end``; anything else keeps them
+        step_in = Signal()
+        at_empty = Signal(init=1)       # reset: fresh, beg = end = 0
+        at_last = Signal()
+        candidates = [(b >= e, b + 1 == e) for b, e in ranges]
+        for k, flag in enumerate((at_empty, at_last)):
+            m.d.sync += flag.eq(Mux(start, candidates[0][k], Mux(restart, candidates[1][k],
+                                Mux(advance, candidates[2][k],
+                                    Mux(step_in, Const(0) if k == 0 else addr + 2 == end,
+                                        flag)))))
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(~out.valid & ~pend_valid)
@@ -345,10 +373,13 @@ class Sequencer(wiring.Component):
                             job.eq(q),
                             origin.eq(pend.origin),
                             gwrap.eq(pend.gwrap),
+                            *[ginner[jj].eq(Cat(pend.gwrap[jj + 1:], Const(1, 1)).all())
+                              for jj in range(DIMS)],
                             first_tile.eq(pend.first_tile),
                             last_tile.eq(pend.last_tile),
                             row_base.eq(0),
                             reg.eq(0),
+                            reg_last.eq(cfg.regs == 1),
                             fresh.eq(1),
                         ]
                         m.d.sync += [g_cur[jj].eq(0) for jj in range(DIMS)]
@@ -365,12 +396,12 @@ class Sequencer(wiring.Component):
                 with m.Else():
                     m.d.comb += [emit.eq(1), cmd.kind.eq(Command.LOAD)]
                     with m.If(take):
-                        m.d.sync += reg.eq(reg + 1)
-                        with m.If(reg + 1 == cfg.regs):
-                            m.d.sync += reg.eq(0)
+                        m.d.sync += [reg.eq(reg + 1), reg_last.eq(reg + 2 == cfg.regs)]
+                        with m.If(reg_last):
+                            m.d.sync += [reg.eq(0), reg_last.eq(cfg.regs == 1)]
                             m.next = "STEPS"
             with m.State("STEPS"):
-                with m.If(addr >= end):            # empty range: next step, no command
+                with m.If(at_empty):               # empty range: next step, no command
                     advance_step()
                     with m.If(steps_done):
                         end_steps()
@@ -384,17 +415,18 @@ class Sequencer(wiring.Component):
                         cmd.lane_bits.eq(cfg.lane_bits[j]),
                     ]
                     with m.If(take):
-                        with m.If(addr + 1 == end):
+                        with m.If(at_last):
                             advance_step()
                             with m.If(steps_done):
                                 end_steps()
                         with m.Else():
+                            m.d.comb += step_in.eq(1)
                             m.d.sync += [pc.eq(addr + 1), fresh.eq(0)]
             with m.State("SAVE"):
                 m.d.comb += [emit.eq(1), cmd.kind.eq(Command.STORE)]
                 with m.If(take):
-                    m.d.sync += reg.eq(reg + 1)
-                    with m.If(reg + 1 == cfg.regs):
+                    m.d.sync += [reg.eq(reg + 1), reg_last.eq(reg + 2 == cfg.regs)]
+                    with m.If(reg_last):
                         finish_group()
         m.d.comb += self.job.ready.eq(~pend_valid | fsm.ongoing("IDLE"))
         with m.If(self.job.valid & self.job.ready):

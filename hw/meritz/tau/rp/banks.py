@@ -373,11 +373,17 @@ class TileFifo(wiring.Component):
     misfree : Out(1)
         A ``free`` transfer this cycle did not name the oldest tile (nothing was freed).
     filled : In(range(lanes + 1))
-        Words written into the tile being filled this cycle.
+        Words written into the tile being filled this cycle, counted where ``filled_valid``.
+    filled_valid : In(1, init=1)
+        ``filled`` counts (0: no word was written, whatever ``filled`` says). The write checks
+        decide it late in the cycle, so the commit is formed for both answers and it selects.
     fill : Out(sram_tile_layout(depth))
         The tile being filled (``rows`` = 0 when none).
     readable : Out(sram_tile_layout(depth))
         The committed region.
+    fill_end, readable_end : Out(log2(depth))
+        The row after each region (``base + rows`` modulo ``depth``), from registers: a check
+        compares a row with both ends at once (:func:`_inside`) instead of subtracting first.
     used : Out(range(depth + 1))
         Rows allocated and not yet freed.
     full : Out(1)
@@ -397,8 +403,11 @@ class TileFifo(wiring.Component):
             "free": In(stream.Signature(unsigned((depth - 1).bit_length()))),
             "misfree": Out(1),
             "filled": In(range(lanes + 1)),
+            "filled_valid": In(1, init=1),
             "fill": Out(sram_tile_layout(depth)),
             "readable": Out(sram_tile_layout(depth)),
+            "fill_end": Out(unsigned((depth - 1).bit_length())),
+            "readable_end": Out(unsigned((depth - 1).bit_length())),
             "used": Out(range(depth + 1)),
             "full": Out(1),
             "empty": Out(1),
@@ -459,23 +468,41 @@ class TileFifo(wiring.Component):
         fill_size = Signal(range(depth + 1))
         fill_rows = Signal(range(depth + 1))
         filling = fill_no != alloc_no
-        total = words + self.filled
+        total = words + Mux(self.filled_valid, self.filled, 0)
         # words still missing (computed from registers only): commit when exactly they arrive
         need = Signal(signed(len(words) + 2))
         m.d.comb += need.eq(fill_size * self._lanes - words)
         commit = Signal()
-        m.d.comb += commit.eq(filling & (self.filled == need))
+        m.d.comb += commit.eq(filling & Mux(self.filled_valid, self.filled == need, need == 0))
         m.d.comb += [
             self.fill.base.eq(fill_row),
             self.fill.rows.eq(fill_rows),
         ]
-        fill_next = Mux(commit, fill_no + 1, fill_no)[:slot_bits + 1]
+        # what follows a commit and a grant, each formed from registers for both answers of
+        # the (late) commit and selected by it
+        next_no = (fill_no + 1)[:slot_bits + 1]
+
+        def after(if_commit, if_not):
+            return Mux(commit, if_commit, if_not)
+
         alloc_next = Mux(granted, alloc_no + 1, alloc_no)[:slot_bits + 1]
-        into_fill = granted & (slot(alloc_no) == slot(fill_next)) if slot_bits else granted
+        into_fill = (granted & after(slot(alloc_no) == slot(next_no),
+                                     slot(alloc_no) == slot(fill_no))
+                     if slot_bits else granted)
         size_next = Mux(into_fill, request,
-                        Mux(commit, sizes[slot(fill_no + 1)], fill_size))
+                        after(sizes[slot(fill_no + 1)], fill_size))
         m.d.sync += [fill_size.eq(size_next),
-                     fill_rows.eq(Mux(fill_next != alloc_next, size_next, 0))]
+                     fill_rows.eq(Mux(after(next_no != alloc_next, fill_no != alloc_next),
+                                      size_next, 0))]
+        # the row after the tile being filled, ``fill_row + fill_size`` (modulo depth), kept as a
+        # register: its candidates are sums of registers and of the request, the FSM selects
+        fill_end = Signal(row_bits)
+        with m.If(commit):      # fill_row moves to fill_end
+            m.d.sync += fill_end.eq(Mux(into_fill, fill_end + request,
+                                        fill_end + sizes[slot(fill_no + 1)])[:row_bits])
+        with m.Elif(into_fill):
+            m.d.sync += fill_end.eq((fill_row + request)[:row_bits])
+        m.d.comb += self.fill_end.eq(fill_end)
         with m.If(commit):
             m.d.sync += [fill_no.eq(fill_no + 1), fill_row.eq(fill_row + fill_size),
                          words.eq(0)]
@@ -515,15 +542,26 @@ class TileFifo(wiring.Component):
             self.used.eq(used),
             self.readable.base.eq(tail_row),
             self.readable.rows.eq(committed_rows),
+            # the committed tiles run from the oldest tile to the one being filled
+            self.readable_end.eq(fill_row),
             self.full.eq((used == depth) | (live == tiles)),
             self.empty.eq(live == 0),
         ]
         return m
 
 
-def _inside(row, region, row_bits):
-    """Whether ``row`` lies in ``[region.base, region.base + region.rows)`` modulo the depth."""
-    return (row - region.base)[:row_bits] < region.rows
+def _inside(row, region, end):
+    """Whether ``row`` lies in ``[region.base, region.base + region.rows)`` modulo the depth,
+    where ``end`` is ``region.base + region.rows`` modulo the depth.
+
+    Two comparisons of ``row`` with registers, side by side, then one selection by facts of the
+    registers alone (which run beside them): the same answer as ``(row - base) mod depth <
+    rows`` without a subtraction before the comparison. A region of ``rows`` > 0 with ``base ==
+    end`` is the whole SRAM."""
+    base = region.base
+    above, below = row >= base, row < end
+    return (region.rows != 0) & Mux(base == end, 1, Mux(base < end, above & below,
+                                                         above | below))
 
 
 class TileBuffer(wiring.Component):
@@ -614,9 +652,9 @@ class TileBuffer(wiring.Component):
         read_ok = Signal()
         write_ok = Signal()
         m.d.comb += [
-            read_ok.eq(Cat(~rd.en[i] | _inside(rd.row[i], fifo.readable, row_bits)
+            read_ok.eq(Cat(~rd.en[i] | _inside(rd.row[i], fifo.readable, fifo.readable_end)
                            for i in lanes).all()),
-            write_ok.eq(Cat(~wr.en[i] | _inside(wr.row[i], fifo.fill, row_bits)
+            write_ok.eq(Cat(~wr.en[i] | _inside(wr.row[i], fifo.fill, fifo.fill_end)
                             for i in lanes).all()),
             sram.read.valid.eq(self.read.valid),
             sram.read.payload.row.eq(rd.row),
@@ -629,7 +667,8 @@ class TileBuffer(wiring.Component):
             self.write.ready.eq(sram.write.ready),
         ]
         write_go = self.write.valid & self.write.ready
-        m.d.comb += fifo.filled.eq(Mux(write_go & write_ok, sum(wr.en[i] for i in lanes), 0))
+        m.d.comb += [fifo.filled.eq(sum(wr.en[i] for i in lanes)),
+                     fifo.filled_valid.eq(write_go & write_ok)]
 
         read_error = self.read.valid & self.read.ready & ~read_ok
         write_error = write_go & ~write_ok

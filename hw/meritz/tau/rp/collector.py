@@ -6,8 +6,9 @@ and must land in bank ``bank(row * N + i)`` of the bank function of
 collector realises exactly that function, derived from it rather than from per-stage swap rules:
 
 1. for every hashed position ``x`` the line offset it needs is the inverse hash of ``(x, row)``;
-2. a ``log2 N``-stage butterfly, self-routed by those offsets, moves each word to ``x`` (``X`` is
-   upper triangular, so the pattern is always routable; the router still checks);
+2. a ``log2 N``-stage butterfly moves each word to ``x``, with the selects that self-routing by
+   those offsets would find, in closed form (``X`` is upper triangular, so the pattern is always
+   routable and each select is two gates from the configuration and the row);
 3. ``ceil(log2 log2 N)`` omega stages rotate the position by 1, 2, 4, ... bank bits (``R``).
 
 A configuration the bank function does not allow (an XOR source at or below its bank bit, a
@@ -20,7 +21,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from merit.checks import check_lanes
-from meritz.tau.rp.butterfly import _check_bool, _check_width, butterfly_stage, self_route
+from meritz.tau.rp.butterfly import _check_bool, _check_width, butterfly_stage
 
 __all__ = ["Collector", "bank_config_layout"]
 
@@ -131,20 +132,23 @@ class Collector(wiring.Component):
                                            for k in range(self._row_bits)]).any())]
             picks.append(pick)
             row_terms.append(row_term)
-        offsets = []
-        for x in range(n):
-            a = [None] * bits
-            for j in reversed(range(bits)):
-                low = Cat(*[picks[j][k] & a[k] for k in range(j + 1, bits)]).any() \
-                    if j + 1 < bits else Const(0)
-                bit = Signal(name=f"x{x}_a{j}")
-                m.d.comb += bit.eq(((x >> j) & 1) ^ row_terms[j] ^ low)
-                a[j] = bit
-            offsets.append(Cat(*a))
-
-        # 2. butterfly self-routed by those offsets; the write-valid bit travels with each word
+        # 2. the butterfly that moves the word of offset a(x) to x, for every x. Self-routing
+        #    (backward, from the last stage) finds the request for x at stage s's output at the
+        #    position p whose bits above s are a(x)'s and whose other bits are x's; the stage
+        #    crosses there when a(x)_s != x_s, and by the inverse hash above that is
+        #    ``row_term_s ^ OR_{k>s} (pick_s[k] & p_k)``: the selects in closed form, two gates
+        #    from the configuration and the row rather than a request propagated through the
+        #    stages. (The picks make the inverse hash triangular, so every position holds
+        #    exactly one request for any configuration: the pattern never conflicts.)
+        selects = []
+        for s in range(bits):
+            sel = Signal(n, name=f"sel{s}")
+            m.d.comb += sel.eq(Cat(*[
+                row_terms[s] ^ Cat(*[picks[s][k] for k in range(s + 1, bits) if p >> k & 1],
+                                   Const(0, 1)).any()
+                for p in range(n)]))
+            selects.append(sel)
         word_valid = self.i.payload.valid
-        selects, _used, _tags, conflict = self_route(m, n, offsets)
         values = [Cat(self.i.payload.data[p], word_valid[p]) for p in range(n)]
         for s in range(bits):
             values = butterfly_stage(m, s, values, selects[s])
@@ -160,10 +164,10 @@ class Collector(wiring.Component):
 
         m.d.comb += [self.o.valid.eq(self.i.valid), self.i.ready.eq(self.o.ready),
                      self.o.payload.row.eq(row),
-                     self.o.payload.error.eq(error | conflict)]
+                     self.o.payload.error.eq(error)]
         enable = []
         for q in range(n):
             m.d.comb += self.o.payload.data[q].eq(values[q][:self._width])
             enable.append(values[q][self._width])
-        m.d.comb += self.o.payload.enable.eq(Mux(error | conflict, 0, Cat(*enable)))
+        m.d.comb += self.o.payload.enable.eq(Mux(error, 0, Cat(*enable)))
         return m

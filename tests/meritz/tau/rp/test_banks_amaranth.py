@@ -290,3 +290,69 @@ def test_tiles_fill_in_allocation_order_on_one_port():
         assert ctx.get(dut.errors) == {"read": 0, "write": 0, "alloc": 0, "free": 0}
 
     _run(dut, bench)
+
+
+def test_inside_matches_the_modular_definition():
+    """``_inside`` (two comparisons with the region's ends) against ``(row - base) mod depth <
+    rows``, for every row, base and size of a depth-8 SRAM."""
+    from amaranth import Module, Signal
+    from amaranth.lib import data
+
+    from meritz.tau.rp.banks import _inside, sram_tile_layout
+
+    depth = 8
+    m = Module()
+    row, end = Signal(3), Signal(3)
+    region = Signal(sram_tile_layout(depth))
+    out = Signal()
+    m.d.comb += out.eq(_inside(row, region, end))
+    assert isinstance(region, data.View)
+
+    async def bench(ctx):
+        for base in range(depth):
+            for rows in range(depth + 1):
+                ctx.set(region, {"base": base, "rows": rows})
+                ctx.set(end, (base + rows) % depth)
+                for r in range(depth):
+                    ctx.set(row, r)
+                    assert ctx.get(out) == int((r - base) % depth < rows), (base, rows, r)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("max_tiles", [1, 2, 4])
+def test_tile_fifo_region_ends_follow_the_regions(max_tiles):
+    """Random allocations, fills and frees: ``fill_end`` / ``readable_end`` are ``base + rows``
+    modulo the depth of their region whenever it is not empty."""
+    import random
+
+    lanes, depth = 2, 16
+    dut = TileFifo(lanes=lanes, depth=depth, max_tiles=max_tiles)
+    rng = random.Random(max_tiles)
+
+    async def bench(ctx):
+        ctx.set(dut.grant.ready, 1)
+        ctx.set(dut.committed.ready, 1)
+        announced, checked = [], 0
+        for _ in range(1500):
+            ctx.set(dut.alloc.valid, rng.random() < 0.3)
+            ctx.set(dut.alloc.payload, rng.choice([1, 2, 3, 5, 7, 16, 0, 17]))
+            ctx.set(dut.filled, rng.choice([0, 1, 2]))
+            ctx.set(dut.free.valid, bool(announced) and rng.random() < 0.2)
+            ctx.set(dut.free.payload, announced[0] if announced else 0)
+            for region, end in ((dut.fill, dut.fill_end), (dut.readable, dut.readable_end)):
+                r = ctx.get(region)
+                if r["rows"]:
+                    assert ctx.get(end) == (r["base"] + r["rows"]) % depth, (region, r)
+                    checked += 1
+            _, _, c_valid, c_payload, f_go = await ctx.tick().sample(
+                dut.committed.valid, dut.committed.payload, dut.free.ready)
+            if c_valid:
+                announced.append(c_payload["base"])
+            if ctx.get(dut.free.valid) and f_go:
+                announced.pop(0)
+        assert checked > 500
+
+    _run(dut, bench)
