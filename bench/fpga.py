@@ -267,7 +267,10 @@ def markdown(report):
                 "Longest combinational path inside each module, in gates of the generic library "
                 "of `make synth` (INV, NAND2, AOI21, XOR2, MUX2, ...), from a flip-flop, memory "
                 "read port or module input to a flip-flop, memory or module output "
-                "(`merit.flow.depth`). A path through several modules counts in pieces.", ""]
+                "(`merit.flow.depth`). A path through several modules counts in pieces."
+                + (f" Not rerun here: the table of `{depth['from']['command']}` on "
+                   f"{depth['from']['date']}, on the RTL of that day." if depth.get("from")
+                   else ""), ""]
         names = list(depth["modules"])
         parents = {m for m in names if any(n.startswith(m + ".") for n in names)}
         if not depth.get("own_gates_only", True) and parents:
@@ -284,11 +287,24 @@ def markdown(report):
     return "\n".join(out)
 
 
+def carry_depth(report, previous):
+    """Keep the logic-depth section of the ``previous`` report where this run made none (the
+    table takes minutes and does not change with the blocks' Fmax), marked with the run it
+    comes from."""
+    if report.get("depth") or not previous.get("depth"):
+        return report
+    depth = dict(previous["depth"])
+    depth.setdefault("from", {"command": previous["command"], "date": previous["date"]})
+    return {**report, "depth": depth}
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     report = run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if (out / "fpga.json").exists():
+        report = carry_depth(report, json.loads((out / "fpga.json").read_text()))
     (out / "fpga.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     (out / "fpga.md").write_text(markdown(report))
     print(f"wrote {out / 'fpga.md'} and fpga.json")

@@ -104,3 +104,20 @@ def test_blocks_names_the_blocks_to_place_alone_and_refuses_others():
     args = fpga._parser().parse_args(["--no-top", "--blocks", "top"])
     with pytest.raises(SystemExit, match="no block top"):
         fpga.run(args, log=lambda text: None)
+
+
+def test_a_depth_table_not_rerun_is_carried_over_with_its_date():
+    old = {"command": "python -m bench.fpga", "date": "then",
+           "depth": {"module": "meritz_top_n8_t1", "own_gates_only": True,
+                     "modules": {"meritz_top_n8_t1.regs": {"depth": 21, "path": ["a", "b"]}}}}
+    new = {"command": "python -m bench.fpga --no-depth", "date": "now", "depth": None}
+    kept = fpga.carry_depth(new, old)
+    assert kept["depth"]["from"] == {"command": "python -m bench.fpga", "date": "then"}
+    # carried again: still the run that made it
+    assert fpga.carry_depth({**new, "date": "later"}, kept)["depth"]["from"]["date"] == "then"
+    assert fpga.carry_depth({**new, "depth": {"modules": {}}}, old)["depth"] == {"modules": {}}
+    text = fpga.markdown({"command": "c", "date": "d", "machine": "m", "tools": {},
+                          "device": "LFE5U-85F", "speed_grade": 6, "configs": [],
+                          "depth": kept["depth"]})
+    assert "Not rerun here: the table of `python -m bench.fpga` on then" in text
+    assert "| `meritz_top_n8_t1.regs` | 21 | `a -> b` |" in text
