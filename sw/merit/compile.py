@@ -34,7 +34,7 @@ from .transform import Transform
 #: first (compute with the idle lanes of edge tiles, DRAM with operand sharing) ...
 ALTERNATIVES = 4
 RANKED = 4
-#: (the model is within 3.4 % of every 4 x 32-lane measurement, and two tilings of one problem
+#: (the model is within 4.0 % of every 4 x 32-lane measurement, and two tilings of one problem
 #: share its biases: a 2 % margin keeps the choice away from its noise)
 MARGIN = 0.02
 #: ... for kernels of at most this many jobs (the model would take seconds).
