@@ -203,9 +203,17 @@ class Sequencer(wiring.Component):
                     Mux(inner_wrap, Mux(now.wrap[jj], getattr(origin, name)[jj], moved),
                         getattr(now, name)[jj]))
 
+        # whether the range (begs[kf], ends[kl]) is empty / one instruction long, for every
+        # (kf, kl): from the configuration alone, so that a new range's flags are a selection
+        # by (kf, kl) rather than a comparison after the selection
+        pairs = range(DIMS + 1)
+        tables = [Array(Array(test(cfg.begs[f], cfg.ends[k]) for k in pairs) for f in pairs)
+                  for test in (lambda b, e: b >= e, lambda b, e: b + 1 == e)]
+
         def step_range(f):
+            """(beg, end, empty, last) of the step whose flags are ``f``."""
             kf, kl = select(f)
-            return cfg.begs[kf], cfg.ends[kl]
+            return cfg.begs[kf], cfg.ends[kl], tables[0][kf][kl], tables[1][kf][kl]
 
         def to_origin(jj, o_a, o_a_next):
             m.d.sync += [a_cur[jj].eq(o_a), a_next[jj].eq(o_a_next)]
@@ -336,13 +344,13 @@ class Sequencer(wiring.Component):
                                                               Mux(advance, ranges[2][k], held))))
         # ``addr >= end`` (an empty range) and ``addr + 1 == end`` (the step's last instruction)
         # as registers: a new range (start, restart, advance: ``fresh``, so ``addr`` = its
-        # ``beg``) brings the comparison of its own ``beg`` and ``end``, formed beside the FSM
-        # from the same registers as the range; a step within the range (``pc`` = addr + 1)
+        # ``beg``) brings the comparison of its own ``beg`` and ``end`` (from ``tables``, by the
+        # same selection as the range); a step within the range (``pc`` = addr + 1)
         # brings ``addr + 2 == end``; anything else keeps them
         step_in = Signal()
         at_empty = Signal(init=1)       # reset: fresh, beg = end = 0
         at_last = Signal()
-        candidates = [(b >= e, b + 1 == e) for b, e in ranges]
+        candidates = [r[2:] for r in ranges]
         for k, flag in enumerate((at_empty, at_last)):
             m.d.sync += flag.eq(Mux(start, candidates[0][k], Mux(restart, candidates[1][k],
                                 Mux(advance, candidates[2][k],
