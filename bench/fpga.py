@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import platform
+import re
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -174,6 +175,37 @@ def _blocks_reading(blocks):
             f"{', '.join(below) if below else 'none'}.")
 
 
+def _register(cell):
+    """The register or memory a critical path starts or ends at, by its RTL name."""
+    name = re.sub(r"_TRELLIS_FF_Q(_\d+)?$", "", cell.lstrip("\\"))
+    name = name[4:] if name.startswith("dut.") else name
+    if re.search(r"\.mem\.\d+\.\d+$", name):
+        return re.sub(r"\.\d+\.\d+$", "", name) + " (block RAM)"
+    if name.startswith("outs_r"):
+        return "an output of the block"
+    return name
+
+
+def _limits(blocks):
+    """Per block below 100 MHz: the ends of its critical path and its logic and routing time."""
+    rows = []
+    for b in blocks:
+        if not b.get("placed", True) or b["fmax_mhz"] >= 100 or not b.get("critical_path"):
+            continue
+        path = b["critical_path"]
+        logic = sum(s["delay_ns"] for s in path if s["type"] == "logic")
+        routing = sum(s["delay_ns"] for s in path if s["type"] == "routing")
+        levels = sum(1 for s in path if s["type"] == "logic" and s["delay_ns"] > 0.1)
+        rows.append(f"| {b['block']} | {b['fmax_mhz']} | `{_register(path[0]['from'])}` | "
+                    f"`{_register(path[-1]['to'])}` | {levels} | {logic:.2f} | {routing:.2f} |")
+    if not rows:
+        return []
+    return ["What limits the blocks below 100 MHz: the two ends of each one's critical path (by "
+            "their RTL names), the cells on it, and its time in logic and in routing (ns):", "",
+            "| block | Fmax MHz | from | to | cells | logic | routing |", "|---|---|---|---|---|---|---|",
+            *rows, ""]
+
+
 def _reading(config):
     """One sentence: which block the critical path spends most of its delay in."""
     blocks = config["critical_blocks"]
@@ -260,7 +292,7 @@ def markdown(report):
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
                        f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
                        f"{'ABC9' if b.get('abc9', True) else 'classic ABC'} | {crit} |")
-        out += ["", _blocks_reading(report["blocks"]), ""]
+        out += ["", _blocks_reading(report["blocks"]), "", *_limits(report["blocks"])]
     depth = report.get("depth")
     if depth:
         out += [f"## Logic depth per module (`{depth['module']}`, generic gates)", "",

@@ -121,3 +121,19 @@ def test_a_depth_table_not_rerun_is_carried_over_with_its_date():
                           "depth": kept["depth"]})
     assert "Not rerun here: the table of `python -m bench.fpga` on then" in text
     assert "| `meritz_top_n8_t1.regs` | 21 | `a -> b` |" in text
+
+
+def test_blocks_below_100_mhz_name_the_ends_of_their_critical_path():
+    path = [{"from": "dut.fifo.fill_end_TRELLIS_FF_Q_1", "to": "dut.fifo.fill_end_TRELLIS_FF_Q_1",
+             "type": "clk-to-q", "delay_ns": 0.5, "net": "", "block": "fifo"},
+            {"from": "a", "to": "b", "type": "logic", "delay_ns": 0.25, "net": "", "block": "x"},
+            {"from": "b", "to": "c", "type": "routing", "delay_ns": 1.5, "net": "", "block": "x"},
+            {"from": "c", "to": "dut.sram.bank3.mem.0.0", "type": "setup", "delay_ns": 0.2,
+             "net": "", "block": "sram"}]
+    slow = {"block": "rp0_sram", "fmax_mhz": 84.2, "critical_path": path}
+    fast = {"block": "rp_router", "fmax_mhz": 126.2, "critical_path": path}
+    text = "\n".join(fpga._limits([slow, fast, {"block": "cp_simd", "placed": False}]))
+    assert "| rp0_sram | 84.2 | `fifo.fill_end` | `sram.bank3.mem (block RAM)` | 1 | 0.25 | 1.50 |" \
+        in text
+    assert "rp_router" not in text and "cp_simd" not in text
+    assert fpga._limits([fast]) == []
