@@ -226,8 +226,10 @@ def _pick_operand(kernel, operand):
         for entry in ports:
             if entry[3].tensor == operand:
                 return entry
+        order = [t.name for t in kernel.problem.tensors]    # the problem's order (the compiler
+        names = sorted((e[3].tensor for e in ports), key=order.index)  # may swap operands)
         raise ValueError(f"operand must name an input of the problem "
-                         f"({', '.join(e[3].tensor for e in ports)}), not {operand!r}")
+                         f"({', '.join(names)}), not {operand!r}")
     def interest(entry):
         rep = entry[4]
         plain = rep.layout.bank.is_identity and not rep.layout.padding
