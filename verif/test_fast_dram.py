@@ -50,7 +50,11 @@ def test_fast_and_python_dram_agree_on_dram_settings(bandwidth, latency):
 def test_fast_and_python_dram_agree_on_the_processor():
     fast, python = _both(W.conv2d(1, 3, 9, 13, 4, 3, padding=1), taus=2, **SMALL)
     _agree(fast, python)
-    assert fast["cycles_register"] == python["cycles_register"]
+    # CYCLES counts START to done: the bench's span (first DRAM request to last write response)
+    # plus the processor's own cycles before the first request and after the last response, which
+    # no DRAM model changes. The spans may differ within 1 % (above); that overhead may not.
+    overhead = [run["cycles_register"] - run["cycles"] for run in (fast, python)]
+    assert overhead[0] == overhead[1] > 0, (overhead, fast["cycles"], python["cycles"])
 
 
 @pytest.mark.sim
