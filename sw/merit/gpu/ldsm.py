@@ -287,14 +287,12 @@ def source(spec, tile):
     """CUDA source of the staged tensor-core kernel and its launch geometry."""
     from .codegen import (
         _CTYPE,
-        _LIMITS,
-        _PRELUDE,
         _load_function,
         _strategy_struct,
         _Writer,
         kernel_name,
     )
-    from .mma import _MMA_PRELUDE, _decompose_code, emit_epilogue
+    from .mma import _decompose_code, emit_epilogue, header
 
     r = roles(spec)
     if r is None:
@@ -320,18 +318,8 @@ def source(spec, tile):
     smem = 2 * stage_bytes
     b_off = bm * rb
 
-    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
-           f"  levels={spec.levels}  tensor cores: {prec}, operands staged at {es} bytes, "
-           f"ldmatrix", f"// tile: {tile}",
-           "typedef float T;", f"#define T_LOWEST {_LIMITS['float32'][0]}",
-           f"#define T_HIGHEST {_LIMITS['float32'][1]}",
-           f"#define A_SIZE {math.prod(spec.ashape)}"]
-    for pname, value in spec.params:
-        cty = "int" if isinstance(value, int) else "float"
-        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
-        out.append(f"constexpr {cty} {pname} = {lit};")
-    out.append(_PRELUDE)
-    out.append(_MMA_PRELUDE[prec])
+    out = header(spec, tile, name,
+                 f"tensor cores: {prec}, operands staged at {es} bytes, ldmatrix")
     out.append(_PRELUDE_LDSM)
     out.append(_store_prelude(prec))
     out.append(_strategy_struct(spec, "float"))

@@ -325,6 +325,25 @@ _MMA_PRELUDE["fp16"] = _HALF_PRELUDE.replace("TY", "f16")
 _MMA_PRELUDE["bf16"] = _HALF_PRELUDE.replace("TY", "bf16")
 
 
+def header(spec, tile, name, what):
+    """The opening lines of a tensor-core kernel's source, up to its MMA prelude: the comments
+    (``what`` says how it runs), the fp32 element type, the strategy's parameters, the preludes."""
+    from .codegen import _LIMITS, _PRELUDE
+
+    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
+           f"  levels={spec.levels}  {what}", f"// tile: {tile}",
+           "typedef float T;", f"#define T_LOWEST {_LIMITS['float32'][0]}",
+           f"#define T_HIGHEST {_LIMITS['float32'][1]}",
+           f"#define A_SIZE {math.prod(spec.ashape)}"]
+    for pname, value in spec.params:
+        cty = "int" if isinstance(value, int) else "float"
+        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
+        out.append(f"constexpr {cty} {pname} = {lit};")
+    out.append(_PRELUDE)
+    out.append(_MMA_PRELUDE[tile.mma])
+    return out
+
+
 def _decompose_code(var, n_expr, idxs, exts, prefix):
     """C statements splitting ``n_expr`` into per-index coordinates ``<prefix><j>``."""
     lines = [f"int {var} = {n_expr};"]
@@ -375,8 +394,6 @@ def source(spec, tile):
     """CUDA source of the tensor-core kernel and its launch geometry (as ``codegen.source``)."""
     from .codegen import (
         _CTYPE,
-        _LIMITS,
-        _PRELUDE,
         _emit_next,
         _emit_prologue,
         _load_function,
@@ -417,17 +434,7 @@ def source(spec, tile):
     full_chunks = spec.ashape[0] % chunk == 0
     aext = (chunk,) + tuple(spec.ashape[1:])
 
-    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
-           f"  levels={spec.levels}  tensor cores: {prec}", f"// tile: {tile}",
-           "typedef float T;", f"#define T_LOWEST {_LIMITS['float32'][0]}",
-           f"#define T_HIGHEST {_LIMITS['float32'][1]}",
-           f"#define A_SIZE {math.prod(spec.ashape)}"]
-    for pname, value in spec.params:
-        cty = "int" if isinstance(value, int) else "float"
-        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
-        out.append(f"constexpr {cty} {pname} = {lit};")
-    out.append(_PRELUDE)
-    out.append(_MMA_PRELUDE[prec])
+    out = header(spec, tile, name, f"tensor cores: {prec}")
     out.append(_strategy_struct(spec, "float"))
     for k in range(len(spec.inputs)):
         if k not in shared:
