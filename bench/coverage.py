@@ -74,6 +74,8 @@ def fuzz_coverage(seed, fuzz_runs, storm_runs, error_runs, exact_runs):
     from test_top_fuzz import fuzz
     metrics = fuzz(seed, fuzz_runs=fuzz_runs, storm_runs=storm_runs, error_runs=error_runs,
                    exact_runs=exact_runs)
+    if "build" in metrics:
+        metrics["build"]["dir"] = Path(metrics["build"]["dir"]).name   # the model, not this machine
     return metrics["coverage"], {k: v for k, v in metrics.items() if k != "coverage"}
 
 
