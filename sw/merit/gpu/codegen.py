@@ -138,6 +138,23 @@ class _Writer:
         self(text)
 
 
+def header(spec, tile, name, ctype, dtype, what=""):
+    """The opening lines of a kernel's source: the comments (``what`` says how it runs), the
+    element type ``ctype`` with the limits of ``dtype``, the strategy's parameters, the prelude."""
+    note = f"  {what}" if what else ""
+    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
+           f"  levels={spec.levels}{note}", f"// tile: {tile}", f"typedef {ctype} T;",
+           f"#define T_LOWEST {_LIMITS[dtype][0]}",
+           f"#define T_HIGHEST {_LIMITS[dtype][1]}",
+           f"#define A_SIZE {math.prod(spec.ashape)}"]
+    for pname, value in spec.params:
+        cty = "int" if isinstance(value, int) else "float"
+        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
+        out.append(f"constexpr {cty} {pname} = {lit};")
+    out.append(_PRELUDE)
+    return out
+
+
 def source(spec, tile):
     """CUDA C++ source of the kernel and its launch geometry.
 
@@ -181,16 +198,7 @@ def source(spec, tile):
     for n in spec.levels:
         first.append(first[-1] + n)
 
-    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
-           f"  levels={spec.levels}", f"// tile: {tile}", f"typedef {ctype} T;",
-           f"#define T_LOWEST {_LIMITS[spec.dtype][0]}",
-           f"#define T_HIGHEST {_LIMITS[spec.dtype][1]}",
-           f"#define A_SIZE {math.prod(spec.ashape)}"]
-    for pname, value in spec.params:
-        cty = "int" if isinstance(value, int) else "float"
-        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
-        out.append(f"constexpr {cty} {pname} = {lit};")
-    out.append(_PRELUDE)
+    out = header(spec, tile, name, ctype, spec.dtype)
     out.append(spec.body.get("defs", ""))
     out.append(_strategy_struct(spec, ctype))
     for k in range(len(spec.inputs)):

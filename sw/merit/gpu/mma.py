@@ -328,18 +328,9 @@ _MMA_PRELUDE["bf16"] = _HALF_PRELUDE.replace("TY", "bf16")
 def header(spec, tile, name, what):
     """The opening lines of a tensor-core kernel's source, up to its MMA prelude: the comments
     (``what`` says how it runs), the fp32 element type, the strategy's parameters, the preludes."""
-    from .codegen import _LIMITS, _PRELUDE
+    from .codegen import header as kernel_header
 
-    out = [f"// MERIT kernel {name}", f"// problem: {spec.name}  p={spec.pshape}  a={spec.ashape}"
-           f"  levels={spec.levels}  {what}", f"// tile: {tile}",
-           "typedef float T;", f"#define T_LOWEST {_LIMITS['float32'][0]}",
-           f"#define T_HIGHEST {_LIMITS['float32'][1]}",
-           f"#define A_SIZE {math.prod(spec.ashape)}"]
-    for pname, value in spec.params:
-        cty = "int" if isinstance(value, int) else "float"
-        lit = repr(value) if cty == "int" else f"{float(value)!r}f"
-        out.append(f"constexpr {cty} {pname} = {lit};")
-    out.append(_PRELUDE)
+    out = kernel_header(spec, tile, name, "float", "float32", what)
     out.append(_MMA_PRELUDE[tile.mma])
     return out
 
