@@ -215,6 +215,79 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau):
                    "merit.perf")
 
 
+#: the sharing variants of the two-dimensional sharing prediction (``--share-prediction``):
+#: label, ``compile_problem`` arguments
+SHARE_VARIANTS = (
+    ("1-D, as built", dict(share_dims=1)),
+    ("1-D, block walk", dict(share_dims=2, share_counts=(1,))),
+    ("2-D", dict(share_dims=2, share_counts=(2,))),
+)
+
+
+def share_prediction(results, *, lanes, taus_list, bandwidth, latency):
+    """Model-only: each Fig. 15 row's slice compiled with the processor's 1-D sharing, with one
+    shared operand dealt by the block walk, and with two shared operands
+    (``merit.compile.share_plan``), predicted by ``merit.perf`` on ``taus_list`` TAUs."""
+    from merit.compile import compile_problem
+    from merit.perf import predict
+    out = results["share_prediction"] = {"taus": list(taus_list), "rows": {},
+                                         "dram_bytes_per_cycle": bandwidth}
+    for name in SCALING_ROWS:
+        problem = row(name).slice()
+        cells = out["rows"][name] = []
+        for taus in taus_list:
+            point = []
+            for label, kw in SHARE_VARIANTS:
+                kernel = compile_problem(problem, lanes=lanes, taus=taus, instructions=24, **kw)
+                pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth,
+                               latency=latency)
+                sharing = (kernel.sharing if kernel.sharing is not None else
+                           ((kernel.config["share_slot"], kernel.config["share_log2"]),)
+                           if kernel.config["share_log2"] else ())
+                point.append({"variant": label, "cycles": pred.cycles,
+                              "std": round(problem.ops.count / (pred.cycles * lanes * taus), 4),
+                              "tile": list(kernel.tiling.p_tile),
+                              "groups": [[int(n), 1 << int(v)] for n, v in sharing],
+                              "read_bytes": pred.read_bytes, "write_bytes": pred.write_bytes,
+                              "compute_cycles": pred.compute_cycles})
+                print(f"share prediction {name} on {taus} TAUs, {label}: {point[-1]}",
+                      flush=True)
+            cells.append(point)
+    out["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _render_share_prediction(sp, lanes):
+    lines = ["### Two-dimensional operand sharing: the model's prediction", "",
+             f"Model only (`merit.perf`, {sp.get('date', '')}; `python -m bench.top --no-rows "
+             f"--share-prediction {' '.join(str(t) for t in sp['taus'])}`): each row's slice "
+             "compiled three ways on the same TAUs. *1-D, as built*: the processor's groups "
+             "(`share_slot`, `share_log2`, dealt in the grid's order). *1-D, block walk*: one "
+             "shared operand, its groups dealt along the indices it does not move along "
+             "(`merit.compile.share_walk`). *2-D*: two shared operands, each by its own groups "
+             "of one block of TAUs (`merit.compile.share_plan`). Cells: standard-count "
+             "utilization (cycles; tile; groups as slot x TAUs). The last two columns bound "
+             "the 2-D kernel: its ALU cycles alone, and its output writes alone at "
+             f"{sp.get('dram_bytes_per_cycle', 8)} bytes per cycle (no reads).", "",
+             "| row | ALUs | " + " | ".join(label for label, _ in SHARE_VARIANTS)
+             + " | bound: ALUs | bound: writes |",
+             "|---|---|" + "---|" * (len(SHARE_VARIANTS) + 2)]
+    for name, points in sorted(sp["rows"].items()):
+        for taus, point in zip(sp["taus"], points, strict=True):
+            cells = []
+            for v in point:
+                groups = ", ".join(f"{n} x {g}" for n, g in v["groups"]) or "none"
+                tile = "x".join(str(t) for t in v["tile"])
+                cells.append(f"{v['std']:.2f} ({v['cycles']}; {tile}; {groups})")
+            v = point[-1]
+            work = v["std"] * v["cycles"]                 # standard ops / ALUs
+            writes = v["write_bytes"] / sp.get("dram_bytes_per_cycle", 8)
+            cells += [_num(min(1.0, work / v["compute_cycles"])),
+                      _num(min(1.0, work / writes)) if writes else ""]
+            lines.append(f"| {name} | {taus * lanes} | " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
+
+
 def _std(entry, name):
     """The standard-count utilization of a run entry (older entries: from their cycles)."""
     if entry.get("utilization_std") is not None:
@@ -370,6 +443,8 @@ def render(results, one_tau=None):
                 cells.append(cell)
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
+    if results.get("share_prediction"):
+        lines += _render_share_prediction(results["share_prediction"], setup["lanes"])
     lines += ["<!-- plots:begin -->", "<!-- plots:end -->", ""]
     return "\n".join(lines)
 
@@ -397,6 +472,9 @@ def main(argv=None):
     parser.add_argument("--whole-under", type=int, default=0, metavar="CYCLES",
                         help="simulate a row's whole layer (one problem) when the model predicts "
                              "fewer cycles than this for it (default 0: slices)")
+    parser.add_argument("--share-prediction", type=int, nargs="+", metavar="TAUS",
+                        help="also predict (model only) the Fig. 15 rows with 1-D and 2-D "
+                             "operand sharing on these TAU counts")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS / "utilization"))
     args = parser.parse_args(argv)
@@ -420,6 +498,8 @@ def main(argv=None):
         results["setup"]["rtl_date"] = previous["rtl_date"]      # no run changes every row
     if not args.model_only:
         results["setup"]["rtl_date"] = results["setup"]["date"]
+    if previous and args.no_rows and not args.scaling and not args.one_tau:
+        results["setup"] = previous     # nothing in the tables changes (--share-prediction)
     model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
                     latency=args.latency)
 
@@ -475,6 +555,9 @@ def main(argv=None):
                 latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed,
                 one_tau=one_tau["rows"])
         tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
+    if args.share_prediction:
+        share_prediction(results, lanes=args.lanes, taus_list=args.share_prediction,
+                         bandwidth=args.dram_bytes_per_cycle, latency=args.latency)
     save()
 
 

@@ -41,7 +41,8 @@ MARGIN = 0.02
 RANKED_JOBS = 2048
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
-           "lane_coords", "program_slots", "share_choice", "estimate_time",
+           "lane_coords", "program_slots", "share_choice", "share_plan", "share_walk",
+           "estimate_time",
            "slot_config", "tile_words", "hw_index"]
 
 
@@ -239,6 +240,11 @@ class Kernel:
     useful_ops : int
         ALU operations of the problem (instructions executed x outputs), the utilization
         numerator of the utilization (``docs/perf.md``).
+    sharing : tuple of (int, int), or None
+        Two-dimensional operand sharing chosen by ``compile_problem(share_dims=2)``:
+        ``(slot, log2 of its group)`` per shared slot, the first on the low TAU-index bits
+        (:func:`share_plan`). A model-only choice: the processor deals 1-D groups
+        (``share_slot``, ``share_log2`` in ``config``), which is what None stands for.
     """
 
     problem: object
@@ -252,6 +258,7 @@ class Kernel:
     dram_bytes: int
     tiles: tuple
     useful_ops: int
+    sharing: tuple = None
 
 
 def _lane_index(grouping, n_par):
@@ -373,8 +380,96 @@ def share_choice(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8):
     return choice
 
 
+def share_walk(n_p, deps):
+    """The dispatcher's block walk for the shared slots moving along ``deps`` (a set of parallel
+    indices per shared slot, the first on the low TAU-index bits): ``(X, Y, R)``.
+
+    A block of ``g_1 x g_2`` TAUs (``x`` on the low bits) takes tiles ``(x, y)``: the first slot's
+    group (same ``y``) must agree on ``deps[0]``, so ``x`` walks the indices ``X`` the first slot
+    does not move along; the second's (same ``x``) on ``deps[1]``, so ``y`` walks ``Y``: the
+    indices the second does not move along, less ``X``. ``R`` (every other index) stays fixed in a
+    block. Walks are row-major over their indices; one slot: ``Y`` is empty."""
+    xs = [j for j in range(n_p) if j not in deps[0]]
+    ys = [j for j in range(n_p) if len(deps) > 1 and j not in deps[1] and j not in xs]
+    rs = [j for j in range(n_p) if j not in xs and j not in ys]
+    return xs, ys, rs
+
+
+def _block_fetches(counts, deps, log2s):
+    """``(blocks, fetches per shared slot)`` of the block walk over a tile grid of ``counts``:
+    a block's row (column) whose tiles are real fetches the first (second) slot once."""
+    xs, ys, rs = share_walk(len(counts), deps)
+    nx, ny, nr = (int(np.prod([counts[j] for j in ix])) for ix in (xs, ys, rs))
+    g = [1 << v for v in log2s] + [1]
+    bx, by = -(-nx // g[0]), -(-ny // g[1])
+    return nr * bx * by, [nr * ny * bx, nr * nx * by][:len(log2s)]
+
+
+def _share_candidates(n_p, deps, alone, taus, sizes_ok, counts=(1, 2)):
+    """Every (slots, log2s) of sharing ``counts`` slots (1: 1-D, 2: 2-D) on ``taus`` TAUs: slots
+    alone in their RP (``alone``), leaving their walk an index (``sizes_ok(indices)``: void
+    origins fit), the groups' product a power of two dividing ``taus``."""
+    out = []
+    for n in alone:
+        for m in [None] + [m for m in alone if m != n]:
+            if (1 if m is None else 2) not in counts:
+                continue
+            ds = [deps[n]] + ([deps[m]] if m is not None else [])
+            xs, ys, _ = share_walk(n_p, ds)
+            if not xs or (m is not None and not ys) or not sizes_ok(xs + ys):
+                continue
+            for l1 in range(1, taus.bit_length()):
+                for l2 in ([0] if m is None else range(1, taus.bit_length())):
+                    if taus % (1 << (l1 + l2)):
+                        continue
+                    out.append(((n,) if m is None else (n, m),
+                                (l1,) if m is None else (l1, l2)))
+    return out
+
+
+def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, counts=(1, 2)):
+    """Two-dimensional operand sharing: ``((slot, log2), ...)``, at most one slot per RP.
+
+    As :func:`share_choice`, but up to two slots are shared at once, each by its own groups:
+    ``2**log2_1 x 2**log2_2`` consecutive TAUs take a block of tiles (:func:`share_walk`), the
+    TAUs of a block's row fetch the first slot once, those of a column the second. Void tiles
+    fill rows or columns past the end of a walk. ``()`` when sharing saves nothing. A model of
+    the processor's possible next step: ``merit.perf`` predicts it, the RTL does not run it.
+    ``counts``: how many slots may be shared (``(2,)``: only 2-D, ``(1,)``: 1-D on the block
+    walk)."""
+    if taus < 2 or not tiles:
+        return ()
+    slots = [(0, s) for s in config["rp0"]] + [(1, s) for s in config["rp1"]]
+    a_tiles = int(np.prod([-(-a // t) for a, t in zip(config["a_size"], config["a_tile"],
+                                                       strict=True)]))
+    words, deps = {}, {}
+    n_p = len(tiles[0])
+    for n, (_, s) in enumerate(slots):
+        if s and s.get("enable"):
+            words[n] = int(np.prod(s["box"][:-1])) * (s["box"][-1] + 3) * a_tiles
+            deps[n] = {j for j in range(n_p) if s["stride"][j] != 0}
+    alone = [n for n in words if sum(1 for k in words if slots[k][0] == slots[n][0]) == 1]
+    grid = [len(range(0, config["p_size"][j], config["p_tile"][j])) for j in range(n_p)]
+    total = sum(words.values())
+    ok = lambda ix: all(config["p_size"][j] + config["p_tile"][j] < 1 << 16 for j in ix)  # noqa: E731
+    best = (round(max(len(tiles) / taus * compute_per_tile,
+                      2 * len(tiles) * total / bytes_per_cycle), 6),
+            2 * len(tiles) * total / bytes_per_cycle)
+    choice = ()
+    for ns, log2s in _share_candidates(n_p, deps, alone, taus, ok, counts):
+        blocks, fetches = _block_fetches(grid, [deps[n] for n in ns], log2s)
+        work = blocks * (1 << sum(log2s)) / taus * compute_per_tile
+        traffic = len(tiles) * (total - sum(words[n] for n in ns)) + sum(
+            words[n] * f for n, f in zip(ns, fetches, strict=True))
+        dram = 2 * traffic / bytes_per_cycle
+        cost = (round(max(work, dram), 6), dram)
+        if cost < best:
+            best, choice = cost, tuple(zip(ns, log2s, strict=True))
+    return choice
+
+
 def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, ports, per_lane,
-                  regs, bytes_per_cycle=8):
+                  regs, bytes_per_cycle=8, share_dims=1, share_counts=(1, 2)):
     """Estimated cycles of ``problem`` cut into ``(tile_p, tile_a)`` on ``taus`` TAUs:
     ``max(compute / taus, DRAM)`` with the best operand sharing (as :func:`share_choice`).
 
@@ -383,7 +478,8 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     accumulation) plus a restore and save of ``regs`` registers per accumulation tile. DRAM:
     every operand's footprint box per job in 8-byte beats (as :func:`share_choice`), and the
     outputs: ``lines`` beats per warp and output (:func:`merit.mapping.search.vector_lines`),
-    or every output word once. ``ports``: the RP of each operand (``operand_ports``)."""
+    or every output word once. ``ports``: the RP of each operand (``operand_ports``).
+    ``share_dims=2``: sharing as :func:`share_plan` (``share_counts`` operands, the block walk)."""
     counts = [-(-n // t) for n, t in zip(problem.p_shape, tile_p, strict=True)]
     tiles = int(np.prod(counts))
     a_tiles = int(np.prod([-(-a // t) for a, t in zip(problem.a_shape, tile_a, strict=True)]))
@@ -397,6 +493,21 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     total = sum(words) + outs
     best = max(compute / taus, 2 * total / bytes_per_cycle)
     n_p = len(problem.p_shape)
+    if share_dims == 2:
+        deps = []
+        for op in problem.operands:
+            idx = op.transform.indices
+            deps.append({j for j in range(n_p) if idx[j] is not None and idx[j].stride != 0})
+        alone = [k for k in range(len(deps))
+                 if sum(1 for r, _ in ports if r == ports[k][0]) == 1]
+        for ns, log2s in _share_candidates(n_p, deps, alone, taus, lambda ix: True,
+                                           share_counts):
+            blocks, fetches = _block_fetches(counts, [deps[n] for n in ns], log2s)
+            work = blocks * (1 << sum(log2s)) / tiles * compute / taus
+            dram = 2 * (total - sum(words[n] for n in ns) + sum(
+                words[n] / tiles * f for n, f in zip(ns, fetches, strict=True))) / bytes_per_cycle
+            best = min(best, max(work, dram))
+        return best
     for k, op in enumerate(problem.operands):
         if sum(1 for r, _ in ports if r == ports[k][0]) > 1:
             continue
@@ -440,7 +551,7 @@ def swapped_operands(problem):
 
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
-                    max_outputs=None, taus=1, swap=True):
+                    max_outputs=None, taus=1, swap=True, share_dims=1, share_counts=(1, 2)):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -448,11 +559,16 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     MARGIN faster (its ``problem`` is then the swapped one: same tensors, outputs and results).
 
     ``taus`` TAUs (the processor, ``meritz.top``) may share one operand's fetches
-    (:func:`share_choice`); one TAU (the default) never does.
+    (:func:`share_choice`); one TAU (the default) never does. ``share_dims=2`` ranks the tiles
+    with two-dimensional sharing and puts its choice (:func:`share_plan`) in ``Kernel.sharing``,
+    which :func:`merit.perf.predict` models; ``config`` keeps the 1-D choice the processor runs.
+    ``share_counts``: how many operands that choice may share (``(2,)``: two, ``(1,)``: one).
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
     check_taus(taus)
+    if share_dims not in (1, 2) or isinstance(share_dims, bool):
+        raise ValueError(f"share_dims must be 1 or 2, not {share_dims!r}")
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
     from .mapping.search import NoMapping, search
@@ -516,7 +632,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
     def rank(tile_p, tile_a, warps, lines):
         return estimate_time(problem, tile_p, tile_a, warps, lines, lanes=lanes, taus=taus,
-                             ports=ports, per_lane=per_lane, regs=regs)
+                             ports=ports, per_lane=per_lane, regs=regs, share_dims=share_dims,
+                             share_counts=share_counts)
 
     try:
         ranked = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
@@ -593,8 +710,12 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             config, list(tiles), taus, compute_per_tile=per_tile)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
+        sharing = None
+        if share_dims == 2:
+            sharing = share_plan(config, list(tiles), taus, compute_per_tile=per_tile,
+                                 counts=share_counts)
         return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
-                      _align(address, 4096), tiles, useful)
+                      _align(address, 4096), tiles, useful, sharing)
 
     # the cheapest tile of powers of two (what the search returned before it tried other sizes),
     # unless a tile of other sizes, or one that the estimate ranks first, is predicted MARGIN
@@ -638,7 +759,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   cp_bytes=cp_bytes, rp0_slots=rp0_slots, rp1_slots=rp1_slots,
                                   outputs=outputs, instructions=instructions,
                                   dram_base=dram_base, max_outputs=max_outputs, taus=taus,
-                                  swap=False)
+                                  swap=False, share_dims=share_dims,
+                                  share_counts=share_counts)
         except (CompileError, NoMapping):
             alt = None
         if alt is not None and _jobs(alt) <= RANKED_JOBS:

@@ -342,10 +342,10 @@ class _Jobs:
     hold: np.ndarray          # ... of them on the R channel: beats + flushed rows
     write: np.ndarray         # write beats (last accumulation tile of a tile)
     tail: np.ndarray          # CP cycles of a job after its last write
-    partner: np.ndarray       # the group leader's job whose fetch feeds this one (-1: none)
-    shared: np.ndarray        # a leader's read beats up to the end of the shared slot (else 0)
-    units: tuple              # dispatch units: per group member, its jobs
-    group: int                # TAUs per sharing group
+    partner: np.ndarray       # (jobs, 2): per RP, the group leader's job whose fetch feeds
+                              # this one's shared slot (-1: none)
+    units: tuple              # dispatch units: per group (block) member, its jobs
+    group: int                # TAUs per sharing group (block)
     rows: tuple               # SRAM rows of one job per RP
     ahead: int                # jobs whose tiles fit in the RP FIFOs at once
     ahead_port: tuple         # ... in each RP's FIFO (a job allocates RP0's tiles, then RP1's)
@@ -353,7 +353,7 @@ class _Jobs:
     port_datapath: np.ndarray  # (jobs, 2): their DMA data-path cycles
     port_hold: np.ndarray     # (jobs, 2): their R-channel cycles
     own: np.ndarray           # (jobs, 2): the job loads slots of this RP itself (not fed)
-    shared_port: int          # RP of the shared slot (-1: no sharing)
+    shared_ports: tuple       # RPs of the shared slots
     density: tuple            # share of CP cycles that read RP0 / RP1
 
 
@@ -409,6 +409,66 @@ def _units(kernel, group, shared):
     return units
 
 
+def _shares(kernel, taus):
+    """``(shares, walk)``: the shared slots as ``(slot, RP, log2 of its group, TAU-index bit of its
+    group's low bit)``, and how the dispatcher deals (``"stream"``: the processor's 1-D groups of
+    ``share_slot`` / ``share_log2``, :func:`_units`; ``"block"``: ``Kernel.sharing``,
+    :func:`_block_units`). No sharing when ``taus`` is not a multiple of the block."""
+    sharing = getattr(kernel, "sharing", None)
+    numbered = _numbered_slots(kernel)
+    if sharing is None:
+        group, slot = _group(kernel, taus)
+        if group == 1:
+            return [], "stream"
+        return [(slot, numbered[slot][0], group.bit_length() - 1, 0)], "stream"
+    if not sharing or taus % (1 << sum(v for _, v in sharing)):
+        return [], "block"
+    out, shift = [], 0
+    for slot, log2 in sharing:
+        out.append((slot, numbered[slot][0], log2, shift))
+        shift += log2
+    return out, "block"
+
+
+def _block_units(kernel, shares):
+    """Dispatch units of the block walk (:func:`merit.compile.share_walk`): per block of
+    ``g_1 x g_2`` TAUs (``x`` fastest), the tiles ``(x, y)``; a row or column past the end of its
+    walk gets void origins (the walk's indices at their extent). Returns a list of lists of
+    ``(tile index or -1, origin)``."""
+    from .compile import share_walk
+    shape = tuple(kernel.problem.p_shape)
+    p_tile = tuple(kernel.tiling.p_tile)
+    n_p = len(shape)
+    numbered = _numbered_slots(kernel)
+    deps = [{j for j in range(n_p) if numbered[n][1]["stride"][j]} for n, *_ in shares]
+    xs, ys, rs = share_walk(n_p, deps)
+    counts = [len(range(0, n, t)) for n, t in zip(shape, p_tile, strict=True)]
+    index = {tuple(o): t for t, o in enumerate(kernel.tiles)}
+    g = [1 << v for _, _, v, _ in shares] + [1]
+
+    def walk(ix):
+        return list(itertools.product(*[range(counts[j]) for j in ix]))
+
+    wx, wy = walk(xs), walk(ys)
+    units = []
+    for r in walk(rs):
+        for y0 in range(0, len(wy), g[1]):
+            for x0 in range(0, len(wx), g[0]):
+                unit = []
+                for y in range(y0, y0 + g[1]):
+                    for x in range(x0, x0 + g[0]):
+                        origin = [0] * n_p
+                        for j, c in zip(rs, r, strict=True):
+                            origin[j] = c * p_tile[j]
+                        for ix, w, k in ((xs, wx, x), (ys, wy, y)):
+                            for m, j in enumerate(ix):
+                                origin[j] = w[k][m] * p_tile[j] if k < len(w) else shape[j]
+                        origin = tuple(origin)
+                        unit.append((index.get(origin, -1), origin))
+                units.append(unit)
+    return units
+
+
 def _numbered_slots(kernel):
     """Every slot in the DMA's numbering (RP0 slots, then RP1): ``(port, config or None)``."""
     return [(port, s if s and s.get("enable") else None)
@@ -416,12 +476,15 @@ def _numbered_slots(kernel):
 
 
 def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
-    group, shared = _group(kernel, taus)
-    units = _units(kernel, group, shared)
+    shares, walk = _shares(kernel, taus)
+    group = 1 << sum(v for _, _, v, _ in shares)
+    if walk == "block" and shares:
+        units = _block_units(kernel, shares)
+    else:
+        units = _units(kernel, group, shares[0][0] if shares else None)
     members = [m for unit in units for m in unit]
     origins = np.asarray([o for _, o in members], dtype=np.int64).reshape(len(members), -1)
     tile_of = np.asarray([t for t, _ in members], dtype=np.int64)
-    lead = np.asarray([k == 0 for unit in units for k in range(len(unit))])
     a_tiles = _a_tiles(kernel)
     per_warp = _warp_cycles(kernel)
     n_t, n_a = len(members), len(a_tiles)
@@ -429,26 +492,31 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
         raise ValueError(f"problem {kernel.problem.name!r}: {n_t} parallel tiles x {n_a} "
                          f"accumulation tiles = {n_t * n_a} jobs; the performance model walks "
                          f"at most {MAX_JOBS}: predict a slice of the problem (fewer outputs)")
+    # per member and RP, the member whose fetch of the RP's shared slot feeds it (-1: itself)
+    lead_row = np.full((n_t, 2), -1, dtype=np.int64)
+    row = 0
+    for unit in units:
+        for k in range(len(unit)):
+            for _, port, log2, shift in shares:
+                leader = k & ~(((1 << log2) - 1) << shift)
+                if leader != k:
+                    lead_row[row + k, port] = row + leader
+        row += len(unit)
+    shared_slots = {n for n, *_ in shares}
     read = np.zeros((n_t, n_a), dtype=np.int64)
-    shared_upto = np.zeros((n_t, n_a), dtype=np.int64)
     datapath = np.zeros((n_t, n_a), dtype=np.int64)
     hold = np.zeros((n_t, n_a), dtype=np.int64)
     port_read = np.zeros((n_t, n_a, 2), dtype=np.int64)
     port_datapath = np.zeros((n_t, n_a, 2), dtype=np.int64)
     port_hold = np.zeros((n_t, n_a, 2), dtype=np.int64)
     own_port = np.zeros((n_t, n_a, 2), dtype=bool)
-    shared_port = -1
     for b, (a_origin, _) in enumerate(a_tiles):
         for n, (port, slot) in enumerate(_numbered_slots(kernel)):
             if slot is None:
                 continue
             r, d, h = _load_counts(kernel, slot, origins, a_origin)
-            own = lead if (group > 1 and n == shared) else np.ones(n_t, dtype=bool)
-            if group > 1 and n == shared:
-                shared_port = port
+            own = lead_row[:, port] < 0 if n in shared_slots else np.ones(n_t, dtype=bool)
             read[:, b] += np.where(own, r, 0)
-            if group > 1 and n == shared:       # the DMA loads the slots in this order
-                shared_upto[:, b] = np.where(lead, read[:, b], 0)
             datapath[:, b] += np.where(own, d, 0)
             hold[:, b] += np.where(own, h, 0)
             port_read[:, b, port] += np.where(own, r, 0)
@@ -465,13 +533,14 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
     # warps are skipped), but the one warp of a void tile writes nothing
     tail = np.zeros((n_t, n_a), dtype=np.int64)
     tail[:, -1] = np.where(tile_of < 0, compute[:, -1] - 1, 0)
-    partner = np.full((n_t, n_a), -1, dtype=np.int64)
     index = np.arange(n_t * n_a).reshape(n_t, n_a)
+    partner = np.full((n_t, n_a, 2), -1, dtype=np.int64)
+    for port in (0, 1):
+        fed = lead_row[:, port] >= 0
+        partner[fed, :, port] = index[lead_row[fed, port]]
     flat_units, row = [], 0
     for unit in units:
         flat_units.append([list(index[row + k]) for k in range(len(unit))])
-        if group > 1:
-            partner[row + 1:row + len(unit)] = index[row]
         row += len(unit)
     rows = [0, 0]
     for port, slot in _slots(kernel):
@@ -494,11 +563,12 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
         density.append(min(1.0, count * warps / total) if total else 0.0)
     return _Jobs(np.repeat(tile_of, n_a), compute.reshape(-1),
                  read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
-                 tail.reshape(-1), partner.reshape(-1), shared_upto.reshape(-1),
+                 tail.reshape(-1), partner.reshape(-1, 2),
                  tuple(flat_units), group, tuple(rows),
                  max(ahead, 1), ahead_port, port_read.reshape(-1, 2),
                  port_datapath.reshape(-1, 2), port_hold.reshape(-1, 2),
-                 own_port.reshape(-1, 2), shared_port, tuple(density))
+                 own_port.reshape(-1, 2), tuple(sorted({p for _, p, _, _ in shares})),
+                 tuple(density))
 
 
 # ---- the pipeline simulation ------------------------------------------------------------------
@@ -558,12 +628,11 @@ def _simulate(jobs, taus, beat_rate, latency):
     c = CONSTANTS
     units = collections.deque(jobs.units)
     group = jobs.group
-    fetched = {}                 # a group leader's job -> cycle its tiles were all loaded
-    followers = collections.defaultdict(list)  # a leader's job -> its followers' jobs
-    for j, lead in enumerate(jobs.partner):
-        if lead >= 0:
-            followers[int(lead)].append(j)
-    waiting = collections.defaultdict(list)    # leader's job -> followers' loaded entries
+    fetched = {}                 # (a group leader's job, RP) -> cycle its shared slot loaded
+    followers = collections.defaultdict(list)  # (leader's job, RP) -> its followers' jobs
+    for j, r in zip(*np.nonzero(jobs.partner >= 0), strict=True):
+        followers[(int(jobs.partner[j, r]), int(r))].append(int(j))
+    waiting = collections.defaultdict(list)    # (leader's job, RP) -> followers' loaded entries
     dram = _Dram(beat_rate)
     # the collector's writes win over the RP's reads of single-port banks: every SRAM row a
     # load writes into an RP the CP reads stops the read pipeline, a CP cycle (docs/perf.md)
@@ -633,8 +702,8 @@ def _simulate(jobs, taus, beat_rate, latency):
         for i, s in enumerate(state):
             if s.loading is None and s.requests:
                 j, r = s.requests[0]
-                if r is not None and r == jobs.shared_port and any(
-                        (f, r) not in placed for f in followers.get(j, ())):
+                if r is not None and any((f, r) not in placed
+                                         for f in followers.get((j, r), ())):
                     continue     # a leader fetches the shared tile once its group allocated it
                 s.requests.popleft()
                 s.loading = (j, r)
@@ -670,27 +739,32 @@ def _simulate(jobs, taus, beat_rate, latency):
         s.dma_idle_since = now
         if r is not None:
             parts[j] -= 1
-            if r == jobs.shared_port and int(jobs.partner[j]) < 0:
-                multicast(j)
+            if r in jobs.shared_ports and int(jobs.partner[j, r]) < 0:
+                multicast((j, r))
         if parts[j] > 0:
             return
-        entry = [j, now + c["commit"]]
+        leads = [(int(jobs.partner[j, q]), q) for q in jobs.shared_ports
+                 if jobs.partner[j, q] >= 0]
+        pending = [k for k in leads if k not in fetched]
+        entry = [j, now + c["commit"], len(pending), leads]
         s.loaded.append(entry)
-        lead = int(jobs.partner[j])
-        if lead >= 0 and lead not in fetched:     # the leader's multicast is still to come
+        if pending:                 # a leader's multicast is still to come
             entry[1] = math.inf
-            waiting[lead].append((entry, i))
+            for k in pending:
+                waiting[k].append((entry, i))
         else:
-            if lead >= 0:
-                entry[1] = max(now, fetched[lead]) + c["commit"]
+            entry[1] = max([now] + [fetched[k] for k in leads]) + c["commit"]
             heapq.heappush(timers, (entry[1], next(seq), "ready", i, j))
 
-    def multicast(j):
-        """The leader's job ``j`` has fetched the shared slot: its followers' jobs may run."""
-        fetched[j] = now
-        for other, k in waiting.pop(j, ()):
-            other[1] = now + c["commit"]
-            heapq.heappush(timers, (other[1], next(seq), "ready", k, other[0]))
+    def multicast(key):
+        """The leader's job has fetched its RP's shared slot: followers' jobs waiting for
+        nothing else may run."""
+        fetched[key] = now
+        for other, k in waiting.pop(key, ()):
+            other[2] -= 1
+            if other[2] == 0:
+                other[1] = max([now] + [fetched[q] for q in other[3]]) + c["commit"]
+                heapq.heappush(timers, (other[1], next(seq), "ready", k, other[0]))
 
     def start_compute():
         for i, s in enumerate(state):

@@ -66,3 +66,22 @@ def test_whole_layers_under_the_limit_are_simulated_whole():
     assert M.simulated("vgg16_conv2_4", whole_under=10**9)[1] == "slice"
     assert M.simulated("gemm", whole_under=1000)[1] == "slice"
     assert M.simulated("gemm")[1] == "slice"
+
+
+def test_render_lists_the_share_prediction_with_its_bounds():
+    point = [{"variant": label, "cycles": 1000 - 100 * k, "std": 0.4 + 0.1 * k,
+              "tile": [8, 8], "groups": [[0, 2], [2, 4]][:k], "read_bytes": 1,
+              "write_bytes": 3200, "compute_cycles": 960}
+             for k, (label, _) in enumerate(M.SHARE_VARIANTS)]
+    results = {"setup": {"lanes": 32, "taus": 4, "dram_bytes_per_cycle": 8, "latency": 20,
+                         "command": "cmd`", "date": "today", "machine": "here"},
+               "rows": {},
+               "share_prediction": {"taus": [8], "dram_bytes_per_cycle": 8, "date": "today",
+                                    "rows": {"gemm": [point]}}}
+    text = M.render(results, {})
+    assert "--share-prediction 8`" in text
+    line = next(s for s in text.splitlines() if s.startswith("| gemm | 256 |"))
+    # 2-D: 0.6 x 800 = 480 ALU-cycles of work: ALUs alone 480 / 960 = 0.50,
+    # writes alone 480 / (3200 / 8) = 1.2 -> 1.00; 1-D: 0.40 (1000; 8x8; none)
+    assert "| 0.40 (1000; 8x8; none) | 0.50 (900; 8x8; 0 x 2) |" in line
+    assert line.endswith("| 0.60 (800; 8x8; 0 x 2, 2 x 4) | 0.50 | 1.00 |")

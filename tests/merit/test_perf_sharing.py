@@ -96,3 +96,97 @@ def test_a_group_that_does_not_divide_the_taus_is_modelled_without_sharing():
     k = _conv(4)
     assert perf._group(k, 3) == (1, None)
     assert perf._group(k, 4) == (4, k.config["share_slot"])
+
+
+# ---- two-dimensional sharing (model only: merit.compile.share_plan, merit.perf's block walk) --
+
+def _conv2d(taus, counts=(2,)):
+    return compile_problem(W.conv2d(1, 8, 16, 16, 32, 3), taus=taus, share_dims=2,
+                           share_counts=counts, **SMALL)
+
+
+def test_share_walk_splits_the_indices_by_what_each_slot_moves_along():
+    from merit.compile import share_walk
+    weights, inputs = {1}, {0, 2, 3}            # a conv's (batch, channel, row, column)
+    assert share_walk(4, [weights, inputs]) == ([0, 2, 3], [1], [])
+    assert share_walk(4, [inputs, weights]) == ([1], [0, 2, 3], [])
+    assert share_walk(4, [weights]) == ([0, 2, 3], [], [1])
+    assert share_walk(3, [{0}, {0, 1}]) == ([1, 2], [], [0])
+
+
+def test_share_dims_is_checked():
+    with pytest.raises(ValueError, match="share_dims must be 1 or 2, not 3"):
+        compile_problem(W.gemm(16, 16, 16), taus=4, share_dims=3, **SMALL)
+
+
+def test_one_tau_or_1d_compile_has_no_2d_plan():
+    assert _conv2d(1).sharing == ()
+    assert _conv(4).sharing is None                 # the processor's 1-D choice, in config
+
+
+def test_2d_blocks_deal_every_tile_once_and_each_group_agrees_on_its_slot():
+    k = _conv2d(4)
+    assert len(k.sharing) == 2 and sum(v for _, v in k.sharing) == 2
+    shares, walk = perf._shares(k, 4)
+    assert walk == "block"
+    units = perf._block_units(k, shares)
+    real = sorted(t for unit in units for t, _ in unit if t >= 0)
+    assert real == list(range(len(k.tiles)))
+    slots = perf._numbered_slots(k)
+    shape = k.problem.p_shape
+    for unit in units:
+        assert len(unit) == 4
+        for slot, _, log2, shift in shares:
+            dep = [j for j in range(len(shape)) if slots[slot][1]["stride"][j]]
+            mask = ((1 << log2) - 1) << shift
+            for a in range(4):
+                b = a & ~mask                         # the group's leader
+                assert all(unit[a][1][j] == unit[b][1][j] for j in dep), (unit, slot)
+        for t, origin in unit:                        # a void tile lies outside the space
+            assert (t < 0) == any(o >= n for o, n in zip(origin, shape, strict=True))
+
+
+def test_2d_sharing_reads_each_shared_slot_once_per_group():
+    k = _conv2d(4)
+    shares, _ = perf._shares(k, 4)
+    units = perf._block_units(k, shares)
+    origins = np.asarray([o for unit in units for _, o in unit], dtype=np.int64)
+    slots = perf._numbered_slots(k)
+    shared = {slot: (log2, shift) for slot, _, log2, shift in shares}
+    expected = 0
+    for a_origin, _ in perf._a_tiles(k):
+        for n, (_, slot) in enumerate(slots):
+            if slot is None:
+                continue
+            beats = perf._load_counts(k, slot, origins, a_origin)[0]
+            for i, b in enumerate(beats):
+                member = i % 4
+                if n in shared:                     # only the group's leader fetches
+                    log2, shift = shared[n]
+                    if member & (((1 << log2) - 1) << shift):
+                        continue
+                expected += int(b)
+    costs = perf.job_costs(k, taus=4)
+    assert costs["read"].sum() == expected
+    alone = perf.job_costs(k, taus=3)               # 4-TAU blocks on 3 TAUs: no sharing
+    assert (alone["tile"] < 0).sum() == 0
+    assert costs["read"].sum() < alone["read"].sum()
+
+
+def test_2d_sharing_is_predicted_faster_than_none_and_every_tile_runs():
+    k = _conv2d(4)
+    shared = perf.predict(k, taus=4, dram_bytes_per_cycle=2, rp_bytes=SMALL["rp_bytes"])
+    plain = perf.predict(dataclasses.replace(k, sharing=(),
+                                             config=dict(k.config, share_log2=0)),
+                         taus=4, dram_bytes_per_cycle=2, rp_bytes=SMALL["rp_bytes"])
+    assert shared.read_bytes < plain.read_bytes
+    assert shared.cycles < plain.cycles
+    assert all(0 <= t.tau < 4 for t in shared.per_tile)
+    assert len(shared.per_tile) == len(k.tiles)
+
+
+def test_share_plan_shares_both_gemm_operands_when_only_2d_is_allowed():
+    k = compile_problem(W.gemm(64, 64, 32), taus=4, share_dims=2, share_counts=(2,), **SMALL)
+    slots = perf._numbered_slots(k)
+    assert len(k.sharing) == 2
+    assert {slots[n][0] for n, _ in k.sharing} == {0, 1}       # one slot per RP
