@@ -105,6 +105,17 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
     return [checks[name] for name, _ in CHECKS]
 
 
+def _write_bytes(m, target, data, strb, lsb):
+    """``target`` (bits ``lsb..`` of the written word) takes the bytes of ``data`` whose strobe
+    is set, each byte under its own enable: flip-flops with a clock enable, no logic per bit."""
+    for lo in range(lsb, lsb + len(target)):
+        if lo != lsb and lo % 8:
+            continue
+        hi = min(lsb + len(target), (lo // 8 + 1) * 8)
+        with m.If(strb[lo // 8]):
+            m.d.sync += target[lo - lsb:hi - lsb].eq(data[lo:hi])
+
+
 class Regs(wiring.Component):
     """AXI4-Lite register bank and run control of MERIT-z.
 
@@ -205,7 +216,6 @@ class Regs(wiring.Component):
             m.d.sync += bus.bvalid.eq(0)
         write = Signal()
         m.d.comb += write.eq(aw_full & w_full & (~bus.bvalid | bus.bready))
-        byte_mask = Cat(*(Mux(w_strb[b], 0xFF, 0) for b in range(4)))
         start = Signal()
         abort = Signal()
         clear_done = Signal()
@@ -232,10 +242,8 @@ class Regs(wiring.Component):
                     m.d.comb += write_ok.eq(~busy)
                     with m.If(write & ~busy):
                         for f in reg.fields:
-                            old = cfg_bits[f.config:f.config + f.width]
-                            new = w_data[f.lsb:f.lsb + f.width]
-                            mask = byte_mask[f.lsb:f.lsb + f.width]
-                            m.d.sync += old.eq((old & ~mask) | (new & mask))
+                            _write_bytes(m, cfg_bits[f.config:f.config + f.width], w_data, w_strb,
+                                         f.lsb)
             for w in range(rmap.lut_words):
                 t, half = divmod(w, rmap.lut_words_per_table)
                 with m.Case((rmap.lut_base + 4 * w) // 4):
@@ -246,9 +254,7 @@ class Regs(wiring.Component):
                             continue
                         entry = lut_bits[16 * (t * LUT_ENTRIES + e):16 * (t * LUT_ENTRIES + e + 1)]
                         with m.If(write & ~busy):
-                            new = w_data[16 * h:16 * h + 16]
-                            mask = byte_mask[16 * h:16 * h + 16]
-                            m.d.sync += entry.eq((entry & ~mask) | (new & mask))
+                            _write_bytes(m, entry, w_data, w_strb, 16 * h)
 
         # ---- AXI4-Lite read side -------------------------------------------------------------
         m.d.comb += bus.arready.eq(~bus.rvalid)

@@ -56,6 +56,36 @@ def test_memories_are_sram_macros_or_flip_flops(tmp_path):
     assert flops["area_nand2"] > macro["area_nand2"] + 2 * 16 * 8 * synth.CELL_AREAS["DFF"][0]
 
 
+class _RegisterFile(amaranth.lib.wiring.Component):
+    """8 x 4 bits, one write port and ``reads`` asynchronous read ports (as the SIMD lane
+    registers)."""
+
+    def __init__(self, reads):
+        from amaranth.lib.wiring import In, Out
+        self._reads = reads
+        super().__init__({"we": In(1), "wa": In(3), "wd": In(4),
+                          "ra": In(3).array(reads), "rd": Out(4).array(reads)})
+
+    def elaborate(self, platform):
+        from amaranth.lib import memory
+        m = amaranth.Module()
+        m.submodules.mem = mem = memory.Memory(shape=4, depth=8, init=[])
+        wr = mem.write_port()
+        m.d.comb += [wr.en.eq(self.we), wr.addr.eq(self.wa), wr.data.eq(self.wd)]
+        for k in range(self._reads):
+            rd = mem.read_port(domain="comb")
+            m.d.comb += [rd.addr.eq(self.ra[k]), self.rd[k].eq(rd.data)]
+        return m
+
+
+def test_register_files_are_logic_not_sram(tmp_path):
+    two = synth.synthesize(_RegisterFile(2), "rf2", tmp_path / "two")
+    assert two["sram_bits"] == 8 * 4
+    three = synth.synthesize(_RegisterFile(3), "rf3", tmp_path / "three")
+    assert three["sram"] == [] and three["sram_bits"] == 0
+    assert three["cells_by_type"]["DFF"] >= 8 * 4
+
+
 def test_crossbar_grows_quadratically_and_the_butterfly_as_n_log_n(tmp_path):
     butterfly = pytest.importorskip("meritz.tau.rp.butterfly")
     area = {}

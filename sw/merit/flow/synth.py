@@ -229,7 +229,8 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", flatten=T
         ``"blackbox"``: memories stay SRAM macros, counted in bits, outside the logic area (as for
         a user swapping in SRAM macros). ``"flops"``: they are built from flip-flops and muxes.
         Read-only memories (constant tables, also those Yosys infers from constant multiplexers)
-        are always logic.
+        and register files (more than two read ports, e.g. the SIMD lane registers) are always
+        logic.
     flatten : bool
         Optimize across module boundaries (default). ``False`` keeps Amaranth's hierarchy and adds
         ``submodules``, the area of each first-level submodule (its whole subtree).
@@ -258,6 +259,8 @@ def synthesize_verilog(verilog, top, work_dir, *, memories="blackbox", flatten=T
         f"synth {'-flatten ' if flatten else ''}-booth -top {top} -run :fine\n"
         "delete t:$scopeinfo\n"
         "memory_map t:$mem_v2 r:WR_PORTS=0 %i\n"
+        # more than two read ports: a register file (the SIMD lane registers), not an SRAM macro
+        "memory_map t:$mem_v2 r:RD_PORTS>2 %i\n"
         "select t:$mem_v2\n"
         "write_json -selected mems.json\n"
         "select -clear\n"

@@ -174,7 +174,13 @@ class SimdArray(wiring.Component):
         m = Module()
         n = self.lanes
         vec32 = data.ArrayLayout(signed(32), n)
-        regs = [Signal(vec32, name=f"r{i}") for i in range(N_REGS)]
+        # the lane registers: a memory of N_REGS rows (row i = register i of every lane) with
+        # three asynchronous read ports (a or d, b, c) and one write port, which an FPGA builds
+        # from LUT RAM; CLEAR empties ``written`` in one cycle, and a register not written since
+        # reads 0
+        m.submodules.regs = regs = memory.Memory(shape=vec32, depth=N_REGS, init=[])
+        reg_wr = regs.write_port()
+        written = Signal(N_REGS)
         m.submodules.sram = sram = memory.Memory(shape=vec32, depth=self.depth, init=[])
         rd = sram.read_port()
         wr = sram.write_port()
@@ -246,9 +252,15 @@ class SimdArray(wiring.Component):
                         x.eq(shifted),
                         u.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
                     ]
+                    # entries i and i + 1 are one even and one odd entry: one multiplexer over
+                    # the 17 even entries and one over the 16 odd ones, not two over all 33.
+                    # At i = 32 (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to
+                    # 0) is not used.
                     i = u[8:14]
-                    y0 = Array(entries)[i]
-                    y1 = Array(entries)[Mux(i == LUT_ENTRIES - 1, i, i + 1)]
+                    y_even = Array(entries[0::2])[(i + 1)[1:]]
+                    y_odd = Array(entries[1::2])[i[1:5]]
+                    y0 = Mux(i[0], y_odd, y_even)
+                    y1 = Mux(i[0], y_even, y_odd)
                     frac = Cat(u[:8], Const(0, 1)).as_signed()
                     m.d.comb += r.eq(a + y0 + (((y1 - y0) * frac) >> 8))
             m.d.comb += [
@@ -263,11 +275,13 @@ class SimdArray(wiring.Component):
             wr.data.eq(a2),
             wr.en.eq(Mux(s2.valid & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
         ]
+        m.d.comb += [reg_wr.addr.eq(w2.d), reg_wr.data.eq(result),
+                     reg_wr.en.eq(Mux(s2_fire & s2_writes, (1 << len(reg_wr.en)) - 1, 0))]
         with m.If(s2_fire):
             with m.If(s2_clear):
-                m.d.sync += [reg.eq(0) for reg in regs]
+                m.d.sync += written.eq(0)
             with m.Elif(s2_writes):
-                m.d.sync += Array(regs)[w2.d].eq(result)
+                m.d.sync += written.bit_select(w2.d, 1).eq(1)
 
         # ---- stage 1 (issue) ---------------------------------------------------------------
         cmd = self.cmd.payload
@@ -313,13 +327,19 @@ class SimdArray(wiring.Component):
             """Register ``code`` of every lane, with the result of stage 2 forwarded."""
             fwd = Signal(vec32, name=f"fwd_{len(fwd_values)}")
             hit = s2_writes & (w2.d == code[:3])
-            m.d.comb += fwd.eq(Mux(s2_clear, 0, Mux(hit, result, Array(regs)[code[:3]])))
+            port = regs.read_port(domain="comb")
+            m.d.comb += [
+                port.addr.eq(code[:3]),
+                fwd.eq(Mux(s2_clear, 0, Mux(hit, result,
+                                            Mux(written.bit_select(code[:3], 1), port.data, 0)))),
+            ]
             fwd_values.append(fwd)
             return fwd
 
         fwd_values = []
-        fa, fb, fc = register(w.a), register(w.b), register(w.c)
-        fd = register(w.d)
+        # port a reads register d for the commands that are not instructions (STORE writes it)
+        fa = register(Mux(exec1, w.a[:3], w.d))
+        fb, fc = register(w.b), register(w.c)
         lane_mask = Signal(unsigned(8))
         m.d.comb += lane_mask.eq((1 << cmd.lane_bits) - 1)
         with m.If(accept):
@@ -330,7 +350,7 @@ class SimdArray(wiring.Component):
                 s2.row.eq(cmd.row),
             ]
             for lane in range(n):
-                m.d.sync += a2[lane].eq(Mux(exec1, operand(w.a, lane, fa), fd[lane]))
+                m.d.sync += a2[lane].eq(Mux(exec1, operand(w.a, lane, fa), fa[lane]))
                 lane_idx = Mux(w.b == IndexKind.PAR,
                                cmd.index + ((Const(lane, range(n)) >> cmd.lane_shift) & lane_mask),
                                cmd.index)
