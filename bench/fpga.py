@@ -39,6 +39,9 @@ def _parser():
     parser.add_argument("--freq", type=float, default=100, metavar="MHZ",
                         help="clock constraint of place and route (default: 100)")
     parser.add_argument("--no-depth", action="store_true", help="skip the logic-depth report")
+    parser.add_argument("--no-breakdown", action="store_true",
+                        help="skip the resources per module (synth_ecp5 -noflatten) of the "
+                             "first configuration")
     parser.add_argument("--cached-only", action="store_true",
                         help="run no tool: report what build/fpga/ holds, the rest as not run")
     parser.add_argument("--no-top", action="store_true",
@@ -84,7 +87,7 @@ def _depth(lanes, taus, work, log, cached_only=False):
 
 
 def run(args, log=print):
-    from merit.flow.fpga import block_names, run_blocks, run_config
+    from merit.flow.fpga import block_names, breakdown_config, run_blocks, run_config
 
     if args.blocks:
         unknown = sorted(set(args.blocks) - set(block_names()))
@@ -119,6 +122,12 @@ def run(args, log=print):
         report["blocks"] = run_blocks(args.block_lanes, args.work, names=args.blocks,
                                       device=args.device, freq_mhz=args.freq,
                                       cached_only=args.cached_only, log=log)
+    if not args.no_breakdown and not args.no_top:
+        taus, lanes = args.config[0]
+        if not args.cached_only:
+            log(f"synth_ecp5 -noflatten of Top({taus}x{lanes}): resources per module")
+        report["breakdown"] = breakdown_config(lanes, taus, args.work,
+                                               cached_only=args.cached_only)
     if not args.no_depth:
         taus, lanes = args.config[0]
         report["depth"] = _depth(lanes, taus, args.work, log, args.cached_only)
@@ -220,6 +229,40 @@ def _reading(config):
             f"critical path, routing included); 100 MHz needs the path under 10 ns.")
 
 
+def _breakdown_section(b, rows=16):
+    """Where the LUT4s go: the ``rows`` largest modules of :func:`merit.flow.fpga.breakdown`."""
+    if not b:
+        return []
+    mods = b["modules"]
+    total = {k: sum(m[k] * m["instances"] for m in mods.values())
+             for k in ("lut", "ff", "lutram", "bram", "dsp")}
+    names = list(mods)
+    out = [f"## Where the resources go (`{b['module']}`, hierarchy kept)", "",
+           "`synth_ecp5 -noflatten` of the core (no timing wrapper; LUTs mapped by the classic "
+           f"ABC, {b['seconds']:.0f} s when not cached; `merit.flow.fpga.breakdown`): each "
+           "module's own cells. Optimization stops at module boundaries, so the total is somewhat "
+           f"above the flattened synthesis's: {total['lut']:,} LUT4 (a carry cell counts 2), "
+           f"{total['ff']:,} flip-flops, {total['lutram']} LUT RAM cells (TRELLIS_DPR16X4, 16x4 "
+           f"bits each), {total['bram']} block RAMs, {total['dsp']} DSPs.", "",
+           "| module | LUT4 | share | FF | LUT RAM | BRAM | DSP |", "|---|---|---|---|---|---|---|"]
+    for name in names[:rows]:
+        m = mods[name]
+        n = m["instances"]
+        label = f"`{name}`" if name else "(top's own logic)"
+        if n > 1:
+            label += f" x {n}"
+        out.append(f"| {label} | {m['lut'] * n:,} | {100 * m['lut'] * n / total['lut']:.1f}% | "
+                   f"{m['ff'] * n:,} | {m['lutram'] * n} | {m['bram'] * n} | {m['dsp'] * n} |")
+    rest = names[rows:]
+    if rest:
+        sums = {k: sum(mods[r][k] * mods[r]["instances"] for r in rest)
+                for k in ("lut", "ff", "lutram", "bram", "dsp")}
+        out.append(f"| the other {len(rest)} modules | {sums['lut']:,} | "
+                   f"{100 * sums['lut'] / total['lut']:.1f}% | {sums['ff']:,} | {sums['lutram']} "
+                   f"| {sums['bram']} | {sums['dsp']} |")
+    return out + [""]
+
+
 def markdown(report):
     """``fpga.md`` for a :func:`run` report."""
     out = ["# MERIT-z on an FPGA: Fmax, utilization, critical path; logic depth per module", "",
@@ -268,6 +311,7 @@ def markdown(report):
         out += [f"| {s['type']} | `{s['from']}` | `{s['to']}` | {s['delay_ns']:.3f} |"
                 for s in c["critical_path"]]
         out += ["", "</details>", ""]
+    out += _breakdown_section(report.get("breakdown"))
     if report.get("blocks"):
         before = report.get("baseline", {}).get("blocks", {})
         out += ["## Blocks placed and routed alone", "",

