@@ -207,7 +207,8 @@ def source(spec, tile):
 
     params = [f"const T* __restrict__ g_in{k}" for k in range(len(spec.inputs))]
     params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
-    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {name}('
+    bounds = f"{nt}, {tile.minblocks}" if tile.minblocks > 1 else f"{nt}"
+    out.append(f'extern "C" __global__ void __launch_bounds__({bounds}) {name}('
                f'{", ".join(params)}) {{')
     w = _Writer()
     if shared:

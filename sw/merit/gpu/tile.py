@@ -70,6 +70,10 @@ class Tile:
         (:data:`merit.gpu.codegen.COPY_UNROLL` pieces per thread at most), and a copy pipeline
         takes one barrier per accumulation tile instead of two (the next tile's copies start
         after the barrier, into the buffer every thread has finished reading).
+    minblocks : int
+        SIMT tiles only: blocks per SM the compiler must make room for (the second argument of
+        ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
+        threads)``); 1 leaves the compiler free.
     split : int
         Split-K: the accumulation tiles are dealt to ``split`` blocks per output block, whose
         partial sums are added atomically into outputs zeroed first (sums only, see
@@ -94,6 +98,7 @@ class Tile:
     ldsm: bool = False
     vread: bool = False
     lean: bool = False
+    minblocks: int = 1
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -139,6 +144,7 @@ class Tile:
         sk = f"_k{self.split}" if self.split > 1 else ""
         st = "_s" + "".join(str(int(g)) for g in self.strided) if any(self.strided) else ""
         vr = ("_l" if self.lean else "") + ("_v" if self.vread else "")
+        vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""
         return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}{st}{vr}"
 
 

@@ -33,7 +33,8 @@ class Device:
     """The limits and rates the cost model needs (per SM, per clock)."""
 
     def __init__(self, name="NVIDIA H100 80GB HBM3", sms=132, smem_block=232448, smem_sm=233472,
-                 regs_sm=65536, threads_sm=2048, fma_rate=4.0, lds_rate=1.0, dram_bytes_clk=1700.0):
+                 regs_sm=65536, threads_sm=2048, fma_rate=4.0, lds_rate=1.0, dram_bytes_clk=1700.0,
+                 atomics_clk=64.0):
         self.name = name
         self.sms = sms
         self.smem_block = smem_block
@@ -43,6 +44,7 @@ class Device:
         self.fma_rate = fma_rate          # warp instructions per clock per SM (128 FP32 lanes)
         self.lds_rate = lds_rate          # warp shared loads per clock per SM (128 B/clk)
         self.dram_bytes_clk = dram_bytes_clk  # whole chip, bytes per SM clock (~3 TB/s at 1.75 GHz)
+        self.atomics_clk = atomics_clk    # whole chip, fp32 atomic adds per SM clock (split-K)
 
 
 H100 = Device()
@@ -195,11 +197,22 @@ def _read_cost(spec, tile, k):
     return sum(n * (1 + wavefronts(spec, tile, k, w)) for w, n in loads.items() if n) / usteps
 
 
-def estimate(spec, tile, device=H100, detail=True):
+def estimate(spec, tile, device=H100, detail=True, tail="wave"):
     """Cost-model time of ``tile`` in SM clocks (lower is better), or None if it cannot run.
 
     ``detail``: count shared loads by width and their bank conflicts (:func:`shared_loads`,
-    :func:`wavefronts`); otherwise one load per distinct word (a cheaper first pass)."""
+    :func:`wavefronts`); otherwise one load per distinct word (a cheaper first pass).
+
+    ``tail``: how the last, partial round of blocks costs.  ``"wave"``: a round is ``sms *
+    blocks per SM`` blocks, and a partial one (under 4 rounds) costs a whole one; split-K partial
+    sums cost their bytes twice at DRAM rate.  ``"sm"``: blocks are dealt to SMs, whose resident
+    blocks share its issue slots, so only the SM holding the most blocks counts
+    (``ceil(blocks / sms)``), and each split-K partial sum costs one atomic add at
+    ``device.atomics_clk``.  The second ranks several-blocks-per-SM and split tiles of ragged
+    sizes better (H100, GEMM 827 x 1615 x 1509: 64 x 128 blocks of 128 threads split 3 ways,
+    0.137 ms, ranked 19th of 30 timed tiles by ``"wave"`` and 1st by ``"sm"``; the ``"wave"``
+    pick, 128 x 128 split 16 ways, 0.316 ms); the first is what the other rows were tuned with,
+    so :func:`rank` times the best of both.  ``"both"``: the pair ``(wave, sm)``."""
     P = spec.np
     nt, R = tile.nthreads, tile.nregs
     if nt > 1024:
@@ -266,16 +279,25 @@ def estimate(spec, tile, device=H100, detail=True):
     lsu = warps * steps * (lds_cycles + 2 * ldg)
     run = tile.block[-1] if tile.block else 1
     out_bytes = math.prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
-    out_bytes *= 2 * split if split > 1 else 1
-    dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk
     resident = per_sm * nt / 32
     eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
-    slots = device.sms * per_sm
-    waves = nb / slots
-    tail = math.ceil(waves) / waves if waves < 4 else 1.0
     busy = sorted((issue / device.fma_rate, lsu / device.lds_rate))
-    sm_time = (busy[1] + 0.25 * busy[0]) / device.sms / eff * tail   # imperfect overlap
-    return max(sm_time, dram) + 2000.0 + 200.0 * ntiles
+    sm_time = (busy[1] + 0.25 * busy[0]) / device.sms / eff   # imperfect overlap
+    costs = []
+    for how in ("wave", "sm") if tail == "both" else (tail,):
+        if how == "sm":
+            per = nb / device.sms
+            quant = math.ceil(per) / per
+            atomics = split * math.prod(spec.pshape) * spec.outputs if split > 1 else 0
+            dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk \
+                + atomics / device.atomics_clk
+        else:
+            waves = nb / (device.sms * per_sm)
+            quant = math.ceil(waves) / waves if waves < 4 else 1.0
+            dram = (nb * ntiles * gl_bytes + out_bytes * (2 * split if split > 1 else 1)) \
+                / device.dram_bytes_clk
+        costs.append(max(sm_time * quant, dram) + 2000.0 + 200.0 * ntiles)
+    return tuple(costs) if tail == "both" else costs[0]
 
 
 def _coalescing(run):
@@ -351,7 +373,10 @@ def _waste(spec, tile):
     return padded / math.prod(spec.pshape)
 
 
-def _candidates(spec):
+def _candidates(spec, extended=False):
+    """Tiles the cost model ranks.  ``extended``: also split-K variants of the strided tiles
+    and 3- and 6-way splits (:func:`_hedged` ranks those; the default list stays the one the
+    bench rows were tuned with)."""
     P = spec.np
     idx = [j for j in range(P) if spec.pshape[j] > 1]
     regsets = [tuple([1] * P)]
@@ -385,12 +410,14 @@ def _candidates(spec):
                 t = Tile(threads, regs, _chunk(spec, t))
                 yield t
                 if sums:
-                    yield from _splits(spec, t)
+                    yield from _splits(spec, t, extended=extended)
                 # runs of 4 copies, threads * 4 apart: 16-byte reads of neighbouring lanes
                 runs = tuple(4 if r >= 8 and r % 4 == 0 and n > 1 else 0
                              for r, n in zip(regs, threads, strict=True))
                 if any(runs):
                     yield _replace(t, strided=runs)
+                    if sums and extended:
+                        yield from _splits(spec, _replace(t, strided=runs), extended=True)
 
 
 def splittable(spec):
@@ -414,13 +441,14 @@ def vread_ok(spec, tile):
                                           if op.stage == "loop"))
 
 
-def _splits(spec, tile, device=H100):
-    """Split-K variants of ``tile`` when its blocks fill less than two waves of the SMs."""
+def _splits(spec, tile, device=H100, extended=False):
+    """Split-K variants of ``tile`` when its blocks fill less than two waves of the SMs
+    (``extended``: 3 and 6 ways besides the powers of two)."""
     nb = math.prod(-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True))
     ntiles = -(-spec.ashape[0] // min(tile.chunk, spec.ashape[0]))
     if nb >= 2 * device.sms:
         return
-    for split in (2, 4, 8, 16, 32):
+    for split in (2, 3, 4, 6, 8, 16, 32) if extended else (2, 4, 8, 16, 32):
         per = -(-ntiles // split)
         if -(-ntiles // per) != split or nb * split > 16 * device.sms:
             continue   # every split must get tiles
@@ -439,7 +467,8 @@ def complete(spec, tile, device=H100):
     t = Tile(tuple(tile.threads), tuple(tile.regs), chunk, tile.shared, tile.pads,
              tuple(tile.order) or tuple(range(P - 1, -1, -1)),
              tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector),
-             split=tile.split, vread=tile.vread, lean=tile.lean)
+             split=tile.split, vread=tile.vread, lean=tile.lean,
+             minblocks=tile.minblocks)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -675,10 +704,23 @@ def rank(spec, count=6, device=H100):
             if cost is not None:
                 scored.append((cost, t))
     else:
-        for t in _candidates(spec):
-            cost = estimate(spec, t, device, detail=False)
+        hedge = sums and count > 1
+        alt = []
+        base = list(_candidates(spec))
+        for t in base:
+            cost = estimate(spec, t, device, detail=False, tail="both" if hedge else "wave")
             if cost is not None:
-                scored.append((cost, t))
+                scored.append((cost[0], t) if hedge else (cost, t))
+                if hedge:
+                    alt.append((cost[1], t))
+        if hedge:
+            known = set(base)
+            for t in _candidates(spec, extended=True):
+                if t not in known:
+                    cost = estimate(spec, t, device, detail=False, tail="sm")
+                    if cost is not None:
+                        alt.append((cost, t))
+            hedge = _hedged(spec, alt, device)
         # the loads' widths and bank conflicts for the most promising few hundred
         scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
         scored = [(estimate(spec, t, device), t) for _, t in scored[:PREFILTER]]
@@ -714,11 +756,36 @@ def rank(spec, count=6, device=H100):
         out = _diverse(out, count) if sums else out[:count]
     out = _deeper(spec, out, count, device)
     if sums and spec.precision == "fp32" and count > 1:
-        out = out + _lean_variants(spec, out, device)
+        have = {t for _, t in out}
+        extra = [ct for ct in hedge if ct[1] not in have][:HEDGE]
+        out = (out + extra + _lean_variants(spec, out[:VARIANTS_OF], device)
+               + _lean_variants(spec, extra, device, ({"lean": True},)))
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
     return [t for _, t in out]
+
+
+#: SIMT sums: the autotuner also times the best tiles of the cost model with ``tail="sm"`` (see
+#: :func:`estimate`) that the default model's list lacks, with their ``lean`` variants.
+HEDGE = 2
+
+
+def _hedged(spec, first, device):
+    """The best few of ``first`` (first-pass costs with ``tail="sm"``, and tiles) by the
+    detailed :func:`estimate` with ``tail="sm"``, completed, that fit (best first, at most
+    ``2 * HEDGE``: the caller drops those it already has)."""
+    first.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
+    out = []
+    for _, t in first[:PREFILTER // 10]:
+        full = complete(spec, t, device)
+        if _smem_bytes(spec, full) > min(SMEM_CAP, device.smem_block):
+            continue
+        cost = estimate(spec, full, device, tail="sm")
+        if cost is not None and full not in [f for _, f in out]:
+            out.append((cost, full))
+    out.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
+    return out[:2 * HEDGE]
 
 
 def _diverse(ranked, count):
@@ -760,17 +827,17 @@ def _deeper(spec, ranked, count, device):
 VARIANTS_OF = 3
 
 
-def _lean_variants(spec, ranked, device):
-    """``lean`` and ``lean`` + ``vread`` copies of the first :data:`VARIANTS_OF` tiles (H100, fp32:
+def _lean_variants(spec, ranked, device, variants=({"lean": True}, {"lean": True, "vread": True})):
+    """``lean`` and ``lean`` + ``vread`` copies of the tiles ``ranked`` (H100, fp32:
     GEMM 4096^3 3.61 -> 3.23 ms with both, VGG conv3_1 1.00 -> 0.92 ms with ``lean``; AlexNet CONV1
     and a ragged GEMM ran slower with ``lean``, a 1x1 convolution with ``vread``: the autotuner
     times all three)."""
     seen = {t for _, t in ranked}
     out = []
-    for cost, t in ranked[:VARIANTS_OF]:
+    for cost, t in ranked:
         if t.mma or not any(t.shared):
             continue
-        for fields in ({"lean": True}, {"lean": True, "vread": True}):
+        for fields in variants:
             v = complete(spec, _replace(t, **fields), device)
             if v not in seen and (v.vread or "vread" not in fields):
                 seen.add(v)
@@ -843,6 +910,10 @@ def check_tile(spec, tile, device=H100):
     if not isinstance(tile.stages, int) or not 2 <= tile.stages <= 4:
         raise ValueError(f"tile.stages must be 2, 3 or 4 (buffers of the copy pipeline), "
                          f"not {tile.stages!r}")
+    if not isinstance(tile.minblocks, int) or tile.minblocks < 1 or (tile.mma and
+                                                                       tile.minblocks > 1):
+        raise ValueError(f"tile.minblocks must be a positive integer (1 for tensor-core tiles), "
+                         f"not {tile.minblocks!r}")
     if not isinstance(tile.split, int) or tile.split < 1:
         raise ValueError(f"tile.split must be a positive integer, not {tile.split!r}")
     if tile.split > 1:
