@@ -179,9 +179,10 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency):
     return entry
 
 
-def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau):
+def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only=None):
     """Fig. 15: utilization vs ALUs, the model for every count, RTL for ``rtl_taus`` (0: one TAU
-    alone, from ``one_tau`` rows when measured)."""
+    alone, from ``one_tau`` rows when measured) on the rows ``only`` (None: every row; the
+    others keep their RTL points)."""
     alus = list(SCALING_ALUS)
     out = results.setdefault("scaling", {})
     out["alus"] = alus
@@ -193,7 +194,7 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau):
                          latency=latency) for a in alus]
         model[name] = [None if p is None else round(p[3], 4) for p in points]
         measured = rtl.setdefault(name, [None] * len(alus))
-        for taus in rtl_taus:
+        for taus in rtl_taus if only is None or name in only else ():
             a = max(taus, 1) * lanes
             if a not in alus:
                 continue
@@ -455,7 +456,9 @@ def main(argv=None):
     parser.add_argument("--taus", type=int, default=4)
     parser.add_argument("--dram-bytes-per-cycle", type=int, default=8)
     parser.add_argument("--latency", type=int, default=20)
-    parser.add_argument("--only", action="append", help="row name (repeatable)")
+    parser.add_argument("--only", action="append",
+                        help="row name (repeatable); with --scaling also the rows of Fig. 15 "
+                             "simulated")
     parser.add_argument("--model-only", action="store_true",
                         help="recompute the model columns of the stored rows, simulate nothing")
     parser.add_argument("--no-model", action="store_true",
@@ -553,7 +556,7 @@ def main(argv=None):
     if args.scaling:
         scaling(results, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
                 latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed,
-                one_tau=one_tau["rows"])
+                one_tau=one_tau["rows"], only=args.only)
         tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
     if args.share_prediction:
         share_prediction(results, lanes=args.lanes, taus_list=args.share_prediction,

@@ -515,7 +515,10 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
         dep = [j for j in range(n_p) if idx[j] is not None and idx[j].stride != 0]
         if len(dep) == n_p:
             continue
-        run = int(np.prod(counts[max(dep) + 1:])) if dep else tiles
+        # a run (the tiles of the grid's order, last index innermost, that agree on ``dep``)
+        # ends where an index of ``dep`` changes: one of more than one tile (as ``_runs``)
+        moving = [j for j in dep if counts[j] > 1]
+        run = int(np.prod(counts[max(moving) + 1:])) if moving else tiles
         g = 2
         while g <= taus and taus % g == 0:
             groups = tiles // run * -(-run // g)

@@ -85,3 +85,19 @@ def test_render_lists_the_share_prediction_with_its_bounds():
     # writes alone 480 / (3200 / 8) = 1.2 -> 1.00; 1-D: 0.40 (1000; 8x8; none)
     assert "| 0.40 (1000; 8x8; none) | 0.50 (900; 8x8; 0 x 2) |" in line
     assert line.endswith("| 0.60 (800; 8x8; 0 x 2, 2 x 4) | 0.50 | 1.00 |")
+
+
+def test_scaling_simulates_only_the_rows_asked_for(monkeypatch):
+    ran = []
+    monkeypatch.setattr(M, "_model", lambda problems, **kw: (0.5, 100, "ALUs", 0.5))
+    monkeypatch.setattr(M, "run_slice", lambda name, **kw: ran.append(name) or
+                        {"utilization_std": 0.25})
+    kept = [None, None, None, 0.3, None, None]
+    results = {"setup": {"taus": 4}, "rows": {},
+               "scaling": {"rtl": {"gemm": list(kept)}}}
+    M.scaling(results, lanes=32, bandwidth=8, latency=20, rtl_taus=[8], seed=1, one_tau={},
+              only=["dilated"])
+    assert ran == ["dilated"]
+    assert results["scaling"]["rtl"]["dilated"][3] == 0.25
+    assert results["scaling"]["rtl"]["gemm"] == kept            # not re-run, kept
+    assert results["scaling"]["model"]["gemm"] == [0.5] * len(M.SCALING_ALUS)

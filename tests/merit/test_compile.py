@@ -179,7 +179,7 @@ def test_swapped_operands_give_the_same_bits(make):
     expected = expected if isinstance(expected, tuple) else (expected,)
     got = got if isinstance(got, tuple) else (got,)
     assert len(got) == len(expected)
-    for e, g in zip(expected, got):
+    for e, g in zip(expected, got, strict=True):
         assert np.asarray(e).any()
         np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
 
@@ -189,3 +189,22 @@ def test_only_commuting_named_operands_swap():
     assert swapped_operands(W.max_pool2d(1, 2, 8, 8, 2)) is None          # one operand
     assert swapped_operands(W.motion_estimation(16, 16, block=8, search=2)) is None  # L1 not marked
     assert swapped_operands(W.gemm(8, 8, 8)) is not None
+
+
+def test_estimate_time_runs_end_only_where_a_shared_index_changes():
+    # AlexNet CONV3's layout: tiles of 4 output channels x the whole 13 x 13 image, so the
+    # inputs (moving along batch, rows, columns: one tile each) are the same for all 32 tiles,
+    # a run of 32 that groups of 2 or 4 TAUs share (the dispatcher's count, share_choice's
+    # _runs); counting the run from the last index the inputs move along gives runs of 1
+    from merit.compile import estimate_time
+    from merit.isa.programs import operand_ports, program_for
+    problem = W.conv2d(1, 16, 15, 15, 128, 3)
+    tile_p, tile_a = (1, 4, 13, 13), (16, 3, 3)
+    warps = 32 * 4 * 13 * 13 // 32
+    kw = dict(lanes=32, ports=operand_ports(problem), per_lane=16 * 9,
+              regs=max(program_for(problem).regs, 1), bytes_per_cycle=0.25)   # DRAM-bound
+    est = {taus: estimate_time(problem, tile_p, tile_a, warps, taus=taus, **kw)
+           for taus in (1, 2, 4)}
+    # the input's DRAM traffic: all of it on one TAU, half on pairs, a quarter on groups of 4
+    assert est[1] - est[2] > 0
+    assert est[1] - est[4] == pytest.approx(1.5 * (est[1] - est[2]))
