@@ -622,6 +622,21 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             raise CompileError(f"max_outputs must be between the {lanes} lanes and the {limit} "
                                f"partial results the CP holds ({cp_rows} rows // {regs} "
                                f"register(s) x {lanes} lanes), not {max_outputs}")
+    # DRAM layout: inputs, then outputs; the same for every tile, so its addresses are checked
+    # before the search (a problem too large for the address fields is refused at once)
+    address = dram_base
+    layout_tensors = {}
+    for t in problem.tensors:
+        layout_tensors[t.name] = address
+        address = _align(address + 2 * int(np.prod(t.shape)))
+    layout_outputs = []
+    for name in program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses))):
+        layout_outputs.append((name, address))
+        address = _align(address + 2 * int(np.prod(problem.p_shape)))
+    bases = {"rp0": [], "rp1": []}
+    for (r, _), op in zip(ports, problem.operands, strict=True):
+        bases[f"rp{r}"].append({"base": layout_tensors[op.tensor]})
+    _check_fields({**bases, "out_base": [a for _, a in layout_outputs]}, fields, problem)
     budgets = []
     for r, _ in ports:
         share = sum(1 for p, _ in ports if p == r)
@@ -654,17 +669,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         tiling = Tiling(tuple(mapping.tile_p), tuple(mapping.tile_a),
                         _lane_index(mapping.grouping, n_p))
 
-        # DRAM layout: inputs, then outputs
-        address = dram_base
-        tensors = {}
-        for t in problem.tensors:
-            tensors[t.name] = address
-            address = _align(address + 2 * int(np.prod(t.shape)))
-        out_list = []
-        for name in program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses))):
-            out_list.append((name, address))
-            address = _align(address + 2 * int(np.prod(problem.p_shape)))
-
+        tensors, out_list = dict(layout_tensors), list(layout_outputs)
         rp = {0: [], 1: []}
         for (r, _), op, layout in zip(ports, problem.operands, mapping.layouts(), strict=True):
             depth = rp_bytes[r] // (2 * lanes)
