@@ -27,8 +27,8 @@ ROWS = {
 }
 #: tiles besides the ranked ones (fields of check_tile), per row
 EXTRA = {
-    "gemm": [dict(threads=(16, 16), regs=(8, 8), chunk=16, strided=(4, 4)),
-             dict(threads=(8, 16), regs=(8, 8), chunk=32, strided=(4, 4))],
+    "gemm": [dict(threads=(16, 16), regs=(r0, r1), chunk=c, strided=(4, 4))
+             for r0, r1 in ((16, 8), (8, 16)) for c in (8, 16)],
     "gemm_odd": [dict(threads=(t0, t1), regs=(8, 8), chunk=c, strided=(4, 4), split=k)
                  for t0, t1 in ((8, 16), (16, 8)) for c in (32, 16) for k in (1, 2, 3, 4)]
     + [dict(threads=(16, 16), regs=(8, 4), chunk=32, strided=(4, 4), split=k)
