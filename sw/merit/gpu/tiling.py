@@ -468,7 +468,7 @@ def complete(spec, tile, device=H100):
              tuple(tile.order) or tuple(range(P - 1, -1, -1)),
              tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector),
              split=tile.split, vread=tile.vread, lean=tile.lean,
-             minblocks=tile.minblocks)
+             minblocks=tile.minblocks, stages=tile.stages)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:

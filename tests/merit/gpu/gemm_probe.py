@@ -29,15 +29,13 @@ ROWS = {
 EXTRA = {
     "gemm": [dict(threads=(16, 16), regs=(r0, r1), chunk=c, strided=(4, 4))
              for r0, r1 in ((16, 8), (8, 16)) for c in (8, 16)],
-    "gemm_odd": [dict(threads=(t0, t1), regs=(8, 8), chunk=c, strided=(4, 4), split=k)
-                 for t0, t1 in ((8, 16), (16, 8)) for c in (32, 16) for k in (1, 2, 3, 4)]
-    + [dict(threads=(16, 16), regs=(8, 4), chunk=32, strided=(4, 4), split=k)
-       for k in (3, 4, 6)],
-    "conv1x1": [dict(threads=(1, 8, 1, 14), regs=(1, 4, 1, 4), chunk=c) for c in (8, 16)]
-    + [dict(threads=(2, 4, 1, 14), regs=(1, 8, 1, 4), chunk=c) for c in (8, 16)]
-    + [dict(threads=(4, 4, 1, 14), regs=(1, 8, 1, 4), chunk=8),
-       dict(threads=(1, 16, 1, 14), regs=(1, 2, 1, 4), chunk=16),
-       dict(threads=(2, 8, 1, 14), regs=(1, 4, 1, 4), chunk=8)],
+    "gemm_odd": [dict(threads=(8, 16), regs=(8, 8), chunk=c, strided=(4, 4), split=k,
+                      double=True, stages=st)
+                 for c in (32, 16) for k in (2, 3, 6) for st in (2, 3, 4)],
+    "conv1x1": [dict(threads=(4, 4, 1, 14), regs=(1, 15, 1, 4), chunk=16, double=True,
+                     stages=st) for st in (2, 3)]
+    + [dict(threads=(1, 8, 1, 14), regs=(1, 4, 1, 4), chunk=16, double=True, stages=st)
+       for st in (2, 3, 4)],
 }
 
 

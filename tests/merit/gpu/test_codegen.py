@@ -658,6 +658,10 @@ def test_minblocks_bounds_the_registers():
     assert t.label().endswith("_m2")
     assert "__launch_bounds__(256, 2)" in source(spec, t)[1]
     assert "__launch_bounds__(256)" in source(spec, dataclasses.replace(t, minblocks=1))[1]
+    # a caller's pipeline depth survives completion
+    deep = check_tile(spec, {"threads": (16, 16), "regs": (4, 4), "chunk": 16, "double": True,
+                             "stages": 3})
+    assert deep.stages == 3 and "_p3" in deep.label()
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
