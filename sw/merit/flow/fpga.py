@@ -35,6 +35,13 @@ _TIMEOUT = 4 * 3600
 #: 62 k iterations, most with rip-ups); router2 negotiates congestion globally
 TOP_ROUTER = "router2"
 
+#: whether the processor's synthesis runs Yosys' ``share`` (SAT-based resource sharing). It does
+#: not: ``share`` merged multipliers of different SIMD lanes whose opcodes exclude each other
+#: (one lane's LOOKUP product with another's MAC product) behind input multiplexers selected by
+#: data, which chained 9 multipliers across lanes into one combinational path (the 2.5 MHz
+#: estimate after placement), and it took 1,060 of the 1,560 s of synthesis
+TOP_SHARE = False
+
 
 class FpgaError(RuntimeError):
     """Yosys or nextpnr failed, or ran past its time limit."""
@@ -109,7 +116,18 @@ def timing_wrapper(ports, top, name="fpga_wrap"):
     return "\n".join(lines)
 
 
-def _prepare_synth(verilog, ports, top, work_dir, abc9):
+#: ``synth_ecp5``'s coarse step (Yosys 0.70, ``help synth_lattice``) without ``share``
+_COARSE_WITHOUT_SHARE = (
+    "synth_ecp5 -top fpga_wrap -run :coarse\n"
+    "proc -latches error\ncheck\nflatten\ntribuf -logic\ndeminout\nopt_expr\ncheck\n"
+    "opt_clean\nopt -nodffe -nosdff\nfsm\nopt\nwreduce\npeepopt\nopt_clean\n"
+    "techmap -map +/cmp2lut.v -D LUT_WIDTH=4\nopt_expr\nopt_clean\n"
+    "techmap -map +/mul2dsp.v -map +/lattice/dsp_map_18x18.v -D DSP_A_MAXWIDTH=18 "
+    "-D DSP_B_MAXWIDTH=18 -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_NAME=$__MUL18X18\n"
+    "chtype -set $mul t:$__soft_mul\nalumacc\nopt\nmemory -nomap\nopt_clean\n")
+
+
+def _prepare_synth(verilog, ports, top, work_dir, abc9, share=True):
     """Stage the sources and the script of :func:`synth_ecp5`; return ``(work, key)``."""
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -117,8 +135,10 @@ def _prepare_synth(verilog, ports, top, work_dir, abc9):
     (work / "wrap.v").write_text(timing_wrapper(ports, top))
     # Yosys 0.70's synth_ecp5 always maps LUTs with ABC9; without it, its map_luts step is
     # replaced by the classic ABC LUT mapper (not timing-driven)
-    mapping = ("synth_ecp5 -top fpga_wrap -json netlist.json\n" if abc9 else
-               "synth_ecp5 -top fpga_wrap -run :map_luts\n"
+    coarse, rest = ("", "") if share else (_COARSE_WITHOUT_SHARE, "map_ram")
+    mapping = (coarse + f"synth_ecp5 -top fpga_wrap{' -run ' + rest + ':' if rest else ''} "
+               "-json netlist.json\n" if abc9 else
+               coarse + f"synth_ecp5 -top fpga_wrap -run {rest}:map_luts\n"
                "techmap -map +/lattice/latches_map.v\n"
                "abc -lut 4\n"
                "clean\n"
@@ -132,10 +152,10 @@ def _prepare_synth(verilog, ports, top, work_dir, abc9):
     return work, key
 
 
-def _cached_result(verilog, ports, top, work_dir):
+def _cached_result(verilog, ports, top, work_dir, share=True):
     """``(synth facts, placed)`` of the cached synthesis of ``top`` (ABC9 or not), or None."""
     for abc9 in (True, False):
-        work, key = _prepare_synth(verilog, ports, top, work_dir, abc9)
+        work, key = _prepare_synth(verilog, ports, top, work_dir, abc9, share)
         done = work / "synth.done"
         if done.exists() and json.loads(done.read_text())["key"] == key:
             stats = json.loads((work / "stat.json").read_text())["modules"]
@@ -147,14 +167,15 @@ def _cached_result(verilog, ports, top, work_dir):
     return None
 
 
-def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, timeout=_TIMEOUT, cache=True):
+def synth_ecp5(verilog, ports, top, work_dir, *, abc9=True, share=True, timeout=_TIMEOUT,
+               cache=True):
     """``synth_ecp5`` of ``top`` inside :func:`timing_wrapper`; writes ``netlist.json``.
 
     ``abc9=False`` maps LUTs with the classic ABC flow (``abc -lut 4`` in place of the ABC9 step),
     which is not timing-driven; :func:`run_component` falls back to it where ABC9 fails.
     Returns ``{"seconds", "synth_key", "abc9", "cells_by_type"}`` (the wrapper's cells).
     """
-    work, key = _prepare_synth(verilog, ports, top, work_dir, abc9)
+    work, key = _prepare_synth(verilog, ports, top, work_dir, abc9, share)
 
     failed = work / f"synth{'' if abc9 else '-abc'}.failed"
     if cache and failed.exists() and json.loads(failed.read_text())["key"] == key:
@@ -378,7 +399,8 @@ def summarize(work_dir):
 
 
 def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F",
-                  freq_mhz=100, place=True, cached_only=False, router=None, log=print):
+                  freq_mhz=100, place=True, cached_only=False, router=None, share=True,
+                  log=print):
     """Emit the Amaranth ``component`` as module ``name``, synthesize it for ECP5 in the timing
     wrapper, place and route it; return the summary (:func:`summarize` plus the run's facts).
     ``place=False`` stops after synthesis unless a placed and routed result is cached;
@@ -392,14 +414,14 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     if not target.exists() or target.read_text() != text:
         target.write_text(text)
     # a cached synthesis (ABC9, or the classic ABC where ABC9 failed) is reused as it is
-    synth = _cached_result(target, metadata["ports"], name, work)
+    synth = _cached_result(target, metadata["ports"], name, work, share)
     if cached_only:
         if synth is None:
             return _earlier_result(name, device, work)
         place = False
     if synth is None:
         log(f"synth_ecp5 {name}")
-        synth = _synth_with_fallback(target, metadata["ports"], name, work, log)
+        synth = _synth_with_fallback(target, metadata["ports"], name, work, log, share)
     facts = {"module": name, "device": device, "synth": True,
              "synth_seconds": synth["seconds"], "abc9": synth["abc9"],
              "yosys_cells": synth["cells_by_type"]}
@@ -427,15 +449,15 @@ def _earlier_result(name, device, work):
             "pnr_seconds": json.loads(files[2].read_text())["seconds"], **summarize(work)}
 
 
-def _synth_with_fallback(target, ports, name, work, log):
+def _synth_with_fallback(target, ports, name, work, log, share=True):
     """:func:`synth_ecp5`, again with the classic ABC where ABC9 asserts (it does on cp_simd)."""
     try:
-        return synth_ecp5(target, ports, name, work)
+        return synth_ecp5(target, ports, name, work, share=share)
     except FpgaError as exc:
         if "Assert" not in str(exc):
             raise
         log(f"synth_ecp5 {name}: ABC9 failed ({exc}); again with the classic ABC")
-        return synth_ecp5(target, ports, name, work, abc9=False)
+        return synth_ecp5(target, ports, name, work, abc9=False, share=share)
 
 
 def run_config(lanes, taus, work_root="build/fpga", **options):
@@ -446,7 +468,8 @@ def run_config(lanes, taus, work_root="build/fpga", **options):
     row = next(r for r in BLOCKS if "taus" in r[2])
     name, component = next(iter(build(lanes=lanes, taus=taus, blocks=[row])))
     options.setdefault("router", TOP_ROUTER)
-    return {"lanes": lanes, "taus": taus, "router": options["router"],
+    options.setdefault("share", TOP_SHARE)
+    return {"lanes": lanes, "taus": taus, "router": options["router"], "share": options["share"],
             **run_component(name, component, work_root, **options)}
 
 

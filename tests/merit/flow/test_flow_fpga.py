@@ -178,3 +178,31 @@ def test_module_counts_add_a_shared_modules_instances_and_weigh_carries():
     assert rows["tau_x"]["ff"] == 5 and rows["tau_x"]["instances"] == 2
     assert rows[""] == {"instances": 1, "lut": 3, "ff": 2, "lutram": 0, "bram": 0, "dsp": 0}
     assert list(rows)[:2] == ["regs", "tau_x.cp"]
+
+
+MUXED_PRODUCTS = """
+module two(input clk, input rst, input [15:0] a, input [15:0] b, input [15:0] c,
+           input [15:0] d, input s, output reg [31:0] y);
+  reg [15:0] ra = 0, rb = 0, rc = 0, rd = 0;
+  reg rs = 0;
+  always @(posedge clk) begin
+    ra <= a; rb <= b; rc <= c; rd <= d; rs <= s;
+    y <= rs ? ra * rb : rc * rd;
+  end
+endmodule
+"""
+
+
+def test_without_share_exclusive_products_keep_their_own_multipliers(tmp_path):
+    ports = PORTS[:2] + [{"name": n, "dir": "in", "width": 16} for n in "abcd"] + [
+        {"name": "s", "dir": "in", "width": 1}, {"name": "y", "dir": "out", "width": 32}]
+    counts = {}
+    for share in (True, False):
+        work = tmp_path / str(share)
+        work.mkdir()
+        (work / "two.v").write_text(MUXED_PRODUCTS)
+        synth = fpga.synth_ecp5(work / "two.v", ports, "two", work, abc9=False, share=share)
+        script = (work / "synth.ys").read_text()
+        assert ("opt_clean\ntechmap -map +/cmp2lut.v" in script) is not share
+        counts[share] = synth["cells_by_type"].get("MULT18X18D", 0)
+    assert counts == {True: 1, False: 2}       # share merges the two behind a multiplexer
