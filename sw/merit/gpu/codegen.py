@@ -248,11 +248,11 @@ def source(spec, tile):
     # thread part of each shared input's address
     for k in shared:
         tr, g = spec.inputs[k].transform, geo[k]
-        parts = [str(sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides))))]
+        parts = [str(sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides))))]
         for ax, terms in enumerate(tr.terms):
             for pos, s in terms:
                 if pos < P:
-                    parts.append(f"tl{pos} * {s * g.pitches[ax]}")
+                    parts.append(f"tl{pos} * {g.coef(ax, s)}")
         w(f"const int so{k} = {' + '.join(parts)};")
 
     def aval(i, mode):
@@ -382,8 +382,8 @@ def _read_base(spec, tile, k, g, nbuf):
     coef = {}
     for ax, terms in enumerate(tr.terms):
         for pos, s in terms:
-            coef[pos] = coef.get(pos, 0) + s * g.pitches[ax]
-    const = sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+            coef[pos] = coef.get(pos, 0) + g.coef(ax, s)
+    const = sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides)))
     known = 1 if g.vector and not g.aligned else 4
     parts = [f"so{k} - {const}"]
     if g.vector and not g.aligned:
@@ -521,7 +521,7 @@ def _unit(k, lo):
 
 def _const(spec, tile, geo, k):
     g = geo[k]
-    return sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+    return sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides)))
 
 
 def _copy_offset(tile, j, c):
@@ -550,7 +550,7 @@ def _shared_read(spec, tile, k, g, off, nbuf):
         parts.append(f"buf * {g.words}")
     for ax, terms in enumerate(tr.terms):
         for pos, s in terms:
-            mult = s * g.pitches[ax]
+            mult = g.coef(ax, s)
             if pos < P:
                 if tile.regs[pos] > 1:
                     c = _copy_offset(tile, pos, f"((r / {rdiv[pos]}) % {tile.regs[pos]})")
@@ -638,7 +638,7 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unrol
                 else:
                     w("const int c0 = q;")
             for ax in range(nax):
-                w(f"int x{ax} = org{ax} + c{ax};")
+                w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
                 w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
             src = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax)) or "0"
             sad = " + ".join(f"c{ax} * {g.pitches[ax]}" for ax in range(nax)) or "0"
@@ -646,6 +646,13 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unrol
             for _ in range(closes):
                 w.close()
         w.close()
+
+
+def _stepped(g, ax, c):
+    """C expression of the source offset of staged element ``c`` along axis ``ax`` (``c`` times
+    the axis's step, see :class:`merit.gpu.tile.Geometry`)."""
+    d = g.step[ax] if g.step else 1
+    return c if d == 1 else f"({c}) * {d}"
 
 
 def _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll=0):
@@ -664,7 +671,7 @@ def _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll=0):
         else:
             w("const int c0 = q;")
     for ax in range(nax - 1):
-        w(f"int x{ax} = org{ax} + c{ax};")
+        w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
         w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
     rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
     sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])
@@ -673,7 +680,7 @@ def _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll=0):
     w("#pragma unroll")
     w.open("for (int i = 0; i < 4; ++i)")
     w.open(f"if (4 * v + i < {side})" if side % 4 else "")
-    w(f"bool oki = ok; int xi = org{inner} + 4 * v + i;")
+    w(f"bool oki = ok; int xi = org{inner} + {_stepped(g, inner, '4 * v + i')};")
     w(_coord_code(tr.boundary[inner], tr.source_shape[inner], "xi", "oki"))
     w("merit_cp_async4(d + i, src + xi, oki ? 4 : 0);")
     w.close()
@@ -716,7 +723,7 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll=0):
         else:
             w("const int c0 = q;")
     for ax in range(nax - 1):
-        w(f"int x{ax} = org{ax} + c{ax};")
+        w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
         w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
     rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
     sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])

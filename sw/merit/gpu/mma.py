@@ -128,7 +128,7 @@ def _koff(spec, tile, k, g, kk):
     for ax, terms in enumerate(tr.terms):
         for pos, s in terms:
             if pos >= spec.np:
-                off += digits[pos - spec.np] * s * g.pitches[ax]
+                off += digits[pos - spec.np] * g.coef(ax, s)
     return off
 
 
@@ -136,11 +136,11 @@ def _line_offset(spec, tile, k, g, idxs, n):
     """Offset of input k's element for row (or column) ``n`` of the block over ``idxs``."""
     rel = dict(zip(idxs, _decompose(n, [tile.regs[j] for j in idxs]), strict=True))
     tr = spec.inputs[k].transform
-    off = sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+    off = sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides)))
     for ax, terms in enumerate(tr.terms):
         for pos, s in terms:
             if pos < spec.np:
-                off += rel.get(pos, 0) * s * g.pitches[ax]
+                off += rel.get(pos, 0) * g.coef(ax, s)
     return off
 
 
@@ -265,7 +265,9 @@ def estimate(spec, tile, device, smem_cap):
         g = geometry(spec, tile, k)
         smem += g.words * 4 * 2
         copy_instr += g.words / 4 * 20 if g.vector else g.elements * 25
-        gl_bytes += g.elements * 4 * max(1.0, 16.0 / max(g.sides[-1], 1))
+        d = g.step[-1] if g.step else 1
+        gl_bytes += g.elements * d * 4 * max(1.0, 16.0 / max(g.sides[-1] * d, 1)) if d > 1 else \
+            g.elements * 4 * max(1.0, 16.0 / max(g.sides[-1], 1))
     smem += ktab_words(spec, tile) * 4
     if smem > smem_cap:
         return None
@@ -455,7 +457,7 @@ def source(spec, tile):
             w("const int l0 = q;")
     for k, var in ((r.a, "oa"), (r.b, "ob")):
         tr, g = spec.inputs[k].transform, geo[k]
-        parts = [f"l{pos - P} * {s * g.pitches[ax]}" for ax, terms in enumerate(tr.terms)
+        parts = [f"l{pos - P} * {g.coef(ax, s)}" for ax, terms in enumerate(tr.terms)
                  for pos, s in terms if pos >= P]
         if parts:
             w(f"{var} = {' + '.join(parts)};")
@@ -469,11 +471,11 @@ def source(spec, tile):
         w.open("")
         for line in _decompose_code("q", n_expr, idxs, blk, "u"):
             w(line)
-        parts = [str(sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides))))]
+        parts = [str(sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides))))]
         for ax, terms in enumerate(tr.terms):
             for pos, s in terms:
                 if pos in idxs:
-                    parts.append(f"u{pos} * {s * g.pitches[ax]}")
+                    parts.append(f"u{pos} * {g.coef(ax, s)}")
         w(f"{var} = {' + '.join(parts)};")
         w.close()
 

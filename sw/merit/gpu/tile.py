@@ -165,6 +165,12 @@ class Geometry:
     ``aligned``: that misalignment is 0 for every block and accumulation tile (the box's low corner
     moves in multiples of 4 words), so the kernel needs no run-time correction and the compiler
     can prove 16-byte alignment of the reads.
+
+    ``step``: per axis, the greatest common divisor of the strides of the positions that move
+    within the tile (empty: all 1).  The tile reads only every ``step``-th word of the box along
+    such an axis, so only those are staged: ``sides`` counts them and neighbours in shared memory
+    are ``step`` source words apart (an axis read with stride 2 takes half the words and copies).
+    :meth:`coef` turns a source stride into a shared-memory word offset.
     """
 
     sides: tuple
@@ -175,6 +181,15 @@ class Geometry:
     vector: bool = False
     row: int = 0
     aligned: bool = False
+    step: tuple = ()
+
+    def coef(self, ax, s):
+        """Shared words between elements ``s`` source words apart along axis ``ax`` (positions
+        that do not move within the tile, whose stride ``step`` need not divide, add 0)."""
+        if not self.step or self.step[ax] == 1:
+            return s * self.pitches[ax]
+        d = self.step[ax]
+        return s // d * self.pitches[ax] if s % d == 0 else 0
 
 
 def extents(spec, tile):
@@ -197,11 +212,15 @@ def _geometry(spec, block, chunk, pads, vec, k):
     tr = spec.inputs[k].transform
     tile = Tile(tuple(1 for _ in block), block, chunk)
     ext = extents(spec, tile)
-    sides = tuple(1 + sum((ext[pos] - 1) * abs(s) for pos, s in terms) for terms in tr.terms)
+    step = tuple(math.gcd(*[abs(s) for pos, s in terms if ext[pos] > 1]) or 1
+                 for terms in tr.terms)
+    sides = tuple(1 + sum((ext[pos] - 1) * abs(s) for pos, s in terms) // d
+                  for terms, d in zip(tr.terms, step, strict=True))
     shift = tuple(-sum((ext[pos] - 1) * s for pos, s in terms if s < 0) for terms in tr.terms)
     pads = pads or (0,) * len(sides)
     n = len(sides)
-    vector = vec and n >= 1 and tr.source_shape[-1] % 4 == 0 and sides[-1] >= 8
+    vector = (vec and n >= 1 and tr.source_shape[-1] % 4 == 0 and sides[-1] >= 8
+              and step[-1] == 1)
     aligned = False
     if vector:
         steps = [s * (block[pos] if pos < spec.np else ext[pos]) for pos, s in tr.terms[-1]
@@ -213,4 +232,6 @@ def _geometry(spec, block, chunk, pads, vec, k):
     for axis in range(n - 2, -1, -1):
         pitches[axis] = pitches[axis + 1] * widths[axis + 1] + pads[axis]
     words = -(-(pitches[0] * widths[0] if n else 1) // 4) * 4
-    return Geometry(sides, tuple(pitches), shift, words, math.prod(sides), vector, row, aligned)
+    step = step if any(d > 1 for d in step) else ()
+    return Geometry(sides, tuple(pitches), shift, words, math.prod(sides), vector, row, aligned,
+                    step)

@@ -151,7 +151,7 @@ def shared_loads(spec, tile, k, unroll=None):
     coef = {}
     for ax, terms in enumerate(tr.terms):
         for pos, s in terms:
-            coef[pos] = coef.get(pos, 0) + s * g.pitches[ax]
+            coef[pos] = coef.get(pos, 0) + g.coef(ax, s)
     known = 1 if g.vector and not g.aligned else 4
     offs = np.zeros(1, dtype=np.int64)
     for pos, c in sorted(coef.items()):
@@ -165,7 +165,7 @@ def shared_loads(spec, tile, k, unroll=None):
             continue
         if len(vals) > 1:
             offs = (offs[:, None] + np.asarray(vals, dtype=np.int64) * c).ravel()
-    base = sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+    base = sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides)))
     u = np.unique(offs) + base + (4 * (1 << 20))   # non-negative, same residues
     n4 = n2 = 0
     if known >= 4:
@@ -259,7 +259,7 @@ def estimate(spec, tile, device=H100, detail=True, tail="wave"):
                         lds += n / usteps
                         lds_cycles += n * wavefronts(spec, probe, k, w) / usteps
             copy_instr += g.words / 4 * 20 if g.vector else g.elements * 25
-            gl_bytes += g.elements * 4 * _coalescing(g.sides[-1] if g.sides else 1)
+            gl_bytes += _gl_bytes(g)
         else:
             ldg += rf / usteps
             gl_bytes += g_bytes_global(spec, tile, k)
@@ -305,9 +305,19 @@ def _coalescing(run):
     return max(1.0, 16.0 / max(run, 1))
 
 
+def _gl_bytes(g):
+    """DRAM bytes of copying footprint ``g``: a row read with a stride (``Geometry.step``) still
+    moves the words between, in the same sectors."""
+    d = g.step[-1] if g.step else 1
+    if d == 1:
+        return g.elements * 4 * _coalescing(g.sides[-1] if g.sides else 1)
+    return g.elements * d * 4 * _coalescing(g.sides[-1] * d)
+
+
 def g_bytes_global(spec, tile, k):
     """Bytes a block pulls from L2 for a cached input per accumulation tile (its footprint)."""
-    return geometry(spec, Tile(tile.threads, tile.regs, tile.chunk), k).elements * 4
+    g = geometry(spec, Tile(tile.threads, tile.regs, tile.chunk), k)
+    return g.elements * 4 * (g.step[-1] if g.step else 1)
 
 
 def _options(n, cap=16):
@@ -568,12 +578,12 @@ def _lane_addresses(spec, tile, k):
     tr = spec.inputs[k].transform
     g = geometry(spec, tile, k)
     order = tile.order or tuple(range(spec.np - 1, -1, -1))
-    base = sum(g.shift[ax] * g.pitches[ax] for ax in range(len(g.sides)))
+    base = sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides)))
     coef = np.zeros(spec.np, dtype=np.int64)
     for ax, terms in enumerate(tr.terms):
         for pos, s in terms:
             if pos < spec.np:
-                coef[pos] += tile.run(pos) * s * g.pitches[ax]
+                coef[pos] += tile.run(pos) * g.coef(ax, s)
     return (base + _lane_coords(tuple(tile.threads), tuple(order)) @ coef).tolist()
 
 
