@@ -162,9 +162,9 @@ def _synth_only(c):
             ("LUT RAM (TRELLIS_DPR16X4)", cells.get("TRELLIS_DPR16X4", 0))]
     return [f"## Top, {c['taus']} TAU x {c['lanes']} lanes (`{c['module']}`): synthesized, "
             "not placed", "",
-            f"`synth_ecp5` ({c['synth_seconds']:.0f} s) in the timing wrapper; place and route "
-            "of this configuration was not part of this run (`--synth-only`: its first run "
-            "takes hours on two shared cores).", "",
+            f"`synth_ecp5` ({c['synth_seconds']:.0f} s) in the timing wrapper; no placed and "
+            "routed result of this synthesis is in `build/fpga/` (`--synth-only` or "
+            "`--cached-only` ran no nextpnr, or its run has not finished).", "",
             "| resource (Yosys) | count |", "|---|---|",
             *[f"| {k} | {v:,} |" for k, v in rows], ""]
 
