@@ -10,15 +10,11 @@ each, for a profiler such as ncu.
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-
-from bench.gpu import _relerr, build  # noqa: E402
+from probelib import run_checked, setup
 
 ROWS = {
     "gemm": ("gemm", dict(n=4096)),
@@ -40,17 +36,7 @@ EXTRA = {
 
 
 def _setup(key, rng):
-    import cupy as cp
-
-    from merit.gpu.spec import spec_of
-
-    kind, params = ROWS[key]
-    prob, arrays, peers, refs, _, _ = build(kind, params, rng)
-    by = dict(zip([t.name for t in prob.tensors], arrays, strict=True))
-    inputs = [by[op.tensor] for op in prob.operands]
-    spec = spec_of(prob, "float32")
-    res = (cp.empty(spec.pshape, dtype=cp.float32),)
-    return prob, spec, inputs, res, peers, refs
+    return setup(*ROWS[key], rng)
 
 
 #: also time every tile with ``minblocks=2``
@@ -98,18 +84,22 @@ def launch(args, out):
 
     from merit.gpu.runtime import launcher
 
+    def profiled(fn):
+        """One warm-up call, then one call inside the profiler's range."""
+        fn()
+        cp.cuda.Device().synchronize()
+        cp.cuda.profiler.start()
+        fn()
+        cp.cuda.Device().synchronize()
+        cp.cuda.profiler.stop()
+
     rng = np.random.default_rng(1)
     for arg in args:
         key, label = arg.split(":", 1)
         prob, spec, inputs, res, peers, _ = _setup(key, rng)
         if label == "peer":
             for name, fn in peers.items():
-                fn()
-                cp.cuda.Device().synchronize()
-                cp.cuda.profiler.start()
-                fn()
-                cp.cuda.Device().synchronize()
-                cp.cuda.profiler.stop()
+                profiled(fn)
                 print(arg, name, "ran", flush=True)
             continue
         tiles = {t.label(): t for t in _tiles(key, spec)}
@@ -118,13 +108,7 @@ def launch(args, out):
             recs = [r for row in rows if row["row"] == key for r in row["tiles"] if "ms" in r]
             label = sorted(recs, key=lambda r: r["ms"])[int(label[4:] or 1) - 1]["tile"]
             print(arg, "=", label, flush=True)
-        go = launcher(spec, tiles[label], inputs, res)
-        go()
-        cp.cuda.Device().synchronize()
-        cp.cuda.profiler.start()
-        go()
-        cp.cuda.Device().synchronize()
-        cp.cuda.profiler.stop()
+        profiled(launcher(spec, tiles[label], inputs, res))
         print(arg, "ran", flush=True)
 
 
@@ -143,7 +127,7 @@ def main():
     import cupy as cp
 
     from merit.gpu import _compile_all
-    from merit.gpu.runtime import compiled, launcher, time_launch
+    from merit.gpu.runtime import compiled, time_launch
 
     rng = np.random.default_rng(5)
     out = []
@@ -159,11 +143,7 @@ def main():
             try:
                 kern = compiled(spec, t)[0]
                 rec["regs"], rec["local"] = _attrs(kern)
-                go = launcher(spec, t, inputs, res)
-                res[0].fill(cp.nan)
-                go()
-                cp.cuda.Device().synchronize()
-                rec["err"] = _relerr(prob.outputs[0].finish(res[0]), refs[0])
+                go, rec["err"] = run_checked(prob, spec, t, inputs, res, refs)
                 rec["ms"] = round(time_launch(go), 4)
             except Exception as exc:
                 rec["error"] = f"{type(exc).__name__}: {exc}"[:300]

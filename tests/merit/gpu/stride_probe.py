@@ -7,15 +7,11 @@ float64 on every ranked tile (SIMT and tensor-core), and the strided bench rows 
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-
-from bench.gpu import _relerr, build  # noqa: E402
+from probelib import run_checked, setup
 
 CHECK = {
     "1x1_s2": dict(n=2, c=19, h=23, w=37, m=13, k=1, stride=2, padding=0),
@@ -44,41 +40,24 @@ def main():
     import cupy as cp
 
     from merit.gpu import _compile_all
-    from merit.gpu.runtime import launcher, time_launch
-    from merit.gpu.spec import spec_of
+    from merit.gpu.runtime import time_launch
     from merit.gpu.tiling import rank
 
     rng = np.random.default_rng(11)
     out = {"tag": args.tag, "check": [], "time": []}
     worst = 0.0
 
-    def setup(params, prec):
-        a = dict(params, precision=prec)
-        prob, arrays, peers, refs, *_ = build("conv", a, rng)
-        by = dict(zip([t.name for t in prob.tensors], arrays, strict=True))
-        inputs = [by[op.tensor] for op in prob.operands]
-        spec = spec_of(prob, "float32", prec)
-        res = (cp.empty(spec.pshape, dtype=cp.float32),)
-        return prob, spec, inputs, res, peers, refs
-
-    def one(prob, spec, t, inputs, res, refs):
-        go = launcher(spec, t, inputs, res)
-        res[0].fill(cp.nan)
-        go()
-        cp.cuda.Device().synchronize()
-        return go, _relerr(prob.outputs[0].finish(res[0]), refs[0])
-
     if not args.time_only:
         for key, params in CHECK.items():
             for prec, count, tol in (("fp32", 6, 1e-5), ("tf32", 4, 2e-3)):
-                prob, spec, inputs, res, _, refs = setup(params, prec)
+                prob, spec, inputs, res, _, refs = setup("conv", params, rng, prec)
                 try:
                     tiles = rank(spec, count=count)
                 except ValueError:
                     continue
                 _compile_all(spec, tiles)
                 for t in tiles:
-                    _, err = one(prob, spec, t, inputs, res, refs)
+                    _, err = run_checked(prob, spec, t, inputs, res, refs)
                     ok = bool(err < tol)
                     worst = max(worst, err / tol)
                     out["check"].append({"row": key, "prec": prec, "tile": t.label(),
@@ -86,13 +65,13 @@ def main():
                     print("check", key, prec, t.label(), f"{err:.2e}", "ok" if ok else "FAIL",
                           flush=True)
     for key, params in TIME.items():
-        prob, spec, inputs, res, peers, refs = setup(params, "fp32")
+        prob, spec, inputs, res, peers, refs = setup("conv", params, rng)
         tiles = rank(spec, count=args.count)
         t0 = time.time()
         _compile_all(spec, tiles)
         recs = []
         for t in tiles:
-            go, err = one(prob, spec, t, inputs, res, refs)
+            go, err = run_checked(prob, spec, t, inputs, res, refs)
             worst = max(worst, err / 1e-5)
             recs.append({"tile": t.label(), "err": err, "ms": time_launch(go)})
             print("time", args.tag, key, recs[-1], flush=True)

@@ -11,16 +11,12 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-
-from bench.gpu import _relerr, build  # noqa: E402
+from probelib import run_checked, setup
 
 ROWS = {
     "gemm": ("gemm", dict(n=4096)),
@@ -81,21 +77,14 @@ def main():
     import cupy as cp
 
     from merit.gpu import _compile_all
-    from merit.gpu.runtime import launcher, time_launch
-    from merit.gpu.spec import spec_of
+    from merit.gpu.runtime import time_launch
     from merit.gpu.tiling import _replace, check_tile, complete, rank
 
     rng = np.random.default_rng(5)
     out = []
     for key in args.only.split(","):
-        kind, params = ROWS[key]
-        prob, arrays, peers, refs, _, steps = build(kind, params, rng)
-        names = [t.name for t in prob.tensors]
-        by = dict(zip(names, arrays, strict=True))
-        inputs = [by[op.tensor] for op in prob.operands]
-        spec = spec_of(prob, "float32")
+        prob, spec, inputs, res, peers, refs = setup(*ROWS[key], rng)
         row = {"row": key, "tiles": []}
-        res = (cp.empty(spec.pshape, dtype=cp.float32),)
         ranked = list(rank(spec, count=args.count))
         if args.extra:
             for d in EXTRA.get(key, []):
@@ -115,12 +104,7 @@ def main():
         for t in tiles:
             rec = {"tile": t.label()}
             try:
-                go = launcher(spec, t, inputs, res)
-                res[0].fill(cp.nan)
-                go()
-                cp.cuda.Device().synchronize()
-                got = prob.outputs[0].finish(res[0])
-                rec["err"] = _relerr(got, refs[0])
+                go, rec["err"] = run_checked(prob, spec, t, inputs, res, refs)
                 rec["ms"] = time_launch(go)
             except Exception as exc:
                 rec["error"] = f"{type(exc).__name__}: {exc}"[:300]
