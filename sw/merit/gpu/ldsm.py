@@ -42,6 +42,8 @@ ESIZE = {"tf32": 4, "fp16": 2, "bf16": 2}
 BKS = {"tf32": (16, 32), "fp16": (32, 64), "bf16": (32, 64)}
 #: Dense multiply-adds per clock per SM modelled for ``mma.sync`` fed by ``ldmatrix``.
 RATE = {"tf32": 512.0, "fp16": 1024.0, "bf16": 1024.0}
+#: The same for ``wgmma`` (sm_90a: twice ``mma.sync``'s rate).
+RATE_WG = {"tf32": 1024.0, "fp16": 2048.0, "bf16": 2048.0}
 _WARPS = ((2, 2), (2, 4), (4, 2), (1, 4), (4, 1), (2, 1), (1, 2), (1, 1), (4, 4), (2, 8), (8, 2))
 
 
@@ -111,7 +113,7 @@ def layout(spec, tile, k, idxs):
     contiguous, ``("kl", vector)``: rows of k holding lines (``ldmatrix.trans``), loaded four
     lines at a time, as one aligned 16-byte piece when ``vector``."""
     p = operand_plan(spec, k, idxs)
-    if tile.mma == "tf32" or p["vector"] or not idxs:
+    if tile.mma == "tf32" or tile.wgmma or p["vector"] or not idxs:
         return "lk", False
     inner = idxs[-1]
     if (p["coef"][inner] != 1 or tile.block[inner] % 4 or spec.pshape[inner] % 4):
@@ -135,21 +137,51 @@ def _geo(spec, tile):
 
 def smem_bytes(spec, tile):
     bm, bn, _, rb, _ = _geo(spec, tile)
-    return 2 * (bm + bn) * rb
+    # wgmma: the buffers start at a 1024-byte boundary (the 128-byte swizzle's period)
+    return 2 * (bm + bn) * rb + (WG_ALIGN if tile.wgmma else 0)
 
 
-def candidates(spec, precision, cap):
+#: Alignment of the wgmma kernel's buffers (8 lines of 128 bytes: one swizzle period).
+WG_ALIGN = 1024
+#: wgmma tiles: (warps along rows, along columns) and 8-column fragments per warp (the
+#: warpgroup's N = 8 * FN columns, FN * 4 fp32 sums per thread).
+WG_WARPS = ((4, 1), (8, 1), (4, 2), (8, 2))
+WG_FRAGS = (8, 16, 32)
+
+
+def wgmma_fits(spec, tile):
+    """Why ``tile`` cannot run as a wgmma tile, or "" when it can: 128-byte lines of k (BK 64
+    for FP16 / BF16, 32 for TF32), one 16-row fragment per warp (a warpgroup's 4 warps cover 64
+    rows), whole warpgroups along the rows, N = 8 * FN of 8..256 columns."""
+    wm, _ = tile.warps
+    fm, fn = tile.frags
+    if not tile.ldsm:
+        return "wgmma stages the operand tiles: it needs tile.ldsm"
+    if tile.chunk * ESIZE[tile.mma] != 128:
+        return (f"tile.chunk {tile.chunk} must make 128-byte lines of k "
+                f"({128 // ESIZE[tile.mma]} elements for {tile.mma})")
+    if fm != 1 or wm % 4:
+        return (f"wgmma tiles need FM = 1 and WM a multiple of 4 (a warpgroup covers 64 rows), "
+                f"not frags {tile.frags}, warps {tile.warps}")
+    if not 1 <= fn <= 32:
+        return f"wgmma N = 8 * FN must be 8..256 columns, not FN = {fn}"
+    return ""
+
+
+def candidates(spec, precision, cap, wgmma=False):
     """Staged tensor-core tiles: warp layouts, fragments per warp (at most 32: 128 fp32 sums per
-    thread), k per tile, boxes wasting at most 35 % (or the least possible)."""
+    thread), k per tile, boxes wasting at most 35 % (or the least possible).  ``wgmma``: the
+    wgmma tiles instead (:data:`WG_WARPS`, one 16-row fragment per warp, :data:`WG_FRAGS`,
+    128-byte lines of k)."""
     r = roles(spec)
     if r is None:
         return
     P = spec.np
     K = math.prod(spec.ashape)
     shapes = []
-    for wm, wn in _WARPS:
-        for fm in (1, 2, 4):
-            for fn in (1, 2, 4, 8):
+    for wm, wn in WG_WARPS if wgmma else _WARPS:
+        for fm in (1,) if wgmma else (1, 2, 4):
+            for fn in WG_FRAGS if wgmma else (1, 2, 4, 8):
                 if fm * fn > 32:
                     continue
                 bm, bn = wm * fm * 16, wn * fn * 8
@@ -163,6 +195,12 @@ def candidates(spec, precision, cap):
     limit = max(1.35, 1.05 * min(s[0] for s in shapes))
     for waste, ext, warps, frags in shapes:
         if waste > limit:
+            continue
+        if wgmma:
+            t = Tile((1,) * P, ext, 128 // ESIZE[precision], mma=precision, warps=warps,
+                     frags=frags, ldsm=True, wgmma=True)
+            if smem_bytes(spec, t) <= cap:
+                yield t
             continue
         for bk in BKS[precision]:
             if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
@@ -195,7 +233,8 @@ def estimate(spec, tile, device, smem_cap):
     plans = [(operand_plan(spec, r.a, r.rows), bm), (operand_plan(spec, r.b, r.cols), bn)]
     slots = sum(_slots(lines, bk, nt) for _, lines in plans)
     # sums, staged loads, fragments and addresses (239 measured for 128 sums and 12 slots)
-    regs = fm * fn * 4 + slots * 4 + fm * 4 + fn * 2 + 24
+    wg = tile.wgmma
+    regs = fm * fn * 4 + slots * 4 + (0 if wg else fm * 4 + fn * 2) + 24
     if regs > 255:
         return None
     regs = -(-regs // 8) * 8
@@ -217,9 +256,15 @@ def estimate(spec, tile, device, smem_cap):
         gather += _slots(lines, bk, nt) * (per + 4)
     steps = nb * ntiles
     warps = wm * wn
-    mma_clk = steps * warps * mma_n * 16 * 8 * ks / RATE[prec]
-    smem_clk = steps * (warps * ldsm_n * 4 + 2 * (bm + bn) * rb / 128) / device.lds_rate
-    issue_clk = steps * warps * (mma_n + ldsm_n * 2 + gather) / device.fma_rate
+    if wg:   # one wgmma per warpgroup and k step, operands read from shared memory
+        mma_clk = steps * warps * mma_n * 16 * 8 * ks / RATE_WG[prec]
+        groups = warps // 4
+        smem_clk = steps * (groups * (64 + fn * 8) * rb + (bm + bn) * rb) / 128 / device.lds_rate
+        issue_clk = steps * warps * (kst + gather) / device.fma_rate
+    else:
+        mma_clk = steps * warps * mma_n * 16 * 8 * ks / RATE[prec]
+        smem_clk = steps * (warps * ldsm_n * 4 + 2 * (bm + bn) * rb / 128) / device.lds_rate
+        issue_clk = steps * warps * (mma_n + ldsm_n * 2 + gather) / device.fma_rate
     resident = per_sm * nt / 32
     eff = min(1.0, resident / 8.0) ** 0.5
     # capped registers: the compiler may spill a few (16 warps measured slower on GEMM 4096^3)
@@ -277,6 +322,48 @@ __device__ __forceinline__ void merit_st4(unsigned addr, float a, float b, float
 }
 
 
+_PRELUDE_WGMMA = r"""
+__device__ __forceinline__ unsigned long long merit_desc(unsigned addr) {
+    // shared-memory matrix descriptor: start address, leading byte offset 16 (unused by the
+    // swizzled K-major layout), stride byte offset 1024 (8 lines of 128 bytes), 128-byte swizzle
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32)
+           | (1ull << 62);
+}
+__device__ __forceinline__ void merit_wg_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_wg_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_proxy_fence() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_keep(float& x) {
+    asm volatile("" : "+f"(x) :: "memory");
+}
+"""
+_WG_TYPE = {"tf32": ("k8", "tf32", False), "fp16": ("k16", "f16", True),
+            "bf16": ("k16", "bf16", True)}
+
+
+def wgmma_asm(prec, n, accs, da, db):
+    """The ``wgmma.mma_async`` statement of an m64 x ``n`` x k-step product adding into the
+    fp32 sums ``accs`` (4 n / 8 names, in the fragment order of ``mma.sync``'s m16n8 sums per
+    8 columns), with descriptor expressions ``da`` (A) and ``db`` (B), both K-major."""
+    kshape, ty, trans = _WG_TYPE[prec]
+    nacc = len(accs)
+    regs = ", ".join(f"%{i}" for i in range(nacc))
+    tail = "p, 1, 1, 0, 0" if trans else "p, 1, 1"
+    ins = (f"wgmma.mma_async.sync.aligned.m64n{n}{kshape}.f32.{ty}.{ty} "
+           f"{{{regs}}}, %{nacc}, %{nacc + 1}, {tail};")
+    outs = ", ".join(f'"+f"({a})' for a in accs)
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc + 2}, 0;\\n{ins}\\n}}\\n" '
+            f': {outs} : "l"({da}), "l"({db}), "r"(1));')
+
+
 def _store_prelude(prec):
     if prec == "tf32":
         return _STORE["tf32"]
@@ -309,18 +396,21 @@ def source(spec, tile):
     wm_n, wn_n = tile.warps
     fm_n, fn_n = tile.frags
     bm, bn, bk, rb, chunks = _geo(spec, tile)
+    wg = tile.wgmma
+    if wg and wgmma_fits(spec, tile):
+        raise ValueError(wgmma_fits(spec, tile))
     if bk % ks or bk % 8 or chunks < 2:
         raise ValueError(f"tile.chunk {bk} must be a multiple of {max(ks, 8)} for {prec} "
                          f"staging (32 bytes per line at least)")
     K = math.prod(spec.ashape)
     ntiles = -(-K // bk)
     stage_bytes = (bm + bn) * rb
-    smem = 2 * stage_bytes
+    smem = smem_bytes(spec, tile)
     b_off = bm * rb
 
-    out = header(spec, tile, name,
-                 f"tensor cores: {prec}, operands staged at {es} bytes, ldmatrix")
-    out.append(_PRELUDE_LDSM)
+    how = "wgmma (sm_90a)" if wg else "ldmatrix"
+    out = header(spec, tile, name, f"tensor cores: {prec}, operands staged at {es} bytes, {how}")
+    out.append(_PRELUDE_WGMMA if wg else _PRELUDE_LDSM)
     out.append(_store_prelude(prec))
     out.append(_strategy_struct(spec, "float"))
     for k in range(len(spec.inputs)):
@@ -331,7 +421,11 @@ def source(spec, tile):
     out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {name}({", ".join(params)}) {{')
     w = _Writer()
     w("extern __shared__ __align__(128) unsigned char smem_raw[];")
-    w("const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);")
+    if wg:   # the swizzle acts on address bits: buffers start at a multiple of its period
+        w(f"const unsigned sbase = ((unsigned)__cvta_generic_to_shared(smem_raw) + "
+          f"{WG_ALIGN - 1}u) & ~{WG_ALIGN - 1}u;")
+    else:
+        w("const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);")
     w("const int tid = threadIdx.x;")
     w("const int lane = tid & 31, warp = tid >> 5;")
     w(f"const int wm = warp % {wm_n}, wn = warp / {wm_n};")
@@ -511,6 +605,12 @@ def source(spec, tile):
     # by bit 3).  "kl" (.trans): the lane's k row (A: bits 0-2 and 4, B: bits 0-3) and line piece
     # (A: bit 3, B: bit 4)
     oa, ob = ops
+    if wg:
+        _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off)
+        emit_epilogue(w, spec, r, blk, fm_n, fn_n)
+        out.append("\n".join(w.lines))
+        out.append("}")
+        return name, "\n".join(out) + "\n", nblocks, nt, smem
     if oa["mode"] == "lk":
         w(f"const int rowa = wm * {fm_n * 16} + ((lane >> 3) & 1) * 8 + (lane & 7);")
         w(f"const unsigned xa = (lane >> 4) ^ ({swz('rowa', chunks)});")
@@ -594,3 +694,48 @@ def source(spec, tile):
     out.append("\n".join(w.lines))
     out.append("}")
     return name, "\n".join(out) + "\n", nblocks, nt, smem
+
+
+def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off):
+    """The k-tile loop of a wgmma tile: the next tile's loads into registers, this tile's
+    wgmma's issued asynchronously (one per k step), the next tile stored (converted) into the
+    other buffer while they run, a proxy fence (the tensor cores read what ordinary stores
+    wrote), the wait, one barrier."""
+    prec = tile.mma
+    ks = KSTEP[prec]
+    _, fn_n = tile.frags
+    bk = tile.chunk
+    n = 8 * fn_n
+    accs = [f"c0_{f}_{e}" for f in range(fn_n) for e in range(4)]
+    for f in range(fn_n):
+        w(f"float c0_{f}_0 = 0.f, c0_{f}_1 = 0.f, c0_{f}_2 = 0.f, c0_{f}_3 = 0.f;")
+    # the warpgroup's 64 rows of A and 8 * FN lines of B (128 bytes per line)
+    w("const unsigned long long da0 = merit_desc(sbase + (wm >> 2) * 8192);")
+    w(f"const unsigned long long db0 = merit_desc(sbase + {b_off} + wn * {n * 128});")
+    emit_loads("0")
+    emit_stores("0")
+    w("merit_proxy_fence();")
+    w("__syncthreads();")
+    w("#pragma unroll 1")
+    w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
+    w(f"const unsigned long long so = (unsigned long long)((kt & 1) * {stage_bytes // 16});")
+    if ntiles > 1:
+        w.open(f"if (kt + 1 < {ntiles})")
+        emit_loads("(kt + 1)")
+        w.close()
+    for a in accs:
+        w(f"merit_keep({a});")
+    w("merit_wg_fence();")
+    for k in range(bk // ks):   # 32 bytes of each line per k step
+        w(wgmma_asm(prec, n, accs, f"da0 + so + {2 * k}", f"db0 + so + {2 * k}"))
+    w("merit_wg_commit();")
+    if ntiles > 1:
+        w.open(f"if (kt + 1 < {ntiles})")
+        emit_stores("((kt + 1) & 1)")
+        w("merit_proxy_fence();")
+        w.close()
+    w("merit_wg_wait();")
+    for a in accs:
+        w(f"merit_keep({a});")
+    w("__syncthreads();")
+    w.close()

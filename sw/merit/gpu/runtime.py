@@ -62,7 +62,10 @@ def compiled(spec, tile):
         hit = _modules.get(key)
     if hit is None:
         name, code, nblocks, nthreads, smem = source(spec, tile)
-        module = cp.RawModule(code=code, options=("-std=c++17",))
+        if tile.wgmma:
+            module = _module_sm90a(name, code)
+        else:
+            module = cp.RawModule(code=code, options=("-std=c++17",))
         kernel = module.get_function(name)
         if smem > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = smem
@@ -70,6 +73,39 @@ def compiled(spec, tile):
         with _lock:
             _modules[key] = hit
     return hit
+
+
+#: ptxas reports (registers, spills) of the sm_90a kernels, by kernel name.
+ptxas_logs = {}
+_cubin_dir = []
+
+
+def _module_sm90a(name, code):
+    """A module compiled by NVRTC for sm_90a (``wgmma``): CuPy names the plain sm_90 target
+    itself, which rejects the instruction, so the source goes to NVRTC here and the cubin to
+    CuPy."""
+    import tempfile
+
+    cp = cupy()
+    from cupy_backends.cuda.libs import nvrtc
+
+    prog = nvrtc.createProgram(code, f"{name}.cu", [], [])
+    try:
+        try:
+            nvrtc.compileProgram(prog, ["-std=c++17", "-arch=sm_90a", "--ptxas-options=-v"])
+        except Exception as exc:
+            raise RuntimeError(f"NVRTC failed on {name} for sm_90a: {exc}\n"
+                               f"{nvrtc.getProgramLog(prog)}") from exc
+        ptxas_logs[name] = nvrtc.getProgramLog(prog)
+        cubin = nvrtc.getCUBIN(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    with _lock:
+        if not _cubin_dir:
+            _cubin_dir.append(tempfile.mkdtemp(prefix="merit-gpu-"))
+    path = Path(_cubin_dir[0]) / f"{name}.cubin"
+    path.write_bytes(cubin)
+    return cp.RawModule(path=str(path))
 
 
 def launcher(spec, tile, inputs, outputs):

@@ -10,7 +10,7 @@ are read through the read-only data cache.
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["Tile", "Geometry", "geometry"]
 
@@ -70,6 +70,11 @@ class Tile:
         (:data:`merit.gpu.codegen.COPY_UNROLL` pieces per thread at most), and a copy pipeline
         takes one barrier per accumulation tile instead of two (the next tile's copies start
         after the barrier, into the buffer every thread has finished reading).
+    wgmma : bool
+        Staged tensor-core tiles only (``ldsm``): the products run as Hopper's
+        ``wgmma.mma_async`` (sm_90a) on warpgroups of 4 warps reading both operand tiles straight
+        from shared memory through matrix descriptors (128-byte rows, the canonical 128-byte
+        swizzle), instead of ``ldmatrix`` + ``mma.sync`` (see :mod:`merit.gpu.ldsm`).
     minblocks : int
         SIMT tiles only: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -99,6 +104,8 @@ class Tile:
     vread: bool = False
     lean: bool = False
     minblocks: int = 1
+    # out of the repr (the kernel sources' tile comment): the label says "_wg"
+    wgmma: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -139,7 +146,7 @@ class Tile:
             w = "x".join(map(str, self.warps))
             f = "x".join(map(str, self.frags))
             if self.ldsm:
-                return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_lm"
+                return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_" + ("wg" if self.wgmma else "lm")
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""
         st = "_s" + "".join(str(int(g)) for g in self.strided) if any(self.strided) else ""

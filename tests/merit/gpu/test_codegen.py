@@ -20,6 +20,7 @@ from merit.gpu.spec import spec_of
 from merit.gpu.tile import extents, geometry
 from merit.gpu.tiling import (
     SMEM_CAP,
+    Device,
     _smem_bytes,
     check_tile,
     conflicts,
@@ -418,7 +419,7 @@ def _staged(problem, precision, **fields):
     spec = spec_of(problem, "float32", precision)
     if fields:
         return spec, check_tile(spec, {"mma": precision, "ldsm": True, **fields})
-    return spec, next(t for t in rank(spec, count=8) if t.ldsm)
+    return spec, next(t for t in rank(spec, count=8) if t.ldsm and not t.wgmma)
 
 
 @pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
@@ -712,8 +713,8 @@ def test_strided_footprint_stages_only_the_words_read():
 ])
 def test_unstrided_sources_unchanged(case, prec, digest):
     """Kernels whose footprints have no gaps are byte-identical to the generator before compact
-    strided footprints (digests of the 3 best ranked tiles' sources; update them only on a
-    deliberate change of the generated code)."""
+    strided footprints (digests of the 3 best ranked tiles' sources, wgmma tiles left out of
+    the ranking; update them only on a deliberate change of the generated code)."""
     import hashlib
 
     problem = {"conv": lambda: W.conv2d(2, 3, 17, 19, 5, 3, padding=1),
@@ -722,6 +723,74 @@ def test_unstrided_sources_unchanged(case, prec, digest):
                "gemm": lambda: W.gemm(64, 48, 40)}[case]()
     spec = spec_of(problem, "float32", prec)
     m = hashlib.sha1()
-    for t in rank(spec, count=3):
+    for t in rank(spec, count=3, device=Device(wgmma=False)):
         m.update(repr(source(spec, t)).encode())
     assert m.hexdigest()[:16] == digest
+
+
+def _wg(problem, precision, **fields):
+    spec = spec_of(problem, "float32", precision)
+    if fields:
+        return spec, check_tile(spec, {"mma": precision, "ldsm": True, "wgmma": True, **fields})
+    return spec, next(t for t in rank(spec, count=8) if t.wgmma)
+
+
+@pytest.mark.parametrize("precision,instr", [
+    ("tf32", "m64n256k8.f32.tf32.tf32"), ("fp16", "m64n256k16.f32.f16.f16"),
+    ("bf16", "m64n256k16.f32.bf16.bf16")])
+def test_wgmma_kernel_source(precision, instr):
+    spec, t = _wg(W.gemm(512, 512, 256), precision, regs=(128, 256), warps=(8, 1),
+                  frags=(1, 32), chunk=128 // {"tf32": 4}.get(precision, 2))
+    name, src, nblocks, nt, smem = source(spec, t)
+    assert name.startswith(f"merit_gemm_{precision}_b128x256_w8x1_f1x32_") and "_wg_" in name
+    assert (nblocks, nt) == (8, 256)
+    # two buffers of 128-byte lines (A 128, B 256), aligned up to the swizzle's period
+    assert smem == 2 * (128 + 256) * 128 + 1024
+    # one per k step of 32 bytes per line: 4 per 128-byte k tile
+    assert src.count(f"wgmma.mma_async.sync.aligned.{instr}") == 4
+    for s in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+              "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta", "& ~1023u"):
+        assert s in src
+    # no ldmatrix, no mma.sync call; both operands staged as lines of k (K-major)
+    assert "merit_ldsm" not in src and "merit_mma(c" not in src
+
+
+def test_wgmma_tile_checks():
+    spec = spec_of(W.gemm(256, 256, 256), "float32", "fp16")
+    ok = dict(regs=(64, 64), warps=(4, 1), frags=(1, 8), chunk=64)
+    assert check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, **ok}).wgmma
+    with pytest.raises(ValueError, match="must make 128-byte lines of k"):
+        check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, **dict(ok, chunk=32)})
+    with pytest.raises(ValueError, match=r"FM = 1 and WM a multiple of 4"):
+        check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, "regs": (64, 64),
+                          "warps": (2, 1), "frags": (2, 8), "chunk": 64})
+    with pytest.raises(ValueError, match="needs tile.ldsm"):
+        check_tile(spec, {"mma": "fp16", "wgmma": True, **ok})
+    tf = spec_of(W.gemm(256, 256, 256), "float32", "tf32")
+    with pytest.raises(ValueError, match=r"\(32 elements for tf32\)"):
+        check_tile(tf, {"mma": "tf32", "ldsm": True, "wgmma": True, **ok})
+
+
+def test_wgmma_tiles_ranked_only_where_the_device_has_them():
+    spec = spec_of(W.conv2d(4, 64, 28, 28, 128, 3, padding=1), "float32", "fp16")
+    hopper = rank(spec, count=12)
+    assert sum(t.wgmma for t in hopper) == 3 and [t.wgmma for t in hopper[:4]] == [
+        False, True, True, True]
+    assert all(t.frags[0] == 1 and t.warps[0] % 4 == 0 and t.chunk == 64
+               for t in hopper if t.wgmma)
+    assert not any(t.wgmma for t in rank(spec, count=12, device=Device(wgmma=False)))
+    t = next(t for t in hopper if t.wgmma)
+    assert t.label().endswith("_wg") and "wgmma" not in repr(Tile((1,), (16,)))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("precision", ["tf32", "fp16"])
+def test_wgmma_source_compiles_for_sm90a(precision, tmp_path):
+    spec, t = _wg(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), precision)
+    cu = tmp_path / "k.cu"
+    cu.write_text(source(spec, t)[1])
+    res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
+                          "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr

@@ -219,7 +219,8 @@ def test_split_k_adds_partial_sums(dtype):
 @pytest.mark.parametrize("name", sorted(MMA_CASES))
 def test_staged_tensor_cores_match_golden_on_rounded_operands(name, precision):
     """The ldmatrix kernel (operands gathered into shared memory in their precision) over its 2
-    best tiles, checked as above: a wrong gather index, swizzle or fragment order fails."""
+    best tiles, and the wgmma kernel over its 2 best, checked as above: a wrong gather index,
+    swizzle or fragment order fails."""
     problem = MMA_CASES[name]()
     rng = np.random.default_rng(abs(hash((name, precision, "ldsm"))) % 2**32)
     arrays = problem.random_inputs(rng, np.float32)
@@ -228,7 +229,8 @@ def test_staged_tensor_cores_match_golden_on_rounded_operands(name, precision):
               for t, a in zip(problem.tensors, arrays, strict=True)]
     ref = problem.run(*ref_in)
     spec = spec_of(problem, "float32", precision)
-    tiles = [t for t in rank(spec, count=8) if t.ldsm][:2]
+    tiles = ([t for t in rank(spec, count=8) if t.ldsm and not t.wgmma][:2]
+             + [t for t in rank(spec, count=8) if t.wgmma][:2])
     assert tiles, "no staged tile"
     for tile in tiles:
         out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
@@ -250,6 +252,26 @@ def test_staged_tensor_cores_partial_tiles_and_odd_lines():
             regs = (16 * warps[0] * frags[0], 8 * warps[1] * frags[1])
             tile = {"mma": prec, "ldsm": True, "regs": regs, "warps": warps, "frags": frags,
                     "chunk": chunk}
+            out = (cp.full((50, 40), np.nan, dtype=np.float32),)
+            got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
+            assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
+            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+
+
+def test_wgmma_partial_tiles_and_odd_lines():
+    """wgmma tiles: K not a multiple of the staged k, rows and columns that overhang the problem
+    (50 x 40 outputs in blocks of 64 or 128 rows and 64 columns), one and two warpgroups along
+    the rows, two along the columns."""
+    problem = MMA_CASES["gemm_odd"]()
+    rng = np.random.default_rng(12)
+    a, b = problem.random_inputs(rng, np.float32)
+    for prec, chunk in (("tf32", 32), ("fp16", 64), ("bf16", 64)):
+        ref = _round_operand(a, prec) @ _round_operand(b, prec)
+        for warps, fn in (((4, 1), 8), ((8, 1), 8), ((4, 2), 8), ((4, 1), 16)):
+            regs = (16 * warps[0], 8 * warps[1] * fn)
+            tile = {"mma": prec, "ldsm": True, "wgmma": True, "regs": regs, "warps": warps,
+                    "frags": (1, fn), "chunk": chunk}
             out = (cp.full((50, 40), np.nan, dtype=np.float32),)
             got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
             assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
