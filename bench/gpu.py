@@ -579,7 +579,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None,
                     help="seed of the random shapes (default: drawn per run, printed)")
     ap.add_argument("--random", type=int, default=8, help="number of random shapes")
+    ap.add_argument("--update", action="store_true",
+                    help="re-measure only the --only rows and replace them in the --out folder's "
+                         "gpu.json / gpu.md (the page names the rows and when they were re-run)")
     args = ap.parse_args(argv)
+    if args.update and not args.only:
+        ap.error("--update re-measures the rows named by --only")
     started = time.time()
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 10**6)
     print(f"random shapes: seed {seed}", flush=True)
@@ -691,6 +696,13 @@ def main(argv=None):
             "tc_flops": tc_rates,
             "cupy": cp.__version__, "torch": _torch().__version__,
             "python": platform.python_version(), "tolerance": TOL}
+    if args.update:
+        old = json.loads((outdir / "gpu.json").read_text())
+        new = {r["key"]: r for r in results}
+        results = [new.pop(r["key"], r) for r in old["rows"]] + list(new.values())
+        upd = {k: meta[k] for k in ("command", "date", "device", "wall_s", "tc_flops")}
+        upd["keys"] = sorted(only)
+        meta = dict(old["meta"], updated=old["meta"].get("updated", []) + [upd])
     (outdir / "gpu.json").write_text(json.dumps({"meta": meta, "rows": results}, indent=1))
     (outdir / "gpu.md").write_text(report(meta, results))
     print(report(meta, results))
@@ -773,6 +785,11 @@ def report(meta, results):
              f"ours), outputs poisoned with NaN.", "",
              "Times are milliseconds per call (median of 5 batches of back-to-back launches). "
              "Ratios > 1 mean merit.gpu is faster."]
+    for u in meta.get("updated", []):
+        lines += ["", f"Re-measured {u['date']} with `{u['command']}` "
+                      f"({u['wall_s']:.0f} s on the device, {u['device']}): "
+                      + ", ".join(f"`{k}`" for k in u["keys"]) + "; every other row is from "
+                      "the run above."]
     for title, targets in _SECTIONS:
         sect = [r for r in results if r["target"] in targets and r["target"] != "fixed"]
         if not sect:

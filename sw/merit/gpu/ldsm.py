@@ -165,6 +165,13 @@ def wgmma_fits(spec, tile):
                 f"not frags {tile.frags}, warps {tile.warps}")
     if not 1 <= fn <= 32:
         return f"wgmma N = 8 * FN must be 8..256 columns, not FN = {fn}"
+    if tile.cluster not in (1, 2):
+        return f"tile.cluster must be 1 or 2, not {tile.cluster!r}"
+    if tile.cluster == 2:
+        bn = _geo(spec, tile)[1]
+        if cluster_index(spec, tile) is None or bn % 16:
+            return (f"tile.cluster 2 needs an even number of blocks along a row index and a "
+                    f"B tile of a multiple of 16 lines (box {tile.regs})")
     return ""
 
 
@@ -201,6 +208,10 @@ def candidates(spec, precision, cap, wgmma=False):
                      frags=frags, ldsm=True, wgmma=True)
             if smem_bytes(spec, t) <= cap:
                 yield t
+                pair = Tile((1,) * P, ext, t.chunk, mma=precision, warps=warps, frags=frags,
+                            ldsm=True, wgmma=True, cluster=2)
+                if not wgmma_fits(spec, pair):
+                    yield pair
             continue
         for bk in BKS[precision]:
             if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
@@ -230,7 +241,9 @@ def estimate(spec, tile, device, smem_cap):
     nb = math.prod(grid)
     K = math.prod(spec.ashape)
     ntiles = -(-K // bk)
-    plans = [(operand_plan(spec, r.a, r.rows), bm), (operand_plan(spec, r.b, r.cols), bn)]
+    # a cluster tile gathers half of the B lines (the peer the other half)
+    plans = [(operand_plan(spec, r.a, r.rows), bm),
+             (operand_plan(spec, r.b, r.cols), bn // tile.cluster)]
     slots = sum(_slots(lines, bk, nt) for _, lines in plans)
     # sums, staged loads, fragments and addresses (239 measured for 128 sums and 12 slots)
     wg = tile.wgmma
@@ -273,7 +286,7 @@ def estimate(spec, tile, device, smem_cap):
     tail = math.ceil(waves) / waves if waves < 4 else 1.0
     sm_time = max(mma_clk, smem_clk, issue_clk) / device.sms / eff * tail
     # operand tiles come from L2 (fp32, every block reads its own); DRAM sees each tensor once
-    l2 = steps * (bm + bn) * bk * 4 / (2.0 * device.dram_bytes_clk)
+    l2 = steps * (bm + bn // tile.cluster) * bk * 4 / (2.0 * device.dram_bytes_clk)
     once = sum(math.prod(op.shape) for op in spec.inputs) * 4 + math.prod(spec.pshape) * 8
     dram = once / device.dram_bytes_clk
     return max(sm_time, l2, dram) * capped + 2000.0 + 60.0 * ntiles
@@ -345,6 +358,63 @@ __device__ __forceinline__ void merit_keep(float& x) {
     asm volatile("" : "+f"(x) :: "memory");
 }
 """
+_PRELUDE_CLUSTER = r"""
+__device__ __forceinline__ unsigned merit_mapa(unsigned addr, unsigned rank) {
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ void merit_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_proxy_fence_cluster() {
+    asm volatile("fence.proxy.async.shared::cluster;\n" ::: "memory");
+}
+MERIT_ST4X
+"""
+
+
+def _store_x(prec):
+    """``merit_st4x``: ``merit_st4`` into this block's buffer and the cluster peer's."""
+    if prec == "tf32":
+        return r"""
+__device__ __forceinline__ void merit_st4x(unsigned addr, unsigned raddr, float a, float b,
+                                           float c, float d) {
+    unsigned x = (__float_as_uint(a) + 0x1000u) & 0xffffe000u;
+    unsigned y = (__float_as_uint(b) + 0x1000u) & 0xffffe000u;
+    unsigned z = (__float_as_uint(c) + 0x1000u) & 0xffffe000u;
+    unsigned w = (__float_as_uint(d) + 0x1000u) & 0xffffe000u;
+    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" :: "r"(addr), "r"(x), "r"(y), "r"(z),
+                 "r"(w));
+    asm volatile("st.shared::cluster.v4.b32 [%0], {%1,%2,%3,%4};\n" :: "r"(raddr), "r"(x),
+                 "r"(y), "r"(z), "r"(w));
+}
+"""
+    ty = "f16" if prec == "fp16" else "bf16"
+    return r"""
+__device__ __forceinline__ void merit_st4x(unsigned addr, unsigned raddr, float a, float b,
+                                           float c, float d) {
+    unsigned x, y;
+    asm("cvt.rn.TYx2.f32 %0, %1, %2;\n" : "=r"(x) : "f"(b), "f"(a));
+    asm("cvt.rn.TYx2.f32 %0, %1, %2;\n" : "=r"(y) : "f"(d), "f"(c));
+    asm volatile("st.shared.v2.b32 [%0], {%1,%2};\n" :: "r"(addr), "r"(x), "r"(y));
+    asm volatile("st.shared::cluster.v2.b32 [%0], {%1,%2};\n" :: "r"(raddr), "r"(x), "r"(y));
+}
+""".replace("TY", ty)
+
+
+def cluster_index(spec, tile):
+    """The row index along which a cluster's two blocks lie (the first of the rows whose block
+    count is even), or None."""
+    r = roles(spec)
+    grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
+    for j in r.rows:
+        if grid[j] % 2 == 0:
+            return j
+    return None
+
+
 _WG_TYPE = {"tf32": ("k8", "tf32", False), "fp16": ("k16", "f16", True),
             "bf16": ("k16", "bf16", True)}
 
@@ -399,6 +469,8 @@ def source(spec, tile):
     wg = tile.wgmma
     if wg and wgmma_fits(spec, tile):
         raise ValueError(wgmma_fits(spec, tile))
+    cl = tile.cluster
+    jc = cluster_index(spec, tile) if cl > 1 else None
     if bk % ks or bk % 8 or chunks < 2:
         raise ValueError(f"tile.chunk {bk} must be a multiple of {max(ks, 8)} for {prec} "
                          f"staging (32 bytes per line at least)")
@@ -418,7 +490,11 @@ def source(spec, tile):
             out.append(_load_function(spec, k, "float"))
     params = [f"const T* __restrict__ g_in{k}" for k in range(len(spec.inputs))]
     params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
-    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {name}({", ".join(params)}) {{')
+    if cl > 1:
+        out.append(_PRELUDE_CLUSTER.replace("MERIT_ST4X", _store_x(prec)))
+    cdims = f"__cluster_dims__({cl}, 1, 1) " if cl > 1 else ""
+    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {cdims}{name}('
+               f'{", ".join(params)}) {{')
     w = _Writer()
     w("extern __shared__ __align__(128) unsigned char smem_raw[];")
     if wg:   # the swizzle acts on address bits: buffers start at a multiple of its period
@@ -430,9 +506,22 @@ def source(spec, tile):
     w("const int lane = tid & 31, warp = tid >> 5;")
     w(f"const int wm = warp % {wm_n}, wn = warp / {wm_n};")
     w("const int gq = lane >> 2, tq = lane & 3;")
-    w("int bq = blockIdx.x;")
-    for j in range(P - 1, -1, -1):
-        w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
+    if cl > 1:
+        # a cluster's two blocks take neighbouring blocks along row index jc (same columns):
+        # each gathers half of the B tile's lines into both blocks' shared memory
+        w("const unsigned crank = blockIdx.x & 1;")
+        w("int bq = blockIdx.x >> 1;")
+        for j in range(P - 1, -1, -1):
+            if j == jc:
+                w(f"const int pb{j} = ((bq % {grid[j] // 2}) * 2 + (int)crank) * {blk[j]}; "
+                  f"bq /= {grid[j] // 2};")
+            else:
+                w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
+        w("const unsigned speer = merit_mapa(sbase, crank ^ 1u);")
+    else:
+        w("int bq = blockIdx.x;")
+        for j in range(P - 1, -1, -1):
+            w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
 
     # ---- the gather: per operand and slot, four consecutive k of a line ("lk" layout) or
     # four consecutive lines at one k ("kl" layout, read with ldmatrix.trans) ----
@@ -440,10 +529,13 @@ def source(spec, tile):
     for k, idxs, lines, base in ((r.a, r.rows, bm, 0), (r.b, r.cols, bn, b_off)):
         p = operand_plan(spec, k, idxs)
         mode, lvec = layout(spec, tile, k, idxs)
-        nsl = _slots(lines, bk, nt)
-        exact = lines * (bk // 4) % nt == 0
+        share = cl > 1 and k == r.b
+        own = lines // cl if share else lines      # lines this block gathers
+        nsl = _slots(own, bk, nt)
+        exact = own * (bk // 4) % nt == 0
         ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact,
-                        mode=mode, lvec=lvec))
+                        mode=mode, lvec=lvec, own=own, share=share,
+                        loff=f" + (int)crank * {own}" if share else ""))
     tr_of = {k: spec.inputs[k].transform for k in (r.a, r.b)}
     idx_t = "int" if all(math.prod(tr_of[k].source_shape) < 2**31 for k in tr_of) else "long long"
 
@@ -461,6 +553,7 @@ def source(spec, tile):
     for oi, op in enumerate(ops):
         k, idxs, lines, base, p = op["k"], op["idxs"], op["lines"], op["base"], op["p"]
         nsl, exact, kl = op["nsl"], op["exact"], op["mode"] == "kl"
+        own, loff = op["own"], op["loff"]
         tr = tr_of[k]
         vk = bk // 4
         inner = idxs[-1] if idxs else None
@@ -475,11 +568,11 @@ def source(spec, tile):
                   f"kq{oi}_{i} = v{oi}_{i} / {lines // 4};")
             elif p["klanes"]:
                 w(f"const int kq{oi}_{i} = 4 * (v{oi}_{i} % {vk}), "
-                  f"ln{oi}_{i} = v{oi}_{i} / {vk};")
+                  f"ln{oi}_{i} = v{oi}_{i} / {vk}{loff};")
             else:
-                w(f"const int ln{oi}_{i} = v{oi}_{i} % {lines}, "
-                  f"kq{oi}_{i} = 4 * (v{oi}_{i} / {lines});")
-            valid = "true" if exact or (i + 1) * nt <= lines * vk else f"v{oi}_{i} < {lines * vk}"
+                w(f"const int ln{oi}_{i} = v{oi}_{i} % {own}{loff}, "
+                  f"kq{oi}_{i} = 4 * (v{oi}_{i} / {own});")
+            valid = "true" if exact or (i + 1) * nt <= own * vk else f"v{oi}_{i} < {own * vk}"
             w(f"const bool in{oi}_{i} = {valid};")
             # the line's parallel coordinates, clamped into the problem (overhanging lines read
             # valid memory; their outputs are not stored); a "kl" vector of four lines starts at
@@ -596,8 +689,12 @@ def source(spec, tile):
         for oi, op in enumerate(ops):
             for i in range(op["nsl"]):
                 f = f"f{oi}_{i}"
-                st = (f"merit_st4(sbase + {buf_expr} * {stage_bytes} + sa{oi}_{i}, {f}[0], {f}[1], "
-                      f"{f}[2], {f}[3]);")
+                at = f"{buf_expr} * {stage_bytes} + sa{oi}_{i}"
+                if op["share"]:   # into this block's buffer and the cluster peer's
+                    st = (f"merit_st4x(sbase + {at}, speer + {at}, {f}[0], {f}[1], {f}[2], "
+                          f"{f}[3]);")
+                else:
+                    st = f"merit_st4(sbase + {at}, {f}[0], {f}[1], {f}[2], {f}[3]);"
                 w(st if op["exact"] else f"if (in{oi}_{i}) {st}")
 
     # ldmatrix addresses per lane.  "lk": the lane's line (16-row A fragments: rows by lane
@@ -700,7 +797,11 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     """The k-tile loop of a wgmma tile: the next tile's loads into registers, this tile's
     wgmma's issued asynchronously (one per k step), the next tile stored (converted) into the
     other buffer while they run, a proxy fence (the tensor cores read what ordinary stores
-    wrote), the wait, one barrier."""
+    wrote), the wait, one barrier.  A cluster tile (``tile.cluster`` 2) fences both blocks'
+    buffers and synchronizes the cluster where a plain tile synchronizes the block."""
+    cl = tile.cluster > 1
+    fence = "merit_proxy_fence_cluster();" if cl else "merit_proxy_fence();"
+    sync = "merit_cluster_sync();" if cl else "__syncthreads();"
     prec = tile.mma
     ks = KSTEP[prec]
     _, fn_n = tile.frags
@@ -712,10 +813,12 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     # the warpgroup's 64 rows of A and 8 * FN lines of B (128 bytes per line)
     w("const unsigned long long da0 = merit_desc(sbase + (wm >> 2) * 8192);")
     w(f"const unsigned long long db0 = merit_desc(sbase + {b_off} + wn * {n * 128});")
+    if cl:   # the peer block runs before its shared memory is written
+        w("merit_cluster_sync();")
     emit_loads("0")
     emit_stores("0")
-    w("merit_proxy_fence();")
-    w("__syncthreads();")
+    w(fence)
+    w(sync)
     w("#pragma unroll 1")
     w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
     w(f"const unsigned long long so = (unsigned long long)((kt & 1) * {stage_bytes // 16});")
@@ -732,10 +835,10 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     if ntiles > 1:
         w.open(f"if (kt + 1 < {ntiles})")
         emit_stores("((kt + 1) & 1)")
-        w("merit_proxy_fence();")
+        w(fence)
         w.close()
     w("merit_wg_wait();")
     for a in accs:
         w(f"merit_keep({a});")
-    w("__syncthreads();")
+    w(sync)
     w.close()

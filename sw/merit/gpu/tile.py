@@ -75,6 +75,11 @@ class Tile:
         ``wgmma.mma_async`` (sm_90a) on warpgroups of 4 warps reading both operand tiles straight
         from shared memory through matrix descriptors (128-byte rows, the canonical 128-byte
         swizzle), instead of ``ldmatrix`` + ``mma.sync`` (see :mod:`merit.gpu.ldsm`).
+    cluster : int
+        wgmma tiles only: 2 = blocks run in clusters of two that lie side by side along a row
+        index and share the B tile: each gathers half of its lines and stores them into both
+        blocks' shared memory (distributed shared memory, a cluster barrier per k tile), so the
+        blocks read a third less from L2 on a 128 x 256 box.
     minblocks : int
         SIMT tiles only: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -106,6 +111,7 @@ class Tile:
     minblocks: int = 1
     # out of the repr (the kernel sources' tile comment): the label says "_wg"
     wgmma: bool = field(default=False, repr=False)
+    cluster: int = field(default=1, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -146,7 +152,9 @@ class Tile:
             w = "x".join(map(str, self.warps))
             f = "x".join(map(str, self.frags))
             if self.ldsm:
-                return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_" + ("wg" if self.wgmma else "lm")
+                kind = ("wg" if self.wgmma else "lm") + (f"c{self.cluster}" if self.cluster > 1
+                                                          else "")
+                return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""
         st = "_s" + "".join(str(int(g)) for g in self.strided) if any(self.strided) else ""

@@ -507,7 +507,7 @@ def _complete_mma(spec, tile, device):
     if tile.ldsm:   # gathered operand tiles: no footprints to pad, always two buffers
         return Tile((1,) * P, tuple(tile.regs), tile.chunk, shared, (), tuple(range(P - 1, -1, -1)),
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
-                    ldsm=True, wgmma=tile.wgmma)
+                    ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -787,7 +787,7 @@ def rank(spec, count=6, device=H100):
 
 
 #: Tensor-core problems: wgmma tiles the autotuner times (the model's best first).
-WG_TUNED = 3
+WG_TUNED = 4
 
 #: SIMT sums: the autotuner also times the best tiles of the cost model with ``tail="sm"`` (see
 #: :func:`estimate`) that the default model's list lacks, with their ``lean`` variants.
@@ -817,7 +817,8 @@ def _diverse(ranked, count):
     variants of one (sums and tensor-core tiles, whose lists hold such variants)."""
     out, per = [], {}
     for cost, t in ranked:
-        key = (t.regs, t.split, t.chunk if t.mma else 0, t.warps, t.frags, t.ldsm, t.wgmma)
+        key = (t.regs, t.split, t.chunk if t.mma else 0, t.warps, t.frags, t.ldsm, t.wgmma,
+               t.cluster)
         if per.get(key, 0) < 2:
             out.append((cost, t))
             per[key] = per.get(key, 0) + 1
@@ -924,6 +925,8 @@ def check_tile(spec, tile, device=H100):
             raise ValueError(f"tile.chunk {tile.chunk!r} (k per staged tile) must be a multiple "
                              f"of {max(KSTEP[tile.mma], 8)} and span at least 32 bytes "
                              f"({32 // ldsm.ESIZE[tile.mma]} elements) for {tile.mma}")
+    if tile.cluster != 1 and not tile.wgmma:
+        raise ValueError(f"tile.cluster {tile.cluster!r}: clusters are for wgmma tiles only")
     if tile.wgmma:
         why = ldsm.wgmma_fits(spec, tile) if tile.mma else "wgmma needs tile.mma and tile.ldsm"
         if why:

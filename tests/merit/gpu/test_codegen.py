@@ -774,13 +774,13 @@ def test_wgmma_tile_checks():
 def test_wgmma_tiles_ranked_only_where_the_device_has_them():
     spec = spec_of(W.conv2d(4, 64, 28, 28, 128, 3, padding=1), "float32", "fp16")
     hopper = rank(spec, count=12)
-    assert sum(t.wgmma for t in hopper) == 3 and [t.wgmma for t in hopper[:4]] == [
-        False, True, True, True]
+    assert sum(t.wgmma for t in hopper) == 4 and [t.wgmma for t in hopper[:5]] == [
+        False, True, True, True, True]
     assert all(t.frags[0] == 1 and t.warps[0] % 4 == 0 and t.chunk == 64
                for t in hopper if t.wgmma)
     assert not any(t.wgmma for t in rank(spec, count=12, device=Device(wgmma=False)))
     t = next(t for t in hopper if t.wgmma)
-    assert t.label().endswith("_wg") and "wgmma" not in repr(Tile((1,), (16,)))
+    assert "_wg" in t.label() and "wgmma" not in repr(Tile((1,), (16,)))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -794,3 +794,26 @@ def test_wgmma_source_compiles_for_sm90a(precision, tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "0 bytes spill stores" in res.stderr
+
+
+def test_wgmma_cluster_tiles_share_b():
+    spec = spec_of(W.gemm(512, 512, 256), "float32", "fp16")
+    fields = {"mma": "fp16", "ldsm": True, "wgmma": True, "regs": (128, 256), "warps": (8, 1),
+              "frags": (1, 32), "chunk": 64}
+    one = check_tile(spec, fields)
+    two = check_tile(spec, dict(fields, cluster=2))
+    assert two.label() == one.label() + "c2" and two.cluster == 2
+    src1, src2 = source(spec, one)[1], source(spec, two)[1]
+    for s in ("__cluster_dims__(2, 1, 1)", "mapa.shared::cluster.u32",
+              "barrier.cluster.arrive.release.aligned", "st.shared::cluster.v2.b32",
+              "fence.proxy.async.shared::cluster", "crank * 128", "merit_st4x("):
+        assert s in src2 and s not in src1
+    # B: 256 lines x 16 pieces over 256 threads: 16 slots alone, 8 slots in a cluster
+    assert src1.count("// operand 1 slot") == 16 and src2.count("// operand 1 slot") == 8
+    # the row blocks of a cluster's two blocks are neighbours: (pair * 2 + rank) * 128
+    assert "const int pb0 = ((bq % 2) * 2 + (int)crank) * 128;" in src2
+    with pytest.raises(ValueError, match="even number of blocks along a row index"):
+        check_tile(spec_of(W.gemm(640, 512, 256), "float32", "fp16"), dict(fields, cluster=2))
+    with pytest.raises(ValueError, match="clusters are for wgmma tiles only"):
+        check_tile(spec, {"mma": "fp16", "ldsm": True, "regs": (32, 16), "warps": (2, 1),
+                          "frags": (1, 2), "chunk": 32, "cluster": 2})

@@ -277,3 +277,22 @@ def test_wgmma_partial_tiles_and_odd_lines():
             assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
             err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
             assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+
+
+def test_wgmma_clusters_share_b():
+    """Cluster tiles (two blocks along the rows, each gathering half of the B lines into both
+    blocks' shared memory): ragged rows, columns and k, one and two warpgroups."""
+    problem = W.gemm(200, 136, 100)
+    rng = np.random.default_rng(13)
+    a, b = problem.random_inputs(rng, np.float32)
+    for prec, chunk in (("tf32", 32), ("fp16", 64), ("bf16", 64)):
+        ref = _round_operand(a, prec) @ _round_operand(b, prec)
+        for warps, fn in (((4, 1), 8), ((8, 2), 8), ((4, 1), 32)):
+            regs = (16 * warps[0], 8 * warps[1] * fn)
+            tile = {"mma": prec, "ldsm": True, "wgmma": True, "cluster": 2, "regs": regs,
+                    "warps": warps, "frags": (1, fn), "chunk": chunk}
+            out = (cp.full((200, 136), np.nan, dtype=np.float32),)
+            got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
+            assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
+            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            assert err < 2e-6, f"relative error {err:.2e} with {tile}"
