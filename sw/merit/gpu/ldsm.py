@@ -206,12 +206,9 @@ def candidates(spec, precision, cap, wgmma=False):
         if wgmma:
             t = Tile((1,) * P, ext, 128 // ESIZE[precision], mma=precision, warps=warps,
                      frags=frags, ldsm=True, wgmma=True)
+            # (cluster tiles, Tile.cluster 2, measured slower on the H100: not candidates)
             if smem_bytes(spec, t) <= cap:
                 yield t
-                pair = Tile((1,) * P, ext, t.chunk, mma=precision, warps=warps, frags=frags,
-                            ldsm=True, wgmma=True, cluster=2)
-                if not wgmma_fits(spec, pair):
-                    yield pair
             continue
         for bk in BKS[precision]:
             if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
