@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .codegen import kernel_name, source
 from .spec import PRECISIONS, Spec, spec_of
 from .tile import Tile
-from .tiling import H100, Device, check_tile, rank
+from .tiling import H100, WG_TUNED, Device, check_tile, rank
 
 __all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "run_fixed", "tune",
            "prepare", "dtype_of"]
@@ -213,7 +213,9 @@ def _choose(spec, inputs, out, tile, tune, cache):
         return hit
     # wgmma is an sm_90a instruction: other devices get no wgmma tiles
     model = H100 if "sm_90" in device else Device(wgmma=False)
-    cands = rank(spec, count=TUNED if tune else 1, device=model)
+    # the wgmma tiles come on top of the TUNED others (which stay those ranked without them)
+    extra = WG_TUNED if spec.precision != "fp32" and model.wgmma else 0
+    cands = rank(spec, count=TUNED + extra if tune else 1, device=model)
     best = cands[0]
     if tune and len(cands) > 1:
         _compile_all(spec, cands)
