@@ -150,16 +150,17 @@ WG_FRAGS = (8, 16, 32)
 
 
 def wgmma_fits(spec, tile):
-    """Why ``tile`` cannot run as a wgmma tile, or "" when it can: 128-byte lines of k (BK 64
-    for FP16 / BF16, 32 for TF32), one 16-row fragment per warp (a warpgroup's 4 warps cover 64
+    """Why ``tile`` cannot run as a wgmma tile, or "" when it can: 128- or 64-byte lines of k
+    (BK 64 or 32 for FP16 / BF16, 32 or 16 for TF32: the 128- or 64-byte swizzle, which the
+    gather's XOR pattern is), one 16-row fragment per warp (a warpgroup's 4 warps cover 64
     rows), whole warpgroups along the rows, N = 8 * FN of 8..256 columns."""
     wm, _ = tile.warps
     fm, fn = tile.frags
     if not tile.ldsm:
         return "wgmma stages the operand tiles: it needs tile.ldsm"
-    if tile.chunk * ESIZE[tile.mma] != 128:
-        return (f"tile.chunk {tile.chunk} must make 128-byte lines of k "
-                f"({128 // ESIZE[tile.mma]} elements for {tile.mma})")
+    if tile.chunk * ESIZE[tile.mma] not in (64, 128):
+        return (f"tile.chunk {tile.chunk} must make 128- or 64-byte lines of k "
+                f"({128 // ESIZE[tile.mma]} or {64 // ESIZE[tile.mma]} elements for {tile.mma})")
     if fm != 1 or wm % 4:
         return (f"wgmma tiles need FM = 1 and WM a multiple of 4 (a warpgroup covers 64 rows), "
                 f"not frags {tile.frags}, warps {tile.warps}")
@@ -204,11 +205,12 @@ def candidates(spec, precision, cap, wgmma=False):
         if waste > limit:
             continue
         if wgmma:
-            t = Tile((1,) * P, ext, 128 // ESIZE[precision], mma=precision, warps=warps,
-                     frags=frags, ldsm=True, wgmma=True)
             # (cluster tiles, Tile.cluster 2, measured slower on the H100: not candidates)
-            if smem_bytes(spec, t) <= cap:
-                yield t
+            for rb in (128, 64):
+                t = Tile((1,) * P, ext, rb // ESIZE[precision], mma=precision, warps=warps,
+                         frags=frags, ldsm=True, wgmma=True)
+                if smem_bytes(spec, t) <= cap:
+                    yield t
             continue
         for bk in BKS[precision]:
             if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
@@ -335,9 +337,9 @@ __device__ __forceinline__ void merit_st4(unsigned addr, float a, float b, float
 _PRELUDE_WGMMA = r"""
 __device__ __forceinline__ unsigned long long merit_desc(unsigned addr) {
     // shared-memory matrix descriptor: start address, leading byte offset 16 (unused by the
-    // swizzled K-major layout), stride byte offset 1024 (8 lines of 128 bytes), 128-byte swizzle
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32)
-           | (1ull << 62);
+    // swizzled K-major layout), stride byte offset 8 lines (SBO), the RB-byte swizzle (MODE)
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | (SBOull << 32)
+           | (MODEull << 62);
 }
 __device__ __forceinline__ void merit_wg_fence() {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -479,7 +481,11 @@ def source(spec, tile):
 
     how = "wgmma (sm_90a)" if wg else "ldmatrix"
     out = header(spec, tile, name, f"tensor cores: {prec}, operands staged at {es} bytes, {how}")
-    out.append(_PRELUDE_WGMMA if wg else _PRELUDE_LDSM)
+    if wg:   # 128-byte lines: swizzle mode 1, 8 lines = 1024 bytes; 64-byte: mode 2, 512
+        out.append(_PRELUDE_WGMMA.replace("SBO", str(8 * rb // 16)).replace("RB", str(rb))
+                   .replace("MODE", "1" if rb == 128 else "2"))
+    else:
+        out.append(_PRELUDE_LDSM)
     out.append(_store_prelude(prec))
     out.append(_strategy_struct(spec, "float"))
     for k in range(len(spec.inputs)):
@@ -808,8 +814,9 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     for f in range(fn_n):
         w(f"float c0_{f}_0 = 0.f, c0_{f}_1 = 0.f, c0_{f}_2 = 0.f, c0_{f}_3 = 0.f;")
     # the warpgroup's 64 rows of A and 8 * FN lines of B (128 bytes per line)
-    w("const unsigned long long da0 = merit_desc(sbase + (wm >> 2) * 8192);")
-    w(f"const unsigned long long db0 = merit_desc(sbase + {b_off} + wn * {n * 128});")
+    rb = bk * (4 if prec == "tf32" else 2)
+    w(f"const unsigned long long da0 = merit_desc(sbase + (wm >> 2) * {64 * rb});")
+    w(f"const unsigned long long db0 = merit_desc(sbase + {b_off} + wn * {n * rb});")
     if cl:   # the peer block runs before its shared memory is written
         w("merit_cluster_sync();")
     emit_loads("0")

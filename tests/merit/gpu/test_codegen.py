@@ -759,15 +759,17 @@ def test_wgmma_tile_checks():
     spec = spec_of(W.gemm(256, 256, 256), "float32", "fp16")
     ok = dict(regs=(64, 64), warps=(4, 1), frags=(1, 8), chunk=64)
     assert check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, **ok}).wgmma
-    with pytest.raises(ValueError, match="must make 128-byte lines of k"):
-        check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, **dict(ok, chunk=32)})
+    assert check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True,
+                             **dict(ok, chunk=32)}).chunk == 32
+    with pytest.raises(ValueError, match="must make 128- or 64-byte lines of k"):
+        check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, **dict(ok, chunk=16)})
     with pytest.raises(ValueError, match=r"FM = 1 and WM a multiple of 4"):
         check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, "regs": (64, 64),
                           "warps": (2, 1), "frags": (2, 8), "chunk": 64})
     with pytest.raises(ValueError, match="needs tile.ldsm"):
         check_tile(spec, {"mma": "fp16", "wgmma": True, **ok})
     tf = spec_of(W.gemm(256, 256, 256), "float32", "tf32")
-    with pytest.raises(ValueError, match=r"\(32 elements for tf32\)"):
+    with pytest.raises(ValueError, match=r"\(32 or 16 elements for tf32\)"):
         check_tile(tf, {"mma": "tf32", "ldsm": True, "wgmma": True, **ok})
 
 
@@ -776,7 +778,7 @@ def test_wgmma_tiles_ranked_only_where_the_device_has_them():
     hopper = rank(spec, count=12)
     assert sum(t.wgmma for t in hopper) == 4 and [t.wgmma for t in hopper[:5]] == [
         False, True, True, True, True]
-    assert all(t.frags[0] == 1 and t.warps[0] % 4 == 0 and t.chunk == 64
+    assert all(t.frags[0] == 1 and t.warps[0] % 4 == 0 and t.chunk in (32, 64)
                for t in hopper if t.wgmma)
     assert not any(t.wgmma for t in rank(spec, count=12, device=Device(wgmma=False)))
     t = next(t for t in hopper if t.wgmma)
@@ -817,3 +819,16 @@ def test_wgmma_cluster_tiles_share_b():
     with pytest.raises(ValueError, match="clusters are for wgmma tiles only"):
         check_tile(spec, {"mma": "fp16", "ldsm": True, "regs": (32, 16), "warps": (2, 1),
                           "frags": (1, 2), "chunk": 32, "cluster": 2})
+
+
+def test_wgmma_64_byte_lines():
+    """BK 32 (FP16) / 16 (TF32): 64-byte lines, the 64-byte swizzle (mode 2, 8 lines = 512
+    bytes apart), two k steps per tile."""
+    for prec, bk, instr in (("fp16", 32, "m64n128k16"), ("tf32", 16, "m64n128k8")):
+        spec = spec_of(W.gemm(256, 256, 256), "float32", prec)
+        t = check_tile(spec, {"mma": prec, "ldsm": True, "wgmma": True, "regs": (128, 128),
+                              "warps": (8, 1), "frags": (1, 16), "chunk": bk})
+        src = source(spec, t)[1]
+        assert "(32ull << 32)" in src and "(2ull << 62)" in src
+        assert src.count(f"wgmma.mma_async.sync.aligned.{instr}") == 2
+        assert "merit_desc(sbase + (wm >> 2) * 4096)" in src
