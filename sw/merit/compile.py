@@ -232,7 +232,9 @@ class Kernel:
     tensors : dict
         Tensor name -> DRAM byte address (int16, dense row-major).
     outputs : tuple of (name, address)
-        Output tensors (int16, dense, of ``problem.p_shape``), in ``out`` instruction order.
+        Output tensors (int16, dense, of ``problem.p_shape``, or of the output's ``shape`` for
+        an affine output map, :class:`merit.problem.Output`), in ``out`` instruction order: the
+        tensor's address (``config["out_base"]`` adds the map's offset).
     dram_bytes : int
         Bytes of DRAM the layout spans.
     tiles : tuple of tuple
@@ -630,13 +632,18 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         layout_tensors[t.name] = address
         address = _align(address + 2 * int(np.prod(t.shape)))
     layout_outputs = []
-    for name in program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses))):
+    names = program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses)))
+    for k, name in enumerate(names):
         layout_outputs.append((name, address))
-        address = _align(address + 2 * int(np.prod(problem.p_shape)))
+        address = _align(address + 2 * problem.out_elements(k))
+    # the WP writes element p of output k at out_base[k] + 2 * sum p_j out_pitch[j]: the
+    # tensor's address plus its affine map's offset (0 for a dense p_shape output)
+    out_bases = [a + 2 * problem.out_offset(k) for k, (_, a) in enumerate(layout_outputs)]
     bases = {"rp0": [], "rp1": []}
     for (r, _), op in zip(ports, problem.operands, strict=True):
         bases[f"rp{r}"].append({"base": layout_tensors[op.tensor]})
-    _check_fields({**bases, "out_base": [a for _, a in layout_outputs]}, fields, problem)
+    _check_fields({**bases, "out_base": out_bases, "out_pitch": list(problem.out_pitch)},
+                  fields, problem)
     budgets = []
     for r, _ in ports:
         share = sum(1 for p, _ in ports if p == r)
@@ -683,9 +690,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                    f"{rp_bytes[r] // (2 * lanes)}")
             rp[r] += [{}] * (slots[r] - len(rp[r]))
 
-        pitch = [1]
-        for n in reversed(problem.p_shape[1:]):
-            pitch.insert(0, pitch[0] * n)
+        pitch = list(problem.out_pitch)
 
         def pad(values, fill, n):
             return [int(v) for v in values] + [fill] * (n - len(values))
@@ -703,7 +708,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             "regs": regs,
             "rp0": rp[0],
             "rp1": rp[1],
-            "out_base": pad([a for _, a in out_list], 0, outputs),
+            "out_base": pad(out_bases, 0, outputs),
             "out_pitch": pad(pitch, 0, P_INDICES),
         }
         grid = [range(0, n, t) for n, t in zip(problem.p_shape, tiling.p_tile, strict=True)]

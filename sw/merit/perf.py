@@ -318,14 +318,15 @@ def _write_beats(kernel, p_origins):
     warps = np.stack(np.meshgrid(*[np.arange(w) for w in tiling.warps()], indexing="ij"),
                      axis=-1).reshape(-1, n_p)                        # warps x n_p
     per_lane = np.asarray(tiling.lanes_per_index())
-    pitch = np.ones(n_p, dtype=np.int64)
-    for j in range(n_p - 2, -1, -1):
-        pitch[j] = pitch[j + 1] * shape[j + 1]
+    # the WP's addresses: out_base + 2 x sum p_j out_pitch[j] (dense over p_shape, or an
+    # affine output map); lines of the first output (every output has these pitches)
+    pitch = np.asarray(kernel.config["out_pitch"][:n_p], dtype=np.int64)
+    base = int(kernel.config["out_base"][0])
     out = np.zeros(len(p_origins), dtype=np.int64)
     for t, origin in enumerate(p_origins):
         coord = (origin[None, :, None] + (warps * per_lane)[:, :, None] + lanes[None])
         valid = (coord < shape[None, :, None]).all(axis=1)           # warps x lanes
-        line = (coord * pitch[None, :, None]).sum(axis=1) * 2 // BEAT_BYTES
+        line = (base + 2 * (coord * pitch[None, :, None]).sum(axis=1)) // BEAT_BYTES
         line = np.where(valid, line, -1)
         line.sort(axis=1)
         distinct = (np.diff(line, axis=1) != 0) & (line[:, 1:] >= 0)

@@ -11,7 +11,7 @@ from .execute import execute, split_levels
 from .strategies import Strategy
 from .transform import Transform, _as_shape
 
-__all__ = ["Operand", "Ops", "Output", "Problem", "Tensor"]
+__all__ = ["Operand", "Ops", "Output", "Problem", "Tensor", "run_problems"]
 
 
 @dataclass(frozen=True)
@@ -40,20 +40,108 @@ class Operand:
 class Output:
     """One output.  The back end computes an array of ``p_shape``; the user sees
     ``result.reshape(reshape)[crop]`` of shape ``shape`` (``reshape``/``crop`` may be ``None``).
+
+    **Affine output map** (``pitch``, ``offset``): the result element at parallel coordinate
+    ``p`` is element ``offset + sum_j p_j * pitch[j]`` of the dense row-major tensor ``shape``,
+    which several problems may write in disjoint parts (the phases of a transposed convolution,
+    :func:`merit.workloads.deconv2d_phases`). The problem's result is then its ``p_shape``
+    array; :meth:`place` writes it into the whole tensor. On MERIT-z it is the WP's address
+    (``out_base`` + 2 x ``offset``, ``out_pitch`` = ``pitch``), so every output of a problem has
+    the same ``pitch``. Pitches are >= 0 and the map must not send two coordinates to one
+    element (checked by :class:`Problem`).
     """
 
     name: str
     shape: tuple
     reshape: tuple | None = None
     crop: tuple | None = None
+    pitch: tuple | None = None
+    offset: int = 0
+
+    def __post_init__(self):
+        if self.pitch is None:
+            if self.offset != 0:
+                raise ValueError(f"output {self.name!r}: offset {self.offset} needs a pitch "
+                                 f"(the affine output map)")
+            return
+        if self.reshape is not None or self.crop is not None:
+            raise ValueError(f"output {self.name!r}: an affine output map (pitch) takes no "
+                             f"reshape or crop")
+        pitch = tuple(self.pitch)
+        for j, v in enumerate(pitch):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"output {self.name!r}: pitch[{j}] must be an integer >= 0, "
+                                 f"not {v!r}")
+        off = self.offset
+        if isinstance(off, bool) or not isinstance(off, (int, np.integer)) or off < 0:
+            raise ValueError(f"output {self.name!r}: offset must be an integer >= 0, not {off!r}")
+        object.__setattr__(self, "pitch", tuple(int(v) for v in pitch))
+        object.__setattr__(self, "offset", int(off))
+        object.__setattr__(self, "shape", tuple(int(v) for v in self.shape))
+
+    def __getstate__(self):
+        # an output without an affine map pickles as it did before the map existed (the
+        # benches identify a run by its problem's pickle): pitch / offset only when set
+        state = dict(self.__dict__)
+        if self.pitch is None:
+            state.pop("pitch", None)
+            state.pop("offset", None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update({"pitch": None, "offset": 0, **state})
+
+    @property
+    def affine(self):
+        """Whether this output is an affine map into a larger tensor (``pitch`` given)."""
+        return self.pitch is not None
+
+    def check_map(self, p_shape, where=""):
+        """ValueError unless the affine map of ``p_shape`` stays inside ``shape`` and sends no
+        two coordinates to one element (sufficient test: the pitches of the indices that move,
+        sorted, each exceed the span of the ones below)."""
+        if len(self.pitch) != len(p_shape):
+            raise ValueError(f"{where}output {self.name!r}: pitch has {len(self.pitch)} entries, "
+                             f"the parallel space {len(p_shape)} ({tuple(p_shape)})")
+        size = math.prod(self.shape)
+        last = self.offset + sum((n - 1) * v for n, v in zip(p_shape, self.pitch, strict=True))
+        if last >= size:
+            raise ValueError(f"{where}output {self.name!r}: the map reaches element {last} of "
+                             f"tensor {self.shape} ({size} elements); expected below {size}")
+        span = 0
+        for v, n in sorted((v, n) for v, n in zip(self.pitch, p_shape, strict=True) if n > 1):
+            if v <= span:
+                raise ValueError(f"{where}output {self.name!r}: pitches {self.pitch} over "
+                                 f"p_shape {tuple(p_shape)} overlap: pitch {v} must exceed "
+                                 f"{span}, the span of the smaller pitches")
+            span += (n - 1) * v
+
+    def indices(self, p_shape):
+        """Flat element of ``shape`` of every parallel coordinate (an array of ``p_shape``)."""
+        if not self.affine:
+            return np.arange(math.prod(p_shape)).reshape(p_shape)
+        grid = np.indices(tuple(p_shape), dtype=np.int64)
+        return self.offset + np.tensordot(np.asarray(self.pitch, dtype=np.int64), grid, axes=1)
 
     def finish(self, result):
-        """The user-visible view of a ``p_shape`` result."""
+        """The user-visible view of a ``p_shape`` result (an affine output: the result)."""
         if self.reshape is not None:
             result = result.reshape(self.reshape)
         if self.crop is not None:
             result = result[self.crop]
         return result
+
+    def place(self, result, into):
+        """Write a ``p_shape`` result of an affine output into ``into`` (the whole tensor,
+        ``shape``) at its elements; returns ``into``."""
+        if not self.affine:
+            raise ValueError(f"output {self.name!r} has no affine map (pitch)")
+        if tuple(into.shape) != self.shape:
+            raise ValueError(f"output {self.name!r}: tensor of shape {tuple(into.shape)}, "
+                             f"expected {self.shape}")
+        into.reshape(-1)[self.indices(np.shape(result)).reshape(-1)] = np.asarray(
+            result).reshape(-1)
+        return into
 
 
 @dataclass(frozen=True)
@@ -150,9 +238,19 @@ class Problem:
                              f"{strategy!r} has {len(strategy.outputs)}")
         lanes = math.prod(self.p_shape)
         for o in self.outputs:
+            if not isinstance(o, Output):
+                raise TypeError(f"problem {name!r}: outputs must be Outputs, not {o!r}")
             if o.reshape is not None and math.prod(o.reshape) != lanes:
                 raise ValueError(f"problem {name!r}: output {o.name!r} reshapes p_shape "
                                  f"{self.p_shape} to {o.reshape}, which has a different size")
+            if o.affine:
+                o.check_map(self.p_shape, where=f"problem {name!r}: ")
+        pitches = {o.pitch for o in self.outputs if o.affine}
+        if pitches and (len(pitches) > 1 or len(pitches) != len(
+                {o.affine for o in self.outputs})):
+            raise ValueError(f"problem {name!r}: every output must have the same pitch (the "
+                             f"processor has one out_pitch), got "
+                             f"{[o.pitch for o in self.outputs]}")
 
     def notation(self):
         """One line per operand in the paper's notation, e.g. ``M(I) = I[a0, p1 + a1]``."""
@@ -162,6 +260,28 @@ class Problem:
     def __repr__(self):
         return (f"Problem({self.name!r}, {self.strategy!r}, p_shape={self.p_shape}, "
                 f"a_shape={self.a_shape}, tensors={[t.name for t in self.tensors]})")
+
+    @property
+    def out_pitch(self):
+        """Element pitch of each parallel index in the output tensors: the outputs' affine
+        map, or dense row-major over ``p_shape``."""
+        for o in self.outputs:
+            if o.affine:
+                return o.pitch
+        pitch = [1]
+        for n in reversed(self.p_shape[1:]):
+            pitch.insert(0, pitch[0] * n)
+        return tuple(pitch)
+
+    def out_elements(self, k=0):
+        """Elements of the DRAM tensor of output ``k``: its ``shape`` for an affine map, else
+        ``p_shape``'s (the back end writes the dense result)."""
+        o = self.outputs[k]
+        return math.prod(o.shape) if o.affine else math.prod(self.p_shape)
+
+    def out_offset(self, k=0):
+        """Element offset of output ``k``'s parallel origin in its DRAM tensor."""
+        return self.outputs[k].offset
 
     @property
     def steps(self):
@@ -202,3 +322,36 @@ class Problem:
             else:
                 raise TypeError(f"random_inputs: dtype must be integer or floating, not {dtype}")
         return out
+
+
+def run_problems(problems, tensors, dtype=None):
+    """Run a sequence of problems on the golden model and assemble their outputs.
+
+    ``tensors``: name -> array of every tensor the problems read. Returns name -> array of every
+    output: an affine output (:class:`Output` ``pitch``) is placed into a tensor of its
+    ``shape`` shared by the problems that write it (zeros where none does; each element
+    written at most once, else ValueError); any other output is the problem's finished result.
+    """
+    out, written = {}, {}
+    for problem in problems:
+        missing = [t.name for t in problem.tensors if t.name not in tensors]
+        if missing:
+            raise ValueError(f"problem {problem.name!r} reads {missing}, not among the tensors "
+                             f"given ({sorted(tensors)})")
+        res = problem.run(*(tensors[t.name] for t in problem.tensors))
+        res = res if isinstance(res, tuple) else (res,)
+        for o, r in zip(problem.outputs, res, strict=True):
+            if not o.affine:
+                out[o.name] = r
+                continue
+            whole = out.setdefault(o.name, np.zeros(o.shape, dtype=dtype or r.dtype))
+            count = written.setdefault(o.name, np.zeros(o.shape, dtype=np.int64))
+            if whole.shape != o.shape:
+                raise ValueError(f"output {o.name!r} is written with shapes {whole.shape} and "
+                                 f"{o.shape}")
+            o.place(r, whole)
+            count.reshape(-1)[o.indices(problem.p_shape).reshape(-1)] += 1
+            if count.max() > 1:
+                raise ValueError(f"output {o.name!r}: problem {problem.name!r} writes elements "
+                                 f"another problem wrote")
+    return out

@@ -7,6 +7,8 @@ against a numpy/scipy reference that does not use MERIT.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import strategies as S
@@ -17,7 +19,7 @@ __all__ = [
     "gemm", "fc", "conv2d", "conv_relu", "residual", "depthwise", "deconv2d", "max_pool2d",
     "avg_pool2d", "pixel_shuffle", "subpixel_conv", "correlation", "motion_estimation", "bilateral",
     "integral_image", "separable_filter", "filter3x3", "ece408", "conv_out", "conv_pool2d",
-    "alpha_blend",
+    "alpha_blend", "deconv2d_phases", "deconv_phase_groups", "deconv_phase_weights", "PhaseGroup",
     "conv_nd", "conv_transpose_nd", "pool_nd", "elementwise", "transpose", "depth_to_space",
     "softmax", "lrn", "matmul", "gemm_t",
 ]
@@ -223,6 +225,179 @@ def deconv2d(n, c, h, w, m, k, *, stride=1, padding=0, threshold=None, high=1):
                                                               "MAC + compare")
     return Problem("deconv2d", strategy, (n, m, qy, s, qx, s), (c, taps, taps), [image, weights],
                    outputs=[out], ops=ops)
+
+
+@dataclass(frozen=True)
+class PhaseGroup:
+    """Phases ``r + i * dr`` (``i < phases``) of one axis of a transposed convolution, each
+    with ``taps`` taps, phase ``i`` computing the outputs ``q + i * dq .. q + i * dq + count -
+    1`` (:func:`deconv_phase_groups`)."""
+
+    r: int
+    dr: int
+    phases: int
+    taps: int
+    q: int
+    dq: int
+    count: int
+
+    def pitch(self, stride):
+        """Output positions between phases ``i`` and ``i + 1`` of one ``q``."""
+        return stride * self.dq + self.dr
+
+
+def deconv_phase_groups(size, k, stride, padding):
+    """The phases of one axis of a transposed convolution, grouped so that each group is one
+    rectangular problem with exact taps and outputs.
+
+    Output position ``y = q * stride + r - padding`` (phase ``r``) sums the taps ``ky = r +
+    stride * t``, ``t < T_r = ceil((k - r) / stride)`` (``ceil(k / stride)`` taps for ``r <
+    k mod stride``, ``floor`` for the others, none for ``r >= k``), reading input ``q - t``;
+    ``q`` runs over the ``count_r`` outputs that land inside ``[0, out)``, from ``q0_r =
+    ceil((padding - r) / stride)``. Consecutive phases with the same tap count and output count
+    form a group when ``q0`` is affine in the phase: equal (ascending phases, ``dq = 0``), or
+    one lower for the higher phase (``q0`` steps once over the phases): the group lists that
+    pair from the higher phase down (``dr = -1``, ``dq = 1``), so its output pitch ``stride *
+    dq + dr`` stays positive.
+
+    Returns a list of :class:`PhaseGroup`, every phase with an output in exactly one.
+    """
+    _pos(size=size, k=k, stride=stride)
+    _nonneg(padding=padding)
+    out = (size - 1) * stride - 2 * padding + k
+    if out <= 0:
+        raise ValueError(f"padding {padding} leaves no output for input size {size}, kernel {k}, "
+                         f"stride {stride}: expected 2 * padding < (size - 1) * stride + k = "
+                         f"{(size - 1) * stride + k}")
+    phases = []
+    for r in range(stride):
+        taps = max(0, -(-(k - r) // stride))
+        q0 = -(-(padding - r) // stride)
+        count = (out - 1 + padding - r) // stride - q0 + 1
+        if count > 0:
+            phases.append((r, taps, q0, count))
+    groups = []                     # [r0, n, taps, q0 of r0, dq (per ascending phase), count]
+    for r, taps, q0, count in phases:
+        g = groups[-1] if groups else None
+        if g and g[0] + g[1] == r and g[2] == taps and g[5] == count:
+            step = q0 - (g[3] + g[4] * (g[1] - 1))
+            if (g[1] == 1 and step in (0, -1)) or (g[1] > 1 and step == g[4] == 0):
+                g[1] += 1
+                g[4] = step
+                continue
+        groups.append([r, 1, taps, q0, 0, count])
+    result = []
+    for r0, n, taps, q0, dq, count in groups:
+        if dq == 0:
+            result.append(PhaseGroup(r0, 1, n, taps, q0, 0, count))
+        else:                       # two phases, q0 one lower for the higher: high one first
+            result.append(PhaseGroup(r0 + 1, -1, 2, taps, q0 - 1, 1, count))
+    return result
+
+
+def _phase_macs(size, k, stride, group):
+    """(input position, tap) pairs of one axis group that land in the output (see
+    :func:`deconv_phase_groups`)."""
+    total = 0
+    for i in range(group.phases):
+        q = group.q + i * group.dq + np.arange(group.count)[:, None] \
+            - np.arange(group.taps)[None, :]
+        total += int(((q >= 0) & (q < size)).sum())
+    return total
+
+
+def _phase_weight_name(gy, gx):
+    def part(g):
+        return f"{g.r}{'d' if g.dr < 0 else 'u'}{g.phases}"
+    return f"W_r{part(gy)}_c{part(gx)}"
+
+
+def deconv2d_phases(n, c, h, w, m, k, *, stride=1, padding=0, threshold=None, high=1):
+    """:func:`deconv2d` as one problem per phase group, each with exact taps and outputs.
+
+    :func:`deconv2d` gives every phase ``ceil(k / stride)`` taps per axis and computes the
+    whole ``ceil((out + padding) / stride) * stride`` grid: with ``k`` = 5, stride 3 the third
+    phase's second tap (``ky = 5``) does not exist and the cropped rows are computed too. Here
+    the phases of each axis are grouped (:func:`deconv_phase_groups`: same tap count, same
+    output range) and every pair (row group, column group) is one problem: p = (n, m, q_y,
+    r_y, q_x, r_x) over the group's outputs only, a = (c, T_y, T_x) its taps only, writing
+    its strided subset of the one output ``out`` (n, m, ho, wo) through an affine output map
+    (:class:`~merit.problem.Output` ``pitch`` / ``offset``; on MERIT-z the WP's ``out_pitch``
+    and ``out_base``).
+
+    Each problem reads the image ``I`` (n, c, h, w) and its own dense block of the weights,
+    ``W_r<r><u|d><phases>_c<r><u|d><phases>`` (c, m, phases_y x T_y, phases_x x T_x), phases
+    up or down from ``r``: the group's taps
+    only, so a tile's footprint holds no weight it does not use (the strided taps of the
+    PyTorch layout, every ``stride``-th row, would be read as a dense box).
+    :func:`deconv_phase_weights` cuts them from the PyTorch weights (c, m, k, k), once, as
+    constant weights are laid out for any accelerator. Phases past the kernel (``k <
+    stride``) have no tap: they run one tap whose weights :func:`deconv_phase_weights` sets to
+    zero, writing their zero outputs.
+
+    Returns a tuple of problems; :func:`merit.problem.run_problems` runs them into ``out``.
+    Each problem's standard count (``ops``) counts the (input pixel, tap) pairs of its outputs,
+    so the problems sum to :func:`deconv2d`'s.
+    """
+    _pos(n=n, c=c, h=h, w=w, m=m, k=k, stride=stride)
+    _nonneg(padding=padding)
+    rows = deconv_phase_groups(h, k, stride, padding)
+    cols = deconv_phase_groups(w, k, stride, padding)
+    ho, wo = (h - 1) * stride - 2 * padding + k, (w - 1) * stride - 2 * padding + k
+    s = stride
+    problems = []
+    for gy in rows:
+        for gx in cols:
+            ty, tx = max(gy.taps, 1), max(gx.taps, 1)
+            image = Transform(
+                (n, c, h, w),
+                p=[Index(0), None, Index(2, 1, gy.q), Index(2, gy.dq) if gy.dq else None,
+                   Index(3, 1, gx.q), Index(3, gx.dq) if gx.dq else None],
+                a=[Index(1), Index(2, -1), Index(3, -1)], name="I")
+            weights = Transform(
+                (gy.phases * ty, gx.phases * tx, m, c),
+                p=[None, Index(2), None, Index(0, ty), None, Index(1, tx)],
+                a=[Index(3), Index(0), Index(1)], name=_phase_weight_name(gy, gx))
+            out = Output("out", (n, m, ho, wo),
+                         pitch=(m * ho * wo, ho * wo, s * wo, gy.pitch(s) * wo, s, gx.pitch(s)),
+                         offset=(s * gy.q + gy.r - padding) * wo + s * gx.q + gx.r - padding)
+            macs = n * c * m * _phase_macs(h, k, s, gy) * _phase_macs(w, k, s, gx)
+            outs = n * m * gy.count * gy.phases * gx.count * gx.phases
+            strategy, ops = S.Dot(), Ops(macs, "MAC")
+            if threshold is not None:
+                strategy = S.DotThreshold(threshold, high)
+                ops = Ops(macs + outs, "MAC + compare")
+            problems.append(Problem(
+                f"deconv2d_{_phase_weight_name(gy, gx)[2:]}", strategy,
+                (n, m, gy.count, gy.phases, gx.count, gx.phases), (c, ty, tx), [image, weights],
+                outputs=[out], ops=ops))
+    return tuple(problems)
+
+
+def deconv_phase_weights(weights, h, w, *, stride=1, padding=0):
+    """The weight blocks that :func:`deconv2d_phases` reads, cut from PyTorch's ConvTranspose2d
+    weights ``(c, m, k, k)`` for an input of ``h`` x ``w``: name -> array ``(c, m, phases_y x
+    T_y, phases_x x T_x)``, element ``[., ., i T_y + t_y, j T_x + t_x]`` = ``weights[., .,
+    r_y + i dr_y + stride t_y, r_x + j dr_x + stride t_x]`` (zero past the kernel)."""
+    weights = np.asarray(weights)
+    if weights.ndim != 4 or weights.shape[2] != weights.shape[3]:
+        raise ValueError(f"weights must be (c, m, k, k), not of shape {weights.shape}")
+    k = weights.shape[2]
+    out = {}
+    for gy in deconv_phase_groups(h, k, stride, padding):
+        for gx in deconv_phase_groups(w, k, stride, padding):
+            blocks = []
+            for g in (gy, gx):
+                taps = max(g.taps, 1)
+                blocks.append((g.r + g.dr * np.arange(g.phases)[:, None]
+                               + stride * np.arange(taps)[None, :]).reshape(-1))
+            ky, kx = blocks
+            padded = np.zeros(weights.shape[:2] + (max(k, ky.max() + 1), max(k, kx.max() + 1)),
+                              dtype=weights.dtype)
+            padded[:, :, :k, :k] = weights
+            out[_phase_weight_name(gy, gx)] = np.ascontiguousarray(
+                padded[:, :, ky][:, :, :, kx].transpose(2, 3, 1, 0))
+    return out
 
 
 def _pool(name, strategy, boundary, n, c, h, w, k, stride, padding):

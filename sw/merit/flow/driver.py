@@ -209,16 +209,14 @@ def kernel_c(kernel, name, *, description=""):
     """``(c_text, h_text)`` of the kernel ``name`` (a C identifier)."""
     name = check_kernel_name(name)
     config, lut, _ = python_writes(kernel)
-    n_out = 1
-    for size in kernel.problem.p_shape:
-        n_out *= size
     tensors = []
     for tensor in kernel.problem.tensors:
         size = 1
         for extent in tensor.shape:
             size *= extent
         tensors.append((tensor.name, kernel.tensors[tensor.name], 2 * size, 0))
-    tensors += [(tensor, address, 2 * n_out, 1) for tensor, address in kernel.outputs]
+    tensors += [(tensor, address, 2 * kernel.problem.out_elements(k), 1)
+                for k, (tensor, address) in enumerate(kernel.outputs)]
     tensor_lines = ",\n".join(f'    {{"{t}", 0x{a:08x}u, {b}u, {o}}}' for t, a, b, o in tensors)
     about = f" {description}" if description else ""
     c_text = (

@@ -134,10 +134,11 @@ def computed_warps(tile_p, p_shape, per_index):
     return total
 
 
-def vector_lines(grouping, p_shape, words_per_line=4):
+def vector_lines(grouping, p_shape, words_per_line=4, pitch=None, offset=0):
     """8-byte lines that one output vector at the origin of the parallel space writes (the
-    output dense row-major over ``p_shape``, 16-bit words): the WP writes a beat per line that
-    a vector's valid lanes touch."""
+    output dense row-major over ``p_shape``, 16-bit words, or at element ``offset + sum p_j
+    pitch[j]``: an affine output map): the WP writes a beat per line that a vector's valid
+    lanes touch."""
     n_p = len(p_shape)
     coord = np.zeros((n_p, grouping.lanes), dtype=np.int64)
     lane = np.arange(grouping.lanes)
@@ -145,11 +146,13 @@ def vector_lines(grouping, p_shape, words_per_line=4):
     for i, (j, _) in enumerate(grouping.bits):
         coord[j] += ((lane >> i) & 1) << rank[j]
         rank[j] += 1
-    pitch = np.ones(n_p, dtype=np.int64)
-    for j in range(n_p - 2, -1, -1):
-        pitch[j] = pitch[j + 1] * p_shape[j + 1]
+    if pitch is None:
+        pitch = np.ones(n_p, dtype=np.int64)
+        for j in range(n_p - 2, -1, -1):
+            pitch[j] = pitch[j + 1] * p_shape[j + 1]
+    pitch = np.asarray(pitch, dtype=np.int64)
     valid = (coord < np.asarray(p_shape)[:, None]).all(axis=0)
-    address = (coord * pitch[:, None]).sum(axis=0)[valid]
+    address = offset + (coord * pitch[:, None]).sum(axis=0)[valid]
     return len(set((address // words_per_line).tolist()))
 
 
@@ -298,7 +301,8 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
         for _cost, tile_p, tile_a in candidates:
             occupancy[tile_p, tile_a] = sorted(
                 ((rank(tile_p, tile_a, computed_warps(tile_p, problem.p_shape, per),
-                       vector_lines(g, problem.p_shape)), g)
+                       vector_lines(g, problem.p_shape, pitch=problem.out_pitch,
+                                    offset=problem.out_offset())), g)
                  for g, per in lane_splits(tile_p, lanes)), key=lambda kg: kg[0])
         candidates = sorted(candidates, key=lambda c: (occupancy[c[1], c[2]][0][0], c[0]))
     cache = {}

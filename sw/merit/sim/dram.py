@@ -356,17 +356,22 @@ def fill_dram(dram, kernel, problem, nrng):
 
 
 def _outputs(kernel, problem):
-    """``[(name, start, end)]`` byte ranges of the kernel's outputs in DRAM."""
-    n_out = int(np.prod(problem.p_shape))
-    return [(name, address, address + 2 * n_out) for name, address in kernel.outputs]
+    """``[(name, start, elements)]`` of the kernel's outputs in DRAM: the byte address of each
+    output tensor and, per parallel coordinate (an array of ``p_shape``), the element the
+    problem writes (dense over ``p_shape``, or the output's affine map)."""
+    return [(name, address, o.indices(problem.p_shape))
+            for (name, address), o in zip(kernel.outputs, problem.outputs, strict=True)]
 
 
 def check_untouched(dram, kernel, problem, image):
-    """Assert that no DRAM byte outside the outputs differs from ``image`` (what was filled)."""
+    """Assert that no DRAM byte outside the written output elements differs from ``image``
+    (what was filled): an affine output's other elements are left alone too."""
     got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
     untouched = np.ones(kernel.dram_bytes, dtype=bool)
-    for _, start, end in _outputs(kernel, problem):
-        untouched[start:end] = False
+    for _, start, elements in _outputs(kernel, problem):
+        byte = start + 2 * elements.reshape(-1)
+        untouched[byte] = False
+        untouched[byte + 1] = False
     changed = np.flatnonzero(untouched & (got_image != image))
     assert changed.size == 0, (f"{changed.size} DRAM bytes outside the outputs changed, first "
                                f"at {changed[0]:#x}")
@@ -377,9 +382,10 @@ def check_outputs(dram, kernel, problem, image, expected):
     ``problem.outputs`` order) and that no byte outside the outputs changed."""
     expected = expected if isinstance(expected, tuple) else (expected,)
     got_image = np.frombuffer(dram.read(0, kernel.dram_bytes), np.uint8)
-    for (name, start, end), out, want in zip(_outputs(kernel, problem), problem.outputs,
-                                             expected, strict=True):
-        raw = got_image[start:end].view("<i2").reshape(problem.p_shape)
+    for (name, start, elements), out, want in zip(_outputs(kernel, problem), problem.outputs,
+                                                  expected, strict=True):
+        end = start + 2 * (int(elements.max()) + 1)
+        raw = got_image[start:end].view("<i2")[elements]
         got = out.finish(raw)
         bad = np.argwhere(got != want)
         assert bad.size == 0, (f"output {name}: {len(bad)} of {got.size} values differ, first at "
