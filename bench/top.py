@@ -88,10 +88,16 @@ def _load(path):
 
 def slice_key(problem, lanes, taus, bandwidth, latency):
     """Identifies one simulation: rows with the same slice share one run (the standard count,
-    ``problem.ops``, is not part of what runs)."""
-    problem = copy.copy(problem)
-    problem.__dict__.pop("ops", None)
-    blob = pickle.dumps((problem, lanes, taus, bandwidth, latency))
+    ``problem.ops``, is not part of what runs). ``problem``: one problem, or the tuple of
+    problems a row runs one after the other (one problem hashes as before)."""
+    problems = tuple(problem) if isinstance(problem, (tuple, list)) else (problem,)
+    bare = []
+    for p in problems:
+        p = copy.copy(p)
+        p.__dict__.pop("ops", None)
+        bare.append(p)
+    what = bare[0] if len(bare) == 1 else tuple(bare)
+    blob = pickle.dumps((what, lanes, taus, bandwidth, latency))
     return hashlib.sha1(blob).hexdigest()[:16]
 
 
@@ -100,18 +106,30 @@ ONE_TAU_SLOTS = 24
 
 
 def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20):
-    """``(problem, "full" or "slice")``: what row ``name`` simulates: the whole layer when it is
-    one problem run once and ``merit.perf`` predicts fewer than ``whole_under`` cycles for it,
-    else the row's slice."""
-    r = row(name)
-    full = r.full()
-    if whole_under and len(full) == 1 and full[0][1] == 1:
+    """``(problem, "full" or "slice")``: what row ``name`` simulates: the whole layer when its
+    problems run once each and ``merit.perf`` predicts fewer than ``whole_under`` cycles for
+    them (one layer: ``Row.split`` when it runs as several problems), else the row's slice.
+    ``problem`` is a tuple when the row runs several problems one
+    after the other (:meth:`merit.paper.Row.slice_problems`)."""
+    problems = ran_problems(name, "slice")
+    full = row(name).full()
+    if whole_under and (len(full) == 1 and full[0][1] == 1 or row(name).split):
         from merit.perf import predict_problem
-        cycles = predict_problem(full[0][0], lanes=lanes, taus=max(taus or 1, 1),
-                                 dram_bytes_per_cycle=bandwidth, latency=latency).cycles
+        full = ran_problems(name, "full")
+        cycles = sum(predict_problem(p, lanes=lanes, taus=max(taus or 1, 1),
+                                     dram_bytes_per_cycle=bandwidth, latency=latency).cycles
+                     for p in full)
         if cycles < whole_under:
-            return full[0][0], "full"
-    return r.slice(), "slice"
+            return (full[0] if len(full) == 1 else full), "full"
+    return (problems[0] if len(problems) == 1 else problems), "slice"
+
+
+def ran_problems(name, part):
+    """The tuple of problems that row ``name`` runs for ``part`` ("full": the whole layer, its
+    problems once each; else the slice)."""
+    if part == "full":
+        return tuple(p for p, _ in row(name).full())
+    return row(name).slice_problems()
 
 
 def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
@@ -123,25 +141,48 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
     problem, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
                               bandwidth=bandwidth, latency=latency)
     key = slice_key(problem, lanes, taus or 0, bandwidth, latency)
+    problems = tuple(problem) if isinstance(problem, tuple) else (problem,)
     for other, entry in done.items():
         if other != name and entry.get("slice_key") == key:
             print(f"{name}: same slice as {other}, its run is reused", flush=True)
             return dict(entry, same_run_as=other)
     start = time.time()
     extra = {"instructions": ONE_TAU_SLOTS} if taus is None else {}
-    metrics = simulate(problem, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
-                       latency=latency, seed=seed, progress=lambda line: print(line, flush=True),
-                       **extra)
-    std = problem.ops.count / (metrics["cycles"] * lanes * (taus or 1))
-    return {"slice_key": key, "simulated": part, "utilization": metrics["utilization"],
-            "cycles": metrics["cycles"], "standard_ops": problem.ops.count,
-            "ops_unit": problem.ops.unit,
-            "utilization_std": round(std, 4),
-            "tiles": metrics.get("tiles"), "tiling": metrics.get("tiling"),
-            "dram_busy": metrics.get("dram_busy"), "useful_ops": metrics["useful_ops"],
-            "read_beats": metrics.get("read_beats"), "write_beats": metrics.get("write_beats"),
-            "lanes": lanes, "taus": taus or 1, "bench": "tau" if taus is None else "top",
-            "wall_s": round(time.time() - start, 1)}
+    runs = []
+    for p in problems:          # one run after the other, each bit-exact on its own outputs
+        runs.append(simulate(p, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
+                             latency=latency, seed=seed,
+                             progress=lambda line: print(line, flush=True), **extra))
+    cycles = sum(m["cycles"] for m in runs)
+    ops = sum(p.ops.count for p in problems)
+    std = ops / (cycles * lanes * (taus or 1))
+
+    def total(key):
+        values = [m.get(key) for m in runs]
+        return None if any(v is None for v in values) else sum(values)
+
+    busy = [m.get("dram_busy") for m in runs]
+    entry = {"slice_key": key, "simulated": part,
+             "utilization": round(sum(m["utilization"] * m["cycles"] for m in runs) / cycles, 4)
+             if len(runs) > 1 else runs[0]["utilization"],
+             "cycles": cycles, "standard_ops": ops,
+             "ops_unit": problems[0].ops.unit,
+             "utilization_std": round(std, 4),
+             "tiles": total("tiles"),
+             "tiling": " + ".join(str(m.get("tiling")) for m in runs),
+             "dram_busy": (round(sum(b * m["cycles"] for b, m in zip(busy, runs)) / cycles, 4)
+                           if None not in busy else None),
+             "useful_ops": total("useful_ops"),
+             "read_beats": total("read_beats"), "write_beats": total("write_beats"),
+             "lanes": lanes, "taus": taus or 1, "bench": "tau" if taus is None else "top",
+             "wall_s": round(time.time() - start, 1)}
+    if len(runs) > 1:
+        entry["runs"] = [{"problem": p.name, "cycles": m["cycles"],
+                          "standard_ops": p.ops.count, "tiling": m.get("tiling"),
+                          "dram_busy": m.get("dram_busy"), "read_beats": m.get("read_beats"),
+                          "write_beats": m.get("write_beats")}
+                         for p, m in zip(problems, runs, strict=True)]
+    return entry
 
 
 def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
@@ -159,8 +200,8 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency):
     r = row(name)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
     entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
-    ran = r.full()[0][0] if entry.get("simulated") == "full" else r.slice()
-    sliced = _model([(ran, 1)], lanes=lanes, taus=taus, bandwidth=bandwidth,
+    ran = ran_problems(name, entry.get("simulated"))
+    sliced = _model([(p, 1) for p in ran], lanes=lanes, taus=taus, bandwidth=bandwidth,
                     latency=latency)
     full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency)
     if sliced is None:
@@ -175,7 +216,7 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency):
     entry["model_full_std"] = round(full[3], 4)
     entry["model_full_cycles"] = full[1]
     entry["bound"] = full[2]
-    entry["ops_unit"] = ran.ops.unit
+    entry["ops_unit"] = ran[0].ops.unit
     return entry
 
 
@@ -190,7 +231,7 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
     model = out.setdefault("model", {})
     for name in SCALING_ROWS:
         r = row(name)
-        points = [_model([(r.slice(), 1)], lanes=lanes, taus=a // lanes, bandwidth=bandwidth,
+        points = [_model([(p, 1) for p in r.slice_problems()], lanes=lanes, taus=a // lanes, bandwidth=bandwidth,
                          latency=latency) for a in alus]
         model[name] = [None if p is None else round(p[3], 4) for p in points]
         measured = rtl.setdefault(name, [None] * len(alus))
@@ -293,7 +334,7 @@ def _std(entry, name):
     """The standard-count utilization of a run entry (older entries: from their cycles)."""
     if entry.get("utilization_std") is not None:
         return entry["utilization_std"]
-    ops = row(name).slice().ops.count
+    ops = sum(p.ops.count for p in row(name).slice_problems())
     return round(ops / (entry["cycles"] * entry.get("lanes", 32) * entry.get("taus", 1)), 4)
 
 
@@ -511,8 +552,8 @@ def main(argv=None):
     for store, taus in ((results["rows"], args.taus), (one_tau["rows"], 0)):
         for name in list(store):
             key = store[name].get("slice_key")
-            ran = (row(name).full()[0][0] if store[name].get("simulated") == "full"
-                   else row(name).slice()) if name in names else None
+            ran = ran_problems(name, store[name].get("simulated")) if name in names else None
+            ran = ran[0] if ran is not None and len(ran) == 1 else ran
             if name not in names or key is not None and key != slice_key(
                     ran, args.lanes, taus, args.dram_bytes_per_cycle, args.latency):
                 del store[name]                     # a run of a slice that has changed since

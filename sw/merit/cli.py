@@ -62,7 +62,11 @@ def _problem(spec):
             raise CommandError(f"unknown paper row {name!r}; expected one of "
                                + ", ".join(rows))
         r = rows[name]
-        return r.slice(), f"{r.label} (Table {r.table}), slice: {r.slice_what}"
+        problems = r.slice_problems()
+        what = f"{r.label} (Table {r.table}), slice: {r.slice_what}"
+        if len(problems) > 1:       # a row run as several problems: the first of them
+            what += f"; problem 1 of {len(problems)} ({problems[0].name})"
+        return problems[0], what
 
     if ":" not in spec:
         from merit.suite import WORKLOADS as workloads

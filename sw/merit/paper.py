@@ -27,6 +27,12 @@ into a binary matte (:class:`~merit.strategies.DotThreshold`, threshold 0, 32767
 blending of the 3 x 216 x 324 image over a background with that matte, each matte pixel covering
 3 x 3 image pixels (:func:`~merit.workloads.alpha_blend`).
 
+DECONV4 runs as the four phase-group problems of :func:`~merit.workloads.deconv2d_phases` (exact
+taps and outputs, each writing its strided part of the output; ALU-bound, the split saves the
+nonexistent and cropped taps), DECONV5 as the one polyphase problem of
+:func:`~merit.workloads.deconv2d` (DRAM-bound with one output channel: the four problems would read
+its 64-channel input four times; ``docs/decisions.md``).
+
 Each problem carries its standard arithmetic count (``problem.ops``: MACs as frameworks count
 them, plus the pooling's compares), from which the tables' utilization is computed.
 """
@@ -59,9 +65,14 @@ class Row:
     full : callable
         ``full() -> list of (Problem, repeat)``: the layer (``repeat`` runs of each problem).
     slice : callable
-        ``slice() -> Problem``: what the Verilator model simulates.
+        ``slice() -> Problem``, or a tuple of problems run one after the other (a transposed
+        convolution split into its phase groups, :func:`merit.workloads.deconv2d_phases`):
+        what the Verilator model simulates.
     slice_what : str
         The slice in words (what was cut).
+    split : bool
+        The layer is one layer run as several problems (``full`` and ``slice`` list them), not
+        several layers: it may be simulated whole.
     """
 
     name: str
@@ -72,6 +83,17 @@ class Row:
     full: object
     slice: object
     slice_what: str
+    split: bool = False
+
+    def slice_problems(self):
+        """The slice as a tuple of problems (one for most rows)."""
+        part = self.slice()
+        return tuple(part) if isinstance(part, (tuple, list)) else (part,)
+
+
+def _phases(problems):
+    """A layer split into problems run once each (``Row.full``)."""
+    return [(p, 1) for p in problems]
 
 
 def _vgg(layers):
@@ -171,10 +193,11 @@ ROWS = (
         lambda: W.conv_pool2d(1, 16, 24, 36, 64, 3, padding=1, pool=3),
         "input channels 0-15, output channels 0-63, all 8x12 pooled outputs"),
     Row("saliency_deconv4", "VIII", "Saliency DECONV4", 0.87,
-        "deconv 5x5 stride 3 pad 1, 128 -> 64 channels, 8x12 -> 24x36",
-        lambda: [(W.deconv2d(1, 128, 8, 12, 64, 5, stride=3, padding=1), 1)],
-        lambda: W.deconv2d(1, 16, 8, 12, 32, 5, stride=3, padding=1),
-        "input channels 0-15, output channels 0-31, all 24x36"),
+        "deconv 5x5 stride 3 pad 1, 128 -> 64 channels, 8x12 -> 24x36 (4 phase-group problems "
+        "with exact taps)",
+        lambda: _phases(W.deconv2d_phases(1, 128, 8, 12, 64, 5, stride=3, padding=1)),
+        lambda: W.deconv2d_phases(1, 16, 8, 12, 32, 5, stride=3, padding=1),
+        "input channels 0-15, output channels 0-31, all 24x36", split=True),
     Row("saliency_deconv5", "VIII", "Saliency DECONV5+threshold", 0.71,
         "deconv 5x5 stride 3 pad 1, 64 -> 1 channel, 24x36 -> 72x108, thresholded to a matte",
         lambda: [(W.deconv2d(1, 64, 24, 36, 1, 5, stride=3, padding=1, threshold=0,
