@@ -191,8 +191,11 @@ def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_unde
     entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
                       seed=seed, done=done, whole_under=whole_under)
     whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
+    part = "whole layer" if whole else r.slice_what
+    if entry.get("runs"):
+        part += f" ({len(entry['runs'])} problems, one run after the other)"
     return dict(entry, table=r.table, label=r.label, paper=r.paper, what=r.what,
-                slice="whole layer" if whole else r.slice_what, whole=whole)
+                slice=part, whole=whole)
 
 
 def add_model(entry, name, *, lanes, taus, bandwidth, latency):
