@@ -211,6 +211,11 @@ def candidates(spec, precision, cap, wgmma=False):
                          frags=frags, ldsm=True, wgmma=True)
                 if smem_bytes(spec, t) <= cap:
                     yield t
+                    # two blocks per SM (registers capped at 128 for 256 threads): twice the
+                    # loads in flight per SM
+                    if t.nthreads <= 256 and frags[1] <= 16 and 2 * smem_bytes(spec, t) <= cap:
+                        yield Tile((1,) * P, ext, t.chunk, mma=precision, warps=warps,
+                                   frags=frags, ldsm=True, wgmma=True, minblocks=2)
             continue
         for bk in BKS[precision]:
             if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
@@ -250,6 +255,8 @@ def estimate(spec, tile, device, smem_cap):
     if regs > 255:
         return None
     regs = -(-regs // 8) * 8
+    if tile.minblocks > 1:
+        regs = min(regs, device.regs_sm // (nt * tile.minblocks))
     # 16 warps: __launch_bounds__ caps a thread at 128 registers, which the compiler meets
     # without spilling a few over the estimate (sums, slots and fragments stay)
     if nt * regs > device.regs_sm >= nt * regs / 1.15:
@@ -496,7 +503,8 @@ def source(spec, tile):
     if cl > 1:
         out.append(_PRELUDE_CLUSTER.replace("MERIT_ST4X", _store_x(prec)))
     cdims = f"__cluster_dims__({cl}, 1, 1) " if cl > 1 else ""
-    out.append(f'extern "C" __global__ void __launch_bounds__({nt}) {cdims}{name}('
+    lb = f"{nt}, {tile.minblocks}" if tile.minblocks > 1 else f"{nt}"
+    out.append(f'extern "C" __global__ void __launch_bounds__({lb}) {cdims}{name}('
                f'{", ".join(params)}) {{')
     w = _Writer()
     w("extern __shared__ __align__(128) unsigned char smem_raw[];")

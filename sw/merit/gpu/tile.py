@@ -81,7 +81,7 @@ class Tile:
         blocks' shared memory (distributed shared memory, a cluster barrier per k tile), so the
         blocks read a third less from L2 on a 128 x 256 box.
     minblocks : int
-        SIMT tiles only: blocks per SM the compiler must make room for (the second argument of
+        SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
         threads)``); 1 leaves the compiler free.
     split : int
@@ -154,6 +154,7 @@ class Tile:
             if self.ldsm:
                 kind = ("wg" if self.wgmma else "lm") + (f"c{self.cluster}" if self.cluster > 1
                                                           else "")
+                kind += f"_m{self.minblocks}" if self.minblocks > 1 else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

@@ -507,7 +507,7 @@ def _complete_mma(spec, tile, device):
     if tile.ldsm:   # gathered operand tiles: no footprints to pad, always two buffers
         return Tile((1,) * P, tuple(tile.regs), tile.chunk, shared, (), tuple(range(P - 1, -1, -1)),
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
-                    ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster)
+                    ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -940,10 +940,10 @@ def check_tile(spec, tile, device=H100):
     if not isinstance(tile.stages, int) or not 2 <= tile.stages <= 4:
         raise ValueError(f"tile.stages must be 2, 3 or 4 (buffers of the copy pipeline), "
                          f"not {tile.stages!r}")
-    if not isinstance(tile.minblocks, int) or tile.minblocks < 1 or (tile.mma and
-                                                                       tile.minblocks > 1):
-        raise ValueError(f"tile.minblocks must be a positive integer (1 for tensor-core tiles), "
-                         f"not {tile.minblocks!r}")
+    if not isinstance(tile.minblocks, int) or tile.minblocks < 1 or (
+            tile.mma and not tile.wgmma and tile.minblocks > 1):
+        raise ValueError(f"tile.minblocks must be a positive integer (1 for tensor-core tiles "
+                         f"other than wgmma), not {tile.minblocks!r}")
     if not isinstance(tile.split, int) or tile.split < 1:
         raise ValueError(f"tile.split must be a positive integer, not {tile.split!r}")
     if tile.split > 1:

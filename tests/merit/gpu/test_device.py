@@ -268,10 +268,11 @@ def test_wgmma_partial_tiles_and_odd_lines():
     a, b = problem.random_inputs(rng, np.float32)
     for prec, chunk in (("tf32", 32), ("fp16", 64), ("bf16", 64)):
         ref = _round_operand(a, prec) @ _round_operand(b, prec)
-        for warps, fn in (((4, 1), 8), ((8, 1), 8), ((4, 2), 8), ((4, 1), 16)):
+        for warps, fn, mb in (((4, 1), 8, 1), ((8, 1), 8, 1), ((4, 2), 8, 1), ((4, 1), 16, 1),
+                              ((8, 1), 16, 2)):
             regs = (16 * warps[0], 8 * warps[1] * fn)
             tile = {"mma": prec, "ldsm": True, "wgmma": True, "regs": regs, "warps": warps,
-                    "frags": (1, fn), "chunk": chunk}
+                    "frags": (1, fn), "chunk": chunk, "minblocks": mb}
             out = (cp.full((50, 40), np.nan, dtype=np.float32),)
             got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
             assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"

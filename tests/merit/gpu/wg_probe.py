@@ -3,7 +3,8 @@ against float64 and timed, beside the best tiles the generator ranked before and
 the same precision.
 
 ``PYTHONPATH=sw python tests/merit/gpu/wg_probe.py [--only gemm,vgg,odd] [--prec fp16,bf16,tf32]
-[--base 2] [--out DIR]``: one line per tile, a table last, a JSON file under ``--out``.
+[--base 2] [--match _m2,k32] [--out DIR]``: one line per tile, a table last, a JSON file
+under ``--out``.
 """
 
 import argparse
@@ -40,6 +41,8 @@ def main():
     ap.add_argument("--only", default="odd,oddconv,gemm,vgg")
     ap.add_argument("--prec", default="fp16,bf16,tf32")
     ap.add_argument("--base", type=int, default=2)
+    ap.add_argument("--match", default="", help="only wgmma tiles whose label holds one of "
+                                                "these comma-separated pieces")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     import cupy as cp
@@ -64,8 +67,10 @@ def main():
             peer_ms = {n: time_launch(f) for n, f in peers.items()}
             spec = spec_of(prob, "float32", prec)
             big = H100.smem_block - 1024
+            pieces = [m for m in args.match.split(",") if m]
             wg = [t for t in ldsm.candidates(spec, prec, big, wgmma=True)
-                  if ldsm.estimate(spec, t, H100, big) is not None]
+                  if ldsm.estimate(spec, t, H100, big) is not None
+                  and (not pieces or any(m in t.label() for m in pieces))]
             base = [t for t in rank(spec, count=max(args.base, 1)) if not t.wgmma][:args.base]
             inputs = [dict(zip([t.name for t in prob.tensors], arrays, strict=True))[op.tensor]
                       for op in prob.operands]
