@@ -209,13 +209,9 @@ def candidates(spec, precision, cap, wgmma=False):
             for rb in (128, 64):
                 t = Tile((1,) * P, ext, rb // ESIZE[precision], mma=precision, warps=warps,
                          frags=frags, ldsm=True, wgmma=True)
+                # (two blocks per SM, minblocks 2, measured no faster: not candidates)
                 if smem_bytes(spec, t) <= cap:
                     yield t
-                    # two blocks per SM (registers capped at 128 for 256 threads): twice the
-                    # loads in flight per SM
-                    if t.nthreads <= 256 and frags[1] <= 16 and 2 * smem_bytes(spec, t) <= cap:
-                        yield Tile((1,) * P, ext, t.chunk, mma=precision, warps=warps,
-                                   frags=frags, ldsm=True, wgmma=True, minblocks=2)
             continue
         for bk in BKS[precision]:
             if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
