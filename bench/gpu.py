@@ -787,9 +787,9 @@ def report(meta, results):
              "Ratios > 1 mean merit.gpu is faster."]
     for u in meta.get("updated", []):
         lines += ["", f"Re-measured {u['date']} with `{u['command']}` "
-                      f"({u['wall_s']:.0f} s on the device, {u['device']}): "
-                      + ", ".join(f"`{k}`" for k in u["keys"]) + "; every other row is from "
-                      "the run above."]
+                      f"({u['wall_s']:.0f} s on the device, {u['device']}): the "
+                      f"{len(u['keys'])} rows its `--only` names; every other row is from the "
+                      f"run above."]
     for title, targets in _SECTIONS:
         sect = [r for r in results if r["target"] in targets and r["target"] != "fixed"]
         if not sect:
