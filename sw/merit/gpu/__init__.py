@@ -10,7 +10,7 @@ source (:func:`kernel_source`, :func:`plan`) needs neither CuPy nor a GPU.
 from dataclasses import dataclass
 
 from .codegen import kernel_name, source
-from .spec import PRECISIONS, Spec, spec_of
+from .spec import OPERAND_DTYPES, PRECISIONS, Spec, spec_of
 from .tile import Tile
 from .tiling import H100, WG_TUNED, Device, check_tile, rank
 
@@ -49,24 +49,53 @@ def _check_problem(problem):
         raise TypeError(f"problem must be a merit.Problem, not {problem!r}")
 
 
-def plan(problem, dtype="float32", tile=None, precision="fp32"):
+def plan(problem, dtype="float32", tile=None, precision="fp32", operands="float32"):
     """Specialize ``problem`` for ``dtype`` ("float32" or "int32"), a precision and a tile.
 
     ``tile`` is a :class:`Tile`, a dict of some of its fields (``threads`` required), or None for
     the cost model's first choice (no timing; :func:`run` autotunes).  ``precision`` as in
-    :func:`run`.
+    :func:`run`; ``operands`` the arrays' element type in memory ("float32", or "float16" /
+    "bfloat16" with precision "fp16" / "bf16", see :func:`run`).
     """
     _check_problem(problem)
     if dtype not in _DTYPES:
         raise TypeError(f"dtype must be 'float32' or 'int32', not {dtype!r}")
-    spec = spec_of(problem, dtype, precision)
+    spec = spec_of(problem, dtype, precision, operands=operands)
     t = rank(spec, count=1)[0] if tile is None else check_tile(spec, tile)
     return Plan(spec, t)
 
 
-def kernel_source(problem, dtype="float32", tile=None, precision="fp32"):
+def kernel_source(problem, dtype="float32", tile=None, precision="fp32", operands="float32"):
     """CUDA source of the kernel :func:`run` would launch for ``problem`` (no GPU needed)."""
-    return plan(problem, dtype, tile, precision).source
+    return plan(problem, dtype, tile, precision, operands).source
+
+
+_HALF = ("float16", "bfloat16")
+
+
+def _kind(array):
+    """An array's element type by name ("float32", "float16", "bfloat16", ...), torch's too."""
+    return str(array.dtype).removeprefix("torch.")
+
+
+def operand_dtype(kinds, names, precision):
+    """The operands' element type in memory for arrays of element types ``kinds``: "float32"
+    (or "int32", ...) as :func:`dtype_of` checks them, or "float16" / "bfloat16" when every
+    array is of the half type of ``precision`` "fp16" / "bf16"; a TypeError naming the tensor
+    and what was expected otherwise."""
+    want = OPERAND_DTYPES.get(precision)
+    for kd, n in zip(kinds, names, strict=True):
+        if kd in _HALF and kd != want:
+            takes = f"float32 or {want}" if want else "float32"
+            raise TypeError(f"tensor {n!r} has dtype {kd}; precision {precision!r} takes {takes} "
+                            f"arrays ({kd} arrays go with precision "
+                            f"{'fp16' if kd == 'float16' else 'bf16'!r})")
+    if not any(kd in _HALF for kd in kinds):
+        return "float32"
+    if any(kd != want for kd in kinds):
+        raise TypeError(f"the arrays mix dtypes {sorted(set(kinds))}; give all float32 or all "
+                        f"{want} for precision {precision!r}")
+    return want
 
 
 def dtype_of(arrays, names):
@@ -117,9 +146,19 @@ def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None, precis
     _check_problem(problem)
     cp = runtime.cupy()
     names = [t.name for t in problem.tensors]
+    operands = "float32"
     if len(arrays) == len(names):
+        kinds = [_kind(a) for a in arrays]
+        operands = operand_dtype(kinds, names, precision)
         arrays = [runtime.to_device(a, n) for a, n in zip(arrays, names, strict=True)]
     _check_arrays(problem, arrays)
+    halves = None
+    if operands != "float32":
+        # half-precision arrays: the half tiles read them as they are; the other tiles (and
+        # every pre / post input) read float32 copies, made once here (exact: fp16 and bf16
+        # values are float32 values)
+        halves = arrays
+        arrays = [runtime.widen(a, operands) for a in arrays]
     if fixed is not None:
         for a, n in zip(arrays, names, strict=True):
             if str(a.dtype) != "int16":
@@ -129,16 +168,24 @@ def prepare(problem, *arrays, tile=None, out=None, tune=True, cache=None, precis
     dtype = dtype_of(arrays, names)
     for op in problem.operands:
         op.transform.check_bounds(problem.p_shape, problem.a_shape)
-    spec = spec_of(problem, dtype, precision, fixed)
+    spec = spec_of(problem, dtype, precision, fixed, operands=operands)
     by_name = dict(zip(names, arrays, strict=True))
     inputs = [by_name[op.tensor] for op in problem.operands]
+    half_inputs = None
+    if halves is not None:
+        from .mma import roles
+
+        r = roles(spec)
+        hby = dict(zip(names, halves, strict=True))
+        half_inputs = [hby[op.tensor] if r is not None and k in (r.a, r.b) else inputs[k]
+                       for k, op in enumerate(problem.operands)]
     if out is None:
         out = tuple(cp.empty(spec.pshape, dtype=spec.out_dtype) for _ in range(spec.outputs))
     else:
         out = tuple(out)
         _check_out(spec, out, cp)
-    t = _choose(spec, inputs, out, tile, tune, cache)
-    return Plan(spec, t), runtime.launcher(spec, t, inputs, out), out
+    t = _choose(spec, inputs, out, tile, tune, cache, half_inputs)
+    return Plan(spec, t), runtime.launcher(spec, t, half_inputs if t.half else inputs, out), out
 
 
 def tune(problem, *arrays, cache=None, precision="fp32"):
@@ -153,7 +200,12 @@ def run(problem, *arrays, tile=None, out=None, tune=True, cache=None, precision=
     ----------
     problem : merit.Problem
     *arrays : CuPy, NumPy or DLPack (e.g. torch) arrays
-        One per tensor, in ``problem.tensors`` order; all float32 or all int32.
+        One per tensor, in ``problem.tensors`` order; all float32 or all int32.  With precision
+        "fp16" / "bf16" they may instead all be float16 / bfloat16 (NumPy / CuPy float16, torch
+        float16 or bfloat16): the staged tensor-core tiles then read the operands as 2-byte
+        elements (``Tile.half``: ``cp.async`` into shared memory, a pipeline of up to 4 k
+        tiles), and the autotuner also times them; the other tiles read float32 copies made once
+        when the arrays are prepared.
     tile : Tile or dict, optional
         Override the automatic tile choice.
     out : sequence of cupy arrays, optional
@@ -201,7 +253,7 @@ def run_fixed(problem, *arrays, shift=0, tile=None, tune=True, cache=None):
 TUNED = 12
 
 
-def _choose(spec, inputs, out, tile, tune, cache):
+def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
     from . import runtime
 
     if tile is not None:
@@ -222,8 +274,9 @@ def _choose(spec, inputs, out, tile, tune, cache):
         times = []
         for t in cands:
             try:
-                ms = runtime.time_launch(runtime.launcher(spec, t, inputs, out), min_ms=5.0,
-                                         batches=3)
+                ms = runtime.time_launch(
+                    runtime.launcher(spec, t, half_inputs if t.half else inputs, out),
+                    min_ms=5.0, batches=3)
             except Exception:  # a candidate that fails to compile or launch is skipped
                 continue
             times.append((ms, t))

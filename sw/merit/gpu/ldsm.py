@@ -138,7 +138,39 @@ def _geo(spec, tile):
 def smem_bytes(spec, tile):
     bm, bn, _, rb, _ = _geo(spec, tile)
     # wgmma: the buffers start at a 1024-byte boundary (the 128-byte swizzle's period)
-    return 2 * (bm + bn) * rb + (WG_ALIGN if tile.wgmma else 0)
+    return _buffers(tile) * (bm + bn) * rb + (WG_ALIGN if tile.wgmma else 0)
+
+
+def _buffers(tile):
+    """Operand-tile buffers: ``stages`` for tiles reading half-precision arrays, else two."""
+    return tile.stages if tile.half else 2
+
+
+def half_fits(spec, tile):
+    """Why ``tile`` cannot read half-precision operand arrays, or "" when it can."""
+    if not tile.ldsm or tile.mma not in ("fp16", "bf16"):
+        return (f"tile.half reads FP16 / BF16 operand arrays into the staged kernel: it needs "
+                f"tile.ldsm and tile.mma 'fp16' or 'bf16', not ldsm={tile.ldsm}, "
+                f"mma={tile.mma!r}")
+    if tile.cluster != 1:
+        return "tile.half is not built for cluster tiles (tile.cluster must be 1)"
+    if spec.operands == "float32":
+        return (f"tile.half reads {'float16' if tile.mma == 'fp16' else 'bfloat16'} operand "
+                f"arrays, but problem {spec.name!r} was given float32 arrays")
+    return ""
+
+
+def async_ops(spec, tile):
+    """Per operand (A, B) of a ``half`` tile: whether its slots go by ``cp.async`` (four
+    elements contiguous and 8-byte aligned in memory: "lk" tiles of a flat k, or "kl" vectors of
+    four lines)."""
+    r = roles(spec)
+    out = []
+    for k, idxs in ((r.a, r.rows), (r.b, r.cols)):
+        mode, lvec = layout(spec, tile, k, idxs)
+        p = operand_plan(spec, k, idxs)
+        out.append(bool(tile.half) and (lvec if mode == "kl" else p["vector"]))
+    return tuple(out)
 
 
 #: Alignment of the wgmma kernel's buffers (8 lines of 128 bytes: one swizzle period).
@@ -244,7 +276,9 @@ def estimate(spec, tile, device, smem_cap):
     # a cluster tile gathers half of the B lines (the peer the other half)
     plans = [(operand_plan(spec, r.a, r.rows), bm),
              (operand_plan(spec, r.b, r.cols), bn // tile.cluster)]
-    slots = sum(_slots(lines, bk, nt) for _, lines in plans)
+    asy = async_ops(spec, tile) if tile.half else (False, False)
+    # cp.async slots hold no registers
+    slots = sum(_slots(lines, bk, nt) for (_, lines), a in zip(plans, asy, strict=True) if not a)
     # sums, staged loads, fragments and addresses (239 measured for 128 sums and 12 slots)
     wg = tile.wgmma
     regs = fm * fn * 4 + slots * 4 + (0 if wg else fm * 4 + fn * 2) + 24
@@ -266,9 +300,9 @@ def estimate(spec, tile, device, smem_cap):
     mma_n = fm * fn * kst
     ldsm_n = (fm + -(-fn // 2)) * kst
     gather = 0.0
-    for p, lines in plans:
-        per = 6.0 if p["vector"] else 4 * (6 + 2 * (spec.na - 1) + 4 * len(p["checked"]))
-        gather += _slots(lines, bk, nt) * (per + 4)
+    for (p, lines), a in zip(plans, asy, strict=True):
+        per = 6.0 if p["vector"] or a else 4 * (6 + 2 * (spec.na - 1) + 4 * len(p["checked"]))
+        gather += _slots(lines, bk, nt) * (per + (1 if a else 4))
     steps = nb * ntiles
     warps = wm * wn
     if wg:   # one wgmma per warpgroup and k step, operands read from shared memory
@@ -288,8 +322,9 @@ def estimate(spec, tile, device, smem_cap):
     tail = math.ceil(waves) / waves if waves < 4 else 1.0
     sm_time = max(mma_clk, smem_clk, issue_clk) / device.sms / eff * tail
     # operand tiles come from L2 (fp32, every block reads its own); DRAM sees each tensor once
-    l2 = steps * (bm + bn // tile.cluster) * bk * 4 / (2.0 * device.dram_bytes_clk)
-    once = sum(math.prod(op.shape) for op in spec.inputs) * 4 + math.prod(spec.pshape) * 8
+    eb = ESIZE[prec] if tile.half else 4
+    l2 = steps * (bm + bn // tile.cluster) * bk * eb / (2.0 * device.dram_bytes_clk)
+    once = sum(math.prod(op.shape) for op in spec.inputs) * eb + math.prod(spec.pshape) * 8
     dram = once / device.dram_bytes_clk
     return max(sm_time, l2, dram) * capped + 2000.0 + 60.0 * ntiles
 
@@ -352,6 +387,9 @@ __device__ __forceinline__ void merit_wg_commit() {
 }
 __device__ __forceinline__ void merit_wg_wait() {
     asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_wg_wait1() {
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
 }
 __device__ __forceinline__ void merit_proxy_fence() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -442,6 +480,27 @@ def _store_prelude(prec):
     return _STORE["half"].replace("TY", "f16" if prec == "fp16" else "bf16")
 
 
+_PRELUDE_HALF = r"""
+__device__ __forceinline__ void merit_st4h(unsigned addr, const unsigned short* h) {
+    // four 2-byte elements already in the operand precision: stored as they are
+    const unsigned x = (unsigned)h[0] | ((unsigned)h[1] << 16);
+    const unsigned y = (unsigned)h[2] | ((unsigned)h[3] << 16);
+    asm volatile("st.shared.v2.b32 [%0], {%1,%2};\n" :: "r"(addr), "r"(x), "r"(y));
+}
+__device__ __forceinline__ void merit_acp8(unsigned addr, const void* src, bool ok) {
+    // four 2-byte elements straight into the swizzled layout; zero-filled when !ok
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n"
+                 :: "r"(addr), "l"(src), "r"(ok ? 8 : 0) : "memory");
+}
+__device__ __forceinline__ void merit_acommit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void merit_await() {
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+"""
+
+
 def source(spec, tile):
     """CUDA source of the staged tensor-core kernel and its launch geometry."""
     from .codegen import (
@@ -490,11 +549,20 @@ def source(spec, tile):
     else:
         out.append(_PRELUDE_LDSM)
     out.append(_store_prelude(prec))
+    hv = tile.half
+    if hv:
+        why = half_fits(spec, tile)
+        if why:
+            raise ValueError(why)
+        out.append(_PRELUDE_HALF)
+    asy = async_ops(spec, tile) if hv else (False, False)
+    nbuf = _buffers(tile)
     out.append(_strategy_struct(spec, "float"))
     for k in range(len(spec.inputs)):
         if spec.inputs[k].stage != "loop":
             out.append(_load_function(spec, k, "float"))
-    params = [f"const T* __restrict__ g_in{k}" for k in range(len(spec.inputs))]
+    params = [f"const {'unsigned short' if hv and k in (r.a, r.b) else 'T'}* __restrict__ g_in{k}"
+              for k in range(len(spec.inputs))]
     params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
     if cl > 1:
         out.append(_PRELUDE_CLUSTER.replace("MERIT_ST4X", _store_x(prec)))
@@ -541,6 +609,7 @@ def source(spec, tile):
         nsl = _slots(own, bk, nt)
         exact = own * (bk // 4) % nt == 0
         ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact,
+                        asy=asy[len(ops)],
                         mode=mode, lvec=lvec, own=own, share=share,
                         loff=f" + (int)crank * {own}" if share else ""))
     tr_of = {k: spec.inputs[k].transform for k in (r.a, r.b)}
@@ -567,7 +636,8 @@ def source(spec, tile):
         for i in range(nsl):
             decls.append(f"{idx_t} lb{oi}_{i};")
             decls += [f"int lx{oi}_{i}_{ax};" for ax in p["checked"]]
-            decls.append(f"float f{oi}_{i}[4];")
+            if not op["asy"]:
+                decls.append(f"{'unsigned short' if hv else 'float'} f{oi}_{i}[4];")
             w(f"// operand {k} slot {i} ({op['mode']})")
             w(f"const int v{oi}_{i} = tid + {i * nt};")
             if kl:
@@ -645,14 +715,33 @@ def source(spec, tile):
         kl = [f"({idx_t})a{a} * {p['coef'][P + a]}" for a in range(A) if p["coef"][P + a]]
         return " + " + " + ".join(kl) if kl else ""
 
-    def emit_loads(kt_expr):
-        """Global loads of k-tile ``kt_expr`` into the slots' registers."""
+    zero = "(unsigned short)0" if hv else "0.f"
+
+    def emit_loads(kt_expr, buf_expr=None):
+        """Global loads of k-tile ``kt_expr`` into the slots' registers; with ``buf_expr`` (a
+        ``half`` tile) also the ``cp.async`` slots' copies into that buffer."""
         for oi, op in enumerate(ops):
             k, p, nsl, exact = op["k"], op["p"], op["nsl"], op["exact"]
             inner = op["idxs"][-1] if op["idxs"] else None
+            if op["asy"] and buf_expr is None:
+                continue
             for i in range(nsl):
                 f = f"f{oi}_{i}"
                 w.open(f"if (in{oi}_{i})" if not exact else "")
+                if op["asy"]:
+                    dst = f"sbase + {buf_expr} * {stage_bytes} + sa{oi}_{i}"
+                    if op["mode"] == "kl":   # four lines at one k, all inside or all outside
+                        emit_kdigits(f"{kt_expr} * {bk} + kq{oi}_{i}")
+                        w(f"{idx_t} at = lb{oi}_{i}{klin(p)};")
+                        emit_checks(k, p, oi, i, p["checked"], None)
+                        w(f"merit_acp8({dst}, g_in{k} + at, ok);")
+                    else:                    # four consecutive k of a line
+                        w(f"const int k0 = {kt_expr} * {bk} + kq{oi}_{i};")
+                        kk = f"min(k0, {K - 4})" if K % bk else "k0"
+                        w(f"merit_acp8({dst}, g_in{k} + lb{oi}_{i} + ({idx_t}){kk}, "
+                          f"{f'k0 < {K}' if K % bk else 'true'});")
+                    w.close()
+                    continue
                 if op["mode"] == "kl":
                     emit_kdigits(f"{kt_expr} * {bk} + kq{oi}_{i}")
                     w(f"{idx_t} at = lb{oi}_{i}{klin(p)};")
@@ -671,7 +760,7 @@ def source(spec, tile):
                         w.open("for (int e = 0; e < 4; ++e)")
                         w(f"bool ok = ok0; {idx_t} at = at0 + e;")
                         emit_checks(k, p, oi, i, moving, "e")
-                        w(f"{f}[e] = ok ? __ldg(g_in{k} + at) : 0.f;")
+                        w(f"{f}[e] = ok ? __ldg(g_in{k} + at) : {zero};")
                         w.close()
                 elif p["vector"]:
                     w(f"const int k0 = {kt_expr} * {bk} + kq{oi}_{i};")
@@ -688,16 +777,20 @@ def source(spec, tile):
                     emit_kdigits(f"{kt_expr} * {bk} + kq{oi}_{i} + e")
                     w(f"{idx_t} at = lb{oi}_{i}{klin(p)};")
                     emit_checks(k, p, oi, i, p["checked"], None)
-                    w(f"{f}[e] = ok ? __ldg(g_in{k} + at) : 0.f;")
+                    w(f"{f}[e] = ok ? __ldg(g_in{k} + at) : {zero};")
                     w.close()
                 w.close()
 
     def emit_stores(buf_expr):
         for oi, op in enumerate(ops):
+            if op["asy"]:
+                continue
             for i in range(op["nsl"]):
                 f = f"f{oi}_{i}"
                 at = f"{buf_expr} * {stage_bytes} + sa{oi}_{i}"
-                if op["share"]:   # into this block's buffer and the cluster peer's
+                if hv:
+                    st = f"merit_st4h(sbase + {at}, {f});"
+                elif op["share"]:   # into this block's buffer and the cluster peer's
                     st = (f"merit_st4x(sbase + {at}, speer + {at}, {f}[0], {f}[1], {f}[2], "
                           f"{f}[3]);")
                 else:
@@ -740,16 +833,20 @@ def source(spec, tile):
             w(f"float c{fm}_{fn}_0 = 0.f, c{fm}_{fn}_1 = 0.f, c{fm}_{fn}_2 = 0.f, "
               f"c{fm}_{fn}_3 = 0.f;")
 
-    emit_loads("0")
-    emit_stores("0")
-    w("__syncthreads();")
-    w("#pragma unroll 1")
-    w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
-    w(f"const unsigned stg = sbase + (kt & 1) * {stage_bytes};")
-    if ntiles > 1:
-        w.open(f"if (kt + 1 < {ntiles})")
-        emit_loads("(kt + 1)")
-        w.close()
+    if hv:
+        _emit_half_head(w, ntiles, nbuf, emit_loads, emit_stores, False)
+        w(f"const unsigned stg = sbase + (kt % {nbuf}) * {stage_bytes};")
+    else:
+        emit_loads("0")
+        emit_stores("0")
+        w("__syncthreads();")
+        w("#pragma unroll 1")
+        w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
+        w(f"const unsigned stg = sbase + (kt & 1) * {stage_bytes};")
+        if ntiles > 1:
+            w.open(f"if (kt + 1 < {ntiles})")
+            emit_loads("(kt + 1)")
+            w.close()
     w("#pragma unroll")
     w.open(f"for (int ks = 0; ks < {bk // ks}; ++ks)")
     if oa["mode"] == "lk":
@@ -787,17 +884,98 @@ def source(spec, tile):
             w(f"merit_mma({c}0, {c}1, {c}2, {c}3, a{fm}_0, a{fm}_1, a{fm}_2, a{fm}_3, "
               f"b{fn}_0, b{fn}_1);")
     w.close()
-    if ntiles > 1:
-        w.open(f"if (kt + 1 < {ntiles})")
-        emit_stores("((kt + 1) & 1)")
-        w.close()
-    w("__syncthreads();")
+    if hv:
+        _emit_half_tail(w, ntiles, nbuf, emit_stores, False)
+    else:
+        if ntiles > 1:
+            w.open(f"if (kt + 1 < {ntiles})")
+            emit_stores("((kt + 1) & 1)")
+            w.close()
+        w("__syncthreads();")
     w.close()
 
     emit_epilogue(w, spec, r, blk, fm_n, fn_n)
     out.append("\n".join(w.lines))
     out.append("}")
     return name, "\n".join(out) + "\n", nblocks, nt, smem
+
+
+def _emit_half_head(w, ntiles, nbuf, emit_loads, emit_stores, wg):
+    """Prologue and loop head of a ``half`` tile's pipeline of ``nbuf`` buffers: tiles 0 ..
+    nbuf - 2 issued (``cp.async`` slots copied, register slots loaded and stored), one copy
+    group each; per k tile: wait until tile kt's group has landed, (wgmma: a proxy fence, the
+    tensor cores read what the copies and stores wrote), one barrier (tile kt is complete and
+    every thread is done with the buffer of tile kt - 1), then tile kt + nbuf - 1 issued into that
+    buffer.  Leaves the loop open with ``kt`` and ``nx`` (the tile being issued) defined."""
+    for t in range(nbuf - 1):
+        if t < ntiles:
+            emit_loads(str(t), str(t))
+            emit_stores(str(t))
+        w("merit_acommit();")
+    w("#pragma unroll 1")
+    w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
+    w(f"merit_await<{nbuf - 2}>();")
+    if wg:
+        w("merit_proxy_fence();")
+    w("__syncthreads();")
+    w(f"const int nx = kt + {nbuf - 1};")
+    if ntiles > nbuf - 1:
+        w.open(f"if (nx < {ntiles})")
+        emit_loads("nx", f"(nx % {nbuf})")
+        w.close()
+    w("merit_acommit();")
+
+
+def _emit_half_tail(w, ntiles, nbuf, emit_stores, wg):
+    """After tile kt's products were issued: the register slots of tile ``nx`` stored (converted
+    nothing: they are 2-byte elements already); wgmma: a proxy fence after them."""
+    if ntiles > nbuf - 1:
+        w.open(f"if (nx < {ntiles})")
+        emit_stores(f"(nx % {nbuf})")
+        if wg:
+            w("merit_proxy_fence();")
+        w.close()
+
+
+def _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs, n):
+    """The k-tile loop of a ``half`` wgmma tile of 3 or 4 buffers: copies run ``stages`` - 2 k
+    tiles ahead and the tensor cores keep one group of wgmma in flight across the barrier
+    (``wgmma.wait_group 1``).  Tile kt + S - 2 goes into the buffer of tile kt - 2, whose
+    wgmma every warpgroup has waited for before the barrier of tile kt: one barrier per k
+    tile, and the tensor cores need not drain between tiles."""
+    nbuf = _buffers(tile)
+    prec, bk = tile.mma, tile.chunk
+    ks = KSTEP[prec]
+    ahead = nbuf - 2
+    for t in range(ahead):
+        if t < ntiles:
+            emit_loads(str(t), str(t))
+            emit_stores(str(t))
+        w("merit_acommit();")
+    w("#pragma unroll 1")
+    w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
+    w(f"merit_await<{ahead - 1}>();")
+    w("merit_proxy_fence();")
+    w("__syncthreads();")
+    w(f"const unsigned long long so = (unsigned long long)((kt % {nbuf}) * "
+      f"{stage_bytes // 16});")
+    w("merit_wg_fence();")
+    for k in range(bk // ks):
+        w(wgmma_asm(prec, n, accs, f"da0 + so + {2 * k}", f"db0 + so + {2 * k}"))
+    w("merit_wg_commit();")
+    w(f"const int nx = kt + {ahead};")
+    if ntiles > ahead:
+        w.open(f"if (nx < {ntiles})")
+        emit_loads("nx", f"(nx % {nbuf})")
+        emit_stores(f"(nx % {nbuf})")
+        w("merit_proxy_fence();")
+        w.close()
+    w("merit_acommit();")
+    w("merit_wg_wait1();")
+    w.close()
+    w("merit_wg_wait();")
+    for a in accs:
+        w(f"merit_keep({a});")
 
 
 def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off):
@@ -821,6 +999,26 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     rb = bk * (4 if prec == "tf32" else 2)
     w(f"const unsigned long long da0 = merit_desc(sbase + (wm >> 2) * {64 * rb});")
     w(f"const unsigned long long db0 = merit_desc(sbase + {b_off} + wn * {n * rb});")
+    if tile.half and _buffers(tile) >= 3:
+        _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs, n)
+        return
+    if tile.half:
+        nbuf = _buffers(tile)
+        _emit_half_head(w, ntiles, nbuf, emit_loads, emit_stores, True)
+        w(f"const unsigned long long so = (unsigned long long)((kt % {nbuf}) * "
+          f"{stage_bytes // 16});")
+        for a in accs:
+            w(f"merit_keep({a});")
+        w("merit_wg_fence();")
+        for k in range(bk // ks):
+            w(wgmma_asm(prec, n, accs, f"da0 + so + {2 * k}", f"db0 + so + {2 * k}"))
+        w("merit_wg_commit();")
+        _emit_half_tail(w, ntiles, nbuf, emit_stores, True)
+        w("merit_wg_wait();")
+        for a in accs:
+            w(f"merit_keep({a});")
+        w.close()
+        return
     if cl:   # the peer block runs before its shared memory is written
         w("merit_cluster_sync();")
     emit_loads("0")

@@ -14,7 +14,8 @@ from pathlib import Path
 from .codegen import source
 from .tile import Tile
 
-__all__ = ["cupy", "to_device", "compiled", "launcher", "launch", "TileCache", "time_launch"]
+__all__ = ["cupy", "to_device", "widen", "compiled", "launcher", "launch", "TileCache",
+           "time_launch"]
 
 _lock = threading.Lock()
 _modules = {}
@@ -33,7 +34,13 @@ def cupy():
 def to_device(array, name):
     """A C-contiguous CuPy array from a CuPy, NumPy or DLPack (e.g. torch) array."""
     cp = cupy()
-    if isinstance(array, cp.ndarray):
+    if str(getattr(array, "dtype", "")) == "torch.bfloat16":
+        # CuPy has no bfloat16: the bits travel as uint16 (merit.gpu.prepare knows the type)
+        import torch
+
+        array = array.contiguous().view(torch.int16)
+        out = cp.from_dlpack(array).view(cp.uint16)
+    elif isinstance(array, cp.ndarray):
         out = array
     elif hasattr(array, "__dlpack__") and not hasattr(array, "__array_interface__"):
         out = cp.from_dlpack(array)
@@ -43,6 +50,15 @@ def to_device(array, name):
     if out.data.ptr % 16:
         out = out.copy()  # 16-byte copies into shared memory need aligned rows
     return out
+
+
+def widen(array, kind):
+    """A float32 copy of a device array of element type ``kind`` ("float16", or "bfloat16" held
+    as uint16 bits); exact."""
+    cp = cupy()
+    if kind == "bfloat16":
+        return (array.astype(cp.uint32) << 16).view(cp.float32)
+    return array.astype(cp.float32)
 
 
 def device_key():

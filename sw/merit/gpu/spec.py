@@ -9,12 +9,15 @@ type and the strategy's C bodies.  Array contents are not part of it.
 import hashlib
 from dataclasses import dataclass, field
 
-__all__ = ["Operand", "Spec", "DTYPES", "PRECISIONS", "STAGES", "spec_of"]
+__all__ = ["Operand", "Spec", "DTYPES", "PRECISIONS", "OPERAND_DTYPES", "STAGES", "spec_of"]
 
 DTYPES = ("float32", "int32")
 #: Arithmetic of a float32 problem: exact fp32 on the SIMT cores, or tensor cores whose operands
 #: are rounded to TF32, FP16 or BF16 (fp32 accumulation).
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+#: Element types the loop operands may have in memory: float32, or the tensor-core precision's
+#: half type (read by the staged kernels as 2-byte elements, :attr:`merit.gpu.Tile.half`).
+OPERAND_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 STAGES = ("pre", "loop", "post")
 
 
@@ -56,6 +59,9 @@ class Spec:
     ``body``: the strategy's ``c_body`` (keys "state", "pre", "loop", "post").
     ``params``: ``(name, value)`` constants the bodies use.
     ``precision``: one of :data:`PRECISIONS` ("fp32" for int32 problems).
+    ``operands``: the element type the caller's arrays have in memory: "float32", or for
+    precision "fp16" / "bf16" "float16" / "bfloat16" (:data:`OPERAND_DTYPES`), which the staged
+    tensor-core tiles with ``half`` read as they are (the other tiles get float32 copies).
     """
 
     name: str
@@ -69,6 +75,7 @@ class Spec:
     out_dtype: str = "float32"
     params: tuple = ()
     precision: str = "fp32"
+    operands: str = "float32"
 
     @property
     def np(self):
@@ -88,7 +95,7 @@ class Spec:
                  repr([op.signature() for op in self.inputs]),
                  repr(self.outputs),
                  repr(sorted((k, repr(v)) for k, v in self.body.items())), repr(self.params),
-                 self.precision]
+                 self.precision] + ([self.operands] if self.operands != "float32" else [])
         key = "|".join(parts)
         object.__setattr__(self, "_key", key)
         return key
@@ -97,7 +104,7 @@ class Spec:
         return hashlib.sha1(self.key().encode()).hexdigest()[:10]
 
 
-def spec_of(problem, dtype, precision="fp32", fixed=None):
+def spec_of(problem, dtype, precision="fp32", fixed=None, operands="float32"):
     """The :class:`Spec` of a :class:`merit.Problem` computed in ``dtype`` ("float32"/"int32")
     with the arithmetic ``precision`` (one of :data:`PRECISIONS`; tensor cores need float32).
 
@@ -113,6 +120,12 @@ def spec_of(problem, dtype, precision="fp32", fixed=None):
                          f"not {precision!r}")
     if precision != "fp32" and dtype != "float32":
         raise ValueError(f"precision {precision!r} needs float32 arrays, not {dtype}")
+    if operands != "float32" and operands != OPERAND_DTYPES.get(precision):
+        want = OPERAND_DTYPES.get(precision)
+        raise ValueError(f"{operands} operand arrays need precision "
+                         f"{'fp16' if operands == 'float16' else 'bf16'!r}, not {precision!r}"
+                         + (f" (precision {precision!r} takes float32 or {want} arrays)" if want
+                            else f" (precision {precision!r} takes float32 arrays)"))
     strategy = problem.strategy
     odt = np.dtype(strategy.output_dtype(np.dtype(dtype)))
     out_dtype = "float32" if odt.kind == "f" else "int32"
@@ -136,4 +149,4 @@ def spec_of(problem, dtype, precision="fp32", fixed=None):
                 levels=tuple(problem.levels),
                 inputs=tuple(Operand(op.transform, op.stage) for op in problem.operands),
                 outputs=len(strategy.outputs), body=body, dtype=dtype, out_dtype=out_dtype,
-                precision=precision)
+                precision=precision, operands=operands)

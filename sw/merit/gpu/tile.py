@@ -80,6 +80,14 @@ class Tile:
         index and share the B tile: each gathers half of its lines and stores them into both
         blocks' shared memory (distributed shared memory, a cluster barrier per k tile), so the
         blocks read a third less from L2 on a 128 x 256 box.
+    half : bool
+        Staged tensor-core tiles only (``ldsm``, FP16 / BF16): the loop operands are read from
+        arrays already in that precision (2 bytes per element,
+        :attr:`merit.gpu.spec.Spec.operands`);
+        four elements that lie contiguous and aligned in memory go straight into the swizzled
+        shared layout with ``cp.async`` (zero-filled past the ends), the others are loaded as
+        2-byte elements and stored without conversion; ``stages`` buffers (2 to 4) keep that many
+        k tiles in flight.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -112,6 +120,7 @@ class Tile:
     # out of the repr (the kernel sources' tile comment): the label says "_wg"
     wgmma: bool = field(default=False, repr=False)
     cluster: int = field(default=1, repr=False)
+    half: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -155,6 +164,7 @@ class Tile:
                 kind = ("wg" if self.wgmma else "lm") + (f"c{self.cluster}" if self.cluster > 1
                                                           else "")
                 kind += f"_m{self.minblocks}" if self.minblocks > 1 else ""
+                kind += f"_h{self.stages}" if self.half else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

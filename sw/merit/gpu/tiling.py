@@ -504,10 +504,11 @@ def _complete_mma(spec, tile, device):
     """Fill a tensor-core tile: both loop inputs shared, fragment-read padding, double buffers."""
     P = spec.np
     shared = tuple(op.stage == "loop" for op in spec.inputs)
-    if tile.ldsm:   # gathered operand tiles: no footprints to pad, always two buffers
+    if tile.ldsm:   # gathered operand tiles: no footprints to pad, two buffers (half: stages)
         return Tile((1,) * P, tuple(tile.regs), tile.chunk, shared, (), tuple(range(P - 1, -1, -1)),
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
-                    ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks)
+                    ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
+                    stages=tile.stages if tile.half else 2, half=tile.half)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -775,6 +776,8 @@ def rank(spec, count=6, device=H100):
     else:
         out = _diverse(out, count) if sums else out[:count]
     out = _deeper(spec, out, count, device)
+    if spec.operands != "float32" and count > 1:
+        out = out + _half_variants(spec, out, wg, device)
     if sums and spec.precision == "fp32" and count > 1:
         have = {t for _, t in out}
         extra = [ct for ct in hedge if ct[1] not in have][:HEDGE]
@@ -788,6 +791,35 @@ def rank(spec, count=6, device=H100):
 
 #: Tensor-core problems: wgmma tiles the autotuner times (the model's best first).
 WG_TUNED = 4
+
+#: FP16 / BF16 problems given half-precision arrays: the best staged tiles of each kind
+#: (``ldmatrix``, ``wgmma``) whose ``half`` copies the autotuner times, each with two and with
+#: the most buffers (up to 4) that fit (wgmma: 2, 3 and 4).
+HALF_TUNED = 3
+
+
+def _half_variants(spec, ranked, wg, device):
+    """``half`` copies (operands read as 2-byte elements, ``cp.async`` where four lie contiguous,
+    a pipeline of ``stages`` k tiles) of the best :data:`HALF_TUNED` staged tiles of each kind
+    among ``ranked`` and ``wg`` (the cost model does not rank them apart: the autotuner times
+    them)."""
+    cap = device.smem_block - 1024
+    seen = {t for _, t in ranked}
+    out = []
+    for wgk in (False, True):
+        pool = [ct for ct in ranked if ct[1].ldsm and ct[1].wgmma == wgk and ct[1].cluster == 1]
+        if wgk:
+            pool += [ct for ct in wg if ct not in pool]
+        for cost, t in pool[:HALF_TUNED]:
+            fits = [n for n in (2, 3, 4)
+                    if _smem_bytes(spec, _replace(t, half=True, stages=n)) <= cap]
+            # wgmma: 3 and 4 buffers keep a group of products in flight (a different loop)
+            for n in (fits if wgk else sorted({fits[0], fits[-1]}) if fits else ()):
+                h = _replace(t, half=True, stages=n)
+                if h not in seen:
+                    seen.add(h)
+                    out.append((cost, h))
+    return out
 
 #: SIMT sums: the autotuner also times the best tiles of the cost model with ``tail="sm"`` (see
 #: :func:`estimate`) that the default model's list lacks, with their ``lean`` variants.
@@ -925,6 +957,12 @@ def check_tile(spec, tile, device=H100):
             raise ValueError(f"tile.chunk {tile.chunk!r} (k per staged tile) must be a multiple "
                              f"of {max(KSTEP[tile.mma], 8)} and span at least 32 bytes "
                              f"({32 // ldsm.ESIZE[tile.mma]} elements) for {tile.mma}")
+    if tile.half:
+        why = ldsm.half_fits(spec, tile) if tile.mma else (
+            "tile.half reads FP16 / BF16 operand arrays into the staged kernel: it needs "
+            "tile.ldsm and tile.mma 'fp16' or 'bf16'")
+        if why:
+            raise ValueError(why)
     if tile.cluster != 1 and not tile.wgmma:
         raise ValueError(f"tile.cluster {tile.cluster!r}: clusters are for wgmma tiles only")
     if tile.wgmma:

@@ -832,3 +832,139 @@ def test_wgmma_64_byte_lines():
         assert "(32ull << 32)" in src and "(2ull << 62)" in src
         assert src.count(f"wgmma.mma_async.sync.aligned.{instr}") == 2
         assert "merit_desc(sbase + (wm >> 2) * 4096)" in src
+
+
+# ---- operands already in half precision in memory (Tile.half) ----
+
+def _half(problem, precision="fp16", **kw):
+    from merit.gpu.spec import OPERAND_DTYPES
+
+    spec = spec_of(problem, "float32", precision, operands=OPERAND_DTYPES[precision])
+    return spec, check_tile(spec, {"mma": precision, "ldsm": True, "half": True, **kw})
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_half_tile_source_copies_with_cp_async(stages):
+    """GEMM: A (k contiguous) and B (columns contiguous, ldmatrix.trans) both go by cp.async,
+    8 bytes per slot, into ``stages`` buffers; no conversion of operands in the kernel."""
+    from merit.gpu import ldsm
+
+    spec, t = _half(W.gemm(512, 512, 256), regs=(128, 128), warps=(2, 4), frags=(4, 4),
+                    chunk=32, stages=stages)
+    assert ldsm.async_ops(spec, t) == (True, True)
+    name, src, _, nt, smem = source(spec, t)
+    assert name.startswith(f"merit_gemm_fp16_b128x128_w2x4_f4x4_k32_lm_h{stages}_")
+    assert smem == stages * (128 + 128) * 64
+    assert "const unsigned short* __restrict__ g_in0" in src
+    assert "const unsigned short* __restrict__ g_in1" in src
+    assert f"merit_await<{stages - 2}>();" in src
+    assert src.count("merit_acommit();") == stages - 1 + 1    # prologue + one per k tile
+    assert "cp.async.ca.shared.global [%0], [%1], 8, %2;" in src
+    # no register slots: nothing stored by st4 / st4h in the kernel body
+    body = src[src.index('extern "C"'):]
+    assert "merit_st4(" not in body and "merit_st4h(" not in body and "merit_acp8(" in body
+
+
+def test_half_tile_image_operand_loads_two_byte_elements():
+    """A convolution's image with padding (its lines cross the border) is loaded as 2-byte
+    elements and stored unconverted; the weights go by cp.async; wgmma fences after both."""
+    from merit.gpu import ldsm
+
+    spec, t = _half(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), "bf16", regs=(1, 64, 1, 64),
+                    warps=(4, 1), frags=(1, 8), chunk=64, wgmma=True, stages=3)
+    assert ldsm.async_ops(spec, t) == (False, True)
+    src = source(spec, t)[1]
+    body = src[src.index('extern "C"'):]
+    assert "unsigned short f0_0[4];" in body and "merit_st4h(" in body
+    assert "merit_st4(" not in body and "merit_acp8(" in body
+    assert "(unsigned short)0" in body
+    assert body.count("merit_proxy_fence();") == 2        # after the copies, after the stores
+    # three buffers: copies one tile ahead, one group of wgmma in flight
+    assert "merit_await<0>();" in body and "(kt % 3)" in body and "merit_wg_wait1();" in body
+
+
+def test_half_tile_checks_and_messages():
+    f32 = spec_of(W.gemm(256, 256, 256), "float32", "fp16")
+    ok = dict(regs=(64, 64), warps=(2, 2), frags=(2, 4), chunk=32)
+    with pytest.raises(ValueError, match=r"tile.half reads float16 operand arrays, but problem "
+                                         r"'gemm' was given float32 arrays"):
+        check_tile(f32, {"mma": "fp16", "ldsm": True, "half": True, **ok})
+    spec, t = _half(W.gemm(256, 256, 256), **ok)
+    assert t.half and t.stages == 2 and "_h2" in t.label() and "half" not in repr(t)
+    with pytest.raises(ValueError, match=r"it needs tile.ldsm and tile.mma 'fp16' or 'bf16'"):
+        check_tile(spec, {"mma": "fp16", "half": True, "regs": (64, 64), "warps": (2, 2),
+                          "frags": (2, 4), "chunk": 32})
+    with pytest.raises(ValueError, match="tile.stages must be 2, 3 or 4"):
+        check_tile(spec, {"mma": "fp16", "ldsm": True, "half": True, "stages": 5, **ok})
+    with pytest.raises(ValueError, match=r"not built for cluster tiles"):
+        check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, "half": True,
+                          "cluster": 2, "regs": (64, 64), "warps": (4, 1), "frags": (1, 8),
+                          "chunk": 64})
+
+
+def test_half_operand_dtypes_and_messages():
+    from merit.gpu import operand_dtype
+
+    names = ["A", "B"]
+    assert operand_dtype(["float32", "float32"], names, "fp16") == "float32"
+    assert operand_dtype(["float16", "float16"], names, "fp16") == "float16"
+    assert operand_dtype(["bfloat16", "bfloat16"], names, "bf16") == "bfloat16"
+    with pytest.raises(TypeError, match=r"tensor 'A' has dtype float16; precision 'tf32' takes "
+                                        r"float32 arrays \(float16 arrays go with precision "
+                                        r"'fp16'\)"):
+        operand_dtype(["float16", "float16"], names, "tf32")
+    with pytest.raises(TypeError, match=r"tensor 'B' has dtype float16; precision 'bf16' takes "
+                                        r"float32 or bfloat16 arrays"):
+        operand_dtype(["bfloat16", "float16"], names, "bf16")
+    with pytest.raises(TypeError, match=r"the arrays mix dtypes \['float16', 'float32'\]; give "
+                                        r"all float32 or all float16 for precision 'fp16'"):
+        operand_dtype(["float16", "float32"], names, "fp16")
+    with pytest.raises(ValueError, match=r"float16 operand arrays need precision 'fp16', not "
+                                         r"'bf16' \(precision 'bf16' takes float32 or bfloat16"):
+        spec_of(W.gemm(64, 64, 64), "float32", "bf16", operands="float16")
+    # float32 specs keep their key (kernel names, cached tiles); half ones differ
+    a = spec_of(W.gemm(64, 64, 64), "float32", "fp16")
+    b = spec_of(W.gemm(64, 64, 64), "float32", "fp16", operands="float16")
+    assert not a.key().endswith("float16") and a.digest() != b.digest()
+
+
+def test_half_tiles_ranked_only_for_half_arrays():
+    prob = W.conv2d(4, 64, 28, 28, 128, 3, padding=1)
+    assert not any(t.half for t in rank(spec_of(prob, "float32", "fp16"), count=16))
+    spec = spec_of(prob, "float32", "fp16", operands="float16")
+    tiles = rank(spec, count=16)
+    half = [t for t in tiles if t.half]
+    # the 16 of before stay first, whole; the half copies of the best staged tiles of each kind
+    assert tiles[:16] == rank(spec_of(prob, "float32", "fp16"), count=16)
+    assert half and tiles[16:] == half
+    assert {t.wgmma for t in half} == {False, True} and {t.stages for t in half} >= {2, 4}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("wgmma", [False, True])
+def test_half_source_compiles_without_spills(wgmma, tmp_path):
+    kw = (dict(regs=(1, 64, 1, 64), warps=(4, 1), frags=(1, 8), chunk=64, wgmma=True)
+          if wgmma else dict(regs=(1, 64, 1, 64), warps=(2, 2), frags=(2, 4), chunk=32))
+    spec, t = _half(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), stages=4, **kw)
+    cu = tmp_path / "k.cu"
+    cu.write_text(source(spec, t)[1])
+    res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
+                          "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr
+
+
+def test_half_wgmma_deep_pipeline_keeps_one_group_in_flight():
+    """3 or 4 buffers: copies S - 2 tiles ahead, wgmma.wait_group 1 in the loop, 0 after it."""
+    spec, t = _half(W.gemm(512, 512, 256), regs=(128, 128), warps=(8, 1), frags=(1, 16),
+                    chunk=64, wgmma=True, stages=4)
+    body = source(spec, t)[1]
+    body = body[body.index('extern "C"'):]
+    loop = body[body.index("for (int kt = 0;"):]
+    assert "merit_await<1>();" in loop and "merit_wg_wait1();" in loop
+    assert "const int nx = kt + 2;" in loop and body.count("merit_acommit();") == 3
+    assert loop.index("merit_wg_wait1();") < loop.index("merit_wg_wait();")
+    spec, t2 = _half(W.gemm(512, 512, 256), regs=(128, 128), warps=(8, 1), frags=(1, 16),
+                     chunk=64, wgmma=True, stages=2)
+    assert "merit_wg_wait1();" not in source(spec, t2)[1].split('extern "C"')[1]

@@ -297,3 +297,61 @@ def test_wgmma_clusters_share_b():
             assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
             err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
             assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+
+
+def _half_inputs(arrays, precision):
+    """The arrays in the precision's half type (NumPy float16, or torch bfloat16 on the device)
+    and their values as float64 (what the kernels must sum exactly, up to fp32 rounding)."""
+    if precision == "fp16":
+        half = [a.astype(np.float16) for a in arrays]
+        return half, [h.astype(np.float64) for h in half]
+    torch = pytest.importorskip("torch")
+    half = [torch.as_tensor(a, device="cuda").to(torch.bfloat16) for a in arrays]
+    return half, [h.double().cpu().numpy() for h in half]
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+@pytest.mark.parametrize("name", sorted(MMA_CASES))
+def test_half_operand_arrays_match_golden(name, precision):
+    """float16 / bfloat16 arrays: every tile the autotuner would time (the half tiles, read with
+    cp.async where four elements lie contiguous, 2 to 4 buffers; the others on float32 copies)
+    against the golden model on the same values in float64."""
+    from merit.gpu.spec import OPERAND_DTYPES
+
+    problem = MMA_CASES[name]()
+    rng = np.random.default_rng(abs(hash((name, precision, "half"))) % 2**32)
+    half, wide = _half_inputs(problem.random_inputs(rng, np.float32), precision)
+    ref = problem.run(*wide)
+    spec = spec_of(problem, "float32", precision, operands=OPERAND_DTYPES[precision])
+    tiles = rank(spec, count=16)
+    assert any(t.half for t in tiles), "no half tile ranked"
+    for tile in tiles:
+        out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+        got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=precision))
+        assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
+        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
+        assert err < 2e-6, f"relative error {err:.2e} against the half values with {tile}"
+
+
+def test_half_operand_partial_tiles_and_stages():
+    """Half tiles on a ragged GEMM (K 37: a partial last k tile, zero-filled copies; lines that
+    overhang), 2, 3 and 4 buffers, ldmatrix and wgmma, more k tiles than buffers."""
+    for problem in (MMA_CASES["gemm_odd"](), W.gemm(70, 40, 300)):
+        m, n = problem.p_shape
+        rng = np.random.default_rng(14)
+        for prec in ("fp16", "bf16"):
+            half, (a, b) = _half_inputs(problem.random_inputs(rng, np.float32), prec)
+            ref = a @ b
+            for stages in (2, 3, 4):
+                for tile in ({"mma": prec, "ldsm": True, "regs": (32, 16), "warps": (2, 2),
+                              "frags": (1, 1), "chunk": 32},
+                             {"mma": prec, "ldsm": True, "wgmma": True, "regs": (64, 64),
+                              "warps": (4, 1), "frags": (1, 8), "chunk": 64},
+                             {"mma": prec, "ldsm": True, "wgmma": True, "regs": (128, 64),
+                              "warps": (8, 1), "frags": (1, 8), "chunk": 32}):
+                    tile = dict(tile, half=True, stages=stages)
+                    out = (cp.full((m, n), np.nan, dtype=np.float32),)
+                    got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=prec))
+                    assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
+                    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+                    assert err < 2e-6, f"relative error {err:.2e} with {tile}"
