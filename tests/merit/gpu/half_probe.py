@@ -13,27 +13,14 @@ JSON file under ``--out``.
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from merit import workloads as W  # noqa: E402
+from probelib import LAYERS, measure  # noqa: E402
 
-LAYERS = {
-    "gemm": (lambda: W.gemm(4096, 4096, 4096), None),
-    "vgg": (lambda: W.conv2d(16, 128, 56, 56, 256, 3, padding=1), dict(stride=1, padding=1)),
-    "k9": (lambda: W.conv2d(16, 32, 128, 128, 32, 9, padding=4), dict(stride=1, padding=4)),
-    "k9s2": (lambda: W.conv2d(16, 32, 128, 128, 32, 9, stride=2, padding=4),
-             dict(stride=2, padding=4)),
-    "k3": (lambda: W.conv2d(16, 32, 128, 128, 32, 3, padding=1), dict(stride=1, padding=1)),
-    # ragged: rows, columns and k that no tile divides
-    "odd": (lambda: W.gemm(333, 200, 1000), None),
-    "oddconv": (lambda: W.conv2d(3, 19, 23, 29, 40, 3, stride=2, padding=1),
-                dict(stride=2, padding=1)),
-}
 #: relative error against float64 on the rounded operands: fp32 sums only
 TOL = 1e-5
 
@@ -50,7 +37,7 @@ def main():
     import merit.gpu as mg
     from merit.gpu import TUNED, _compile_all
     from merit.gpu.mma import roles
-    from merit.gpu.runtime import launcher, ptxas_logs, time_launch, to_device, widen
+    from merit.gpu.runtime import time_launch, to_device, widen
     from merit.gpu.spec import OPERAND_DTYPES, spec_of
     from merit.gpu.tiling import H100, WG_TUNED, rank
 
@@ -89,27 +76,8 @@ def main():
             tiles = rank(spec, count=TUNED + WG_TUNED, device=H100)
             _compile_all(spec, tiles)
             for t in tiles:
-                out = (cp.full(spec.pshape, cp.nan, dtype=cp.float32),)
-                row = {"layer": key, "prec": prec, "tile": t.label(), "half": t.half,
-                       "peer_ms": peer_ms}
-                try:
-                    t0 = time.time()
-                    go = launcher(spec, t, in16 if t.half else in32, out)
-                    row["compile_s"] = round(time.time() - t0, 2)
-                    go()
-                    cp.cuda.Device().synchronize()
-                    got = prob.outputs[0].finish(out[0]).astype(cp.float64)
-                    err = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
-                    row["rel_err"] = err
-                    row["ok"] = bool(err < TOL)
-                    row["ms"] = time_launch(go)
-                    row["vs_peer"] = peer_ms / row["ms"]
-                    for name, log in ptxas_logs.items():
-                        if t.label() in name:
-                            row["ptxas"] = " | ".join(ln.strip() for ln in log.splitlines()
-                                                      if "registers" in ln or "spill" in ln)
-                except Exception as exc:   # noqa: BLE001 - reported
-                    row["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
+                row = measure(prob, spec, t, in16 if t.half else in32, ref, TOL, peer_ms,
+                              layer=key, prec=prec, half=t.half)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
             # end to end: run() with the torch half tensors (DLPack, bfloat16 as bits)

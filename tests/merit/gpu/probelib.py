@@ -34,3 +34,91 @@ def run_checked(prob, spec, tile, inputs, res, refs):
     go()
     cp.cuda.Device().synchronize()
     return go, _relerr(prob.outputs[0].finish(res[0]), refs[0])
+
+
+def _layers():
+    from merit import workloads as W
+
+    return {
+        "gemm": (lambda: W.gemm(4096, 4096, 4096), None),
+        "vgg": (lambda: W.conv2d(16, 128, 56, 56, 256, 3, padding=1), dict(stride=1, padding=1)),
+        "k9": (lambda: W.conv2d(16, 32, 128, 128, 32, 9, padding=4), dict(stride=1, padding=4)),
+        "k9s2": (lambda: W.conv2d(16, 32, 128, 128, 32, 9, stride=2, padding=4),
+                 dict(stride=2, padding=4)),
+        "k3": (lambda: W.conv2d(16, 32, 128, 128, 32, 3, padding=1), dict(stride=1, padding=1)),
+        # ragged: rows, columns and k that no tile divides
+        "odd": (lambda: W.gemm(333, 200, 1000), None),
+        "oddconv": (lambda: W.conv2d(3, 19, 23, 29, 40, 3, stride=2, padding=1),
+                    dict(stride=2, padding=1)),
+    }
+
+
+#: the tensor-core probes' layers: name -> (problem maker, conv2d keywords or None for a GEMM)
+LAYERS = _layers()
+#: relative error against float64 (operands rounded to the precision) a tile must stay below
+TC_TOL = {"tf32": 3e-3, "fp16": 3e-3, "bf16": 2e-2}
+
+
+def tc_peers(prob, arrays, precision, conv):
+    """``bench.gpu``'s library peers and float64 references of a ``LAYERS`` entry."""
+    from bench.gpu import _tc_conv_peers, _tc_gemm_peers
+
+    if conv is None:
+        return _tc_gemm_peers(prob, arrays, precision)
+    return _tc_conv_peers(prob, arrays, precision, conv["stride"], conv["padding"])
+
+
+def measure(prob, spec, tile, inputs, ref, tol, peer_ms, **row):
+    """One tile launched on NaN-poisoned outputs, checked against ``ref`` and timed: the probe's
+    row (``rel_err``, ``ok``, ``ms``, ``vs_peer``, ``compile_s``, ``ptxas``, or ``error``)."""
+    import time
+
+    import cupy as cp
+
+    from merit.gpu.runtime import launcher, ptxas_logs, time_launch
+
+    row = dict(row, tile=tile.label(), peer_ms=peer_ms)
+    out = (cp.full(spec.pshape, cp.nan, dtype=cp.float32),)
+    try:
+        t0 = time.time()
+        go = launcher(spec, tile, inputs, out)
+        row["compile_s"] = round(time.time() - t0, 2)
+        go()
+        cp.cuda.Device().synchronize()
+        got = prob.outputs[0].finish(out[0]).astype(cp.float64)
+        row["rel_err"] = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+        row["ok"] = bool(row["rel_err"] < tol)
+        row["ms"] = time_launch(go)
+        peer = min(peer_ms.values()) if isinstance(peer_ms, dict) else peer_ms
+        row["vs_peer"] = peer / row["ms"]
+        for name, log in ptxas_logs.items():
+            if tile.label() in name:
+                row["ptxas"] = " | ".join(ln.strip() for ln in log.splitlines()
+                                          if "registers" in ln or "spill" in ln)
+    except Exception as exc:   # noqa: BLE001 - reported in the row
+        row["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
+    return row
+
+
+def tc_cases(only, precisions, seed):
+    """For each ``LAYERS`` key of ``only`` and each precision (comma-separated strings):
+    ``(key, precision, problem, spec, inputs, reference, peer_ms)`` on float32 arrays, the
+    peers timed; the memory pool is freed after each case."""
+    import cupy as cp
+    import numpy as np
+
+    from merit.gpu.runtime import time_launch
+    from merit.gpu.spec import spec_of
+
+    rng = np.random.default_rng(seed)
+    for key in only.split(","):
+        make, conv = LAYERS[key]
+        prob = make()
+        arrays = [cp.asarray(a) for a in prob.random_inputs(rng, np.float32)]
+        by = dict(zip([t.name for t in prob.tensors], arrays, strict=True))
+        inputs = [by[op.tensor] for op in prob.operands]
+        for prec in precisions.split(","):
+            peers, refs = tc_peers(prob, arrays, prec, conv)
+            peer_ms = {n: time_launch(f) for n, f in peers.items()}
+            yield key, prec, prob, spec_of(prob, "float32", prec), inputs, refs[0], peer_ms
+            cp.get_default_memory_pool().free_all_blocks()

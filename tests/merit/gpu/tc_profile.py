@@ -11,7 +11,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tc_probe import LAYERS  # noqa: E402
+from probelib import LAYERS  # noqa: E402
 
 
 def main():

@@ -784,18 +784,22 @@ def test_wgmma_tiles_ranked_only_where_the_device_has_them():
     t = next(t for t in hopper if t.wgmma)
     assert "_wg" in t.label() and "wgmma" not in repr(Tile((1,), (16,)))
 
-
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("precision", ["tf32", "fp16"])
-def test_wgmma_source_compiles_for_sm90a(precision, tmp_path):
-    spec, t = _wg(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), precision)
+def _assert_compiles_without_spills(spec, tile, tmp_path):
+    """nvcc builds the tile's kernel for sm_90a and ptxas reports no spill stores."""
     cu = tmp_path / "k.cu"
-    cu.write_text(source(spec, t)[1])
+    cu.write_text(source(spec, tile)[1])
     res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
                           "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "0 bytes spill stores" in res.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("precision", ["tf32", "fp16"])
+def test_wgmma_source_compiles_for_sm90a(precision, tmp_path):
+    spec, t = _wg(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), precision)
+    _assert_compiles_without_spills(spec, t, tmp_path)
 
 
 def test_wgmma_cluster_tiles_share_b():
@@ -946,13 +950,7 @@ def test_half_source_compiles_without_spills(wgmma, tmp_path):
     kw = (dict(regs=(1, 64, 1, 64), warps=(4, 1), frags=(1, 8), chunk=64, wgmma=True)
           if wgmma else dict(regs=(1, 64, 1, 64), warps=(2, 2), frags=(2, 4), chunk=32))
     spec, t = _half(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), stages=4, **kw)
-    cu = tmp_path / "k.cu"
-    cu.write_text(source(spec, t)[1])
-    res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
-                          "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "0 bytes spill stores" in res.stderr
+    _assert_compiles_without_spills(spec, t, tmp_path)
 
 
 def test_half_wgmma_deep_pipeline_keeps_one_group_in_flight():
