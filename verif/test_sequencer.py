@@ -24,6 +24,7 @@ from amaranth.lib import data
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from harness import run_bench
+from merit import perf
 from merit import workloads as W
 from merit.isa import Instruction, Op, Program, assemble, encode, execute, program_for, range_select
 from merit.sim.benchlib import (
@@ -98,12 +99,9 @@ class Scenario:
         self._schedule()
 
     def _waits(self, first, second):
-        """Whether instruction ``second`` right behind ``first`` waits one cycle: it reads the
-        register ``first`` writes as ``b`` / ``c`` (not ``b`` of out; the SIMD interlock)."""
-        one, two = (self.program.instructions[a] for a in (first, second))
-        if one.op == Op.OUT or two.op == Op.OUT:
-            return False
-        return one.d in two.reads()[1:]
+        """Whether instruction ``second`` right behind ``first`` waits one cycle
+        (:func:`merit.perf.interlocked`, the SIMD array's interlock)."""
+        return perf.interlocked(*(self.program.instructions[a] for a in (first, second)))
 
     def _schedule(self):
         cfg, prog, n = self.cfg, self.prog, self.lanes

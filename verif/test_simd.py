@@ -37,6 +37,7 @@ from merit.isa import (
     is_legal,
     step,
 )
+from merit import perf
 from merit.sim.benchlib import (
     bench_config,
     pack_lanes,
@@ -174,18 +175,13 @@ class Model:
 
 
 def interlocked(first, second):
-    """Whether ``second`` waits one cycle behind ``first``: it reads the register ``first``
-    writes as ``b`` or ``c`` (not ``b`` of ``out``), which the array's first execute stage
-    needs before the result exists."""
+    """Whether command ``second`` waits one cycle behind ``first``
+    (:func:`merit.perf.interlocked` of two legal instructions)."""
     if first[0] != Command.EXEC or second[0] != Command.EXEC:
         return False
     if not (is_legal(first[1]) and is_legal(second[1])):
         return False
-    one, two = decode(first[1]), decode(second[1])
-    if one.op == Op.OUT:
-        return False
-    reads = two.reads()[1:] if two.op != Op.OUT else ()
-    return one.d in reads
+    return perf.interlocked(decode(first[1]), decode(second[1]))
 
 
 class Source:
@@ -265,7 +261,7 @@ class TB:
 
     async def run(self, max_cycles):
         dut = self.dut
-        prev_dst = last_dst = None
+        prev_dst = last = None
         for cycle in range(max_cycles):
             self.cmd.drive(self.pack_cmd)
             for src in self.rp:
@@ -297,14 +293,18 @@ class TB:
                 if prev_dst is not None and prev_dst in reads:
                     self.count["raw_back_to_back"] += 1
                 # the previous command's result read by this one (through a stall or not)
-                if last_dst is not None and last_dst in reads:
-                    if last_dst in reads[1:] and cmd[1] >> 28 != Op.OUT:
+                if last is not None and last.d in reads and is_legal(cmd[1]):
+                    ins = decode(cmd[1])
+                    if perf.interlocked(last, ins):
                         self.count["interlocked"] += 1
-                    if reads[0] == last_dst:
+                    elif reads[0] == last.d:
                         self.count["a_forwarded"] += 1
-                prev_dst = last_dst = None
+                    elif reads[1] == last.d and ins.op != Op.OUT:
+                        self.count["swapped"] += 1
+                prev_dst = last = None
                 if cmd[0] == Command.EXEC and is_legal(cmd[1]) and cmd[1] >> 28 != Op.OUT:
-                    prev_dst = last_dst = (cmd[1] >> 17) & 7
+                    prev_dst = (cmd[1] >> 17) & 7
+                    last = decode(cmd[1])
                 self.cmd.offered = None
                 for k in (0, 1):
                     if need[k]:
@@ -347,7 +347,7 @@ async def random_program_no_backpressure(dut):
     for op in Op:
         assert any(k.startswith(op.name) for k in tb.count), f"no {op.name}: {tb.count}"
     assert tb.count["raw_back_to_back"] > 0 and tb.count["STORE"] and tb.count["LOAD"]
-    assert tb.count["interlocked"] > 0 and tb.count["a_forwarded"] > 0, tb.count
+    assert tb.count["interlocked"] and tb.count["a_forwarded"] and tb.count["swapped"], tb.count
     assert cycles <= cfg["commands"] + stalls + interlocks + 4, \
         f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls, " \
         f"{interlocks} interlocks)"

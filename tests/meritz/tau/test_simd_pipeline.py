@@ -90,7 +90,7 @@ def _run(lines, *, seed=0):
 def test_interlock_b_c_read_the_previous_result():
     lines = [
         "add r1, 0, i0, k1 >> 3",        # r1 = i0 + k1 >> 3
-        "sub r2, k0, r1, i1",            # b = r1 (previous): waits
+        "sub r2, k0, r1, i1 >> 1",       # b = r1 (previous): waits
         "mac r3, r2, r2, r2 >> 1",       # a, b, c = r2 (previous): waits once
         "lut r4, 7, r3, k2, t1 >> 4",    # b = r3: waits
         "lut r5, r4, i0, r4, t0 >> 2",   # c = r4: waits
@@ -102,13 +102,37 @@ def test_interlock_b_c_read_the_previous_result():
         "out i0, r1 >> 3",               # b of out = r1 (previous): forwarded, no wait
         "and r2, i1, r1",                # b = r1 (two back, out between): no wait
         "xor r3, r2, k3",
-        "or r4, i0, r3 >> 31",           # b = r3: waits
+        "or r4, i0, r3 >> 31",           # b = r3: or commutes, swapped
         "add r5, r4, r4, r4",            # b, c = r4: waits
         "out r5, r4 >> 2",
     ]
     got, golden, cycles, _ = _run(lines, seed=1)
     assert got == golden
-    waits = 8
+    waits = 7
+    assert cycles == len(lines) + waits, (cycles, len(lines), waits)
+
+
+def test_commuting_operands_swap_instead_of_waiting():
+    lines = [
+        "add r1, 0, i0, i1",
+        "max r0, r2, r1 >> 3",           # b = r1 (previous), a = r2: swapped, no wait
+        "min r3, i1, r0",                # b = r0: swapped
+        "and r4, k1, r3 >> 1",           # swapped
+        "or r5, r4, r4",                 # a and b = r4: waits
+        "xor r6, i0, r5",                # swapped
+        "add r7, r1, r6, i0",            # s = 0: swapped
+        "sub r2, k0, r7, r1",            # s = 0: swapped
+        "add r3, k3, r2, i1 >> 1",       # s = 1: waits
+        "sub r4, 3, r3, r3",             # b and c = r3: waits
+        "sel r5, i1, r4, r3",            # sel does not commute: waits
+        "max r6, r5, r5",                # a and b = r5: waits
+        "mac r7, r0, r6, i0",            # waits
+        "out r7, r6",
+        "out r6, r7 >> 2",
+    ]
+    got, golden, cycles, _ = _run(lines, seed=4)
+    assert got == golden
+    waits = 6
     assert cycles == len(lines) + waits, (cycles, len(lines), waits)
 
 

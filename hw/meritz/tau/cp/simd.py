@@ -6,17 +6,18 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Three pipeline stages:
    forwarding, the RP0 / RP1 element, constants, immediates) and, for ``LOAD``, reads the
    partial-result SRAM;
 2. **E1** computes everything that does not need the accumulator operand ``a``: ``b + c``,
-   ``b - c``, ``|b - c|``, the MAC product, ``>> s``, the LOOKUP clamp, table read and
-   interpolation, ``b >> s`` of LOGIC; ``STORE`` writes the SRAM here;
-3. **E2** adds ``a`` (or applies the LOGIC function to ``a``), writes the lane register, or
-   sends the ``out`` vector ``sat16((a + b) >> s)``.
+   ``b - c``, ``|b - c|``, the MAC product, ``>> s``, the LOOKUP clamp and table read,
+   ``b >> s`` of LOGIC; ``STORE`` writes the SRAM here;
+3. **E2** interpolates LOOKUP, adds ``a`` (or applies the LOGIC function to ``a``), writes the
+   lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
 
 A register written by one instruction is forwarded to the next ones, so programs need no
 ``nop``: an instruction two or more behind reads the result from E2 (or the register file), and
 an instruction right behind that reads it as ``a`` (a MAC chain, a running max; also ``b`` of
 ``out`` and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an
 instruction that reads the result of the instruction right before it as ``b`` or ``c`` waits one
-cycle (interlock: ``cmd.ready`` stays low). The partial-result SRAM (5 KB by default) keeps the
+cycle (interlock: ``cmd.ready`` stays low), unless ``a`` and ``b`` commute (max, min, and, or,
+xor; add and sub at ``s = 0``) and only ``b`` is that result: then they are swapped. The partial-result SRAM (5 KB by default) keeps the
 registers of lane groups that are not running (output stationary across accumulation tiles); it
 is never read and written in the same cycle (a ``LOAD`` behind a ``STORE`` waits one cycle), so
 it maps onto a single-port macro.
@@ -199,6 +200,9 @@ class SimdArray(wiring.Component):
         # ---- stage 3 (E2: the accumulator add, LOGIC, out; writes the register) ------------
         s3 = Signal(stage, name="s3")
         a3, v3, u3 = (Signal(vec32, name=f"{x}3") for x in "avu")
+        # LOOKUP: the two table entries and the fraction, interpolated in E2
+        lut_layout = data.StructLayout({"y0": signed(16), "y1": signed(16), "frac": unsigned(8)})
+        lut3 = Signal(data.ArrayLayout(lut_layout, n), name="lut3")
         w3 = s3.word
         s3_out = (s3.kind == Command.EXEC) & (w3.op == Opcode.OUT)
         s3_fire = s3.valid & (~s3_out | self.out.ready)
@@ -210,11 +214,15 @@ class SimdArray(wiring.Component):
         outv = Signal(self.out.payload.shape())
         for lane in range(n):
             a, v, u = a3[lane], v3[lane], u3[lane]
-            # ``v``: what E1 computed from b and c (the value added to ``a``, the LOOKUP
-            # result, the SRAM row of LOAD; b >> s for LOGIC; b for out); ``u``: b (MAX, MIN)
-            # or c (SEL) unshifted
+            # ``v``: what E1 computed from b and c (the value added to ``a``, the SRAM row of
+            # LOAD; b >> s for LOGIC; b for out); ``u``: b (MAX, MIN) or c (SEL) unshifted.
+            # LOOKUP interpolates here, off the loop of ``a`` (its value enters the last add).
+            y = lut3[lane]
+            interp = Signal(signed(18), name=f"interp{lane}")
+            m.d.comb += interp.eq(
+                y.y0 + (((y.y1 - y.y0) * Cat(y.frac, Const(0, 1)).as_signed()) >> 8))
             total = Signal(signed(33), name=f"sum{lane}")
-            m.d.comb += total.eq(a + v)
+            m.d.comb += total.eq(a + Mux(w3.op == Opcode.LOOKUP, interp, v))
             sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
             m.d.comb += sh.eq(Mux(s3_sel, u, a) >> w3.s)
             f = Signal(signed(32), name=f"logic{lane}")
@@ -264,6 +272,7 @@ class SimdArray(wiring.Component):
         entries = [Mux(w2.fn[0], luts[1][k], luts[0][k]) for k in range(LUT_ENTRIES)]
         v_next = Signal(vec32)
         u_next = Signal(vec32)
+        lut_next = Signal.like(lut3)
         for lane in range(n):
             b, c = b2[lane], c2[lane]
             # every operation but LOGIC and out adds ``a`` to a value shifted right by ``s``:
@@ -274,7 +283,7 @@ class SimdArray(wiring.Component):
             with m.Switch(w2.op):
                 with m.Case(Opcode.ADD):
                     m.d.comb += pre.eq(b + c)
-                with m.Case(Opcode.SUB, Opcode.LOOKUP):
+                with m.Case(Opcode.SUB):
                     m.d.comb += pre.eq(diff)
                 with m.Case(Opcode.L1):
                     m.d.comb += pre.eq(abs(diff))
@@ -286,29 +295,28 @@ class SimdArray(wiring.Component):
             m.d.comb += shifted.eq(pre >> w2.s)
             v = Signal(signed(32), name=f"e1v{lane}")
             with m.Switch(w2.op):
-                with m.Case(Opcode.LOOKUP):
-                    x = Signal(signed(33), name=f"lutx{lane}")
-                    lu = Signal(unsigned(14), name=f"lutu{lane}")
-                    m.d.comb += [
-                        x.eq(shifted),
-                        lu.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
-                    ]
-                    # entries i and i + 1 are one even and one odd entry: one multiplexer over
-                    # the 17 even entries and one over the 16 odd ones, not two over all 33.
-                    # At i = 32 (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to
-                    # 0) is not used.
-                    i = lu[8:14]
-                    y_even = Array(entries[0::2])[(i + 1)[1:]]
-                    y_odd = Array(entries[1::2])[i[1:5]]
-                    y0 = Mux(i[0], y_odd, y_even)
-                    y1 = Mux(i[0], y_even, y_odd)
-                    frac = Cat(lu[:8], Const(0, 1)).as_signed()
-                    m.d.comb += v.eq(y0 + (((y1 - y0) * frac) >> 8))
                 with m.Case(Opcode.OUT):
                     m.d.comb += v.eq(Mux(b_fwd, result[lane], b))
                 with m.Default():
                     m.d.comb += v.eq(shifted)
+            # LOOKUP: its own shifter of b - c (not the shared one, which the MAC product also
+            # feeds: a path from one multiplier into the other), the clamp and the table read
+            x = Signal(signed(33), name=f"lutx{lane}")
+            lu = Signal(unsigned(14), name=f"lutu{lane}")
             m.d.comb += [
+                x.eq(diff >> w2.s),
+                lu.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
+            ]
+            # entries i and i + 1 are one even and one odd entry: one multiplexer over the 17
+            # even entries and one over the 16 odd ones, not two over all 33. At i = 32
+            # (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to 0) is not used.
+            i = lu[8:14]
+            y_even = Array(entries[0::2])[(i + 1)[1:]]
+            y_odd = Array(entries[1::2])[i[1:5]]
+            m.d.comb += [
+                lut_next[lane].y0.eq(Mux(i[0], y_odd, y_even)),
+                lut_next[lane].y1.eq(Mux(i[0], y_even, y_odd)),
+                lut_next[lane].frac.eq(lu[:8]),
                 v_next[lane].eq(Mux(s2.kind == Command.LOAD, rd.data[lane], v)),
                 u_next[lane].eq(Mux(w2.fn == LogicFn.SEL, c, b)),
             ]
@@ -319,7 +327,7 @@ class SimdArray(wiring.Component):
             wr.en.eq(Mux(s2_move & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
         ]
         with m.If(s2_move):
-            m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next)]
+            m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lut3.eq(lut_next)]
         with m.Elif(s3_fire):
             m.d.sync += s3.valid.eq(0)
 
@@ -342,8 +350,15 @@ class SimdArray(wiring.Component):
 
         # interlock: E1 reads ``b`` and ``c`` at its start, so an instruction whose ``b`` / ``c``
         # is the result of the instruction right before it (in E1, not done) waits one cycle;
-        # ``a`` (and ``b`` of out, which E1 does not use) is forwarded into E2 instead
-        hazard = run & ((from_e1(w.b) & reads[1][1] & (w.op != Opcode.OUT))
+        # ``a`` (and ``b`` of out, which E1 does not use) is forwarded into E2 instead. Where
+        # ``a`` and ``b`` commute (max, min, and, or, xor; add and sub at s = 0), an instruction
+        # whose ``b`` is that result and ``a`` is not swaps them and does not wait (a pooling
+        # max behind the convolution's last MAC, an accumulating add)
+        commutes = (((w.op == Opcode.LOGIC) & (w.fn != LogicFn.SEL))
+                    | (((w.op == Opcode.ADD) | (w.op == Opcode.SUB)) & (w.s == 0)))
+        swap = Signal()
+        m.d.comb += swap.eq(run & commutes & from_e1(w.b) & ~from_e1(w.a))
+        hazard = run & ((from_e1(w.b) & reads[1][1] & (w.op != Opcode.OUT) & ~swap)
                         | (from_e1(w.c) & reads[2][1]))
         s2_free = ~s2.valid | s2_move
         # the SRAM is single-port: a LOAD does not read while E1 writes a STORE
@@ -410,16 +425,17 @@ class SimdArray(wiring.Component):
                 s2.kind.eq(cmd.kind),
                 s2.word.eq(w),
                 s2_row.eq(cmd.row),
-                a_fwd.eq(from_e1(a_code)),
+                a_fwd.eq(from_e1(a_code) | swap),
                 b_fwd.eq(from_e1(w.b) & (w.op == Opcode.OUT)),
             ]
             for lane in range(n):
-                m.d.sync += a2[lane].eq(Mux(exec1, operand(w.a, lane, fa), fa[lane]))
+                op_a, op_b = operand(w.a, lane, fa), operand(w.b, lane, fb)
+                m.d.sync += a2[lane].eq(Mux(exec1, Mux(swap, op_b, op_a), fa[lane]))
                 lane_idx = Mux(w.b == IndexKind.PAR,
                                cmd.index + ((Const(lane, range(n)) >> cmd.lane_shift) & lane_mask),
                                cmd.index)
                 m.d.sync += [
-                    b2[lane].eq(Mux(w.op == Opcode.INDEX, lane_idx, operand(w.b, lane, fb))),
+                    b2[lane].eq(Mux(w.op == Opcode.INDEX, lane_idx, Mux(swap, op_a, op_b))),
                     c2[lane].eq(operand(w.c, lane, fc)),
                 ]
             with m.If(exec1 & ~legal):
