@@ -216,13 +216,16 @@ class SimdArray(wiring.Component):
             a, v, u = a3[lane], v3[lane], u3[lane]
             # ``v``: what E1 computed from b and c (the value added to ``a``, the SRAM row of
             # LOAD; b >> s for LOGIC; b for out); ``u``: b (MAX, MIN) or c (SEL) unshifted.
-            # LOOKUP interpolates here, off the loop of ``a`` (its value enters the last add).
+            # LOOKUP interpolates here: ``a + y0`` beside the multiply, its product added last.
+            # out has its own adder: the LOOKUP value does not run into out's shift and
+            # saturation (a path that no instruction uses but timing analysis sees)
             y = lut3[lane]
-            interp = Signal(signed(18), name=f"interp{lane}")
-            m.d.comb += interp.eq(
-                y.y0 + (((y.y1 - y.y0) * Cat(y.frac, Const(0, 1)).as_signed()) >> 8))
+            frac = Signal(signed(18), name=f"frac{lane}")
+            m.d.comb += frac.eq(((y.y1 - y.y0) * Cat(y.frac, Const(0, 1)).as_signed()) >> 8)
             total = Signal(signed(33), name=f"sum{lane}")
-            m.d.comb += total.eq(a + Mux(w3.op == Opcode.LOOKUP, interp, v))
+            m.d.comb += total.eq(Mux(w3.op == Opcode.LOOKUP, (a + y.y0) + frac, a + v))
+            osum = Signal(signed(33), name=f"osum{lane}")
+            m.d.comb += osum.eq(a + v)
             sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
             m.d.comb += sh.eq(Mux(s3_sel, u, a) >> w3.s)
             f = Signal(signed(32), name=f"logic{lane}")
@@ -242,7 +245,7 @@ class SimdArray(wiring.Component):
             m.d.comb += [
                 result[lane].eq(Mux(s3.kind == Command.LOAD, v,
                                     Mux(w3.op == Opcode.LOGIC, f, total[:32]))),
-                outv[lane].eq(_sat16(total >> w3.s)),
+                outv[lane].eq(_sat16(osum >> w3.s)),
             ]
         m.d.comb += [
             self.out.valid.eq(s3.valid & s3_out),
