@@ -24,6 +24,7 @@ from amaranth.lib import data
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from harness import run_bench
+from merit import perf
 from merit import workloads as W
 from merit.isa import Instruction, Op, Program, assemble, encode, execute, program_for, range_select
 from merit.sim.benchlib import (
@@ -94,7 +95,13 @@ class Scenario:
                              pindex=self.pindex, lanes=total)
         self.jobs, self.feeds, self.expected = [], ([], []), []
         self.execs = 0
+        self.interlocks = 0       # instructions that wait one cycle for the previous result
         self._schedule()
+
+    def _waits(self, first, second):
+        """Whether instruction ``second`` right behind ``first`` waits one cycle
+        (:func:`merit.perf.interlocked`, the SIMD array's interlock)."""
+        return perf.interlocked(*(self.program.instructions[a] for a in (first, second)))
 
     def _schedule(self):
         cfg, prog, n = self.cfg, self.prog, self.lanes
@@ -114,11 +121,17 @@ class Scenario:
                 for u in range(t * self.groups, (t + 1) * self.groups):
                     cols = slice(u * n, (u + 1) * n)
                     tile = [range(start, start + ext)] + [range(v) for v in self.a_shape[1:]]
+                    prev = None
                     for index in np.ndindex(*[len(r) for r in tile]):
                         index = (index[0] + start,) + index[1:]
                         kf, kl = range_select(index, self.a_shape)
+                        if prog.begs[kf] >= prog.ends[kl]:
+                            prev = None            # an empty step: a cycle without a command
                         for addr in range(prog.begs[kf], prog.ends[kl]):
                             self.execs += 1
+                            if prev is not None and self._waits(prev, addr):
+                                self.interlocks += 1
+                            prev = addr
                             for k in (0, 1):
                                 if (k, addr) in slots:
                                     self.feeds[k].append(
@@ -223,8 +236,10 @@ async def programs_without_backpressure(dut):
     for k, cfg in enumerate(_scenarios()):
         sc, cycles = await run_scenario(dut, cfg, 0.0, k == 0)
         overhead = len(sc.jobs) * sc.groups * (2 * sc.program.regs + 3)
-        assert cycles <= sc.execs + overhead + 10, \
-            f"{cfg['name']}: {cycles} cycles for {sc.execs} instructions"
+        assert cycles <= sc.execs + sc.interlocks + overhead + 10, \
+            f"{cfg['name']}: {cycles} cycles for {sc.execs} instructions " \
+            f"({sc.interlocks} interlocks)"
+        record_metric(f"{cfg['name']}.interlocks", sc.interlocks)
         record_metric(f"{cfg['name']}.cycles", cycles)
         record_metric(f"{cfg['name']}.instructions", sc.execs)
         record_metric(f"{cfg['name']}.alu_utilization", round(sc.execs / cycles, 4))

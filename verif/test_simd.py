@@ -37,6 +37,7 @@ from merit.isa import (
     is_legal,
     step,
 )
+from merit import perf
 from merit.sim.benchlib import (
     bench_config,
     pack_lanes,
@@ -173,6 +174,16 @@ class Model:
         return None if out is None else [int(v) for v in np.broadcast_to(out, (self.lanes,))]
 
 
+def interlocked(first, second):
+    """Whether command ``second`` waits one cycle behind ``first``
+    (:func:`merit.perf.interlocked` of two legal instructions)."""
+    if first[0] != Command.EXEC or second[0] != Command.EXEC:
+        return False
+    if not (is_legal(first[1]) and is_legal(second[1])):
+        return False
+    return perf.interlocked(decode(first[1]), decode(second[1]))
+
+
 class Source:
     """A valid/ready source: offers the head of ``items`` (with random gaps) until its transfer."""
 
@@ -250,7 +261,7 @@ class TB:
 
     async def run(self, max_cycles):
         dut = self.dut
-        prev_dst = None
+        prev_dst = last = None
         for cycle in range(max_cycles):
             self.cmd.drive(self.pack_cmd)
             for src in self.rp:
@@ -281,9 +292,19 @@ class TB:
                 reads = decode(cmd[1], check=False).reads() if cmd[0] == Command.EXEC else ()
                 if prev_dst is not None and prev_dst in reads:
                     self.count["raw_back_to_back"] += 1
-                prev_dst = None
+                # the previous command's result read by this one (through a stall or not)
+                if last is not None and last.d in reads and is_legal(cmd[1]):
+                    ins = decode(cmd[1])
+                    if perf.interlocked(last, ins):
+                        self.count["interlocked"] += 1
+                    elif reads[0] == last.d:
+                        self.count["a_forwarded"] += 1
+                    elif reads[1] == last.d and ins.op != Op.OUT:
+                        self.count["swapped"] += 1
+                prev_dst = last = None
                 if cmd[0] == Command.EXEC and is_legal(cmd[1]) and cmd[1] >> 28 != Op.OUT:
                     prev_dst = (cmd[1] >> 17) & 7
+                    last = decode(cmd[1])
                 self.cmd.offered = None
                 for k in (0, 1):
                     if need[k]:
@@ -316,17 +337,22 @@ async def random_program_no_backpressure(dut):
     tb, cfg = await _start(dut, 0.0)
     commands = [tb.stim.command(0.0) for _ in range(cfg["commands"])]
     tb.feed(commands)
-    # the only stall without backpressure: a LOAD right behind a STORE (single-port SRAM)
+    # the stalls without backpressure: a LOAD right behind a STORE (single-port SRAM), and the
+    # interlock (an instruction whose b / c is the previous instruction's result)
     stalls = sum(a[0] == Command.STORE and b[0] == Command.LOAD
                  for a, b in zip(commands, commands[1:], strict=False))
+    interlocks = sum(interlocked(a, b) for a, b in zip(commands, commands[1:], strict=False))
     cycles = await tb.run(20 * cfg["commands"])
     dut._log.info("coverage %s", dict(tb.count))
     for op in Op:
         assert any(k.startswith(op.name) for k in tb.count), f"no {op.name}: {tb.count}"
     assert tb.count["raw_back_to_back"] > 0 and tb.count["STORE"] and tb.count["LOAD"]
-    assert cycles <= cfg["commands"] + stalls + 4, \
-        f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls)"
-    record_metric("commands_per_cycle", round(cfg["commands"] / cycles, 4))
+    assert tb.count["interlocked"] and tb.count["a_forwarded"] and tb.count["swapped"], tb.count
+    assert cycles <= cfg["commands"] + stalls + interlocks + 4, \
+        f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls, " \
+        f"{interlocks} interlocks)"
+    record_metric("commands_per_cycle", round(cfg["commands"] / (cycles - interlocks), 4))
+    record_metric("interlocks", interlocks)
     record_metric("coverage", funcov.export("tau"))
 
 

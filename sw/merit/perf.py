@@ -38,7 +38,8 @@ import numpy as np
 
 from .arch import BEAT_BYTES, RP_BYTES, WORDS_PER_BEAT
 
-__all__ = ["CONSTANTS", "Prediction", "TileCost", "predict", "predict_problem", "job_costs"]
+__all__ = ["CONSTANTS", "Prediction", "TileCost", "interlocked", "job_costs", "predict",
+           "predict_problem"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -213,11 +214,61 @@ def _step_ranges(program, a_size, origin, extent):
     return np.asarray(prog.begs)[kf], np.asarray(prog.ends)[kl]
 
 
+def interlocked(first, second):
+    """Whether instruction ``second`` (a :class:`merit.isa.Instruction`) issued right behind
+    ``first`` waits one cycle in the SIMD array (``meritz.tau.cp.simd``): it reads the register
+    ``first`` writes as ``b`` or ``c`` (not ``b`` of ``out``, which is forwarded into the second
+    execute stage like ``a``), unless ``a`` and ``b`` commute (max, min, and, or, xor; add and sub
+    at ``s = 0``) and only ``b`` is that register: the array swaps them."""
+    from .isa import Logic, Op
+
+    if first.op == Op.OUT or second.op in (Op.OUT, Op.INDEX):
+        return False
+    reads = second.reads()
+    d = first.d
+    b_hit = d == reads[1]
+    c_hit = len(reads) == 3 and d == reads[2]
+    commutes = ((second.op == Op.LOGIC and second.fn != Logic.SEL)
+                or (second.op in (Op.ADD, Op.SUB) and second.s == 0))
+    if b_hit and commutes and d != reads[0]:
+        b_hit = False
+    return bool(b_hit or c_hit)
+
+
+def _interlocks(program):
+    """``(within, pair)``: ``within[k]`` is 1 when instruction ``k`` waits one cycle behind
+    instruction ``k - 1`` (:func:`interlocked`); ``pair[i, j]`` the same for instruction ``j``
+    right behind instruction ``i``."""
+    from .isa import decode
+
+    ins = [decode(w) for w in program.words]
+    n = len(ins)
+    table = np.zeros((max(n, 1), max(n, 1)), dtype=np.int64)
+    for i, first in enumerate(ins):
+        for j, second in enumerate(ins):
+            table[i, j] = interlocked(first, second)
+    within = np.zeros(n + 1, dtype=np.int64)
+    for k in range(1, n):
+        within[k] = table[k - 1, k]
+    return within, table
+
+
 def _step_cycles(program, a_size, origin, extent):
     """CP cycles of one warp's steps in one accumulation tile: the instructions of each step's
-    range, at least one cycle (an empty range still takes the sequencer's cycle)."""
-    beg, end = _step_ranges(program, a_size, origin, extent)
-    return int(np.maximum(end - beg, 1).sum())
+    range, at least one cycle (an empty range still takes the sequencer's cycle), and one
+    cycle per interlock (an instruction reading the previous one's result as ``b`` / ``c``,
+    inside a step's range or from the last instruction of a step to the first of the next)."""
+    beg, end = (r.ravel() for r in _step_ranges(program, a_size, origin, extent))
+    cycles = int(np.maximum(end - beg, 1).sum())
+    within, pair = _interlocks(program)
+    if not within.any() and not pair.any():
+        return cycles
+    run = np.concatenate([[0], np.cumsum(within)])      # run[k] = sum(within[:k])
+    full = end > beg
+    inside = np.where(full, run[np.maximum(end, 1)] - run[np.minimum(beg + 1, end)], 0)
+    both = full[:-1] & full[1:]
+    across = pair[np.maximum(end[:-1] - 1, 0), np.minimum(beg[1:], len(program.words) - 1)]
+    return cycles + int(inside.sum()) + int((across * both).sum())
 
 
 def _warp_cycles(kernel):

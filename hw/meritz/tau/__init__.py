@@ -236,7 +236,9 @@ class Tau(wiring.Component):
 
         # ---- beats: broadcast to RP0, RP1 and the WP events ------------------------------------
         blayout = beat_layout(n_slots, pc_bits)
-        bfifos = [_fifo(m, f"beats{k}", blayout, 4) for k in range(3)]
+        # the WP's events wait for the CP's out vectors, which leave the SIMD array's second
+        # execute stage: one entry more than the RPs' so that the looper does not wait on them
+        bfifos = [_fifo(m, f"beats{k}", blayout, 5 if k == 2 else 4) for k in range(3)]
         all_ready = Cat(f.w_rdy for f in bfifos).all()
         m.d.comb += looper.beats.ready.eq(all_ready)
         for f in bfifos:

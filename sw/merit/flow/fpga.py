@@ -496,6 +496,9 @@ def run_blocks(lanes, work_root="build/fpga", names=None, **options):
         if unknown:
             raise ValueError(f"no block {', '.join(unknown)}; the blocks are {', '.join(known)}")
     rows = [r for r in BLOCKS if r[0] in known and (names is None or r[0] in names)]
+    # synthesized as in the processor (without ``share``), so that a block's paths are the ones
+    # it has there
+    options.setdefault("share", TOP_SHARE)
     results = []
     for row in rows:
         name, component = next(iter(build(lanes=lanes, blocks=[row])))

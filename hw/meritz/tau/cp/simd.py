@@ -1,17 +1,26 @@
 """The SIMD compute array of the Compute Pipeline: N lanes executing the MERIT-z ISA (§V, Table I).
 
-Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Two pipeline stages:
+Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Three pipeline stages:
 
 1. **issue** accepts a command, decodes it, fetches the operands of every lane (registers with
-   forwarding from stage 2, the RP0 / RP1 element, constants, immediates) and, for ``LOAD``,
-   reads the partial-result SRAM;
-2. **execute** computes the result of every lane and writes the lane register, sends an ``out``
-   vector, or writes the SRAM (``STORE``).
+   forwarding, the RP0 / RP1 element, constants, immediates) and, for ``LOAD``, reads the
+   partial-result SRAM;
+2. **E1** computes everything that does not need the accumulator operand ``a``: ``b + c``,
+   ``b - c``, ``|b - c|``, the MAC product, ``>> s``, the LOOKUP clamp and table read,
+   ``b >> s`` of LOGIC; ``STORE`` writes the SRAM here;
+3. **E2** interpolates LOOKUP, adds ``a`` (or applies the LOGIC function to ``a``), writes the
+   lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
 
-A register written by one instruction is forwarded to the next one, so programs need no ``nop``.
-The partial-result SRAM (5 KB by default) keeps the registers of lane groups that are not running
-(output stationary across accumulation tiles); it is never read and written in the same cycle (a
-``LOAD`` behind a ``STORE`` waits one cycle), so it maps onto a single-port macro.
+A register written by one instruction is forwarded to the next ones, so programs need no
+``nop``: an instruction two or more behind reads the result from E2 (or the register file), and
+an instruction right behind that reads it as ``a`` (a MAC chain, a running max; also ``b`` of
+``out`` and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an
+instruction that reads the result of the instruction right before it as ``b`` or ``c`` waits one
+cycle (interlock: ``cmd.ready`` stays low), unless ``a`` and ``b`` commute (max, min, and, or,
+xor; add and sub at ``s = 0``) and only ``b`` is that result: then they are swapped. The partial-result SRAM (5 KB by default) keeps the
+registers of lane groups that are not running (output stationary across accumulation tiles); it
+is never read and written in the same cycle (a ``LOAD`` behind a ``STORE`` waits one cycle), so
+it maps onto a single-port macro.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -184,104 +193,146 @@ class SimdArray(wiring.Component):
         m.submodules.sram = sram = memory.Memory(shape=vec32, depth=self.depth, init=[])
         rd = sram.read_port()
         wr = sram.write_port()
+        stage = data.StructLayout({
+            "valid": 1, "kind": Command, "word": instruction_layout,
+        })
 
-        # ---- stage 2 (execute) state -------------------------------------------------------
-        s2 = Signal(data.StructLayout({
-            "valid": 1, "kind": Command, "word": instruction_layout, "row": range(self.depth),
-        }))
+        # ---- stage 3 (E2: the accumulator add, LOGIC, out; writes the register) ------------
+        s3 = Signal(stage, name="s3")
+        a3, v3, u3 = (Signal(vec32, name=f"{x}3") for x in "avu")
+        # LOOKUP: the two table entries and the fraction, interpolated in E2
+        lut_layout = data.StructLayout({"y0": signed(16), "y1": signed(16), "frac": unsigned(8)})
+        lut3 = Signal(data.ArrayLayout(lut_layout, n), name="lut3")
+        w3 = s3.word
+        s3_out = (s3.kind == Command.EXEC) & (w3.op == Opcode.OUT)
+        s3_fire = s3.valid & (~s3_out | self.out.ready)
+        s3_writes = s3.valid & (((s3.kind == Command.EXEC) & (w3.op != Opcode.OUT))
+                                | (s3.kind == Command.LOAD))
+        s3_clear = s3.valid & (s3.kind == Command.CLEAR)
+        s3_sel = w3.fn == LogicFn.SEL
+        result = Signal(vec32)       # the value written to register w3.d
+        outv = Signal(self.out.payload.shape())
+        for lane in range(n):
+            a, v, u = a3[lane], v3[lane], u3[lane]
+            # ``v``: what E1 computed from b and c (the value added to ``a``, the SRAM row of
+            # LOAD; b >> s for LOGIC; b for out); ``u``: b (MAX, MIN) or c (SEL) unshifted.
+            # LOOKUP interpolates here: ``a + y0`` beside the multiply, its product added last.
+            # out has its own adder: the LOOKUP value does not run into out's shift and
+            # saturation (a path that no instruction uses but timing analysis sees)
+            y = lut3[lane]
+            frac = Signal(signed(18), name=f"frac{lane}")
+            m.d.comb += frac.eq(((y.y1 - y.y0) * Cat(y.frac, Const(0, 1)).as_signed()) >> 8)
+            total = Signal(signed(33), name=f"sum{lane}")
+            m.d.comb += total.eq(Mux(w3.op == Opcode.LOOKUP, (a + y.y0) + frac, a + v))
+            osum = Signal(signed(33), name=f"osum{lane}")
+            m.d.comb += osum.eq(a + v)
+            sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
+            m.d.comb += sh.eq(Mux(s3_sel, u, a) >> w3.s)
+            f = Signal(signed(32), name=f"logic{lane}")
+            with m.Switch(w3.fn):
+                with m.Case(LogicFn.MAX):
+                    m.d.comb += f.eq(Mux(a > u, sh, v))
+                with m.Case(LogicFn.MIN):
+                    m.d.comb += f.eq(Mux(a < u, sh, v))
+                with m.Case(LogicFn.SEL):
+                    m.d.comb += f.eq(Mux(a != 0, v, sh))
+                with m.Case(LogicFn.AND):
+                    m.d.comb += f.eq(sh & v)
+                with m.Case(LogicFn.OR):
+                    m.d.comb += f.eq(sh | v)
+                with m.Case(LogicFn.XOR):
+                    m.d.comb += f.eq(sh ^ v)
+            m.d.comb += [
+                result[lane].eq(Mux(s3.kind == Command.LOAD, v,
+                                    Mux(w3.op == Opcode.LOGIC, f, total[:32]))),
+                outv[lane].eq(_sat16(osum >> w3.s)),
+            ]
+        m.d.comb += [
+            self.out.valid.eq(s3.valid & s3_out),
+            self.out.payload.eq(outv),
+            reg_wr.addr.eq(w3.d), reg_wr.data.eq(result),
+            reg_wr.en.eq(Mux(s3_fire & s3_writes, (1 << len(reg_wr.en)) - 1, 0)),
+        ]
+        with m.If(s3_fire):
+            with m.If(s3_clear):
+                m.d.sync += written.eq(0)
+            with m.Elif(s3_writes):
+                m.d.sync += written.bit_select(w3.d, 1).eq(1)
+
+        # ---- stage 2 (E1: everything that does not need ``a``) -----------------------------
+        s2 = Signal(stage, name="s2")
+        s2_row = Signal(range(self.depth))
+        a_fwd = Signal()             # ``a`` is the result of the instruction in E2 (forwarded)
+        b_fwd = Signal()             # the same for ``b`` of out
         a2, b2, c2 = (Signal(vec32, name=f"{x}2") for x in "abc")
         w2 = s2.word
-        s2_out = (s2.kind == Command.EXEC) & (w2.op == Opcode.OUT)
-        s2_fire = s2.valid & (~s2_out | self.out.ready)
-        s2_writes = s2.valid & (((s2.kind == Command.EXEC) & (w2.op != Opcode.OUT))
-                                | (s2.kind == Command.LOAD))
-        s2_clear = s2.valid & (s2.kind == Command.CLEAR)
-
-        result = Signal(vec32)       # the value written to register w2.d
-        outv = Signal(self.out.payload.shape())
+        s3_free = ~s3.valid | s3_fire
+        s2_move = s2.valid & s3_free
+        s2_writer = s2.valid & (s2.kind == Command.EXEC) & (w2.op != Opcode.OUT)
+        a_in = Signal(vec32)
+        m.d.comb += a_in.eq(Mux(a_fwd, result, a2))
         luts = self.config.luts
         entries = [Mux(w2.fn[0], luts[1][k], luts[0][k]) for k in range(LUT_ENTRIES)]
+        v_next = Signal(vec32)
+        u_next = Signal(vec32)
+        lut_next = Signal.like(lut3)
         for lane in range(n):
-            a, b, c = a2[lane], b2[lane], c2[lane]
-            # every operation but LOGIC adds ``a`` to a value shifted right by ``s``: one
-            # subtractor, one shifter and one adder per lane, shared by the opcodes
+            b, c = b2[lane], c2[lane]
+            # every operation but LOGIC and out adds ``a`` to a value shifted right by ``s``:
+            # one subtractor and one shifter per lane, shared by the opcodes
             diff = Signal(signed(33), name=f"diff{lane}")
             pre = Signal(signed(34), name=f"pre{lane}")     # the value shifted by s
             m.d.comb += diff.eq(b - c)
             with m.Switch(w2.op):
                 with m.Case(Opcode.ADD):
                     m.d.comb += pre.eq(b + c)
-                with m.Case(Opcode.SUB, Opcode.LOOKUP):
+                with m.Case(Opcode.SUB):
                     m.d.comb += pre.eq(diff)
                 with m.Case(Opcode.L1):
                     m.d.comb += pre.eq(abs(diff))
                 with m.Case(Opcode.MAC):
                     m.d.comb += pre.eq(_sat16(b) * _sat16(c))
-                with m.Case(Opcode.LOGIC):
-                    f = Signal(signed(32), name=f"logic{lane}")
-                    with m.Switch(w2.fn):
-                        with m.Case(LogicFn.MAX):
-                            m.d.comb += f.eq(Mux(a > b, a, b))
-                        with m.Case(LogicFn.MIN):
-                            m.d.comb += f.eq(Mux(a < b, a, b))
-                        with m.Case(LogicFn.SEL):
-                            m.d.comb += f.eq(Mux(a != 0, b, c))
-                        with m.Case(LogicFn.AND):
-                            m.d.comb += f.eq(a & b)
-                        with m.Case(LogicFn.OR):
-                            m.d.comb += f.eq(a | b)
-                        with m.Case(LogicFn.XOR):
-                            m.d.comb += f.eq(a ^ b)
-                    m.d.comb += pre.eq(f)
-                with m.Case(Opcode.INDEX):
-                    m.d.comb += pre.eq(b)                   # b holds the lane's index
-                with m.Case(Opcode.OUT):
-                    m.d.comb += pre.eq(a + b)
+                with m.Default():                           # LOGIC, INDEX (b: the index)
+                    m.d.comb += pre.eq(b)
             shifted = Signal(signed(34), name=f"shifted{lane}")
             m.d.comb += shifted.eq(pre >> w2.s)
-            r = Signal(signed(32), name=f"alu{lane}")
+            v = Signal(signed(32), name=f"e1v{lane}")
             with m.Switch(w2.op):
-                with m.Case(Opcode.ADD, Opcode.SUB, Opcode.L1, Opcode.MAC, Opcode.INDEX):
-                    m.d.comb += r.eq(a + shifted)
-                with m.Case(Opcode.LOGIC):
-                    m.d.comb += r.eq(shifted)
-                with m.Case(Opcode.LOOKUP):
-                    x = Signal(signed(33), name=f"lutx{lane}")
-                    u = Signal(unsigned(14), name=f"lutu{lane}")
-                    m.d.comb += [
-                        x.eq(shifted),
-                        u.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
-                    ]
-                    # entries i and i + 1 are one even and one odd entry: one multiplexer over
-                    # the 17 even entries and one over the 16 odd ones, not two over all 33.
-                    # At i = 32 (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to
-                    # 0) is not used.
-                    i = u[8:14]
-                    y_even = Array(entries[0::2])[(i + 1)[1:]]
-                    y_odd = Array(entries[1::2])[i[1:5]]
-                    y0 = Mux(i[0], y_odd, y_even)
-                    y1 = Mux(i[0], y_even, y_odd)
-                    frac = Cat(u[:8], Const(0, 1)).as_signed()
-                    m.d.comb += r.eq(a + y0 + (((y1 - y0) * frac) >> 8))
+                with m.Case(Opcode.OUT):
+                    m.d.comb += v.eq(Mux(b_fwd, result[lane], b))
+                with m.Default():
+                    m.d.comb += v.eq(shifted)
+            # LOOKUP: its own shifter of b - c (not the shared one, which the MAC product also
+            # feeds: a path from one multiplier into the other), the clamp and the table read
+            x = Signal(signed(33), name=f"lutx{lane}")
+            lu = Signal(unsigned(14), name=f"lutu{lane}")
             m.d.comb += [
-                result[lane].eq(Mux(s2.kind == Command.LOAD, rd.data[lane], r)),
-                outv[lane].eq(_sat16(shifted)),
+                x.eq(diff >> w2.s),
+                lu.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
             ]
-
+            # entries i and i + 1 are one even and one odd entry: one multiplexer over the 17
+            # even entries and one over the 16 odd ones, not two over all 33. At i = 32
+            # (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to 0) is not used.
+            i = lu[8:14]
+            y_even = Array(entries[0::2])[(i + 1)[1:]]
+            y_odd = Array(entries[1::2])[i[1:5]]
+            m.d.comb += [
+                lut_next[lane].y0.eq(Mux(i[0], y_odd, y_even)),
+                lut_next[lane].y1.eq(Mux(i[0], y_even, y_odd)),
+                lut_next[lane].frac.eq(lu[:8]),
+                v_next[lane].eq(Mux(s2.kind == Command.LOAD, rd.data[lane], v)),
+                u_next[lane].eq(Mux(w2.fn == LogicFn.SEL, c, b)),
+            ]
+        # STORE writes the SRAM from E1 (``a`` forwarded from E2 like an instruction's)
         m.d.comb += [
-            self.out.valid.eq(s2.valid & s2_out),
-            self.out.payload.eq(outv),
-            wr.addr.eq(s2.row),
-            wr.data.eq(a2),
-            wr.en.eq(Mux(s2.valid & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
+            wr.addr.eq(s2_row),
+            wr.data.eq(a_in),
+            wr.en.eq(Mux(s2_move & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
         ]
-        m.d.comb += [reg_wr.addr.eq(w2.d), reg_wr.data.eq(result),
-                     reg_wr.en.eq(Mux(s2_fire & s2_writes, (1 << len(reg_wr.en)) - 1, 0))]
-        with m.If(s2_fire):
-            with m.If(s2_clear):
-                m.d.sync += written.eq(0)
-            with m.Elif(s2_writes):
-                m.d.sync += written.bit_select(w2.d, 1).eq(1)
+        with m.If(s2_move):
+            m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lut3.eq(lut_next)]
+        with m.Elif(s3_fire):
+            m.d.sync += s3.valid.eq(0)
 
         # ---- stage 1 (issue) ---------------------------------------------------------------
         cmd = self.cmd.payload
@@ -295,9 +346,28 @@ class SimdArray(wiring.Component):
                   & ~((w.op == Opcode.LOGIC) & (w.fn != LogicFn.SEL)))]
         need0 = run & Cat(*[(code == OPERAND_RP0) & used for code, used in reads]).any()
         need1 = run & Cat(*[(code == OPERAND_RP1) & used for code, used in reads]).any()
-        s2_free = ~s2.valid | s2_fire
+
+        def from_e1(code):
+            """``code`` is a register that the instruction in E1 writes."""
+            return s2_writer & (code < N_REGS) & (w2.d == code[:3])
+
+        # interlock: E1 reads ``b`` and ``c`` at its start, so an instruction whose ``b`` / ``c``
+        # is the result of the instruction right before it (in E1, not done) waits one cycle;
+        # ``a`` (and ``b`` of out, which E1 does not use) is forwarded into E2 instead. Where
+        # ``a`` and ``b`` commute (max, min, and, or, xor; add and sub at s = 0), an instruction
+        # whose ``b`` is that result and ``a`` is not swaps them and does not wait (a pooling
+        # max behind the convolution's last MAC, an accumulating add)
+        commutes = (((w.op == Opcode.LOGIC) & (w.fn != LogicFn.SEL))
+                    | (((w.op == Opcode.ADD) | (w.op == Opcode.SUB)) & (w.s == 0)))
+        swap = Signal()
+        m.d.comb += swap.eq(run & commutes & from_e1(w.b) & ~from_e1(w.a))
+        hazard = run & ((from_e1(w.b) & reads[1][1] & (w.op != Opcode.OUT) & ~swap)
+                        | (from_e1(w.c) & reads[2][1]))
+        s2_free = ~s2.valid | s2_move
+        # the SRAM is single-port: a LOAD does not read while E1 writes a STORE
         sram_busy = (cmd.kind == Command.LOAD) & s2.valid & (s2.kind == Command.STORE)
-        ready = s2_free & ~sram_busy & (~need0 | self.rp0.valid) & (~need1 | self.rp1.valid)
+        ready = (s2_free & ~sram_busy & ~hazard & (~need0 | self.rp0.valid)
+                 & (~need1 | self.rp1.valid))
         accept = self.cmd.valid & ready
         m.d.comb += [
             self.cmd.ready.eq(ready),
@@ -305,7 +375,7 @@ class SimdArray(wiring.Component):
             self.rp1.ready.eq(self.cmd.valid & ready & need1),
             rd.addr.eq(cmd.row),
             rd.en.eq(accept & (cmd.kind == Command.LOAD)),
-            self.busy.eq(s2.valid),
+            self.busy.eq(s2.valid | s3.valid),
         ]
 
         def operand(code, lane, forwarded):
@@ -323,22 +393,32 @@ class SimdArray(wiring.Component):
                     m.d.comb += v.eq(code[:4].as_signed())
             return v
 
+        s2_clear = s2.valid & (s2.kind == Command.CLEAR)
+        s2_load = s2.valid & (s2.kind == Command.LOAD)
+
         def register(code):
-            """Register ``code`` of every lane, with the result of stage 2 forwarded."""
+            """Register ``code`` of every lane: 0 behind a CLEAR, the SRAM row of a LOAD in E1,
+            the result of E2 forwarded, else the register file (an instruction in E1 that writes
+            it is handled by the interlock or by forwarding into E2)."""
             fwd = Signal(vec32, name=f"fwd_{len(fwd_values)}")
-            hit = s2_writes & (w2.d == code[:3])
+            r = code[:3]
+            e2_hit = s3_writes & (w3.d == r)
             port = regs.read_port(domain="comb")
             m.d.comb += [
-                port.addr.eq(code[:3]),
-                fwd.eq(Mux(s2_clear, 0, Mux(hit, result,
-                                            Mux(written.bit_select(code[:3], 1), port.data, 0)))),
+                port.addr.eq(r),
+                fwd.eq(Mux(s2_clear, 0,
+                           Mux(s2_load & (w2.d == r), rd.data,
+                               Mux(s3_clear, 0,
+                                   Mux(e2_hit, result,
+                                       Mux(written.bit_select(r, 1), port.data, 0)))))),
             ]
             fwd_values.append(fwd)
             return fwd
 
         fwd_values = []
         # port a reads register d for the commands that are not instructions (STORE writes it)
-        fa = register(Mux(exec1, w.a[:3], w.d))
+        a_code = Mux(exec1, w.a, w.d)
+        fa = register(a_code)
         fb, fc = register(w.b), register(w.c)
         lane_mask = Signal(unsigned(8))
         m.d.comb += lane_mask.eq((1 << cmd.lane_bits) - 1)
@@ -347,19 +427,22 @@ class SimdArray(wiring.Component):
                 s2.valid.eq(run | (cmd.kind != Command.EXEC)),
                 s2.kind.eq(cmd.kind),
                 s2.word.eq(w),
-                s2.row.eq(cmd.row),
+                s2_row.eq(cmd.row),
+                a_fwd.eq(from_e1(a_code) | swap),
+                b_fwd.eq(from_e1(w.b) & (w.op == Opcode.OUT)),
             ]
             for lane in range(n):
-                m.d.sync += a2[lane].eq(Mux(exec1, operand(w.a, lane, fa), fa[lane]))
+                op_a, op_b = operand(w.a, lane, fa), operand(w.b, lane, fb)
+                m.d.sync += a2[lane].eq(Mux(exec1, Mux(swap, op_b, op_a), fa[lane]))
                 lane_idx = Mux(w.b == IndexKind.PAR,
                                cmd.index + ((Const(lane, range(n)) >> cmd.lane_shift) & lane_mask),
                                cmd.index)
                 m.d.sync += [
-                    b2[lane].eq(Mux(w.op == Opcode.INDEX, lane_idx, operand(w.b, lane, fb))),
+                    b2[lane].eq(Mux(w.op == Opcode.INDEX, lane_idx, Mux(swap, op_a, op_b))),
                     c2[lane].eq(operand(w.c, lane, fc)),
                 ]
             with m.If(exec1 & ~legal):
                 m.d.sync += self.error.eq(1)
-        with m.Elif(s2_fire):
+        with m.Elif(s2_move):
             m.d.sync += s2.valid.eq(0)
         return m

@@ -1,0 +1,148 @@
+"""The SIMD array's two execute stages (Amaranth simulator, 8 lanes): an instruction whose ``b`` /
+``c`` is the previous instruction's result waits one cycle (interlock) and still computes the
+golden model's value; chains through ``a`` (MAC, max) and ``b`` of ``out`` run back to back.
+
+Each program runs as a stream of EXEC commands, one offered per cycle; every ``out`` vector is
+compared with :func:`merit.isa.step`, and the cycles between the first and the last accepted
+command are counted.
+"""
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from merit.isa import LUT_ENTRIES, N_REGS, assemble, decode, step
+from meritz.tau.cp.simd import Command, SimdArray
+
+LANES = 8
+CONSTS = (-7, 1 << 20, 300, -(1 << 31))
+
+
+def _tables(rng):
+    return [[int(v) for v in rng.integers(-32768, 32768, LUT_ENTRIES)] for _ in range(2)]
+
+
+def _run(lines, *, seed=0):
+    """Run ``lines`` (assembler syntax) once on every lane; returns (outs, golden outs, cycles
+    from the first to the last accepted command, the accepting cycles)."""
+    rng = np.random.default_rng(seed)
+    luts = _tables(rng)
+    words = list(assemble("loop:\n" + "\n".join(lines), luts=luts).words)
+    dut = SimdArray(lanes=LANES)
+    # the golden model, one instruction at a time, with fresh RP elements per reading instruction
+    regs = np.zeros((N_REGS, LANES), dtype=np.int64)
+    rp = {0: [], 1: []}
+    golden = []
+    for word in words:
+        ins = decode(word)
+        el = {}
+        for port in (0, 1):
+            if ins.reads_rp(port):
+                v = rng.integers(-32768, 32768, LANES).astype(np.int64)
+                v[:2] = (-32768, 32767)
+                rp[port].append(v)
+                el[port] = v
+        out = step(ins, regs, i0=el.get(0), i1=el.get(1), consts=CONSTS, luts=luts)
+        if out is not None:
+            golden.append([int(x) for x in np.broadcast_to(out, (LANES,))])
+    got, accepted = [], []
+
+    async def bench(ctx):
+        ctx.set(dut.config.consts, list(CONSTS))
+        ctx.set(dut.config.luts, luts)
+        ctx.set(dut.out.ready, 1)
+        queues = {0: list(rp[0]), 1: list(rp[1])}
+        pending = list(words)
+        cycle = 0
+        while (pending or ctx.get(dut.busy)) and cycle < 10 * len(words) + 20:
+            if pending:
+                ctx.set(dut.cmd.valid, 1)
+                ctx.set(dut.cmd.payload.kind, Command.EXEC)
+                ctx.set(dut.cmd.payload.word.as_value(), pending[0])
+            else:
+                ctx.set(dut.cmd.valid, 0)
+            for port in (0, 1):
+                rpp = getattr(dut, f"rp{port}")
+                ctx.set(rpp.valid, bool(queues[port]))
+                if queues[port]:
+                    ctx.set(rpp.payload, [int(x) for x in queues[port][0]])
+            await ctx.delay(1e-9)
+            if ctx.get(dut.out.valid):
+                got.append([int(x) for x in ctx.get(dut.out.payload)])
+            if pending and ctx.get(dut.cmd.ready):
+                pending.pop(0)
+                accepted.append(cycle)
+                for port in (0, 1):
+                    if ctx.get(getattr(dut, f"rp{port}").ready):
+                        queues[port].pop(0)
+            await ctx.tick()
+            cycle += 1
+        assert not pending, f"{len(pending)} commands not accepted"
+        assert not ctx.get(dut.error)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return got, golden, accepted[-1] - accepted[0] + 1, accepted
+
+
+def test_interlock_b_c_read_the_previous_result():
+    lines = [
+        "add r1, 0, i0, k1 >> 3",        # r1 = i0 + k1 >> 3
+        "sub r2, k0, r1, i1 >> 1",       # b = r1 (previous): waits
+        "mac r3, r2, r2, r2 >> 1",       # a, b, c = r2 (previous): waits once
+        "lut r4, 7, r3, k2, t1 >> 4",    # b = r3: waits
+        "lut r5, r4, i0, r4, t0 >> 2",   # c = r4: waits
+        "out r5, 0 >> 1",                # a = r5: forwarded, no wait
+        "l1 r6, 1, i1, r5",              # c = r5 (two back): no wait
+        "sel r7, r6, r5, r6",            # a and c = r6: waits
+        "max r0, r7, r7",                # b = r7: waits
+        "min r1, r0, r6 >> 2",           # a = r0: no wait
+        "out i0, r1 >> 3",               # b of out = r1 (previous): forwarded, no wait
+        "and r2, i1, r1",                # b = r1 (two back, out between): no wait
+        "xor r3, r2, k3",
+        "or r4, i0, r3 >> 31",           # b = r3: or commutes, swapped
+        "add r5, r4, r4, r4",            # b, c = r4: waits
+        "out r5, r4 >> 2",
+    ]
+    got, golden, cycles, _ = _run(lines, seed=1)
+    assert got == golden
+    waits = 7
+    assert cycles == len(lines) + waits, (cycles, len(lines), waits)
+
+
+def test_commuting_operands_swap_instead_of_waiting():
+    lines = [
+        "add r1, 0, i0, i1",
+        "max r0, r2, r1 >> 3",           # b = r1 (previous), a = r2: swapped, no wait
+        "min r3, i1, r0",                # b = r0: swapped
+        "and r4, k1, r3 >> 1",           # swapped
+        "or r5, r4, r4",                 # a and b = r4: waits
+        "xor r6, i0, r5",                # swapped
+        "add r7, r1, r6, i0",            # s = 0: swapped
+        "sub r2, k0, r7, r1",            # s = 0: swapped
+        "add r3, k3, r2, i1 >> 1",       # s = 1: waits
+        "sub r4, 3, r3, r3",             # b and c = r3: waits
+        "sel r5, i1, r4, r3",            # sel does not commute: waits
+        "max r6, r5, r5",                # a and b = r5: waits
+        "mac r7, r0, r6, i0",            # waits
+        "out r7, r6",
+        "out r6, r7 >> 2",
+    ]
+    got, golden, cycles, _ = _run(lines, seed=4)
+    assert got == golden
+    waits = 6
+    assert cycles == len(lines) + waits, (cycles, len(lines), waits)
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_mac_and_max_chains_run_back_to_back(seed):
+    lines = (["add r0, 0, 0, 0"]
+             + ["mac r0, r0, i0, i1"] * 12
+             + ["out r0, k2 >> 9", "add r1, 0, k0, 0"]
+             + ["max r1, r1, i0"] * 6
+             + ["min r1, r1, i1 >> 1", "out r1, 0", "mac r0, r0, i0, i0 >> 30", "out r0, r1"])
+    got, golden, cycles, _ = _run(lines, seed=seed)
+    assert got == golden
+    assert cycles == len(lines)
