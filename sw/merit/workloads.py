@@ -326,8 +326,8 @@ def deconv2d_phases(n, c, h, w, m, k, *, stride=1, padding=0, threshold=None, hi
     and ``out_base``).
 
     Each problem reads the image ``I`` (n, c, h, w) and its own dense block of the weights,
-    ``W_r<r><u|d><phases>_c<r><u|d><phases>`` (c, m, phases_y x T_y, phases_x x T_x), phases
-    up or down from ``r``: the group's taps
+    ``W_r<r><u|d><phases>_c<r><u|d><phases>`` (phases_y x T_y, phases_x x T_x, m, c), phases
+    up or down from ``r``, the input channel innermost: the group's taps
     only, so a tile's footprint holds no weight it does not use (the strided taps of the
     PyTorch layout, every ``stride``-th row, would be read as a dense box).
     :func:`deconv_phase_weights` cuts them from the PyTorch weights (c, m, k, k), once, as
@@ -376,8 +376,8 @@ def deconv2d_phases(n, c, h, w, m, k, *, stride=1, padding=0, threshold=None, hi
 
 def deconv_phase_weights(weights, h, w, *, stride=1, padding=0):
     """The weight blocks that :func:`deconv2d_phases` reads, cut from PyTorch's ConvTranspose2d
-    weights ``(c, m, k, k)`` for an input of ``h`` x ``w``: name -> array ``(c, m, phases_y x
-    T_y, phases_x x T_x)``, element ``[., ., i T_y + t_y, j T_x + t_x]`` = ``weights[., .,
+    weights ``(c, m, k, k)`` for an input of ``h`` x ``w``: name -> array ``(phases_y x T_y,
+    phases_x x T_x, m, c)``, element ``[i T_y + t_y, j T_x + t_x, o, ci]`` = ``weights[ci, o,
     r_y + i dr_y + stride t_y, r_x + j dr_x + stride t_x]`` (zero past the kernel)."""
     weights = np.asarray(weights)
     if weights.ndim != 4 or weights.shape[2] != weights.shape[3]:
