@@ -106,22 +106,22 @@ ONE_TAU_SLOTS = 24
 
 
 def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20):
-    """``(problem, "full" or "slice")``: what row ``name`` simulates: the whole layer when its
-    problems run once each and ``merit.perf`` predicts fewer than ``whole_under`` cycles for
-    them (one layer: ``Row.split`` when it runs as several problems), else the row's slice.
-    ``problem`` is a tuple when the row runs several problems one
-    after the other (:meth:`merit.paper.Row.slice_problems`)."""
-    problems = ran_problems(name, "slice")
-    full = row(name).full()
-    if whole_under and (len(full) == 1 and full[0][1] == 1 or row(name).split):
+    """``(problems, "full" or "slice")``: the tuple of problems row ``name`` simulates, one
+    after the other: the whole layer when its problems run once each (one layer, or
+    ``Row.split``: one layer run as several problems) and ``merit.perf`` predicts fewer than
+    ``whole_under`` cycles for them, else the row's slice
+    (:meth:`merit.paper.Row.slice_problems`)."""
+    r = row(name)
+    full = r.full()
+    if whole_under and (len(full) == 1 and full[0][1] == 1 or r.split):
         from merit.perf import predict_problem
-        full = ran_problems(name, "full")
+        layer = tuple(p for p, _ in full)
         cycles = sum(predict_problem(p, lanes=lanes, taus=max(taus or 1, 1),
                                      dram_bytes_per_cycle=bandwidth, latency=latency).cycles
-                     for p in full)
+                     for p in layer)
         if cycles < whole_under:
-            return (full[0] if len(full) == 1 else full), "full"
-    return (problems[0] if len(problems) == 1 else problems), "slice"
+            return layer, "full"
+    return r.slice_problems(), "slice"
 
 
 def ran_problems(name, part):
@@ -138,10 +138,9 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
     same problem; return the run's entry."""
     from merit.sim import simulate
 
-    problem, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
-                              bandwidth=bandwidth, latency=latency)
-    key = slice_key(problem, lanes, taus or 0, bandwidth, latency)
-    problems = tuple(problem) if isinstance(problem, tuple) else (problem,)
+    problems, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
+                               bandwidth=bandwidth, latency=latency)
+    key = slice_key(problems, lanes, taus or 0, bandwidth, latency)
     for other, entry in done.items():
         if other != name and entry.get("slice_key") == key:
             print(f"{name}: same slice as {other}, its run is reused", flush=True)
@@ -170,7 +169,8 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "utilization_std": round(std, 4),
              "tiles": total("tiles"),
              "tiling": " + ".join(str(m.get("tiling")) for m in runs),
-             "dram_busy": (round(sum(b * m["cycles"] for b, m in zip(busy, runs)) / cycles, 4)
+             "dram_busy": (round(sum(b * m["cycles"] for b, m in zip(busy, runs, strict=True))
+                                 / cycles, 4)
                            if None not in busy else None),
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
@@ -234,8 +234,8 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
     model = out.setdefault("model", {})
     for name in SCALING_ROWS:
         r = row(name)
-        points = [_model([(p, 1) for p in r.slice_problems()], lanes=lanes, taus=a // lanes, bandwidth=bandwidth,
-                         latency=latency) for a in alus]
+        points = [_model([(p, 1) for p in r.slice_problems()], lanes=lanes, taus=a // lanes,
+                         bandwidth=bandwidth, latency=latency) for a in alus]
         model[name] = [None if p is None else round(p[3], 4) for p in points]
         measured = rtl.setdefault(name, [None] * len(alus))
         for taus in rtl_taus if only is None or name in only else ():
@@ -556,7 +556,6 @@ def main(argv=None):
         for name in list(store):
             key = store[name].get("slice_key")
             ran = ran_problems(name, store[name].get("simulated")) if name in names else None
-            ran = ran[0] if ran is not None and len(ran) == 1 else ran
             if name not in names or key is not None and key != slice_key(
                     ran, args.lanes, taus, args.dram_bytes_per_cycle, args.latency):
                 del store[name]                     # a run of a slice that has changed since

@@ -26,6 +26,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 import funcov
 from harness import run_bench
+from merit import perf
 from merit.isa import (
     LUT_ENTRIES,
     N_REGS,
@@ -37,7 +38,6 @@ from merit.isa import (
     is_legal,
     step,
 )
-from merit import perf
 from merit.sim.benchlib import (
     bench_config,
     pack_lanes,

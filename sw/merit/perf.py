@@ -253,14 +253,15 @@ def _interlocks(program):
     return within, table
 
 
-def _step_cycles(program, a_size, origin, extent):
+def _step_cycles(program, a_size, origin, extent, locks):
     """CP cycles of one warp's steps in one accumulation tile: the instructions of each step's
     range, at least one cycle (an empty range still takes the sequencer's cycle), and one
     cycle per interlock (an instruction reading the previous one's result as ``b`` / ``c``,
-    inside a step's range or from the last instruction of a step to the first of the next)."""
+    inside a step's range or from the last instruction of a step to the first of the next;
+    ``locks`` = :func:`_interlocks` of the program)."""
     beg, end = (r.ravel() for r in _step_ranges(program, a_size, origin, extent))
     cycles = int(np.maximum(end - beg, 1).sum())
-    within, pair = _interlocks(program)
+    within, pair = locks
     if not within.any() and not pair.any():
         return cycles
     run = np.concatenate([[0], np.cumsum(within)])      # run[k] = sum(within[:k])
@@ -276,12 +277,13 @@ def _warp_cycles(kernel):
     a_size = tuple(kernel.problem.a_shape) or (1,)
     regs = int(kernel.config["regs"])
     tiles = _a_tiles(kernel)
+    locks = _interlocks(kernel.program)
     out = []
     for b, (origin, extent) in enumerate(tiles):
         first, last = b == 0, b == len(tiles) - 1
         restore = 1 if first else regs + 1       # CLEAR, or LOADs (+1: the SRAM turns around
         save = 0 if last else regs               # from the previous warp's STOREs)
-        steps = _step_cycles(kernel.program, a_size, origin, extent)
+        steps = _step_cycles(kernel.program, a_size, origin, extent, locks)
         out.append(restore + steps + save)
     return np.asarray(out, dtype=np.int64)
 

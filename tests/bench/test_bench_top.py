@@ -60,7 +60,7 @@ def test_render_judges_rows_on_the_standard_count():
 
 
 def test_whole_layers_under_the_limit_are_simulated_whole():
-    problem, part = M.simulated("depthwise", whole_under=10**7)
+    (problem,), part = M.simulated("depthwise", whole_under=10**7)
     assert part == "full" and problem.p_shape == row("depthwise").full()[0][0].p_shape
     # a row of several layers, or a layer above the limit, runs its slice
     assert M.simulated("vgg16_conv2_4", whole_under=10**9)[1] == "slice"

@@ -11,16 +11,16 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Three pipeline stages:
 3. **E2** interpolates LOOKUP, adds ``a`` (or applies the LOGIC function to ``a``), writes the
    lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
 
-A register written by one instruction is forwarded to the next ones, so programs need no
-``nop``: an instruction two or more behind reads the result from E2 (or the register file), and
-an instruction right behind that reads it as ``a`` (a MAC chain, a running max; also ``b`` of
-``out`` and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an
-instruction that reads the result of the instruction right before it as ``b`` or ``c`` waits one
-cycle (interlock: ``cmd.ready`` stays low), unless ``a`` and ``b`` commute (max, min, and, or,
-xor; add and sub at ``s = 0``) and only ``b`` is that result: then they are swapped. The partial-result SRAM (5 KB by default) keeps the
-registers of lane groups that are not running (output stationary across accumulation tiles); it
-is never read and written in the same cycle (a ``LOAD`` behind a ``STORE`` waits one cycle), so
-it maps onto a single-port macro.
+A register written by one instruction is forwarded to the next ones, so programs need no ``nop``:
+an instruction two or more behind reads the result from E2 (or the register file), and an
+instruction right behind that reads it as ``a`` (a MAC chain, a running max; also ``b`` of ``out``
+and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an instruction
+that reads the result of the instruction right before it as ``b`` or ``c`` waits one cycle
+(interlock: ``cmd.ready`` stays low), unless ``a`` and ``b`` commute (max, min, and, or, xor; add
+and sub at ``s = 0``) and only ``b`` is that result: then they are swapped. The partial-result SRAM
+(5 KB by default) keeps the registers of lane groups that are not running (output stationary across
+accumulation tiles); it is never read and written in the same cycle (a ``LOAD`` behind a ``STORE``
+waits one cycle), so it maps onto a single-port macro.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
