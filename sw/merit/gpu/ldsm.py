@@ -25,16 +25,24 @@ operand tiles themselves:
 - the next tile's loads are issued into registers before the current tile's ``mma.sync`` and
   stored (converted) into the other of two shared buffers after it: one barrier per tile.
 
+Hopper's ``wgmma`` (``Tile.wgmma``) reads both operand tiles from shared memory through matrix
+descriptors: K-major (lines of k, the 128- or 64-byte swizzle) or, for FP16 / BF16 operands whose
+lines lie contiguous in memory while their k do not (``Tile.mn``, :func:`mn_ops`), MN-major
+(rows of k holding 64 lines, :func:`mn_offset`, the instruction's transpose flag).  Operands
+already in half precision (``Tile.half``) go from global to shared memory by ``cp.async``, 16
+bytes a copy where eight elements lie contiguous and aligned (:func:`widths`), else 8.
+
 The PostLoop epilogue is :mod:`merit.gpu.mma`'s.
 """
 
+import dataclasses
 import math
 
 from .mma import KSTEP, _pow2ceil, box, roles
 from .tile import Tile
 
 __all__ = ["ESIZE", "eligible", "candidates", "estimate", "source", "smem_bytes", "operand_plan",
-           "swizzle", "BKS"]
+           "swizzle", "BKS", "mn_ops", "widths", "descriptor", "mn_offset"]
 
 #: Bytes per staged element.
 ESIZE = {"tf32": 4, "fp16": 2, "bf16": 2}
@@ -108,12 +116,13 @@ def operand_plan(spec, k, idxs):
 
 
 def layout(spec, tile, k, idxs):
-    """Input k's shared layout: ``("lk", False)``, lines of k (``ldmatrix``), or for FP16 / BF16
-    operands whose innermost line index walks memory with unit stride and whose k are not
-    contiguous, ``("kl", vector)``: rows of k holding lines (``ldmatrix.trans``), loaded four
-    lines at a time, as one aligned 16-byte piece when ``vector``."""
+    """Input k's shared layout: ``("lk", False)``, lines of k (``ldmatrix``, K-major wgmma), or
+    for FP16 / BF16 operands whose innermost line index walks memory with unit stride and whose k
+    are not contiguous, ``("kl", vector)``: rows of k holding lines (``ldmatrix.trans``; wgmma
+    tiles with ``Tile.mn``: the MN-major atoms of :func:`mn_offset`), loaded four lines at a
+    time (``vector``: four contiguous and aligned in memory)."""
     p = operand_plan(spec, k, idxs)
-    if tile.mma == "tf32" or tile.wgmma or p["vector"] or not idxs:
+    if (tile.mma == "tf32" or (tile.wgmma and not tile.mn) or p["vector"] or not idxs):
         return "lk", False
     inner = idxs[-1]
     if (p["coef"][inner] != 1 or tile.block[inner] % 4 or spec.pshape[inner] % 4):
@@ -121,8 +130,75 @@ def layout(spec, tile, k, idxs):
     tr = spec.inputs[k].transform
     moving = [ax for ax in p["checked"] if any(pos == inner for pos, _ in tr.terms[ax])]
     vec = (not moving and p["const"] % 4 == 0
-           and all(c % 4 == 0 for j, c in enumerate(p["coef"]) if j != inner))
+           and all(c % 4 == 0 for j, c in _moving_coefs(spec, p) if j != inner))
     return "kl", vec
+
+
+def _moving_coefs(spec, p):
+    """(position, coefficient) of the positions of k = (p, a) that take more than one value."""
+    ext = tuple(spec.pshape) + tuple(spec.ashape)
+    return [(j, c) for j, c in enumerate(p["coef"]) if ext[j] > 1]
+
+
+def mn_ops(spec, tile):
+    """Per operand (A, B): whether ``tile`` stages it MN-major (a wgmma tile with ``Tile.mn``
+    and an operand :func:`layout` puts in rows of k holding lines)."""
+    if not (tile.wgmma and tile.mn):
+        return (False, False)
+    r = roles(spec)
+    return tuple(layout(spec, tile, k, idxs)[0] == "kl" for k, idxs in ((r.a, r.rows),
+                                                                         (r.b, r.cols)))
+
+
+def widths(spec, tile):
+    """Per operand (A, B): elements per gather slot, 8 where a ``half`` tile copies the slot as
+    one 16-byte ``cp.async`` (eight k of a line, or eight lines at one k, contiguous and 16-byte
+    aligned in memory), else 4."""
+    r = roles(spec)
+    out = []
+    asy = async_ops(spec, tile)
+    for (k, idxs), a in zip(((r.a, r.rows), (r.b, r.cols)), asy, strict=True):
+        if not a:
+            out.append(4)
+            continue
+        p = operand_plan(spec, k, idxs)
+        const = p["const"]
+        if layout(spec, tile, k, idxs)[0] == "kl":
+            inner = idxs[-1]
+            ok = (tile.block[inner] % 8 == 0 and spec.pshape[inner] % 8 == 0
+                  and all(c % 8 == 0 for j, c in _moving_coefs(spec, p) if j != inner))
+        else:
+            ok = (math.prod(spec.ashape) % 8 == 0
+                  and all(c % 8 == 0 for j, c in _moving_coefs(spec, p) if j < spec.np))
+        out.append(8 if ok and const % 8 == 0 else 4)
+    return tuple(out)
+
+
+#: wgmma's 64-bit shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): bits
+#: 0-13 start address >> 4, 16-29 leading dimension byte offset >> 4, 32-45 stride dimension
+#: byte offset >> 4, 49-51 base offset (0: the buffers start at a multiple of the swizzle's
+#: period), 62-63 the swizzle (1: 128 bytes, 2: 64 bytes, 3: 32 bytes, 0: none).
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3, 0: 0}
+
+
+def descriptor(addr, lbo, sbo, swizzle):
+    """The descriptor of a matrix at shared byte address ``addr`` with leading and stride byte
+    offsets ``lbo``, ``sbo`` (multiples of 16) and a ``swizzle``-byte swizzle (128, 64, 32, 0)."""
+    if addr % 16 or lbo % 16 or sbo % 16:
+        raise ValueError("wgmma descriptor addresses and offsets are multiples of 16 bytes")
+    return (((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
+            | SWIZZLE_MODE[swizzle] << 62)
+
+
+def mn_offset(ln, kq, bk):
+    """Byte offset of line ``ln`` at k ``kq`` in an MN-major tile of ``bk`` k of 2-byte elements
+    (wgmma's canonical MN-major layout with the 128-byte swizzle): atoms of 8 k x 64 lines (1024
+    bytes, one 128-byte row of 64 lines per k), the ``bk / 8`` atoms of 64 lines consecutive
+    (the stride byte offset, between groups of 8 k: 1024), groups of 64 lines ``bk * 128`` bytes
+    apart (the leading byte offset); 16-byte piece ``c`` of row ``r`` lies at piece ``c ^ r``."""
+    r = kq % 8
+    return ((ln // 64) * bk * 128 + (kq // 8) * 1024 + r * 128
+            + (((ln % 64) // 8) ^ r) * 16 + (ln % 8) * 2)
 
 
 def _geo(spec, tile):
@@ -161,9 +237,9 @@ def half_fits(spec, tile):
 
 
 def async_ops(spec, tile):
-    """Per operand (A, B) of a ``half`` tile: whether its slots go by ``cp.async`` (four
-    elements contiguous and 8-byte aligned in memory: "lk" tiles of a flat k, or "kl" vectors of
-    four lines)."""
+    """Per operand (A, B) of a ``half`` tile: whether its slots go by ``cp.async`` (four or eight
+    elements contiguous and aligned in memory: "lk" tiles of a flat k, or "kl" vectors of lines,
+    see :func:`widths`)."""
     r = roles(spec)
     out = []
     for k, idxs in ((r.a, r.rows), (r.b, r.cols)):
@@ -200,6 +276,9 @@ def wgmma_fits(spec, tile):
         return f"wgmma N = 8 * FN must be 8..256 columns, not FN = {fn}"
     if tile.cluster not in (1, 2):
         return f"tile.cluster must be 1 or 2, not {tile.cluster!r}"
+    if tile.mn and (tile.mma == "tf32" or tile.cluster != 1):
+        return (f"tile.mn (MN-major operands) needs FP16 / BF16 (wgmma transposes 16-bit "
+                f"operands only) and tile.cluster 1, not {tile.mma!r}, cluster {tile.cluster}")
     if tile.cluster == 2:
         bn = _geo(spec, tile)[1]
         if cluster_index(spec, tile) is None or bn % 16:
@@ -244,6 +323,11 @@ def candidates(spec, precision, cap, wgmma=False):
                 # (two blocks per SM, minblocks 2, measured no faster: not candidates)
                 if smem_bytes(spec, t) <= cap:
                     yield t
+                    # FP16 / BF16: the same tile with MN-major operands where the strides call
+                    # for them (the model weighs their gathers)
+                    m = dataclasses.replace(t, mn=True)
+                    if precision != "tf32" and any(mn_ops(spec, m)):
+                        yield m
             continue
         for bk in BKS[precision]:
             if bk > 2 * _pow2ceil(K) and bk != BKS[precision][0]:
@@ -253,8 +337,9 @@ def candidates(spec, precision, cap, wgmma=False):
                 yield t
 
 
-def _slots(lines, bk, nt):
-    return -(-lines * (bk // 4) // nt)
+def _slots(lines, bk, nt, vw=4):
+    """Gather slots per thread of ``lines`` lines of ``bk`` k, ``vw`` elements per slot."""
+    return -(-lines * (bk // vw) // nt)
 
 
 def estimate(spec, tile, device, smem_cap):
@@ -277,6 +362,8 @@ def estimate(spec, tile, device, smem_cap):
     plans = [(operand_plan(spec, r.a, r.rows), bm),
              (operand_plan(spec, r.b, r.cols), bn // tile.cluster)]
     asy = async_ops(spec, tile) if tile.half else (False, False)
+    vws = widths(spec, tile)
+    modes = [layout(spec, tile, k, idxs) for k, idxs in ((r.a, r.rows), (r.b, r.cols))]
     # cp.async slots hold no registers
     slots = sum(_slots(lines, bk, nt) for (_, lines), a in zip(plans, asy, strict=True) if not a)
     # sums, staged loads, fragments and addresses (239 measured for 128 sums and 12 slots)
@@ -300,9 +387,15 @@ def estimate(spec, tile, device, smem_cap):
     mma_n = fm * fn * kst
     ldsm_n = (fm + -(-fn // 2)) * kst
     gather = 0.0
-    for (p, lines), a in zip(plans, asy, strict=True):
-        per = 6.0 if p["vector"] or a else 4 * (6 + 2 * (spec.na - 1) + 4 * len(p["checked"]))
-        gather += _slots(lines, bk, nt) * (per + (1 if a else 4))
+    for (p, lines), a, vw, (mode, lvec) in zip(plans, asy, vws, modes, strict=True):
+        digits = 6 + 2 * (spec.na - 1) + 4 * len(p["checked"])
+        if p["vector"] or a or lvec:
+            per = 6.0
+        elif mode == "kl":   # k digits once, four lines along the innermost index
+            per = digits + 4 * (2 + 4 * len(p["checked"]))
+        else:
+            per = 4 * digits
+        gather += _slots(lines, bk, nt, vw) * (per + (1 if a else 4))
     steps = nb * ntiles
     warps = wm * wn
     if wg:   # one wgmma per warpgroup and k step, operands read from shared memory
@@ -398,6 +491,13 @@ __device__ __forceinline__ void merit_keep(float& x) {
     asm volatile("" : "+f"(x) :: "memory");
 }
 """
+_PRELUDE_MN = r"""
+__device__ __forceinline__ unsigned long long merit_desc_mn(unsigned addr) {
+    // MN-major operand, 128-byte swizzle: leading byte offset BK128 (groups of 64 lines),
+    // stride byte offset 1024 (groups of 8 k)
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | HIull;
+}
+"""
 _PRELUDE_CLUSTER = r"""
 __device__ __forceinline__ unsigned merit_mapa(unsigned addr, unsigned rank) {
     unsigned r;
@@ -459,14 +559,17 @@ _WG_TYPE = {"tf32": ("k8", "tf32", False), "fp16": ("k16", "f16", True),
             "bf16": ("k16", "bf16", True)}
 
 
-def wgmma_asm(prec, n, accs, da, db):
+def wgmma_asm(prec, n, accs, da, db, ta=False, tb=False):
     """The ``wgmma.mma_async`` statement of an m64 x ``n`` x k-step product adding into the
     fp32 sums ``accs`` (4 n / 8 names, in the fragment order of ``mma.sync``'s m16n8 sums per
-    8 columns), with descriptor expressions ``da`` (A) and ``db`` (B), both K-major."""
+    8 columns), with descriptor expressions ``da`` (A) and ``db`` (B), K-major, or MN-major
+    where ``ta`` / ``tb`` (the instruction's transpose flags, FP16 / BF16 only)."""
     kshape, ty, trans = _WG_TYPE[prec]
+    if (ta or tb) and not trans:
+        raise ValueError(f"wgmma transposes 16-bit operands only, not {prec}")
     nacc = len(accs)
     regs = ", ".join(f"%{i}" for i in range(nacc))
-    tail = "p, 1, 1, 0, 0" if trans else "p, 1, 1"
+    tail = f"p, 1, 1, {int(ta)}, {int(tb)}" if trans else "p, 1, 1"
     ins = (f"wgmma.mma_async.sync.aligned.m64n{n}{kshape}.f32.{ty}.{ty} "
            f"{{{regs}}}, %{nacc}, %{nacc + 1}, {tail};")
     outs = ", ".join(f'"+f"({a})' for a in accs)
@@ -494,6 +597,11 @@ __device__ __forceinline__ void merit_acp8(unsigned addr, const void* src, bool 
 }
 __device__ __forceinline__ void merit_acommit() {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_acp16(unsigned addr, const void* src, bool ok) {
+    // eight 2-byte elements (16 bytes, L2 only) straight into the layout; zero-filled when !ok
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(addr), "l"(src), "r"(ok ? 16 : 0) : "memory");
 }
 template <int N> __device__ __forceinline__ void merit_await() {
     asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
@@ -546,6 +654,9 @@ def source(spec, tile):
     if wg:   # 128-byte lines: swizzle mode 1, 8 lines = 1024 bytes; 64-byte: mode 2, 512
         out.append(_PRELUDE_WGMMA.replace("SBO", str(8 * rb // 16)).replace("RB", str(rb))
                    .replace("MODE", "1" if rb == 128 else "2"))
+        if any(mn_ops(spec, tile)):
+            out.append(_PRELUDE_MN.replace("BK128", str(bk * 128))
+                       .replace("HI", f"0x{descriptor(0, bk * 128, 1024, 128):016x}"))
     else:
         out.append(_PRELUDE_LDSM)
     out.append(_store_prelude(prec))
@@ -601,15 +712,18 @@ def source(spec, tile):
     # ---- the gather: per operand and slot, four consecutive k of a line ("lk" layout) or
     # four consecutive lines at one k ("kl" layout, read with ldmatrix.trans) ----
     ops = []
+    vws = widths(spec, tile)
+    mns = mn_ops(spec, tile)
     for k, idxs, lines, base in ((r.a, r.rows, bm, 0), (r.b, r.cols, bn, b_off)):
         p = operand_plan(spec, k, idxs)
         mode, lvec = layout(spec, tile, k, idxs)
         share = cl > 1 and k == r.b
         own = lines // cl if share else lines      # lines this block gathers
-        nsl = _slots(own, bk, nt)
-        exact = own * (bk // 4) % nt == 0
+        vw = vws[len(ops)]
+        nsl = _slots(own, bk, nt, vw)
+        exact = own * (bk // vw) % nt == 0
         ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact,
-                        asy=asy[len(ops)],
+                        asy=asy[len(ops)], vw=vw, mn=mns[len(ops)],
                         mode=mode, lvec=lvec, own=own, share=share,
                         loff=f" + (int)crank * {own}" if share else ""))
     tr_of = {k: spec.inputs[k].transform for k in (r.a, r.b)}
@@ -629,9 +743,9 @@ def source(spec, tile):
     for oi, op in enumerate(ops):
         k, idxs, lines, base, p = op["k"], op["idxs"], op["lines"], op["base"], op["p"]
         nsl, exact, kl = op["nsl"], op["exact"], op["mode"] == "kl"
-        own, loff = op["own"], op["loff"]
+        own, loff, vw = op["own"], op["loff"], op["vw"]
         tr = tr_of[k]
-        vk = bk // 4
+        vk = bk // vw
         inner = idxs[-1] if idxs else None
         for i in range(nsl):
             decls.append(f"{idx_t} lb{oi}_{i};")
@@ -641,14 +755,14 @@ def source(spec, tile):
             w(f"// operand {k} slot {i} ({op['mode']})")
             w(f"const int v{oi}_{i} = tid + {i * nt};")
             if kl:
-                w(f"const int ln{oi}_{i} = 4 * (v{oi}_{i} % {lines // 4}), "
-                  f"kq{oi}_{i} = v{oi}_{i} / {lines // 4};")
+                w(f"const int ln{oi}_{i} = {vw} * (v{oi}_{i} % {lines // vw}), "
+                  f"kq{oi}_{i} = v{oi}_{i} / {lines // vw};")
             elif p["klanes"]:
-                w(f"const int kq{oi}_{i} = 4 * (v{oi}_{i} % {vk}), "
+                w(f"const int kq{oi}_{i} = {vw} * (v{oi}_{i} % {vk}), "
                   f"ln{oi}_{i} = v{oi}_{i} / {vk}{loff};")
             else:
                 w(f"const int ln{oi}_{i} = v{oi}_{i} % {own}{loff}, "
-                  f"kq{oi}_{i} = 4 * (v{oi}_{i} / {own});")
+                  f"kq{oi}_{i} = {vw} * (v{oi}_{i} / {own});")
             valid = "true" if exact or (i + 1) * nt <= own * vk else f"v{oi}_{i} < {own * vk}"
             w(f"const bool in{oi}_{i} = {valid};")
             # the line's parallel coordinates, clamped into the problem (overhanging lines read
@@ -659,7 +773,7 @@ def source(spec, tile):
                 w(line)
             for j in range(P):
                 rel = f" + u{j}" if j in idxs else ""
-                last = spec.pshape[j] - (4 if kl and j == inner else 1)
+                last = spec.pshape[j] - (vw if kl and j == inner else 1)
                 w(f"const int p{j} = min(pb{j}{rel}, {last});")
             lin = [str(p["const"])] + [f"({idx_t})p{j} * {p['coef'][j]}" for j in range(P)
                                        if p["coef"][j]]
@@ -668,8 +782,13 @@ def source(spec, tile):
                 parts = [str(tr.offset[ax])] + [f"p{pos} * {s}" for pos, s in line_terms(k, ax)]
                 w(f"lx{oi}_{i}_{ax} = {' + '.join(parts)};")
             w.close()
-            # the shared address of the slot's four elements (k-tile independent)
-            if kl:
+            # the shared address of the slot's four (eight) elements (k-tile independent)
+            if op["mn"]:   # as mn_offset()
+                q = f"kq{oi}_{i}"
+                w(f"const unsigned sa{oi}_{i} = {base} + (ln{oi}_{i} >> 6) * {bk * 128} + "
+                  f"({q} >> 3) * 1024 + ({q} & 7) * 128 + "
+                  f"((((ln{oi}_{i} & 63) >> 3) ^ ({q} & 7)) << 4) + (ln{oi}_{i} & 7) * 2;")
+            elif kl:
                 pieces = lines * es // 16
                 w(f"const unsigned sa{oi}_{i} = {base} + kq{oi}_{i} * {lines * es} + "
                   f"((((ln{oi}_{i} * {es}) >> 4) ^ ({swz(f'kq{oi}_{i}', pieces)})) << 4) + "
@@ -730,15 +849,16 @@ def source(spec, tile):
                 w.open(f"if (in{oi}_{i})" if not exact else "")
                 if op["asy"]:
                     dst = f"sbase + {buf_expr} * {stage_bytes} + sa{oi}_{i}"
-                    if op["mode"] == "kl":   # four lines at one k, all inside or all outside
+                    cpy = f"merit_acp{2 * op['vw']}"
+                    if op["mode"] == "kl":   # 4 (8) lines at one k, all inside or all outside
                         emit_kdigits(f"{kt_expr} * {bk} + kq{oi}_{i}")
                         w(f"{idx_t} at = lb{oi}_{i}{klin(p)};")
                         emit_checks(k, p, oi, i, p["checked"], None)
-                        w(f"merit_acp8({dst}, g_in{k} + at, ok);")
-                    else:                    # four consecutive k of a line
+                        w(f"{cpy}({dst}, g_in{k} + at, ok);")
+                    else:                    # 4 (8) consecutive k of a line
                         w(f"const int k0 = {kt_expr} * {bk} + kq{oi}_{i};")
-                        kk = f"min(k0, {K - 4})" if K % bk else "k0"
-                        w(f"merit_acp8({dst}, g_in{k} + lb{oi}_{i} + ({idx_t}){kk}, "
+                        kk = f"min(k0, {K - op['vw']})" if K % bk else "k0"
+                        w(f"{cpy}({dst}, g_in{k} + lb{oi}_{i} + ({idx_t}){kk}, "
                           f"{f'k0 < {K}' if K % bk else 'true'});")
                     w.close()
                     continue
@@ -937,7 +1057,8 @@ def _emit_half_tail(w, ntiles, nbuf, emit_stores, wg):
         w.close()
 
 
-def _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs, n):
+def _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
+                          product):
     """The k-tile loop of a ``half`` wgmma tile of 3 or 4 buffers: copies run ``stages`` - 2 k
     tiles ahead and the tensor cores keep one group of wgmma in flight across the barrier
     (``wgmma.wait_group 1``).  Tile kt + S - 2 goes into the buffer of tile kt - 2, whose
@@ -961,7 +1082,7 @@ def _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes,
       f"{stage_bytes // 16});")
     w("merit_wg_fence();")
     for k in range(bk // ks):
-        w(wgmma_asm(prec, n, accs, f"da0 + so + {2 * k}", f"db0 + so + {2 * k}"))
+        w(product(k))
     w("merit_wg_commit();")
     w(f"const int nx = kt + {ahead};")
     if ntiles > ahead:
@@ -995,12 +1116,24 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     accs = [f"c0_{f}_{e}" for f in range(fn_n) for e in range(4)]
     for f in range(fn_n):
         w(f"float c0_{f}_0 = 0.f, c0_{f}_1 = 0.f, c0_{f}_2 = 0.f, c0_{f}_3 = 0.f;")
-    # the warpgroup's 64 rows of A and 8 * FN lines of B (128 bytes per line)
+    # the warpgroup's 64 rows of A and 8 * FN lines of B (rb bytes per line; an MN-major tile
+    # holds the same bytes per line, in atoms of 64 lines)
     rb = bk * (4 if prec == "tf32" else 2)
-    w(f"const unsigned long long da0 = merit_desc(sbase + (wm >> 2) * {64 * rb});")
-    w(f"const unsigned long long db0 = merit_desc(sbase + {b_off} + wn * {n * rb});")
+    ta, tb = mn_ops(spec, tile)
+    w(f"const unsigned long long da0 = merit_desc{'_mn' if ta else ''}(sbase + (wm >> 2) * "
+      f"{64 * rb});")
+    w(f"const unsigned long long db0 = merit_desc{'_mn' if tb else ''}(sbase + {b_off} + wn * "
+      f"{n * rb});")
+
+    def product(k):
+        """k step ``k``: 32 bytes along a K-major line, two groups of 8 k (2048 bytes) of an
+        MN-major tile (descriptor units of 16 bytes)."""
+        return wgmma_asm(prec, n, accs, f"da0 + so + {128 * k if ta else 2 * k}",
+                         f"db0 + so + {128 * k if tb else 2 * k}", ta, tb)
+
     if tile.half and _buffers(tile) >= 3:
-        _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs, n)
+        _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
+                              product)
         return
     if tile.half:
         nbuf = _buffers(tile)
@@ -1011,7 +1144,7 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
             w(f"merit_keep({a});")
         w("merit_wg_fence();")
         for k in range(bk // ks):
-            w(wgmma_asm(prec, n, accs, f"da0 + so + {2 * k}", f"db0 + so + {2 * k}"))
+            w(product(k))
         w("merit_wg_commit();")
         _emit_half_tail(w, ntiles, nbuf, emit_stores, True)
         w("merit_wg_wait();")
@@ -1036,7 +1169,7 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
         w(f"merit_keep({a});")
     w("merit_wg_fence();")
     for k in range(bk // ks):   # 32 bytes of each line per k step
-        w(wgmma_asm(prec, n, accs, f"da0 + so + {2 * k}", f"db0 + so + {2 * k}"))
+        w(product(k))
     w("merit_wg_commit();")
     if ntiles > 1:
         w.open(f"if (kt + 1 < {ntiles})")

@@ -88,6 +88,14 @@ class Tile:
         shared layout with ``cp.async`` (zero-filled past the ends), the others are loaded as
         2-byte elements and stored without conversion; ``stages`` buffers (2 to 4) keep that many
         k tiles in flight.
+    mn : bool
+        FP16 / BF16 wgmma tiles only: an operand whose innermost line index walks memory with
+        unit stride while its k do not (GEMM's B, a convolution's image) is staged MN-major:
+        per k, 64 lines make one 128-byte row of an 8-k x 64-line atom (the 128-byte swizzle),
+        read by wgmma with its transpose flag (``tnspA`` / ``tnspB``), so that its slots are
+        copies of consecutive lines (16 bytes by ``cp.async`` where eight lie contiguous and
+        aligned) instead of gathers of k one element at a time (see
+        :func:`merit.gpu.ldsm.mn_ops`).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -121,6 +129,7 @@ class Tile:
     wgmma: bool = field(default=False, repr=False)
     cluster: int = field(default=1, repr=False)
     half: bool = field(default=False, repr=False)
+    mn: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -165,6 +174,7 @@ class Tile:
                                                           else "")
                 kind += f"_m{self.minblocks}" if self.minblocks > 1 else ""
                 kind += f"_h{self.stages}" if self.half else ""
+                kind += "_mn" if self.mn else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

@@ -508,7 +508,7 @@ def _complete_mma(spec, tile, device):
         return Tile((1,) * P, tuple(tile.regs), tile.chunk, shared, (), tuple(range(P - 1, -1, -1)),
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
-                    stages=tile.stages if tile.half else 2, half=tile.half)
+                    stages=tile.stages if tile.half else 2, half=tile.half, mn=tile.mn)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -721,7 +721,9 @@ def rank(spec, count=6, device=H100):
                 cost = ldsm.estimate(spec, t, device, big)
                 if cost is not None:
                     wg.append((cost, complete(spec, t, device)))
-            wg.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
+            # at equal cost, MN-major operands first: their slots are copies of lines, not
+            # gathers of k (measured faster on every GEMM and convolution that has them)
+            wg.sort(key=lambda ct: (ct[0], not ct[1].mn, -ct[1].nthreads))
     else:
         hedge = sums and count > 1
         alt = []

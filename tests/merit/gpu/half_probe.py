@@ -6,8 +6,9 @@ differs: a wrong index cannot hide in rounding noise) and timed beside the libra
 precision on the same half tensors.
 
 ``PYTHONPATH=sw python tests/merit/gpu/half_probe.py [--only gemm,vgg,k9,k9s2,odd,oddconv]
-[--prec fp16,bf16] [--out DIR]``: one line per tile, a table of the best of each form last, a
-JSON file under ``--out``.
+[--prec fp16,bf16] [--half-only] [--out DIR]`` (``--half-only``: the ``half`` tiles alone, among
+them the wgmma tiles with MN-major operands, ``_mn``): one line per tile, a table of the best of
+each form last, a JSON file under ``--out``.
 """
 
 import argparse
@@ -29,6 +30,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="odd,oddconv,gemm,vgg,k9s2,k9")
     ap.add_argument("--prec", default="fp16,bf16")
+    ap.add_argument("--half-only", action="store_true")
+    ap.add_argument("--extra", default="[]",
+                    help="JSON list of half wgmma tile fields timed besides (MN-major unless "
+                         "they say otherwise), e.g. "
+                         "'[{\"regs\": [128, 128], \"warps\": [8, 1], \"frags\": [1, 16], "
+                         "\"chunk\": 64, \"stages\": 3}]'")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     import cupy as cp
@@ -39,7 +46,7 @@ def main():
     from merit.gpu.mma import roles
     from merit.gpu.runtime import time_launch, to_device, widen
     from merit.gpu.spec import OPERAND_DTYPES, spec_of
-    from merit.gpu.tiling import H100, WG_TUNED, rank
+    from merit.gpu.tiling import H100, WG_TUNED, check_tile, rank
 
     rng = np.random.default_rng(11)
     rows, best = [], []
@@ -74,6 +81,14 @@ def main():
             in16 = [by16[op.tensor] if k in (r.a, r.b) else in32[k]
                     for k, op in enumerate(prob.operands)]
             tiles = rank(spec, count=TUNED + WG_TUNED, device=H100)
+            if args.half_only:
+                tiles = [t for t in tiles if t.half]
+            for fields in json.loads(args.extra):
+                try:
+                    tiles.append(check_tile(spec, {"mma": prec, "ldsm": True, "wgmma": True,
+                                                   "half": True, "mn": True, **fields}))
+                except ValueError as exc:
+                    print(json.dumps({"layer": key, "extra": fields, "error": str(exc)}))
             _compile_all(spec, tiles)
             for t in tiles:
                 row = measure(prob, spec, t, in16 if t.half else in32, ref, TOL, peer_ms,

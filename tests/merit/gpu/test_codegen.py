@@ -850,7 +850,8 @@ def _half(problem, precision="fp16", **kw):
 @pytest.mark.parametrize("stages", [2, 3, 4])
 def test_half_tile_source_copies_with_cp_async(stages):
     """GEMM: A (k contiguous) and B (columns contiguous, ldmatrix.trans) both go by cp.async,
-    8 bytes per slot, into ``stages`` buffers; no conversion of operands in the kernel."""
+    16 bytes (eight elements) per slot, into ``stages`` buffers; no conversion of operands in
+    the kernel."""
     from merit.gpu import ldsm
 
     spec, t = _half(W.gemm(512, 512, 256), regs=(128, 128), warps=(2, 4), frags=(4, 4),
@@ -863,10 +864,13 @@ def test_half_tile_source_copies_with_cp_async(stages):
     assert "const unsigned short* __restrict__ g_in1" in src
     assert f"merit_await<{stages - 2}>();" in src
     assert src.count("merit_acommit();") == stages - 1 + 1    # prologue + one per k tile
-    assert "cp.async.ca.shared.global [%0], [%1], 8, %2;" in src
-    # no register slots: nothing stored by st4 / st4h in the kernel body
+    assert ldsm.widths(spec, t) == (8, 8)
+    assert "cp.async.cg.shared.global [%0], [%1], 16, %2;" in src
+    # no register slots: nothing stored by st4 / st4h in the kernel body; 128 lines x 32 k of
+    # each operand in 16-byte pieces over 256 threads: 2 slots each
     body = src[src.index('extern "C"'):]
-    assert "merit_st4(" not in body and "merit_st4h(" not in body and "merit_acp8(" in body
+    assert "merit_st4(" not in body and "merit_st4h(" not in body and "merit_acp8(" not in body
+    assert body.count("// operand 0 slot") == 2 and body.count("// operand 1 slot") == 2
 
 
 def test_half_tile_image_operand_loads_two_byte_elements():
@@ -880,7 +884,9 @@ def test_half_tile_image_operand_loads_two_byte_elements():
     src = source(spec, t)[1]
     body = src[src.index('extern "C"'):]
     assert "unsigned short f0_0[4];" in body and "merit_st4h(" in body
-    assert "merit_st4(" not in body and "merit_acp8(" in body
+    # the weights: eight k of a line (288 k per output channel) in one 16-byte copy
+    assert ldsm.widths(spec, t) == (4, 8)
+    assert "merit_st4(" not in body and "merit_acp16(" in body and "merit_acp8(" not in body
     assert "(unsigned short)0" in body
     assert body.count("merit_proxy_fence();") == 2        # after the copies, after the stores
     # three buffers: copies one tile ahead, one group of wgmma in flight
@@ -966,3 +972,139 @@ def test_half_wgmma_deep_pipeline_keeps_one_group_in_flight():
     spec, t2 = _half(W.gemm(512, 512, 256), regs=(128, 128), warps=(8, 1), frags=(1, 16),
                      chunk=64, wgmma=True, stages=2)
     assert "merit_wg_wait1();" not in source(spec, t2)[1].split('extern "C"')[1]
+
+
+# ---- wgmma tiles with MN-major operands (Tile.mn) ----
+
+def test_wgmma_descriptor_bits_by_hand():
+    """The descriptor's fields (PTX ISA, matrix descriptor format), worked by hand: start
+    address >> 4 in bits 0-13, leading byte offset >> 4 in 16-29, stride byte offset >> 4 in
+    32-45, the swizzle in 62-63 (128 bytes: 1, 64: 2, 32: 3)."""
+    from merit.gpu.ldsm import descriptor
+
+    # MN-major, BK 64: LBO 64 * 128 = 8192 bytes (512 = 0x200), SBO 1024 (64 = 0x40), 128-byte
+    assert descriptor(0, 8192, 1024, 128) == 0x4000_0040_0200_0000
+    # address 0x12340 (>> 4: 0x1234), LBO 16 (1), SBO 1024 (64), 64-byte swizzle
+    assert descriptor(0x12340, 16, 1024, 64) == (2 << 62) | (64 << 32) | (1 << 16) | 0x1234
+    # only 18 address bits count: 0x40010 -> 0x0001
+    assert descriptor(0x40010, 0, 0, 0) == 1
+    with pytest.raises(ValueError, match="multiples of 16 bytes"):
+        descriptor(8, 16, 16, 128)
+
+
+def test_mn_major_offsets_by_hand():
+    """wgmma's canonical MN-major layout with the 128-byte swizzle for 2-byte elements: 64
+    lines a 128-byte row per k, 8 k an atom of 1024 bytes, piece c of row r at c ^ r."""
+    from merit.gpu.ldsm import mn_offset
+
+    assert mn_offset(0, 0, 64) == 0
+    assert mn_offset(1, 0, 64) == 2                       # lines are contiguous within a row
+    assert mn_offset(8, 0, 64) == 16                      # next 16-byte piece, row 0: no swap
+    assert mn_offset(0, 1, 64) == 128 + 16                # row 1: piece 0 -> 1
+    assert mn_offset(8, 1, 64) == 128 + 0                 # row 1: piece 1 -> 0
+    assert mn_offset(56, 7, 64) == 7 * 128 + (7 ^ 7) * 16 # row 7: piece 7 -> 0
+    assert mn_offset(0, 8, 64) == 1024                    # next 8 k: the stride byte offset
+    assert mn_offset(64, 0, 64) == 64 * 128               # next 64 lines: the leading offset
+    assert mn_offset(64, 0, 32) == 32 * 128
+    # every (line, k) of a 128-line x 64-k tile lands on its own 2 bytes of the 16 KiB
+    offs = {mn_offset(ln, kq, 64) for ln in range(128) for kq in range(64)}
+    assert len(offs) == 128 * 64 and max(offs) == 128 * 64 * 2 - 2
+
+
+def _mn(problem, precision="fp16", half=True, **kw):
+    from merit.gpu.spec import OPERAND_DTYPES
+
+    spec = spec_of(problem, "float32", precision,
+                   operands=OPERAND_DTYPES[precision] if half else "float32")
+    fields = {"mma": precision, "ldsm": True, "wgmma": True, "mn": True, **kw}
+    if half:
+        fields = {"half": True, "stages": 4, **fields}
+    return spec, check_tile(spec, fields)
+
+
+def test_mn_major_operands_chosen_from_strides():
+    """GEMM: B (columns contiguous) goes MN-major, A (k contiguous) stays K-major; a convolution:
+    the image (pixels contiguous) MN-major, the weights K-major; an image read with stride 2
+    along x has no contiguous lines: nothing MN-major, so no such tile is a candidate."""
+    from merit.gpu import ldsm
+
+    box = dict(regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64)
+    spec, t = _mn(W.gemm(512, 512, 256), **box)
+    assert ldsm.mn_ops(spec, t) == (False, True) and ldsm.widths(spec, t) == (8, 8)
+    assert t.label().endswith("_wg_h4_mn") and "mn" not in repr(t)
+    # the same tile without mn: B gathered four k at a time, element by element
+    plain = check_tile(spec, dict(box, mma="fp16", ldsm=True, wgmma=True, half=True, stages=4))
+    assert ldsm.mn_ops(spec, plain) == (False, False) and ldsm.widths(spec, plain) == (8, 4)
+    conv = W.conv2d(4, 32, 32, 32, 64, 3, padding=1)
+    spec, t = _mn(conv, regs=(1, 64, 1, 64), warps=(4, 1), frags=(1, 8), chunk=64)
+    assert ldsm.mn_ops(spec, t) == (True, False)
+    # the padded image's lines cross the border: loaded through registers, four lines a slot
+    assert ldsm.async_ops(spec, t) == (False, True) and ldsm.widths(spec, t) == (4, 8)
+    # an unpadded 1x1 image: eight pixels contiguous and aligned, one 16-byte copy
+    spec, t = _mn(W.conv2d(2, 32, 8, 16, 64, 1), regs=(1, 64, 4, 16), warps=(4, 1),
+                  frags=(1, 8), chunk=64)
+    assert ldsm.mn_ops(spec, t) == (True, False) and ldsm.widths(spec, t) == (8, 8)
+    s2 = spec_of(W.conv2d(4, 32, 32, 32, 64, 3, stride=2, padding=1), "float32", "fp16")
+    assert not any(t.mn for t in ldsm.candidates(s2, "fp16", 200_000, wgmma=True))
+    assert any(t.mn for t in ldsm.candidates(spec_of(conv, "float32", "fp16"), "fp16", 200_000,
+                                             wgmma=True))
+
+
+def test_mn_major_tile_source():
+    """The MN-major operand: its own descriptor (leading byte offset 64 * 128, stride byte
+    offset 1024, 128-byte swizzle), the transpose flag of B set, B's k steps 2048 bytes (128
+    descriptor units) apart, A's 32 bytes; its slots 16-byte copies of eight columns at one k,
+    stored at mn_offset()."""
+    spec, t = _mn(W.gemm(512, 512, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32),
+                  chunk=64)
+    name, src, _, nt, smem = source(spec, t)
+    assert "_wg_h4_mn_" in name and nt == 256 and smem == 4 * (128 + 256) * 128 + 1024
+    assert "| 0x4000004002000000ull;" in src
+    assert "merit_desc_mn(sbase + 16384 + wn * 32768)" in src
+    assert "merit_desc(sbase + (wm >> 2) * 8192)" in src
+    assert src.count("m64n256k16.f32.f16.f16") == 4 and src.count("p, 1, 1, 0, 1;") == 4
+    for k in range(4):
+        assert f'"l"(da0 + so + {2 * k}), "l"(db0 + so + {128 * k})' in src
+    body = src[src.index('extern "C"'):]
+    # B: 256 lines x 64 k in 16-byte pieces over 256 threads: 8 slots of eight columns each
+    assert body.count("// operand 1 slot") == 8 and body.count("// operand 0 slot") == 4
+    assert "const int ln1_0 = 8 * (v1_0 % 32), kq1_0 = v1_0 / 32;" in body
+    assert ("const unsigned sa1_0 = 16384 + (ln1_0 >> 6) * 8192 + (kq1_0 >> 3) * 1024 + "
+            "(kq1_0 & 7) * 128 + ((((ln1_0 & 63) >> 3) ^ (kq1_0 & 7)) << 4) + (ln1_0 & 7) * 2;"
+            in body)
+    assert "merit_acp16(" in body and "merit_acp8(" not in body and "merit_st4h(" not in body
+    # the K-major form keeps its source: no transpose, no MN descriptor
+    plain = check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, "half": True,
+                              "stages": 4, "regs": (128, 256), "warps": (8, 1), "frags": (1, 32),
+                              "chunk": 64})
+    psrc = source(spec, plain)[1]
+    assert "merit_desc_mn" not in psrc and psrc.count("p, 1, 1, 0, 0;") == 4
+
+
+def test_mn_major_tile_checks_and_ranking():
+    with pytest.raises(ValueError, match=r"tile.mn \(MN-major operands\) needs FP16 / BF16"):
+        check_tile(spec_of(W.gemm(256, 256, 256), "float32", "tf32"),
+                   {"mma": "tf32", "ldsm": True, "wgmma": True, "mn": True, "regs": (64, 64),
+                    "warps": (4, 1), "frags": (1, 8), "chunk": 32})
+    with pytest.raises(ValueError, match=r"and tile.cluster 1"):
+        check_tile(spec_of(W.gemm(512, 512, 256), "float32", "fp16"),
+                   {"mma": "fp16", "ldsm": True, "wgmma": True, "mn": True, "cluster": 2,
+                    "regs": (128, 256), "warps": (8, 1), "frags": (1, 32), "chunk": 64})
+    # the autotuner times MN-major wgmma tiles (first at equal cost) and their half copies
+    spec = spec_of(W.gemm(1024, 1024, 1024), "float32", "fp16", operands="float16")
+    tiles = rank(spec, count=16)
+    wg = [t for t in tiles if t.wgmma and not t.half]
+    assert wg[0].mn and any(not t.mn for t in wg)
+    assert any(t.mn and t.half for t in tiles)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("case", ["gemm", "conv"])
+def test_mn_major_source_compiles_without_spills(case, tmp_path):
+    if case == "gemm":
+        spec, t = _mn(W.gemm(512, 512, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32),
+                      chunk=64)
+    else:
+        spec, t = _mn(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), "bf16", half=False,
+                      regs=(1, 64, 1, 64), warps=(4, 1), frags=(1, 8), chunk=64)
+    _assert_compiles_without_spills(spec, t, tmp_path)

@@ -355,3 +355,46 @@ def test_half_operand_partial_tiles_and_stages():
                     assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
                     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
                     assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+
+
+def test_wgmma_mn_major_operands():
+    """wgmma tiles with MN-major operands (``Tile.mn``): GEMM's B (columns contiguous: 16-byte
+    copies of eight columns; as wgmma's B, or as its A where B has the more lines), a padded
+    image (lines through registers, checked per element) and an unpadded 1x1 image (16-byte
+    copies of eight pixels) staged as rows of k and read with the transpose flag; ragged k
+    (zero-filled tiles), lines that overhang, 2 to 4 buffers, half and float32 arrays, against
+    float64 on the rounded operands."""
+    cases = [
+        (W.gemm(70, 40, 300), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}, (False, True)),
+        # more columns than rows: B gives the wgmma rows (A, transposed), A the columns
+        (W.gemm(130, 192, 136), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)},
+         (True, False)),
+        (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
+         {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}, (True, False)),
+        (W.conv2d(2, 32, 8, 16, 64, 1),
+         {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}, (True, False)),
+    ]
+    from merit.gpu import ldsm
+    from merit.gpu.spec import OPERAND_DTYPES
+    from merit.gpu.tiling import check_tile
+
+    for problem, shape, want in cases:
+        rng = np.random.default_rng(23)
+        arrays = problem.random_inputs(rng, np.float32)
+        for prec in ("fp16", "bf16"):
+            half, wide = _half_inputs(arrays, prec)
+            ref = problem.run(*wide)
+            for chunk, stages, hv in ((64, 2, True), (64, 4, True), (32, 3, True), (64, 2, False)):
+                tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=True, chunk=chunk)
+                if hv:
+                    tile.update(half=True, stages=stages)
+                    spec = spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
+                else:
+                    spec = spec_of(problem, "float32", prec)
+                assert ldsm.mn_ops(spec, check_tile(spec, tile)) == want
+                out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+                given = half if hv else [w.astype(np.float32) for w in wide]
+                got = cp.asnumpy(run(problem, *given, tile=tile, out=out, precision=prec))
+                assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
+                err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+                assert err < 2e-6, f"relative error {err:.2e} with {tile}"
