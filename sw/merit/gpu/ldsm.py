@@ -213,8 +213,10 @@ def _geo(spec, tile):
 
 def smem_bytes(spec, tile):
     bm, bn, _, rb, _ = _geo(spec, tile)
-    # wgmma: the buffers start at a 1024-byte boundary (the 128-byte swizzle's period)
-    return _buffers(tile) * (bm + bn) * rb + (WG_ALIGN if tile.wgmma else 0)
+    # wgmma: the buffers start at a 1024-byte boundary (the 128-byte swizzle's period); a
+    # producer tile adds a "full" and an "empty" mbarrier (8 bytes each) per buffer
+    return (_buffers(tile) * (bm + bn) * rb + (WG_ALIGN if tile.wgmma else 0)
+            + (16 * _buffers(tile) if tile.producer else 0))
 
 
 def _buffers(tile):
@@ -249,6 +251,8 @@ def async_ops(spec, tile):
     return tuple(out)
 
 
+#: Threads of a producer tile's copying warpgroup (``Tile.producer``).
+PRODUCER = 128
 #: Alignment of the wgmma kernel's buffers (8 lines of 128 bytes: one swizzle period).
 WG_ALIGN = 1024
 #: wgmma tiles: (warps along rows, along columns) and 8-column fragments per warp (the
@@ -279,6 +283,10 @@ def wgmma_fits(spec, tile):
     if tile.mn and (tile.mma == "tf32" or tile.cluster != 1):
         return (f"tile.mn (MN-major operands) needs FP16 / BF16 (wgmma transposes 16-bit "
                 f"operands only) and tile.cluster 1, not {tile.mma!r}, cluster {tile.cluster}")
+    if tile.producer and not (tile.half and tile.stages >= 3 and tile.cluster == 1):
+        return (f"tile.producer (a copying warpgroup) needs tile.half, 3 or 4 stages and "
+                f"tile.cluster 1, not half={tile.half}, stages {tile.stages}, cluster "
+                f"{tile.cluster}")
     if tile.cluster == 2:
         bn = _geo(spec, tile)[1]
         if cluster_index(spec, tile) is None or bn % 16:
@@ -498,6 +506,34 @@ __device__ __forceinline__ unsigned long long merit_desc_mn(unsigned addr) {
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | HIull;
 }
 """
+_PRELUDE_MBAR = r"""
+__device__ __forceinline__ void merit_mb_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void merit_mb_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void merit_mb_arrive(unsigned bar) {
+    // one arrival (release: this thread's shared stores before it are seen by the waiters)
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n"
+                 :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void merit_mb_cp_arrive(unsigned bar) {
+    // one arrival, made when every cp.async this thread issued before it has landed
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar)
+                 : "memory");
+}
+__device__ __forceinline__ void merit_mb_wait(unsigned bar, unsigned parity) {
+    // until the phase of the given parity has completed
+    asm volatile("{\n.reg .pred p;\nMERIT_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@p bra MERIT_DONE;\nbra MERIT_WAIT;\nMERIT_DONE:\n}\n"
+                 :: "r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void merit_await_all() {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+"""
 _PRELUDE_CLUSTER = r"""
 __device__ __forceinline__ unsigned merit_mapa(unsigned addr, unsigned rank) {
     unsigned r;
@@ -666,6 +702,8 @@ def source(spec, tile):
         if why:
             raise ValueError(why)
         out.append(_PRELUDE_HALF)
+    if tile.producer:
+        out.append(_PRELUDE_MBAR)
     asy = async_ops(spec, tile) if hv else (False, False)
     nbuf = _buffers(tile)
     out.append(_strategy_struct(spec, "float"))
@@ -709,6 +747,13 @@ def source(spec, tile):
         for j in range(P - 1, -1, -1):
             w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
 
+    # a producer tile: the consumers' sums and the mbarriers first, then the producer
+    # warpgroup's branch (the gather below, its copy loop, return); the consumers follow
+    ng = PRODUCER if tile.producer else nt
+    if tile.producer:
+        nreg = sum(1 for a in asy if not a)
+        _emit_producer_head(w, tile, stage_bytes, nt - ng, nreg)
+
     # ---- the gather: per operand and slot, four consecutive k of a line ("lk" layout) or
     # four consecutive lines at one k ("kl" layout, read with ldmatrix.trans) ----
     ops = []
@@ -720,8 +765,8 @@ def source(spec, tile):
         share = cl > 1 and k == r.b
         own = lines // cl if share else lines      # lines this block gathers
         vw = vws[len(ops)]
-        nsl = _slots(own, bk, nt, vw)
-        exact = own * (bk // vw) % nt == 0
+        nsl = _slots(own, bk, ng, vw)
+        exact = own * (bk // vw) % ng == 0
         ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact,
                         asy=asy[len(ops)], vw=vw, mn=mns[len(ops)],
                         mode=mode, lvec=lvec, own=own, share=share,
@@ -753,7 +798,7 @@ def source(spec, tile):
             if not op["asy"]:
                 decls.append(f"{'unsigned short' if hv else 'float'} f{oi}_{i}[4];")
             w(f"// operand {k} slot {i} ({op['mode']})")
-            w(f"const int v{oi}_{i} = tid + {i * nt};")
+            w(f"const int v{oi}_{i} = tid + {i * ng};")
             if kl:
                 w(f"const int ln{oi}_{i} = {vw} * (v{oi}_{i} % {lines // vw}), "
                   f"kq{oi}_{i} = v{oi}_{i} / {lines // vw};")
@@ -763,7 +808,7 @@ def source(spec, tile):
             else:
                 w(f"const int ln{oi}_{i} = v{oi}_{i} % {own}{loff}, "
                   f"kq{oi}_{i} = {vw} * (v{oi}_{i} / {own});")
-            valid = "true" if exact or (i + 1) * nt <= own * vk else f"v{oi}_{i} < {own * vk}"
+            valid = "true" if exact or (i + 1) * ng <= own * vk else f"v{oi}_{i} < {own * vk}"
             w(f"const bool in{oi}_{i} = {valid};")
             # the line's parallel coordinates, clamped into the problem (overhanging lines read
             # valid memory; their outputs are not stored); a "kl" vector of four lines starts at
@@ -923,6 +968,9 @@ def source(spec, tile):
     # (A: bit 3, B: bit 4)
     oa, ob = ops
     if wg:
+        if tile.producer:
+            _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes,
+                                not all(asy))
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off)
         emit_epilogue(w, spec, r, blk, fm_n, fn_n)
         out.append("\n".join(w.lines))
@@ -1114,8 +1162,9 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     bk = tile.chunk
     n = 8 * fn_n
     accs = [f"c0_{f}_{e}" for f in range(fn_n) for e in range(4)]
-    for f in range(fn_n):
-        w(f"float c0_{f}_0 = 0.f, c0_{f}_1 = 0.f, c0_{f}_2 = 0.f, c0_{f}_3 = 0.f;")
+    if not tile.producer:   # (a producer tile declared them before its branches)
+        for f in range(fn_n):
+            w(f"float c0_{f}_0 = 0.f, c0_{f}_1 = 0.f, c0_{f}_2 = 0.f, c0_{f}_3 = 0.f;")
     # the warpgroup's 64 rows of A and 8 * FN lines of B (rb bytes per line; an MN-major tile
     # holds the same bytes per line, in atoms of 64 lines)
     rb = bk * (4 if prec == "tf32" else 2)
@@ -1131,6 +1180,9 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
         return wgmma_asm(prec, n, accs, f"da0 + so + {128 * k if ta else 2 * k}",
                          f"db0 + so + {128 * k if tb else 2 * k}", ta, tb)
 
+    if tile.producer:
+        _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product)
+        return
     if tile.half and _buffers(tile) >= 3:
         _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
                               product)
@@ -1181,3 +1233,101 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
         w(f"merit_keep({a});")
     w(sync)
     w.close()
+
+
+def mbarriers(tile, stage_bytes):
+    """Byte offsets (from the aligned buffer base) of a producer tile's "full" and "empty"
+    mbarriers, one of each per buffer, after the buffers."""
+    nbuf = _buffers(tile)
+    top = nbuf * stage_bytes
+    return [top + 8 * s for s in range(nbuf)], [top + 8 * (nbuf + s) for s in range(nbuf)]
+
+
+def full_count(nreg):
+    """Arrivals that complete a phase of a "full" mbarrier: one per producer thread from
+    ``cp.async.mbarrier.arrive.noinc`` (made when the thread's copies have landed), and one more
+    per thread, after its stores and a proxy fence, when ``nreg`` operands go through registers."""
+    return PRODUCER * (2 if nreg else 1)
+
+
+def phases(kt, stages):
+    """``(s, full parity, empty parity)`` of k tile ``kt`` in a ring of ``stages`` buffers: its
+    buffer, the parity of the "full" phase the consumers wait for (the buffer's ``kt // stages``-th
+    filling), and that of the "empty" phase the producer waits for before filling it (the
+    consumers' release of tile ``kt - stages``; none for the first ``stages`` tiles: None)."""
+    s, n = kt % stages, kt // stages
+    return s, n & 1, (None if n == 0 else (n - 1) & 1)
+
+
+def _emit_producer_head(w, tile, stage_bytes, ncons, nreg):
+    """The sums (declared for the consumers' epilogue), the mbarriers initialized by thread 0,
+    one block barrier (the only one), then the producer warpgroup's branch opened, with
+    ``tid`` its own thread index (0 .. PRODUCER - 1)."""
+    fn_n = tile.frags[1]
+    for f in range(fn_n):
+        w(f"float c0_{f}_0 = 0.f, c0_{f}_1 = 0.f, c0_{f}_2 = 0.f, c0_{f}_3 = 0.f;")
+    full, empty = mbarriers(tile, stage_bytes)
+    w(f"const unsigned mbar = sbase + {full[0]};   // full[s] at + 8 s, empty[s] at + "
+      f"{empty[0] - full[0]} + 8 s")
+    w.open("if (tid == 0)")
+    w.open(f"for (int s = 0; s < {_buffers(tile)}; ++s)")
+    w(f"merit_mb_init(mbar + 8 * s, {full_count(nreg)});")
+    w(f"merit_mb_init(mbar + {empty[0] - full[0]} + 8 * s, {ncons});")
+    w.close()
+    w("merit_mb_init_fence();")
+    w.close()
+    w("__syncthreads();")
+    w.open(f"if (warp >= {ncons // 32})")
+    w(f"const int tid = threadIdx.x - {ncons};   // the producer's own thread index")
+
+
+def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg):
+    """The producer's loop: per k tile, wait until the consumers have released its buffer (the
+    ``kt // S - 1``-th phase of "empty"), issue its copies (``reg``: and its register slots'
+    loads, stores and a proxy fence, then one plain arrival), one ``noinc`` arrival that the
+    copies make when they land; then the branch ends (the producer stores no outputs)."""
+    nbuf = _buffers(tile)
+    full, empty = mbarriers(tile, stage_bytes)
+    w("#pragma unroll 1")
+    w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
+    w(f"const int s = kt % {nbuf};")
+    w(f"if (kt >= {nbuf}) merit_mb_wait(mbar + {empty[0] - full[0]} + 8 * s, "
+      f"((kt / {nbuf}) + 1) & 1);")
+    emit_loads("kt", "s")
+    if reg:
+        emit_stores("s")
+        w("merit_proxy_fence();")
+        w("merit_mb_arrive(mbar + 8 * s);")
+    w("merit_mb_cp_arrive(mbar + 8 * s);")
+    w.close()
+    w("merit_await_all();")
+    w("return;")
+    w.close()
+
+
+def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product):
+    """The consumers' loop: per k tile, wait for its buffer's "full" phase, a proxy fence (the
+    tensor cores read what the copies wrote), its wgmma issued and committed, then
+    ``wgmma.wait_group 1`` (tile kt - 1's products are done) and one arrival on the "empty"
+    mbarrier of tile kt - 1's buffer."""
+    nbuf = _buffers(tile)
+    prec, bk = tile.mma, tile.chunk
+    ks = KSTEP[prec]
+    full, empty = mbarriers(tile, stage_bytes)
+    w("#pragma unroll 1")
+    w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
+    w(f"const int s = kt % {nbuf};")
+    w(f"merit_mb_wait(mbar + 8 * s, (kt / {nbuf}) & 1);")
+    w("merit_proxy_fence();")
+    w(f"const unsigned long long so = (unsigned long long)(s * {stage_bytes // 16});")
+    w("merit_wg_fence();")
+    for k in range(bk // ks):
+        w(product(k))
+    w("merit_wg_commit();")
+    w("merit_wg_wait1();")
+    w(f"if (kt > 0) merit_mb_arrive(mbar + {empty[0] - full[0]} + 8 * ((kt + {nbuf - 1}) % "
+      f"{nbuf}));")
+    w.close()
+    w("merit_wg_wait();")
+    for a in accs:
+        w(f"merit_keep({a});")

@@ -96,6 +96,14 @@ class Tile:
         copies of consecutive lines (16 bytes by ``cp.async`` where eight lie contiguous and
         aligned) instead of gathers of k one element at a time (see
         :func:`merit.gpu.ldsm.mn_ops`).
+    producer : bool
+        ``half`` wgmma tiles of 3 or 4 buffers only (warp specialization): a fifth warpgroup
+        (:data:`merit.gpu.ldsm.PRODUCER` threads, after the consumers) issues every copy of the
+        operand tiles into a ring of ``stages`` buffers and the consumer warpgroups issue only
+        wgmma; each buffer has a "full" and an "empty" mbarrier: a producer thread's copies arrive
+        on "full" when they land (``cp.async.mbarrier.arrive.noinc``), the consumers wait on its
+        phase parity, and arrive on "empty" once ``wgmma.wait_group`` says the buffer has been
+        read, which the producer waits for before refilling it.  No block barrier in the loop.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -130,6 +138,7 @@ class Tile:
     cluster: int = field(default=1, repr=False)
     half: bool = field(default=False, repr=False)
     mn: bool = field(default=False, repr=False)
+    producer: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -152,8 +161,8 @@ class Tile:
 
     @property
     def nthreads(self):
-        if self.mma:
-            return 32 * math.prod(self.warps)
+        if self.mma:   # a producer warpgroup after the consumers' warps
+            return 32 * math.prod(self.warps) + (128 if self.producer else 0)
         return math.prod(self.threads)
 
     @property
@@ -175,6 +184,7 @@ class Tile:
                 kind += f"_m{self.minblocks}" if self.minblocks > 1 else ""
                 kind += f"_h{self.stages}" if self.half else ""
                 kind += "_mn" if self.mn else ""
+                kind += "_ws" if self.producer else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

@@ -508,7 +508,8 @@ def _complete_mma(spec, tile, device):
         return Tile((1,) * P, tuple(tile.regs), tile.chunk, shared, (), tuple(range(P - 1, -1, -1)),
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
-                    stages=tile.stages if tile.half else 2, half=tile.half, mn=tile.mn)
+                    stages=tile.stages if tile.half else 2, half=tile.half, mn=tile.mn,
+                    producer=tile.producer)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -798,6 +799,9 @@ WG_TUNED = 4
 #: (``ldmatrix``, ``wgmma``) whose ``half`` copies the autotuner times, each with two and with
 #: the most buffers (up to 4) that fit (wgmma: 2, 3 and 4).
 HALF_TUNED = 3
+#: The half wgmma tiles' warp-specialized copies (``Tile.producer``, 3 and 4 buffers) are timed
+#: too.
+PRODUCER_TUNED = True
 
 
 def _half_variants(spec, ranked, wg, device):
@@ -819,6 +823,12 @@ def _half_variants(spec, ranked, wg, device):
             for n in (fits if wgk else sorted({fits[0], fits[-1]}) if fits else ()):
                 h = _replace(t, half=True, stages=n)
                 if h not in seen:
+                    seen.add(h)
+                    out.append((cost, h))
+            # wgmma, 3 and 4 buffers: the warp-specialized form too (a producer warpgroup)
+            for n in (fits if wgk and PRODUCER_TUNED else ()):
+                h = _replace(t, half=True, stages=n, producer=True)
+                if n >= 3 and h not in seen and _smem_bytes(spec, h) <= cap:
                     seen.add(h)
                     out.append((cost, h))
     return out

@@ -1108,3 +1108,80 @@ def test_mn_major_source_compiles_without_spills(case, tmp_path):
         spec, t = _mn(W.conv2d(4, 32, 32, 32, 64, 3, padding=1), "bf16", half=False,
                       regs=(1, 64, 1, 64), warps=(4, 1), frags=(1, 8), chunk=64)
     _assert_compiles_without_spills(spec, t, tmp_path)
+
+
+def test_producer_phase_bookkeeping():
+    """The ring's phases by hand: k tile kt takes buffer kt % S; the consumers wait for that
+    buffer's (kt // S)-th filling (parity alternating 0, 1, 0, ...), the producer for the
+    consumers' release of tile kt - S (none before the ring has gone round once)."""
+    from merit.gpu import ldsm
+
+    got = [ldsm.phases(kt, 3) for kt in range(8)]
+    assert got == [(0, 0, None), (1, 0, None), (2, 0, None), (0, 1, 0), (1, 1, 0), (2, 1, 0),
+                   (0, 0, 1), (1, 0, 1)]
+    assert [ldsm.phases(kt, 4)[1:] for kt in (3, 4, 8, 12)] == [(0, None), (1, 0), (0, 1), (1, 0)]
+    # copies only: one noinc arrival per producer thread; registers too: one more each
+    assert ldsm.full_count(0) == 128 and ldsm.full_count(1) == 256
+    t = Tile((1, 1), (128, 256), 64, mma="fp16", warps=(8, 1), frags=(1, 32), ldsm=True,
+             wgmma=True, half=True, stages=4, producer=True)
+    full, empty = ldsm.mbarriers(t, (128 + 256) * 128)
+    assert full == [196608, 196616, 196624, 196632] and empty == [196640, 196648, 196656, 196664]
+
+
+def test_producer_tile_source():
+    """A warp-specialized GEMM tile: a fifth warpgroup (384 threads) whose 128 threads gather
+    the whole tile (A: 128 lines x 64 k = 8 slots of eight k, B: 256 lines = 16 slots of eight
+    columns), the mbarriers after the four buffers, one block barrier (after their
+    initialization), the producer's waits on "empty" (parity of the previous round), the
+    consumers' on "full", their release after wgmma.wait_group 1; the same products as the
+    non-specialized tile."""
+    spec, t = _mn(W.gemm(512, 512, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32),
+                  chunk=64)
+    ws = dataclasses.replace(t, producer=True)
+    assert ws.nthreads == 384 and ws.label().endswith("_h4_mn_ws")
+    name, src, _, nt, smem = source(spec, ws)
+    assert nt == 384 and smem == 4 * (128 + 256) * 128 + 1024 + 4 * 16
+    body = src[src.index('extern "C"'):]
+    assert "__launch_bounds__(384)" in body and body.count("__syncthreads();") == 1
+    assert body.count("// operand 0 slot") == 8 and body.count("// operand 1 slot") == 16
+    assert "const int v1_15 = tid + 1920;" in body
+    assert "const unsigned mbar = sbase + 196608;" in body
+    assert "merit_mb_init(mbar + 8 * s, 128);" in body
+    assert "merit_mb_init(mbar + 32 + 8 * s, 256);" in body
+    assert "if (warp >= 8) {" in body and "const int tid = threadIdx.x - 256;" in body
+    assert "if (kt >= 4) merit_mb_wait(mbar + 32 + 8 * s, ((kt / 4) + 1) & 1);" in body
+    assert "merit_mb_cp_arrive(mbar + 8 * s);" in body
+    assert "merit_mb_arrive(mbar + 8 * s)" not in body
+    assert "merit_mb_wait(mbar + 8 * s, (kt / 4) & 1);" in body
+    assert "if (kt > 0) merit_mb_arrive(mbar + 32 + 8 * ((kt + 3) % 4));" in body
+    # the producer's branch ends before the consumers' loop; it issues no wgmma
+    prod = body[body.index("if (warp >= 8) {"):body.index("return;")]
+    assert "wgmma" not in prod and prod.count("merit_acp16(") == 24
+    cons = body[body.index("return;"):]
+    assert "merit_acp16(" not in cons and cons.count("m64n256k16.f32.f16.f16") == 4
+    assert "merit_wg_wait1();" in cons
+    plain = source(spec, t)[1]
+    assert (re.findall(r"wgmma\.mma_async[^\"]*", plain)
+            == re.findall(r"wgmma\.mma_async[^\"]*", src))
+
+
+def test_producer_tile_registers_path_and_checks():
+    """A padded image goes through the producer's registers: its stores, a proxy fence and a
+    plain arrival beside the copies' (256 arrivals per phase).  Refused without half arrays,
+    with 2 buffers or in clusters; ranked as half wgmma copies of 3 and 4 buffers."""
+    spec, t = _mn(W.conv2d(2, 24, 13, 16, 72, 3, padding=1), regs=(1, 64, 4, 16), warps=(4, 1),
+                  frags=(1, 8), chunk=64)
+    src = source(spec, dataclasses.replace(t, producer=True, stages=3))[1]
+    body = src[src.index('extern "C"'):]
+    assert "merit_mb_init(mbar + 8 * s, 256);" in body
+    prod = body[body.index("if (warp >= 4) {"):body.index("return;")]
+    assert "merit_st4h(" in prod and "merit_proxy_fence();\n" in prod
+    assert prod.index("merit_mb_arrive(mbar + 8 * s);") < prod.index("merit_mb_cp_arrive(")
+    for bad, why in (({"stages": 2}, "3 or 4 stages"), ({"half": False}, "needs tile.half")):
+        with pytest.raises(ValueError, match=why):
+            check_tile(spec, dict(mma="fp16", ldsm=True, wgmma=True, regs=(1, 64, 4, 16),
+                                  warps=(4, 1), frags=(1, 8), chunk=64, half=True, stages=3,
+                                  producer=True) | bad)
+    g = spec_of(W.gemm(1024, 1024, 1024), "float32", "fp16", operands="float16")
+    ws = [t for t in rank(g, count=16) if t.producer]
+    assert ws and all(t.half and t.wgmma and t.stages in (3, 4) for t in ws)

@@ -398,3 +398,38 @@ def test_wgmma_mn_major_operands():
                 assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
                 err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
                 assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+
+
+def test_wgmma_producer_warpgroup():
+    """Warp-specialized wgmma tiles (``Tile.producer``): a producer warpgroup fills a ring of 3
+    or 4 buffers through full / empty mbarriers, the consumers only issue wgmma.  Ragged GEMMs
+    with many more k tiles than buffers (the barriers' phases wrap several times), operands by
+    ``cp.async`` alone (GEMM, a 1x1 image) and through the producer's registers (a padded image:
+    twice the arrivals per phase), K-major and MN-major, against float64 on the rounded
+    operands."""
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}),
+        (W.gemm(70, 40, 300), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}),
+        (W.gemm(300, 260, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}),
+        (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
+         {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}),
+        (W.conv2d(2, 32, 8, 16, 64, 1), {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}),
+    ]
+    from merit.gpu.spec import OPERAND_DTYPES
+
+    for problem, shape in cases:
+        rng = np.random.default_rng(31)
+        arrays = problem.random_inputs(rng, np.float32)
+        for prec in ("fp16", "bf16"):
+            half, wide = _half_inputs(arrays, prec)
+            ref = problem.run(*wide)
+            spec = spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
+            for chunk, stages, mn in ((64, 4, True), (32, 3, True), (64, 3, False)):
+                tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=mn, chunk=chunk,
+                            half=True, stages=stages, producer=True)
+                for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                    out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+                    got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=prec))
+                    assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
+                    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+                    assert err < 2e-6, f"relative error {err:.2e} with {tile}"
