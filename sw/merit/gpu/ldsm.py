@@ -287,6 +287,9 @@ def wgmma_fits(spec, tile):
         return (f"tile.producer (a copying warpgroup) needs tile.half, 3 or 4 stages and "
                 f"tile.cluster 1, not half={tile.half}, stages {tile.stages}, cluster "
                 f"{tile.cluster}")
+    if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
+        return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
+                "plain matrix in memory (see ldsm.tma_ops)")
     if tile.cluster == 2:
         bn = _geo(spec, tile)[1]
         if cluster_index(spec, tile) is None or bn % 16:
@@ -534,6 +537,22 @@ __device__ __forceinline__ void merit_await_all() {
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 """
+_PRELUDE_TMA = r"""
+struct __align__(64) MeritTmap { unsigned long long v[16]; };   // a CUtensorMap, by value
+__device__ __forceinline__ void merit_mb_expect(unsigned bar, unsigned bytes) {
+    // one arrival that also expects ``bytes`` of bulk copies to complete on the barrier
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void merit_tma2(unsigned dst, const MeritTmap* map, int c0, int c1,
+                                           unsigned bar) {
+    // one box of a 2-D tensor map (zero-filled outside the tensor) into shared memory
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1),
+                    "r"(bar) : "memory");
+}
+"""
 _PRELUDE_CLUSTER = r"""
 __device__ __forceinline__ unsigned merit_mapa(unsigned addr, unsigned rank) {
     unsigned r;
@@ -704,6 +723,8 @@ def source(spec, tile):
         out.append(_PRELUDE_HALF)
     if tile.producer:
         out.append(_PRELUDE_MBAR)
+    if tile.tma:
+        out.append(_PRELUDE_TMA)
     asy = async_ops(spec, tile) if hv else (False, False)
     nbuf = _buffers(tile)
     out.append(_strategy_struct(spec, "float"))
@@ -713,6 +734,9 @@ def source(spec, tile):
     params = [f"const {'unsigned short' if hv and k in (r.a, r.b) else 'T'}* __restrict__ g_in{k}"
               for k in range(len(spec.inputs))]
     params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
+    if tile.tma:   # after the arrays: the tensor maps of the operands the copy engine takes
+        params += [f"const __grid_constant__ MeritTmap tm{oi}"
+                   for oi, t in enumerate(tma_ops(spec, tile)) if t]
     if cl > 1:
         out.append(_PRELUDE_CLUSTER.replace("MERIT_ST4X", _store_x(prec)))
     cdims = f"__cluster_dims__({cl}, 1, 1) " if cl > 1 else ""
@@ -750,9 +774,10 @@ def source(spec, tile):
     # a producer tile: the consumers' sums and the mbarriers first, then the producer
     # warpgroup's branch (the gather below, its copy loop, return); the consumers follow
     ng = PRODUCER if tile.producer else nt
+    tmas = tma_ops(spec, tile) if tile.tma else (None, None)
     if tile.producer:
         nreg = sum(1 for a in asy if not a)
-        _emit_producer_head(w, tile, stage_bytes, nt - ng, nreg)
+        _emit_producer_head(w, tile, stage_bytes, nt - ng, nreg, tmas, asy)
 
     # ---- the gather: per operand and slot, four consecutive k of a line ("lk" layout) or
     # four consecutive lines at one k ("kl" layout, read with ldmatrix.trans) ----
@@ -765,7 +790,7 @@ def source(spec, tile):
         share = cl > 1 and k == r.b
         own = lines // cl if share else lines      # lines this block gathers
         vw = vws[len(ops)]
-        nsl = _slots(own, bk, ng, vw)
+        nsl = 0 if tmas[len(ops)] else _slots(own, bk, ng, vw)
         exact = own * (bk // vw) % ng == 0
         ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact,
                         asy=asy[len(ops)], vw=vw, mn=mns[len(ops)],
@@ -843,8 +868,9 @@ def source(spec, tile):
                   f"((((kq{oi}_{i} * {es}) >> 4) ^ ({swz(f'ln{oi}_{i}', chunks)})) << 4) + "
                   f"((kq{oi}_{i} * {es}) & 15);")
     # declarations precede the slots' blocks
-    first = next(n for n, ln in enumerate(w.lines) if "// operand" in ln)
-    w.lines[first:first] = ["    " + d for d in decls]
+    first = next((n for n, ln in enumerate(w.lines) if "// operand" in ln), None)
+    if first is not None:   # (none where the copy engine takes both operands)
+        w.lines[first:first] = ["    " + d for d in decls]
 
     def emit_checks(k, p, oi, i, axes, elem):
         """Boundary checks and address clamps of ``axes`` (element offset ``elem`` along the
@@ -969,8 +995,9 @@ def source(spec, tile):
     oa, ob = ops
     if wg:
         if tile.producer:
-            _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes,
-                                not all(asy))
+            reg = any(not a and not t for a, t in zip(asy, tmas, strict=True))
+            _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
+                                tmas, (0, b_off))
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off)
         emit_epilogue(w, spec, r, blk, fm_n, fn_n)
         out.append("\n".join(w.lines))
@@ -1243,11 +1270,13 @@ def mbarriers(tile, stage_bytes):
     return [top + 8 * s for s in range(nbuf)], [top + 8 * (nbuf + s) for s in range(nbuf)]
 
 
-def full_count(nreg):
+def full_count(nreg, ntma=0):
     """Arrivals that complete a phase of a "full" mbarrier: one per producer thread from
-    ``cp.async.mbarrier.arrive.noinc`` (made when the thread's copies have landed), and one more
-    per thread, after its stores and a proxy fence, when ``nreg`` operands go through registers."""
-    return PRODUCER * (2 if nreg else 1)
+    ``cp.async.mbarrier.arrive.noinc`` (made when the thread's copies have landed) unless both
+    operands go by bulk tensor copies (``ntma`` 2), one more per thread, after its stores and a
+    proxy fence, when ``nreg`` operands go through registers, and one (with the expected byte
+    count) from the thread that issues the bulk tensor copies (``ntma`` > 0)."""
+    return PRODUCER * ((1 if ntma < 2 else 0) + (1 if nreg else 0)) + (1 if ntma else 0)
 
 
 def phases(kt, stages):
@@ -1259,7 +1288,46 @@ def phases(kt, stages):
     return s, n & 1, (None if n == 0 else (n - 1) & 1)
 
 
-def _emit_producer_head(w, tile, stage_bytes, ncons, nreg):
+def tma_ops(spec, tile):
+    """Per operand (A, B) of a ``half`` wgmma tile: how the bulk tensor copy engine copies it,
+    or None where it cannot.  An operand qualifies when its lines run along one parallel index
+    ``j`` (no other position moves its address), nothing is boundary-checked, its offset is 0,
+    and either (K-major) its flattened k is contiguous with lines ``coef[j]`` elements apart, a
+    multiple of 16 bytes (GEMM's A, a convolution's weights), or (MN-major, ``Tile.mn``) its lines
+    are contiguous and one accumulation index walks rows a multiple of 16 bytes apart (GEMM's B).
+    The dict: ``k`` (input), ``j``, ``dims`` and ``strides`` (bytes) of the 2-D tensor map, inner
+    dimension first, ``box``, ``swizzle`` (bytes), ``boxes`` (copies per k tile: one, or one per
+    64 lines MN-major, :func:`mn_offset`'s groups), ``bytes`` (per k tile)."""
+    if not (tile.wgmma and tile.half):
+        return (None, None)
+    r = roles(spec)
+    bm, bn, bk, rb, _ = _geo(spec, tile)
+    P = spec.np
+    K = math.prod(spec.ashape)
+    ext = tuple(spec.pshape) + tuple(spec.ashape)
+    mns = mn_ops(spec, tile)
+    out = []
+    for (k, idxs), lines, mn in zip(((r.a, r.rows), (r.b, r.cols)), (bm, bn), mns, strict=True):
+        p = operand_plan(spec, k, idxs)
+        coef = p["coef"]
+        moving = [j for j in range(P) if coef[j] and ext[j] > 1]
+        if len(idxs) != 1 or moving != list(idxs) or p["checked"] or p["const"]:
+            out.append(None)
+            continue
+        j = idxs[0]
+        if mn:
+            ok = coef[j] == 1 and spec.na == 1 and coef[P] * 2 % 16 == 0
+            plan = dict(dims=(spec.pshape[j], K), strides=(coef[P] * 2,), box=(64, bk),
+                        swizzle=128, boxes=lines // 64)
+        else:
+            ok = p["vector"] and coef[j] * 2 % 16 == 0 and rb in (64, 128)
+            plan = dict(dims=(K, spec.pshape[j]), strides=(coef[j] * 2,), box=(bk, lines),
+                        swizzle=rb, boxes=1)
+        out.append(dict(plan, k=k, j=j, mn=mn, bytes=lines * rb) if ok else None)
+    return tuple(out)
+
+
+def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), asy=()):
     """The sums (declared for the consumers' epilogue), the mbarriers initialized by thread 0,
     one block barrier (the only one), then the producer warpgroup's branch opened, with
     ``tid`` its own thread index (0 .. PRODUCER - 1)."""
@@ -1271,7 +1339,8 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg):
       f"{empty[0] - full[0]} + 8 s")
     w.open("if (tid == 0)")
     w.open(f"for (int s = 0; s < {_buffers(tile)}; ++s)")
-    w(f"merit_mb_init(mbar + 8 * s, {full_count(nreg)});")
+    ntma = sum(1 for t in tmas if t)
+    w(f"merit_mb_init(mbar + 8 * s, {full_count(nreg, ntma)});")
     w(f"merit_mb_init(mbar + {empty[0] - full[0]} + 8 * s, {ncons});")
     w.close()
     w("merit_mb_init_fence();")
@@ -1281,7 +1350,8 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg):
     w(f"const int tid = threadIdx.x - {ncons};   // the producer's own thread index")
 
 
-def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg):
+def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
+                        tmas=(None, None), bases=(0, 0)):
     """The producer's loop: per k tile, wait until the consumers have released its buffer (the
     ``kt // S - 1``-th phase of "empty"), issue its copies (``reg``: and its register slots'
     loads, stores and a proxy fence, then one plain arrival), one ``noinc`` arrival that the
@@ -1293,12 +1363,28 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
     w(f"const int s = kt % {nbuf};")
     w(f"if (kt >= {nbuf}) merit_mb_wait(mbar + {empty[0] - full[0]} + 8 * s, "
       f"((kt / {nbuf}) + 1) & 1);")
+    if any(tmas):   # one thread: the expected bytes, then one bulk copy per box
+        bk = tile.chunk
+        w.open("if (tid == 0)")
+        w(f"merit_mb_expect(mbar + 8 * s, {sum(t['bytes'] for t in tmas if t)});")
+        for oi, t in enumerate(tmas):
+            if not t:
+                continue
+            for g in range(t["boxes"]):
+                dst = f"sbase + s * {stage_bytes} + {bases[oi] + g * bk * 128}"
+                if t["mn"]:
+                    c0, c1 = f"pb{t['j']} + {64 * g}", f"kt * {bk}"
+                else:
+                    c0, c1 = f"kt * {bk}", f"pb{t['j']}"
+                w(f"merit_tma2({dst}, &tm{oi}, {c0}, {c1}, mbar + 8 * s);")
+        w.close()
     emit_loads("kt", "s")
     if reg:
         emit_stores("s")
         w("merit_proxy_fence();")
         w("merit_mb_arrive(mbar + 8 * s);")
-    w("merit_mb_cp_arrive(mbar + 8 * s);")
+    if not all(tmas):
+        w("merit_mb_cp_arrive(mbar + 8 * s);")
     w.close()
     w("merit_await_all();")
     w("return;")

@@ -124,10 +124,58 @@ def _module_sm90a(name, code):
     return cp.RawModule(path=str(path))
 
 
+#: cuTensorMapEncodeTiled's enumerations (CUDA driver API): 16-bit elements, the swizzles by
+#: bytes, L2 promotion by 128 bytes; no interleave, zero fill outside the tensor.
+_TMAP_UINT16, _TMAP_SWIZZLE, _TMAP_L2_128 = 1, {0: 0, 32: 1, 64: 2, 128: 3}, 2
+
+
+def tensor_map(array, dims, strides, box, swizzle):
+    """A 2-D tiled tensor map (the driver's 128-byte ``CUtensorMap``) of a device array of 16-bit
+    elements, made by ``cuTensorMapEncodeTiled`` through the driver library, as a NumPy value that
+    CuPy passes by value (a kernel's ``__grid_constant__`` parameter).  ``dims`` / ``box``
+    innermost first, ``strides``: bytes between rows."""
+    import ctypes
+
+    import numpy as np
+
+    ptr = array.data.ptr
+    if ptr % 16 or any(s % 16 for s in strides):
+        raise ValueError(f"a tensor map needs 16-byte aligned addresses and row strides, not "
+                         f"{ptr:#x}, {strides}")
+    lib = _libcuda()
+    out = np.zeros(1, dtype=[("v", "<u8", (16,))])
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    rc = lib.cuTensorMapEncodeTiled(
+        ctypes.c_void_p(out.ctypes.data), ctypes.c_int(_TMAP_UINT16), u32(len(dims)),
+        ctypes.c_void_p(ptr), (u64 * len(dims))(*dims), (u64 * len(strides))(*strides),
+        (u32 * len(box))(*box), (u32 * len(box))(*([1] * len(box))), ctypes.c_int(0),
+        ctypes.c_int(_TMAP_SWIZZLE[swizzle]), ctypes.c_int(_TMAP_L2_128), ctypes.c_int(0))
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed ({rc}): dims {dims}, strides "
+                           f"{strides}, box {box}, swizzle {swizzle}")
+    return out[0]
+
+
+_libcuda_handle = []
+
+
+def _libcuda():
+    import ctypes
+
+    if not _libcuda_handle:
+        _libcuda_handle.append(ctypes.CDLL("libcuda.so.1"))
+    return _libcuda_handle[0]
+
+
 def launcher(spec, tile, inputs, outputs):
     """A no-argument function launching the kernel of (spec, tile) on these device arrays."""
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
     args = tuple(inputs) + tuple(outputs)
+    if tile.tma:   # the tensor maps of the operands the bulk copy engine takes, after the arrays
+        from .ldsm import tma_ops
+
+        args += tuple(tensor_map(inputs[t["k"]], t["dims"], t["strides"], t["box"],
+                                 t["swizzle"]) for t in tma_ops(spec, tile) if t)
     if tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
         cp = cupy()
         zero = [(o.data.ptr, o.nbytes) for o in outputs]
@@ -176,7 +224,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 8
+CACHE_VERSION = 9
 
 
 class TileCache:

@@ -104,6 +104,13 @@ class Tile:
         on "full" when they land (``cp.async.mbarrier.arrive.noinc``), the consumers wait on its
         phase parity, and arrive on "empty" once ``wgmma.wait_group`` says the buffer has been
         read, which the producer waits for before refilling it.  No block barrier in the loop.
+    tma : bool
+        ``producer`` tiles only: operands that are plain matrices in memory (one line index, k
+        contiguous, or lines contiguous and one k index; no boundary checks, see
+        :func:`merit.gpu.ldsm.tma_ops`) are copied by the bulk tensor copy engine
+        (``cp.async.bulk.tensor``, one instruction per operand box, issued by one producer
+        thread, completing on the "full" mbarrier by its byte count) through tensor maps made on
+        the host (``cuTensorMapEncodeTiled``) and passed as ``__grid_constant__`` parameters.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -139,6 +146,7 @@ class Tile:
     half: bool = field(default=False, repr=False)
     mn: bool = field(default=False, repr=False)
     producer: bool = field(default=False, repr=False)
+    tma: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -185,6 +193,7 @@ class Tile:
                 kind += f"_h{self.stages}" if self.half else ""
                 kind += "_mn" if self.mn else ""
                 kind += "_ws" if self.producer else ""
+                kind += "_tma" if self.tma else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

@@ -509,7 +509,7 @@ def _complete_mma(spec, tile, device):
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half else 2, half=tile.half, mn=tile.mn,
-                    producer=tile.producer)
+                    producer=tile.producer, tma=tile.tma)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -799,8 +799,8 @@ WG_TUNED = 4
 #: (``ldmatrix``, ``wgmma``) whose ``half`` copies the autotuner times, each with two and with
 #: the most buffers (up to 4) that fit (wgmma: 2, 3 and 4).
 HALF_TUNED = 3
-#: The half wgmma tiles' warp-specialized copies (``Tile.producer``, 3 and 4 buffers) are timed
-#: too.
+#: The half wgmma tiles' warp-specialized copies with bulk tensor copies (``Tile.producer`` and
+#: ``Tile.tma``, 3 and 4 buffers) are timed too, where an operand qualifies.
 PRODUCER_TUNED = True
 
 
@@ -826,11 +826,14 @@ def _half_variants(spec, ranked, wg, device):
                     seen.add(h)
                     out.append((cost, h))
             # wgmma, 3 and 4 buffers: the warp-specialized form too (a producer warpgroup)
+            # where the bulk tensor copy engine takes an operand (the form copying by cp.async
+            # alone measured no faster: not a candidate)
             for n in (fits if wgk and PRODUCER_TUNED else ()):
                 h = _replace(t, half=True, stages=n, producer=True)
-                if n >= 3 and h not in seen and _smem_bytes(spec, h) <= cap:
-                    seen.add(h)
-                    out.append((cost, h))
+                for f in ([_replace(h, tma=True)] if any(ldsm.tma_ops(spec, h)) else []):
+                    if n >= 3 and f not in seen and _smem_bytes(spec, f) <= cap:
+                        seen.add(f)
+                        out.append((cost, f))
     return out
 
 #: SIMT sums: the autotuner also times the best tiles of the cost model with ``tail="sm"`` (see

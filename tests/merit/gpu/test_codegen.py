@@ -1184,4 +1184,53 @@ def test_producer_tile_registers_path_and_checks():
                                   producer=True) | bad)
     g = spec_of(W.gemm(1024, 1024, 1024), "float32", "fp16", operands="float16")
     ws = [t for t in rank(g, count=16) if t.producer]
-    assert ws and all(t.half and t.wgmma and t.stages in (3, 4) for t in ws)
+    assert ws and all(t.half and t.wgmma and t.tma and t.stages in (3, 4) for t in ws)
+    # A's rows 1998 bytes apart, B's 18 (no 16-byte multiples): no operand for the copy engine,
+    # so no warp-specialized candidate
+    g = spec_of(W.gemm(1000, 9, 999), "float32", "fp16", operands="float16")
+    assert not any(t.producer for t in rank(g, count=16))
+
+
+def test_tma_operands_and_source():
+    """Bulk tensor copies (``Tile.tma``): GEMM's A by one 64 k x 128 line box (K-major, 128-byte
+    swizzle), its B (MN-major) by four 64 line x 64 k boxes 8192 bytes apart, both issued by one
+    producer thread after the expected byte count (49152 per k tile: the whole stage), one
+    arrival per phase; rows that are no multiple of 16 bytes keep cp.async (one more arrival per
+    producer thread); a padded image's gathers never qualify."""
+    from merit.gpu import ldsm
+
+    spec, t = _mn(W.gemm(512, 384, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32),
+                  chunk=64, producer=True, tma=True)
+    a, b = ldsm.tma_ops(spec, t)
+    assert (a["dims"], a["strides"], a["box"], a["swizzle"], a["boxes"]) == (
+        (256, 512), (512,), (64, 128), 128, 1)
+    assert (b["dims"], b["strides"], b["box"], b["swizzle"], b["boxes"]) == (
+        (384, 256), (768,), (64, 64), 128, 4)
+    name, src, _, nt, _ = source(spec, t)
+    assert "_ws_tma_" in name and nt == 384
+    body = src[src.index('extern "C"'):]
+    assert "const __grid_constant__ MeritTmap tm0, const __grid_constant__ MeritTmap tm1)" in body
+    assert "merit_mb_init(mbar + 8 * s, 1);" in body
+    assert "merit_mb_expect(mbar + 8 * s, 49152);" in body
+    assert "merit_tma2(sbase + s * 49152 + 0, &tm0, kt * 64, pb0, mbar + 8 * s);" in body
+    for g in range(4):
+        assert (f"merit_tma2(sbase + s * 49152 + {16384 + 8192 * g}, &tm1, pb1 + {64 * g}, "
+                f"kt * 64, mbar + 8 * s);") in body
+    assert "// operand" not in body and "merit_acp16(" not in body and "cp_arrive(mbar" not in body
+    # A's rows 600 bytes apart: A by cp.async, B by the copy engine
+    spec, t = _mn(W.gemm(70, 40, 300), regs=(64, 64), warps=(4, 1), frags=(1, 8), chunk=64,
+                  stages=3, producer=True, tma=True)
+    a, b = ldsm.tma_ops(spec, t)
+    assert a is None and b["strides"] == (80,) and b["boxes"] == 1
+    body = source(spec, t)[1]
+    assert "merit_mb_init(mbar + 8 * s, 129);" in body
+    assert "merit_mb_cp_arrive(mbar + 8 * s);" in body
+    spec, t = _mn(W.conv2d(2, 24, 13, 16, 72, 3, padding=1), regs=(1, 64, 4, 16), warps=(4, 1),
+                  frags=(1, 8), chunk=64, stages=3, producer=True)
+    a, b = ldsm.tma_ops(spec, t)
+    assert a is None and b["dims"] == (216, 72) and b["strides"] == (432,)
+    with pytest.raises(ValueError, match="tile.tma"):
+        check_tile(spec_of(W.gemm(512, 384, 256), "float32", "fp16", operands="float16"),
+                   {"mma": "fp16", "ldsm": True, "wgmma": True, "mn": True, "half": True,
+                    "stages": 4, "regs": (128, 256), "warps": (8, 1), "frags": (1, 32),
+                    "chunk": 64, "tma": True})

@@ -4,6 +4,8 @@ Skipped without CuPy or without a GPU.  Outputs are poisoned before each run, so
 kernel never writes fails the check; the float reference is the golden model in float64.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, fixed_inputs
@@ -405,8 +407,11 @@ def test_wgmma_producer_warpgroup():
     or 4 buffers through full / empty mbarriers, the consumers only issue wgmma.  Ragged GEMMs
     with many more k tiles than buffers (the barriers' phases wrap several times), operands by
     ``cp.async`` alone (GEMM, a 1x1 image) and through the producer's registers (a padded image:
-    twice the arrivals per phase), K-major and MN-major, against float64 on the rounded
-    operands."""
+    twice the arrivals per phase), K-major and MN-major, 64- and 128-byte lines; with
+    ``Tile.tma`` the plain-matrix operands by bulk tensor copies (both of a GEMM whose rows are
+    16-byte multiples, one of them where the other's are not, a convolution's weights beside
+    the image's cp.async or registers), zero-filled past the tensor; against float64 on the
+    rounded operands."""
     cases = [
         (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}),
         (W.gemm(70, 40, 300), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}),
@@ -415,7 +420,9 @@ def test_wgmma_producer_warpgroup():
          {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}),
         (W.conv2d(2, 32, 8, 16, 64, 1), {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}),
     ]
+    from merit.gpu import ldsm
     from merit.gpu.spec import OPERAND_DTYPES
+    from merit.gpu.tiling import check_tile
 
     for problem, shape in cases:
         rng = np.random.default_rng(31)
@@ -424,9 +431,13 @@ def test_wgmma_producer_warpgroup():
             half, wide = _half_inputs(arrays, prec)
             ref = problem.run(*wide)
             spec = spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
-            for chunk, stages, mn in ((64, 4, True), (32, 3, True), (64, 3, False)):
+            for chunk, stages, mn, tma in itertools.product((64, 32), (3, 4), (True, False),
+                                                             (False, True)):
                 tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=mn, chunk=chunk,
                             half=True, stages=stages, producer=True)
+                if tma and not any(ldsm.tma_ops(spec, check_tile(spec, tile))):
+                    continue
+                tile["tma"] = tma
                 for _ in range(2):   # twice: fresh poison, the same answer (no race)
                     out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
                     got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=prec))
