@@ -230,8 +230,9 @@ def half_fits(spec, tile):
         return (f"tile.half reads FP16 / BF16 operand arrays into the staged kernel: it needs "
                 f"tile.ldsm and tile.mma 'fp16' or 'bf16', not ldsm={tile.ldsm}, "
                 f"mma={tile.mma!r}")
-    if tile.cluster != 1:
-        return "tile.half is not built for cluster tiles (tile.cluster must be 1)"
+    if tile.cluster != 1 and not tile.tma:
+        return ("tile.half is built for cluster tiles only with bulk tensor copies (tile.cluster "
+                "must be 1, or tile.tma set)")
     if spec.operands == "float32":
         return (f"tile.half reads {'float16' if tile.mma == 'fp16' else 'bfloat16'} operand "
                 f"arrays, but problem {spec.name!r} was given float32 arrays")
@@ -280,13 +281,17 @@ def wgmma_fits(spec, tile):
         return f"wgmma N = 8 * FN must be 8..256 columns, not FN = {fn}"
     if tile.cluster not in (1, 2):
         return f"tile.cluster must be 1 or 2, not {tile.cluster!r}"
-    if tile.mn and (tile.mma == "tf32" or tile.cluster != 1):
+    if tile.mn and (tile.mma == "tf32" or (tile.cluster != 1 and not tile.tma)):
         return (f"tile.mn (MN-major operands) needs FP16 / BF16 (wgmma transposes 16-bit "
                 f"operands only) and tile.cluster 1, not {tile.mma!r}, cluster {tile.cluster}")
-    if tile.producer and not (tile.half and tile.stages >= 3 and tile.cluster == 1):
+    if tile.producer and not (tile.half and tile.stages >= 3
+                              and (tile.cluster == 1 or tile.tma)):
         return (f"tile.producer (a copying warpgroup) needs tile.half, 3 or 4 stages and "
-                f"tile.cluster 1, not half={tile.half}, stages {tile.stages}, cluster "
-                f"{tile.cluster}")
+                f"tile.cluster 1 (or tile.tma), not half={tile.half}, stages {tile.stages}, "
+                f"cluster {tile.cluster}")
+    if tile.producer and tile.cluster == 2 and not all(tma_ops(spec, tile)):
+        return ("a producer tile in clusters of two multicasts B by bulk tensor copies: both "
+                "operands must qualify for them (ldsm.tma_ops), B in an even number of boxes")
     if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
         return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
                 "plain matrix in memory (see ldsm.tma_ops)")
@@ -543,6 +548,20 @@ __device__ __forceinline__ void merit_mb_expect(unsigned bar, unsigned bytes) {
     // one arrival that also expects ``bytes`` of bulk copies to complete on the barrier
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
                  :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void merit_tma2mc(unsigned dst, const MeritTmap* map, int c0, int c1,
+                                             unsigned bar) {
+    // the same box into both blocks of the cluster (same offsets), completing on each one's bar
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1),
+                    "r"(bar), "h"((unsigned short)3) : "memory");
+}
+__device__ __forceinline__ void merit_mb_arrive_peer(unsigned bar, unsigned rank) {
+    // one arrival on the barrier at the same offset in block ``rank`` of the cluster
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n"
+                 :: "r"(bar), "r"(rank) : "memory");
 }
 __device__ __forceinline__ void merit_tma2(unsigned dst, const MeritTmap* map, int c0, int c1,
                                            unsigned bar) {
@@ -1315,19 +1334,24 @@ def tma_ops(spec, tile):
             out.append(None)
             continue
         j = idxs[0]
+        # clusters of two (B shared): B in two halves at least, one multicast by each block
+        split = tile.cluster if k == r.b else 1
         if mn:
-            ok = coef[j] == 1 and spec.na == 1 and coef[P] * 2 % 16 == 0
+            ok = (coef[j] == 1 and spec.na == 1 and coef[P] * 2 % 16 == 0
+                  and lines // 64 % split == 0)
             plan = dict(dims=(spec.pshape[j], K), strides=(coef[P] * 2,), box=(64, bk),
-                        swizzle=128, boxes=lines // 64)
+                        swizzle=128, boxes=lines // 64, dstep=bk * 128, cstep=64)
         else:
-            ok = p["vector"] and coef[j] * 2 % 16 == 0 and rb in (64, 128)
-            plan = dict(dims=(K, spec.pshape[j]), strides=(coef[j] * 2,), box=(bk, lines),
-                        swizzle=rb, boxes=1)
+            part = lines // split
+            ok = p["vector"] and coef[j] * 2 % 16 == 0 and rb in (64, 128) and part % 8 == 0
+            plan = dict(dims=(K, spec.pshape[j]), strides=(coef[j] * 2,), box=(bk, part),
+                        swizzle=rb, boxes=split, dstep=part * rb, cstep=part)
         out.append(dict(plan, k=k, j=j, mn=mn, bytes=lines * rb) if ok else None)
     return tuple(out)
 
 
 def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), asy=()):
+    cl = tile.cluster > 1
     """The sums (declared for the consumers' epilogue), the mbarriers initialized by thread 0,
     one block barrier (the only one), then the producer warpgroup's branch opened, with
     ``tid`` its own thread index (0 .. PRODUCER - 1)."""
@@ -1341,11 +1365,12 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
     w.open(f"for (int s = 0; s < {_buffers(tile)}; ++s)")
     ntma = sum(1 for t in tmas if t)
     w(f"merit_mb_init(mbar + 8 * s, {full_count(nreg, ntma)});")
-    w(f"merit_mb_init(mbar + {empty[0] - full[0]} + 8 * s, {ncons});")
+    # clusters: the first thread of each consumer warpgroup of both blocks releases a buffer
+    w(f"merit_mb_init(mbar + {empty[0] - full[0]} + 8 * s, {ncons // 64 if cl else ncons});")
     w.close()
     w("merit_mb_init_fence();")
     w.close()
-    w("__syncthreads();")
+    w("merit_cluster_sync();" if cl else "__syncthreads();")
     w.open(f"if (warp >= {ncons // 32})")
     w(f"const int tid = threadIdx.x - {ncons};   // the producer's own thread index")
 
@@ -1371,12 +1396,17 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
             if not t:
                 continue
             for g in range(t["boxes"]):
-                dst = f"sbase + s * {stage_bytes} + {bases[oi] + g * bk * 128}"
-                if t["mn"]:
-                    c0, c1 = f"pb{t['j']} + {64 * g}", f"kt * {bk}"
+                mc = tile.cluster > 1 and oi == 1   # B: half the boxes each, multicast
+                if mc and g % 2:
+                    continue
+                gx = f"({g} + (int)crank)" if mc else str(g)
+                dst = f"sbase + s * {stage_bytes} + {bases[oi]} + {gx} * {t['dstep']}"
+                at = f"pb{t['j']} + {gx} * {t['cstep']}"
+                c0, c1 = (at, f"kt * {bk}") if t["mn"] else (f"kt * {bk}", at)
+                if mc:
+                    w(f"merit_tma2mc({dst}, &tm{oi}, {c0}, {c1}, mbar + 8 * s);")
                 else:
-                    c0, c1 = f"kt * {bk}", f"pb{t['j']}"
-                w(f"merit_tma2({dst}, &tm{oi}, {c0}, {c1}, mbar + 8 * s);")
+                    w(f"merit_tma2({dst}, &tm{oi}, {c0}, {c1}, mbar + 8 * s);")
         w.close()
     emit_loads("kt", "s")
     if reg:
@@ -1387,6 +1417,8 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
         w("merit_mb_cp_arrive(mbar + 8 * s);")
     w.close()
     w("merit_await_all();")
+    if tile.cluster > 1:   # no block leaves while its peer may still signal it
+        w("merit_cluster_sync();")
     w("return;")
     w.close()
 
@@ -1411,9 +1443,15 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product):
         w(product(k))
     w("merit_wg_commit();")
     w("merit_wg_wait1();")
-    w(f"if (kt > 0) merit_mb_arrive(mbar + {empty[0] - full[0]} + 8 * ((kt + {nbuf - 1}) % "
-      f"{nbuf}));")
+    rel = f"mbar + {empty[0] - full[0]} + 8 * ((kt + {nbuf - 1}) % {nbuf})"
+    if tile.cluster > 1:   # one thread per warpgroup for this block, one for the peer
+        w(f"if (kt > 0 && (tid & 127) == 0) merit_mb_arrive({rel});")
+        w(f"if (kt > 0 && (tid & 127) == 32) merit_mb_arrive_peer({rel}, crank ^ 1u);")
+    else:
+        w(f"if (kt > 0) merit_mb_arrive({rel});")
     w.close()
     w("merit_wg_wait();")
+    if tile.cluster > 1:
+        w("merit_cluster_sync();")
     for a in accs:
         w(f"merit_keep({a});")

@@ -79,7 +79,10 @@ class Tile:
         wgmma tiles only: 2 = blocks run in clusters of two that lie side by side along a row
         index and share the B tile: each gathers half of its lines and stores them into both
         blocks' shared memory (distributed shared memory, a cluster barrier per k tile), so the
-        blocks read a third less from L2 on a 128 x 256 box.
+        blocks read a third less from L2 on a 128 x 256 box.  With ``producer`` and ``tma``
+        (both operands by bulk copies) each block's producer copies its A box and half of B's
+        boxes, multicast into both blocks (``.multicast::cluster``); a buffer is refilled once
+        the consumers of both blocks have released it.
     half : bool
         Staged tensor-core tiles only (``ldsm``, FP16 / BF16): the loop operands are read from
         arrays already in that precision (2 bytes per element,

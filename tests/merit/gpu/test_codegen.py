@@ -1212,9 +1212,10 @@ def test_tma_operands_and_source():
     assert "const __grid_constant__ MeritTmap tm0, const __grid_constant__ MeritTmap tm1)" in body
     assert "merit_mb_init(mbar + 8 * s, 1);" in body
     assert "merit_mb_expect(mbar + 8 * s, 49152);" in body
-    assert "merit_tma2(sbase + s * 49152 + 0, &tm0, kt * 64, pb0, mbar + 8 * s);" in body
+    assert ("merit_tma2(sbase + s * 49152 + 0 + 0 * 16384, &tm0, kt * 64, pb0 + 0 * 128, "
+            "mbar + 8 * s);") in body
     for g in range(4):
-        assert (f"merit_tma2(sbase + s * 49152 + {16384 + 8192 * g}, &tm1, pb1 + {64 * g}, "
+        assert (f"merit_tma2(sbase + s * 49152 + 16384 + {g} * 8192, &tm1, pb1 + {g} * 64, "
                 f"kt * 64, mbar + 8 * s);") in body
     assert "// operand" not in body and "merit_acp16(" not in body and "cp_arrive(mbar" not in body
     # A's rows 600 bytes apart: A by cp.async, B by the copy engine
@@ -1234,3 +1235,26 @@ def test_tma_operands_and_source():
                    {"mma": "fp16", "ldsm": True, "wgmma": True, "mn": True, "half": True,
                     "stages": 4, "regs": (128, 256), "warps": (8, 1), "frags": (1, 32),
                     "chunk": 64, "tma": True})
+
+
+def test_tma_cluster_tile_source():
+    """Clusters of two with bulk copies: each block copies its A box and two of B's four 64-line
+    boxes (by its rank) multicast into both blocks, expects the whole stage's bytes on its own
+    barrier, and its consumers release a buffer to both blocks (one thread per warpgroup each:
+    4 arrivals per phase); cluster barriers after the barriers' initialization and before the
+    blocks leave.  Refused where A is no plain matrix (rows 600 bytes apart)."""
+    spec, t = _mn(W.gemm(512, 512, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32),
+                  chunk=64, producer=True, tma=True, cluster=2)
+    body = source(spec, t)[1]
+    body = body[body.index('extern "C"'):]
+    assert "__cluster_dims__(2, 1, 1)" in body and "_wgc2_h4_mn_ws_tma_" in body
+    assert "merit_mb_init(mbar + 32 + 8 * s, 4);" in body
+    assert "merit_mb_expect(mbar + 8 * s, 49152);" in body
+    assert body.count("merit_tma2mc(") == 2 and body.count("merit_tma2(") == 1
+    assert ("merit_tma2mc(sbase + s * 49152 + 16384 + (2 + (int)crank) * 8192, &tm1, "
+            "pb1 + (2 + (int)crank) * 64, kt * 64, mbar + 8 * s);") in body
+    assert "merit_mb_arrive_peer(mbar + 32 + 8 * ((kt + 3) % 4), crank ^ 1u);" in body
+    assert body.count("merit_cluster_sync();") == 3 and "__syncthreads();" not in body
+    with pytest.raises(ValueError, match="multicasts B by bulk tensor copies"):
+        _mn(W.gemm(256, 64, 300), regs=(64, 64), warps=(4, 1), frags=(1, 8), chunk=64,
+            producer=True, tma=True, cluster=2)

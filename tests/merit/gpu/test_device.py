@@ -444,3 +444,32 @@ def test_wgmma_producer_warpgroup():
                     assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
                     err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
                     assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+
+
+def test_wgmma_producer_clusters_multicast_b():
+    """Warp-specialized TMA tiles in clusters of two (``Tile.cluster`` 2): each block copies its
+    A and half of the shared B tile's boxes, multicast into both blocks; a buffer is refilled
+    once both blocks' consumers have released it (arrivals on the peer's barrier).  Ragged
+    GEMMs, 2 and 4 boxes of B, 3 and 4 buffers, 64- and 128-byte lines, twice each."""
+    from merit.gpu.spec import OPERAND_DTYPES
+
+    cases = [
+        (W.gemm(500, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}),
+        (W.gemm(512, 296, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}),
+    ]
+    for problem, shape in cases:
+        rng = np.random.default_rng(37)
+        arrays = problem.random_inputs(rng, np.float32)
+        for prec in ("fp16", "bf16"):
+            half, wide = _half_inputs(arrays, prec)
+            ref = problem.run(*wide)
+            spec = spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
+            for chunk, stages in ((64, 4), (32, 3)):
+                tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=True, chunk=chunk,
+                            half=True, stages=stages, producer=True, tma=True, cluster=2)
+                for _ in range(2):
+                    out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+                    got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=prec))
+                    assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
+                    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+                    assert err < 2e-6, f"relative error {err:.2e} with {tile}"
