@@ -705,6 +705,7 @@ class _TauState:
         self.wants_tile = True   # the tile looper has handed out every job of its tiles
         self.slot = None         # the dispatcher's tile waiting for this TAU
         self.last_key = [-1, -1]  # footprint of each RP's held slot in the TAU's last job
+        self.keyed = None        # the job last compared with it
 
 
 def _simulate(jobs, taus, beat_rate, latency):
@@ -766,11 +767,13 @@ def _simulate(jobs, taus, beat_rate, latency):
         for s in state:
             while s.queue:
                 j = s.queue[0]
-                if not s.head:
-                    for r in holds:      # the tile looper compares with the TAU's last job
+                if s.keyed != j:        # once per job: compare with the TAU's last job
+                    s.keyed = j
+                    for r in holds:
                         if keys[j, r] >= 0 and keys[j, r] == s.last_key[r]:
                             held.add((j, r))
                         s.last_key[r] = keys[j, r]
+                if not s.head:
                     parts[j] = sum(1 for r in holds if own(j, r))
                 for r in holds:
                     if r in s.head:
