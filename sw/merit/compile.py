@@ -584,6 +584,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     check_taus(taus)
     if share_dims not in (1, 2) or isinstance(share_dims, bool):
         raise ValueError(f"share_dims must be 1 or 2, not {share_dims!r}")
+    if not isinstance(hold, bool):
+        raise TypeError(f"hold must be True or False, not {hold!r}")
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
     from .mapping.search import NoMapping, search

@@ -83,3 +83,8 @@ def test_holding_the_same_kernel_never_reads_more_nor_takes_longer(taus, make):
     assert b.write_bytes == a.write_bytes
     assert b.cycles <= a.cycles * 1.01
     assert np.isclose(b.utilization * b.cycles, a.utilization * a.cycles)
+
+
+def test_hold_is_checked():
+    with pytest.raises(TypeError, match="hold must be True or False, not 'yes'"):
+        compile_problem(W.gemm(16, 16, 16), hold="yes", **SMALL)
