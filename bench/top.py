@@ -12,6 +12,11 @@ Results accumulate in ``docs/results/utilization.json`` (a run with ``--only`` u
 and keeps the others) and are rendered into ``docs/results/utilization.md``::
 
     python -m bench.top [--only NAME ...] [--scaling] [--taus 4] [--lanes 32]
+
+``--cp-bytes N`` compiles, simulates and predicts every row with the CP's partial-result SRAM at
+``N`` bytes per TAU instead of ``merit.arch.CP_BYTES`` (the processor's parameter ``cp_bytes``);
+such a run keeps its own results (``docs/results/partial_store.json`` and ``.md`` by default),
+whose table adds each row's run at the default size from ``docs/results/utilization.json``.
 """
 
 import argparse
@@ -28,9 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
+from merit.arch import CP_BYTES
 from merit.paper import ROWS, row
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+#: the results of the default CP size, and those of another (``--cp-bytes``) unless ``--out``
+DEFAULT_OUT = RESULTS / "utilization"
+CP_OUT = RESULTS / "partial_store"
 #: ALU counts of Fig. 15 (lanes x TAUs with 32 lanes per TAU)
 SCALING_ALUS = (32, 64, 128, 256, 512, 1024)
 #: rows drawn in the scaling figure
@@ -43,22 +52,29 @@ def standard_ops(problems):
     return sum(repeat * problem.ops.count for problem, repeat in problems)
 
 
-def _model(problems, *, lanes, taus, bandwidth, latency):
+def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES):
+    """``problem`` compiled as the bench's model columns compile it: 24 program slots (the TAU
+    of the measurements), ``cp_bytes`` of CP per TAU."""
+    from merit.compile import compile_problem
+    return compile_problem(problem, lanes=lanes, taus=taus, instructions=24, cp_bytes=cp_bytes)
+
+
+def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
     """``(ALU-busy utilization, cycles, bound, standard-count utilization)`` of the performance
     model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing. Beyond the
     ``merit.arch.MAX_TAUS`` (16) TAUs that MERIT-z addresses (Fig. 15 goes to 1024 ALUs) the
-    kernel is compiled for 16: its sharing groups are those of 16 TAUs."""
+    kernel is compiled for 16: its sharing groups are those of 16 TAUs. ``cp_bytes``: the CP's
+    SRAM per TAU that the kernel is compiled for."""
     try:
         from merit.perf import predict
     except ImportError:
         return None
     from merit.arch import MAX_TAUS
-    from merit.compile import compile_problem
     useful = cycles = 0
     bounds = []
     compiled = min(taus, MAX_TAUS)
     for problem, repeat in problems:
-        kernel = compile_problem(problem, lanes=lanes, taus=compiled, instructions=24)
+        kernel = compile_row(problem, lanes=lanes, taus=compiled, cp_bytes=cp_bytes)
         pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth, latency=latency)
         useful += repeat * pred.utilization * pred.cycles * lanes * taus
         cycles += repeat * pred.cycles
@@ -86,10 +102,11 @@ def _load(path):
     return {"rows": {}, "scaling": {}}
 
 
-def slice_key(problem, lanes, taus, bandwidth, latency):
+def slice_key(problem, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
     """Identifies one simulation: rows with the same slice share one run (the standard count,
     ``problem.ops``, is not part of what runs). ``problem``: one problem, or the tuple of
-    problems a row runs one after the other (one problem hashes as before)."""
+    problems a row runs one after the other (one problem hashes as before; so does the default
+    ``cp_bytes``)."""
     problems = tuple(problem) if isinstance(problem, (tuple, list)) else (problem,)
     bare = []
     for p in problems:
@@ -97,7 +114,8 @@ def slice_key(problem, lanes, taus, bandwidth, latency):
         p.__dict__.pop("ops", None)
         bare.append(p)
     what = bare[0] if len(bare) == 1 else tuple(bare)
-    blob = pickle.dumps((what, lanes, taus, bandwidth, latency))
+    setting = (what, lanes, taus, bandwidth, latency)
+    blob = pickle.dumps(setting if cp_bytes == CP_BYTES else setting + (cp_bytes,))
     return hashlib.sha1(blob).hexdigest()[:16]
 
 
@@ -110,7 +128,9 @@ def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20)
     after the other: the whole layer when its problems run once each (one layer, or
     ``Row.split``: one layer run as several problems) and ``merit.perf`` predicts fewer than
     ``whole_under`` cycles for them, else the row's slice
-    (:meth:`merit.paper.Row.slice_problems`)."""
+    (:meth:`merit.paper.Row.slice_problems`). The prediction is that of the default CP size
+    (``merit.arch.CP_BYTES``), so that a run with another (``--cp-bytes``) simulates the same
+    problems as the tables it is compared with."""
     r = row(name)
     full = r.full()
     if whole_under and (len(full) == 1 and full[0][1] == 1 or r.split):
@@ -132,15 +152,17 @@ def ran_problems(name, part):
     return row(name).slice_problems()
 
 
-def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
+def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0,
+              cp_bytes=CP_BYTES):
     """Simulate the slice (or the whole layer, :func:`simulated`) of row ``name`` on ``taus``
-    TAUs (``None``: one TAU driven by the bench), or reuse the run of a row in ``done`` with the
-    same problem; return the run's entry."""
+    TAUs (``None``: one TAU driven by the bench) with ``cp_bytes`` of CP per TAU (the slice or
+    whole layer is chosen as for the default size), or reuse the run of a row in ``done`` with
+    the same problem; return the run's entry."""
     from merit.sim import simulate
 
     problems, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
                                bandwidth=bandwidth, latency=latency)
-    key = slice_key(problems, lanes, taus or 0, bandwidth, latency)
+    key = slice_key(problems, lanes, taus or 0, bandwidth, latency, cp_bytes)
     for other, entry in done.items():
         if other != name and entry.get("slice_key") == key:
             print(f"{name}: same slice as {other}, its run is reused", flush=True)
@@ -150,7 +172,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
     runs = []
     for p in problems:          # one run after the other, each bit-exact on its own outputs
         runs.append(simulate(p, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
-                             latency=latency, seed=seed,
+                             latency=latency, seed=seed, cp_bytes=cp_bytes,
                              progress=lambda line: print(line, flush=True), **extra))
     cycles = sum(m["cycles"] for m in runs)
     ops = sum(p.ops.count for p in problems)
@@ -174,7 +196,8 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
                            if None not in busy else None),
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
-             "lanes": lanes, "taus": taus or 1, "bench": "tau" if taus is None else "top",
+             "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes,
+             "bench": "tau" if taus is None else "top",
              "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
         entry["runs"] = [{"problem": p.name, "cycles": m["cycles"],
@@ -185,11 +208,12 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
     return entry
 
 
-def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0):
+def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0,
+                cp_bytes=CP_BYTES):
     """The table entry of row ``name``: its run on ``taus`` TAUs and the row's labels."""
     r = row(name)
     entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                      seed=seed, done=done, whole_under=whole_under)
+                      seed=seed, done=done, whole_under=whole_under, cp_bytes=cp_bytes)
     whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
     part = "whole layer" if whole else r.slice_what
     if entry.get("runs"):
@@ -198,15 +222,17 @@ def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_unde
                 slice=part, whole=whole)
 
 
-def add_model(entry, name, *, lanes, taus, bandwidth, latency):
-    """Add the model's predictions (slice and full layer) to a row's entry."""
+def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
+    """Add the model's predictions (slice and full layer, ``cp_bytes`` of CP per TAU) to a row's
+    entry."""
     r = row(name)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
     entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
     ran = ran_problems(name, entry.get("simulated"))
     sliced = _model([(p, 1) for p in ran], lanes=lanes, taus=taus, bandwidth=bandwidth,
-                    latency=latency)
-    full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency)
+                    latency=latency, cp_bytes=cp_bytes)
+    full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
+                  cp_bytes=cp_bytes)
     if sliced is None:
         entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
         return entry
@@ -349,6 +375,28 @@ def _num(value, digits=2):
     return "" if value is None else f"{value:.{digits}f}"
 
 
+def _kb(cp_bytes):
+    return f"{cp_bytes / 1024:g} KB"
+
+
+def cp_default(entry, name, base, *, lanes, taus, bandwidth, latency):
+    """The run of row ``name`` at the default CP size in ``base`` (the results of
+    ``docs/results/utilization.json``) that ``entry``, a run with another CP size, is compared
+    with: ``{"cp_bytes", "cycles", "utilization_std", "rtl_date"}``, or None where ``base`` ran
+    other problems or another setup."""
+    setup = base.get("setup", {})
+    other = base.get("rows", {}).get(name)
+    if (other is None or other.get("cycles") is None
+            or (setup.get("lanes"), setup.get("taus"), setup.get("dram_bytes_per_cycle"),
+                setup.get("latency")) != (lanes, taus, bandwidth, latency)
+            or other.get("slice_key") != slice_key(ran_problems(name, entry.get("simulated")),
+                                                   lanes, taus, bandwidth, latency)):
+        return None
+    return {"cp_bytes": setup.get("cp_bytes", CP_BYTES), "cycles": other["cycles"],
+            "utilization_std": _std(other, name),
+            "rtl_date": setup.get("rtl_date") or setup.get("date")}
+
+
 def _reading(results, one_tau):
     """The paragraph that explains the gaps, from the numbers."""
     setup, rows = results["setup"], results["rows"]
@@ -398,10 +446,16 @@ def _verdict(r, e, alone):
 
 
 def render(results, one_tau=None):
-    """``docs/results/utilization.md`` from the results dict (and the one-TAU rows)."""
+    """``docs/results/utilization.md`` from the results dict (and the one-TAU rows); with a CP
+    size other than ``merit.arch.CP_BYTES`` (``--cp-bytes``), the page of that size: only its
+    rows, each beside its run at the default size (``cp_default`` of the entry)."""
     one_tau = one_tau or {}
     setup = results["setup"]
+    cp = setup.get("cp_bytes", CP_BYTES)
+    other = cp != CP_BYTES
     lines = [
+        f"# MERIT-z utilization with the CP's partial-result store at {_kb(cp)}: the paper's "
+        "Tables VIII and IX" if other else
         "# MERIT-z utilization: the paper's Tables VIII and IX, and Fig. 15",
         "",
         f"Command: `{setup['command']}  ",
@@ -411,7 +465,8 @@ def render(results, one_tau=None):
         "",
         f"MERIT-z as built here: {setup['taus']} TAUs x {setup['lanes']} lanes "
         f"({setup['taus'] * setup['lanes']} ALUs), DRAM {setup['dram_bytes_per_cycle']} bytes "
-        f"per cycle (the paper's 3.2 GB/s at 400 MHz), read latency {setup['latency']} cycles. "
+        f"per cycle (the paper's 3.2 GB/s at 400 MHz), read latency {setup['latency']} cycles, "
+        f"CP (the partial-result SRAM) {_kb(cp)} per TAU: {cp // 4:,} 32-bit partials. "
         "Cycles run from the first DRAM request to the last write response, measured on the "
         "Verilator model of `meritz.top.Top` driven through its control port; every run is "
         "bit-exact against the golden ISA model.",
@@ -435,17 +490,39 @@ def render(results, one_tau=None):
         "assumptions (`sw/merit/paper.py`).",
         "",
     ]
+    if other:
+        lines += [
+            f"Every row here is compiled, simulated and predicted with the CP at {_kb(cp)} "
+            f"(`compile_problem(cp_bytes={cp})`, `Top(cp_bytes={cp})`) instead of the default "
+            f"{_kb(CP_BYTES)} (`merit.arch.CP_BYTES`, the paper's size). Column *ours std, CP "
+            f"{_kb(CP_BYTES)}*: the row's run in `utilization.md` (standard count; cycles), read "
+            "from `utilization.json` where it ran the same problems on the same setup. Rows "
+            "not listed were not run at this size.",
+            ""]
+    else:
+        lines += [
+            "**The CP's size** is a parameter of the bench (`--cp-bytes N`, default "
+            f"`merit.arch.CP_BYTES`, {_kb(CP_BYTES)}): a run with another size compiles, "
+            "simulates and predicts its rows with that CP and writes its own page, "
+            "`partial_store.md` next to this one (its command there), with each row's result "
+            "from this page beside it; this page is not changed by such a run.",
+            ""]
     for table, title in (("VIII", "Table VIII: DNN layers"),
                          ("IX", "Table IX: layers from vision papers")):
+        rows = [r for r in ROWS if r.table == table and (not other or r.name in results["rows"])]
+        if not rows:
+            continue
+        ours_head = (f"ours std (RTL, {setup['taus']} TAUs, CP {_kb(cp)}) | ours std, CP "
+                     f"{_kb(CP_BYTES)} (RTL; cycles)" if other
+                     else f"ours std (RTL, {setup['taus']} TAUs)")
         lines += [f"## {title}", "",
-                  f"| row | paper | ours std (RTL, {setup['taus']} TAUs) | ours busy (RTL) | "
+                  f"| row | paper | {ours_head} | ours busy (RTL) | "
                   "slice | model std on the slice (cycle error) | model std, full layer | "
                   "model busy, full layer | bound (model) | DRAM roofline std, full layer | "
                   "DRAM busy | cycles | ours std, 1 TAU alone (RTL) | vs paper (std) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in ROWS:
-            if r.table != table:
-                continue
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+                  + ("---|" if other else "")]
+        for r in rows:
             e = results["rows"].get(r.name)
             if e is None:
                 lines.append(f"| {r.label} | {r.paper:.2f} | not measured | | {r.slice_what} "
@@ -456,8 +533,12 @@ def render(results, one_tau=None):
             measured = e.get("cycles") is not None
             ours = _std(e, r.name) if measured else None
             e = dict(e, utilization_std=ours)
+            base = ""
+            if other:
+                d = e.get("cp_default")
+                base = " | " + (f"{_num(d['utilization_std'])} ({d['cycles']})" if d else "")
             lines.append(
-                f"| {r.label} | {r.paper:.2f} | {_num(ours) or 'not measured'} | "
+                f"| {r.label} | {r.paper:.2f} | {_num(ours) or 'not measured'}{base} | "
                 f"{_num(e.get('utilization'))} | {e.get('slice') or r.slice_what} | "
                 f"{_num(e.get('model_slice_std'))} ({_pct(e.get('model_error'))}) | "
                 f"{_num(e.get('model_full_std'))} | {_num(e.get('model_full'))} | "
@@ -522,21 +603,35 @@ def main(argv=None):
     parser.add_argument("--share-prediction", type=int, nargs="+", metavar="TAUS",
                         help="also predict (model only) the Fig. 15 rows with 1-D and 2-D "
                              "operand sharing on these TAU counts")
+    parser.add_argument("--cp-bytes", type=int, default=CP_BYTES, metavar="N",
+                        help="the CP's partial-result SRAM per TAU, in bytes, that every row is "
+                             "compiled, simulated and predicted with (default: "
+                             f"merit.arch.CP_BYTES, {CP_BYTES}); another size writes its own "
+                             "results (see --out), beside each row's run from "
+                             f"{DEFAULT_OUT.name}.json")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", default=str(RESULTS / "utilization"))
+    parser.add_argument("--out", default=None,
+                        help="results path without suffix (.json and .md are written; default: "
+                             f"docs/results/{DEFAULT_OUT.name}, or docs/results/{CP_OUT.name} "
+                             "with another --cp-bytes)")
     args = parser.parse_args(argv)
+    other_cp = args.cp_bytes != CP_BYTES
+    if other_cp and (args.one_tau or args.scaling or args.share_prediction or args.no_rows):
+        parser.error("--cp-bytes other than the default runs the tables' rows only "
+                     "(not --one-tau, --scaling, --share-prediction or --no-rows)")
     names = [r.name for r in ROWS]
     for name in args.only or []:
         row(name)                                   # KeyError listing the rows
-    out = Path(args.out)
+    out = Path(args.out) if args.out else CP_OUT if other_cp else DEFAULT_OUT
     out.parent.mkdir(parents=True, exist_ok=True)
     results = _load(out.with_suffix(".json"))
     previous = results.get("setup", {})
     results["setup"] = {
         "lanes": args.lanes, "taus": args.taus, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
-        "latency": args.latency,
+        "latency": args.latency, "cp_bytes": args.cp_bytes,
         "command": ("python -m bench.top " + " ".join(sys.argv[1:] if argv is None else argv)
-                    + "` (one row: `--only NAME`; the one-TAU column: `--one-tau`)"),
+                    + "`" + ("" if other_cp else
+                             " (one row: `--only NAME`; the one-TAU column: `--one-tau`)")),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
                    f"Python {platform.python_version()}, Verilator model",
@@ -548,16 +643,19 @@ def main(argv=None):
     if previous and args.no_rows and not args.scaling and not args.one_tau:
         results["setup"] = previous     # nothing in the tables changes (--share-prediction)
     model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
-                    latency=args.latency)
+                    latency=args.latency, cp_bytes=args.cp_bytes)
+    base_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
+                   latency=args.latency)
 
     tau_path = out.with_name(out.name + "_one_tau.json")
     one_tau = _load(tau_path)
-    for store, taus in ((results["rows"], args.taus), (one_tau["rows"], 0)):
+    for store, taus, cp in ((results["rows"], args.taus, args.cp_bytes),
+                            (one_tau["rows"], 0, CP_BYTES)):
         for name in list(store):
             key = store[name].get("slice_key")
             ran = ran_problems(name, store[name].get("simulated")) if name in names else None
             if name not in names or key is not None and key != slice_key(
-                    ran, args.lanes, taus, args.dram_bytes_per_cycle, args.latency):
+                    ran, args.lanes, taus, args.dram_bytes_per_cycle, args.latency, cp):
                 del store[name]                     # a run of a slice that has changed since
 
     if args.one_tau:
@@ -571,12 +669,16 @@ def main(argv=None):
             tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
         return
 
+    base = _load(DEFAULT_OUT.with_suffix(".json")) if other_cp else None
+
     def save():
         for name, entry in results["rows"].items():     # the one-TAU column, for the plots
             if entry.get("cycles") is not None:
                 entry["utilization_std"] = _std(entry, name)
             if name in one_tau["rows"]:
                 entry["one_tau"] = _std(one_tau["rows"][name], name)
+            if base is not None:                        # the default CP's run, to compare
+                entry["cp_default"] = cp_default(entry, name, base, **base_kw)
         out.with_suffix(".json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
         out.with_suffix(".md").write_text(render(results, one_tau["rows"]))
 

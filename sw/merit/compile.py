@@ -247,6 +247,12 @@ class Kernel:
         ``(slot, log2 of its group)`` per shared slot, the first on the low TAU-index bits
         (:func:`share_plan`). A model-only choice: the processor deals 1-D groups
         (``share_slot``, ``share_log2`` in ``config``), which is what None stands for.
+    hold : bool
+        Footprint reuse, chosen by ``compile_problem(hold=True)``: a slot alone in its RP and
+        not shared between TAUs keeps its SRAM tile when the TAU's next job has the identical
+        footprint (origins equal on every index the slot moves along), and the DMA skips that
+        load. A model-only choice (:func:`merit.perf.predict` models it); the processor
+        loads every job's tiles.
     """
 
     problem: object
@@ -261,6 +267,7 @@ class Kernel:
     tiles: tuple
     useful_ops: int
     sharing: tuple = None
+    hold: bool = False
 
 
 def _lane_index(grouping, n_par):
@@ -556,7 +563,8 @@ def swapped_operands(problem):
 
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
-                    max_outputs=None, taus=1, swap=True, share_dims=1, share_counts=(1, 2)):
+                    max_outputs=None, taus=1, swap=True, share_dims=1, share_counts=(1, 2),
+                    hold=False):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -568,12 +576,16 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     with two-dimensional sharing and puts its choice (:func:`share_plan`) in ``Kernel.sharing``,
     which :func:`merit.perf.predict` models; ``config`` keeps the 1-D choice the processor runs.
     ``share_counts``: how many operands that choice may share (``(2,)``: two, ``(1,)``: one).
+    ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
+    built): the tiles are chosen by the model with it.
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
     check_taus(taus)
     if share_dims not in (1, 2) or isinstance(share_dims, bool):
         raise ValueError(f"share_dims must be 1 or 2, not {share_dims!r}")
+    if not isinstance(hold, bool):
+        raise TypeError(f"hold must be True or False, not {hold!r}")
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
     from .mapping.search import NoMapping, search
@@ -728,7 +740,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             sharing = share_plan(config, list(tiles), taus, compute_per_tile=per_tile,
                                  counts=share_counts)
         return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
-                      _align(address, 4096), tiles, useful, sharing)
+                      _align(address, 4096), tiles, useful, sharing, bool(hold))
 
     # the cheapest tile of powers of two (what the search returned before it tried other sizes),
     # unless a tile of other sizes, or one that the estimate ranks first, is predicted MARGIN
@@ -773,7 +785,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   outputs=outputs, instructions=instructions,
                                   dram_base=dram_base, max_outputs=max_outputs, taus=taus,
                                   swap=False, share_dims=share_dims,
-                                  share_counts=share_counts)
+                                  share_counts=share_counts, hold=hold)
         except (CompileError, NoMapping):
             alt = None
         if alt is not None and _jobs(alt) <= RANKED_JOBS:

@@ -409,6 +409,9 @@ class _Jobs:
     own: np.ndarray           # (jobs, 2): the job loads slots of this RP itself (not fed)
     shared_ports: tuple       # RPs of the shared slots
     density: tuple            # share of CP cycles that read RP0 / RP1
+    key: np.ndarray = None    # (jobs, 2): per RP, the footprint of its held slot (-1: none;
+                              # ``Kernel.hold``: a job whose key equals its TAU's previous
+                              # job's keeps that tile instead of loading it)
 
 
 def job_costs(kernel, taus=1):
@@ -615,6 +618,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
             beg, end = _step_ranges(prog, a_size, origin, extent)
             count += int((below[end] - below[beg]).sum())
         density.append(min(1.0, count * warps / total) if total else 0.0)
+    key = _hold_keys(kernel, origins, a_tiles, shared_slots)
     return _Jobs(np.repeat(tile_of, n_a), compute.reshape(-1),
                  read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
                  tail.reshape(-1), partner.reshape(-1, 2),
@@ -622,7 +626,33 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
                  max(ahead, 1), ahead_port, port_read.reshape(-1, 2),
                  port_datapath.reshape(-1, 2), port_hold.reshape(-1, 2),
                  own_port.reshape(-1, 2), tuple(sorted({p for _, p, _, _ in shares})),
-                 tuple(density))
+                 tuple(density), key)
+
+
+def _hold_keys(kernel, origins, a_tiles, shared_slots):
+    """``(jobs, 2)``: per job and RP, a number naming the footprint of the RP's held slot
+    (``Kernel.hold``: the enabled slot alone in its RP and not shared between TAUs), equal for
+    two jobs exactly when their origins agree on every index the slot moves along; -1 where
+    the RP has no such slot or the kernel holds nothing."""
+    from .compile import P_INDICES
+    n_t, n_a = len(origins), len(a_tiles)
+    key = np.full((n_t, n_a, 2), -1, dtype=np.int64)
+    if not getattr(kernel, "hold", False):
+        return key.reshape(-1, 2)
+    numbered = _numbered_slots(kernel)
+    n_p = origins.shape[1]
+    for port in (0, 1):
+        mine = [(n, s) for n, (q, s) in enumerate(numbered) if q == port and s is not None]
+        if len(mine) != 1 or mine[0][0] in shared_slots:
+            continue
+        slot = mine[0][1]
+        names = {}
+        for b, (a_origin, _) in enumerate(a_tiles):
+            a_dep = tuple(int(v) for j, v in enumerate(a_origin) if slot["stride"][P_INDICES + j])
+            for t in range(n_t):
+                p_dep = tuple(int(origins[t, j]) for j in range(n_p) if slot["stride"][j])
+                key[t, b, port] = names.setdefault((p_dep, a_dep), len(names))
+    return key.reshape(-1, 2)
 
 
 # ---- the pipeline simulation ------------------------------------------------------------------
@@ -674,6 +704,8 @@ class _TauState:
         self.requests = collections.deque()  # (job, RP): the DMA's loads, in order
         self.wants_tile = True   # the tile looper has handed out every job of its tiles
         self.slot = None         # the dispatcher's tile waiting for this TAU
+        self.last_key = [-1, -1]  # footprint of each RP's held slot in the TAU's last job
+        self.keyed = None        # the job last compared with it
 
 
 def _simulate(jobs, taus, beat_rate, latency):
@@ -722,6 +754,11 @@ def _simulate(jobs, taus, beat_rate, latency):
     holds = [r for r in (0, 1) if jobs.ahead_port[r]]     # RPs that a job takes rows of
     parts = collections.Counter()       # loads of a job still to come
     placed = set()                      # (job, RP) whose SRAM tile is allocated
+    held = set()        # (job, RP): the job keeps its TAU's previous tile of the RP's held slot
+    keys = jobs.key if jobs.key is not None else np.full((len(jobs.tile), 2), -1)
+
+    def own(j, r):
+        return jobs.own[j, r] and (j, r) not in held
 
     def allocate():
         """The tile loopers: the queue's head job allocates its tiles RP by RP (RP0's slots,
@@ -730,8 +767,14 @@ def _simulate(jobs, taus, beat_rate, latency):
         for s in state:
             while s.queue:
                 j = s.queue[0]
+                if s.keyed != j:        # once per job: compare with the TAU's last job
+                    s.keyed = j
+                    for r in holds:
+                        if keys[j, r] >= 0 and keys[j, r] == s.last_key[r]:
+                            held.add((j, r))
+                        s.last_key[r] = keys[j, r]
                 if not s.head:
-                    parts[j] = sum(1 for r in holds if jobs.own[j, r])
+                    parts[j] = sum(1 for r in holds if own(j, r))
                 for r in holds:
                     if r in s.head:
                         continue
@@ -740,13 +783,13 @@ def _simulate(jobs, taus, beat_rate, latency):
                     s.inflight[r] += 1
                     s.head.add(r)
                     placed.add((j, r))
-                    if jobs.own[j, r]:
+                    if own(j, r):
                         s.requests.append((j, r))
                 else:
                     s.queue.popleft()
                     s.head = set()
                     s.wants_tile = not s.queue
-                    if not any(jobs.own[j, r] for r in holds):
+                    if not any(own(j, r) for r in holds):
                         s.requests.append((j, None))   # nothing to load: committed at once
                     continue
                 break
@@ -881,7 +924,17 @@ def _simulate(jobs, taus, beat_rate, latency):
         deal()
         start_loads()
         start_compute()
-    return end + c["drain"], dealt
+    return end + c["drain"], dealt, held
+
+
+def _without_held(jobs, held):
+    """``jobs`` with the read beats and DMA cycles of the held tiles taken out."""
+    import dataclasses
+    read, datapath = jobs.read.copy(), jobs.datapath.copy()
+    for j, r in held:
+        read[j] -= jobs.port_read[j, r]
+        datapath[j] -= jobs.port_datapath[j, r]
+    return dataclasses.replace(jobs, read=read, datapath=datapath)
 
 
 # ---- public entry points ----------------------------------------------------------------------
@@ -915,7 +968,9 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     rp_bytes = _check_rp_bytes(rp_bytes)
     jobs = _jobs(kernel, rp_bytes, taus)
     beat_rate = min(1.0, bandwidth / BEAT_BYTES)
-    end, dealt = _simulate(jobs, taus, beat_rate, latency)
+    end, dealt, held = _simulate(jobs, taus, beat_rate, latency)
+    if held:        # the loads that a held tile saved (``Kernel.hold``)
+        jobs = _without_held(jobs, held)
     cycles = int(math.ceil(end))
     lanes = kernel.lanes
     n_t = len(kernel.tiles)

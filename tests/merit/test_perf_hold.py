@@ -1,0 +1,90 @@
+"""Footprint reuse across a TAU's consecutive jobs (``compile_problem(hold=True)``, modelled, not
+built): which slots are held, the loads it saves, and that it never costs cycles."""
+
+import dataclasses
+import importlib
+
+import numpy as np
+import pytest
+
+from merit import perf
+from merit import workloads as W
+from merit.compile import compile_problem
+
+SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
+
+
+@pytest.fixture(autouse=True)
+def _powers_of_two(monkeypatch):
+    """Tiles of powers of two and none ranked by estimated time (the tile below is fixed)."""
+    monkeypatch.setattr(importlib.import_module("merit.mapping.search"), "SPLITS", 0)
+    monkeypatch.setattr(importlib.import_module("merit.compile"), "RANKED", 0)
+
+
+def _weight_beats(kernel, slot):
+    """8-byte beats of one footprint of a dense ``(m, c, k, k)`` weight tensor that the slot's box
+    covers whole, counted by hand: one read per row of ``k`` words, a partial first beat where
+    the row starts inside one."""
+    m, c, k, _ = slot["box"]
+    base = slot["base"]
+    beats = 0
+    for row in range(m * c * k):
+        word = base // 2 + row * k
+        beats += -(-(word % 4 + k) // 4)
+    return beats
+
+
+@pytest.mark.parametrize("size", [16, 48])
+def test_a_held_weight_tile_is_loaded_once_per_tau(size):
+    # 48 x 48: more tiles than the RP FIFOs hold, so the tile looper waits for room
+    problem = W.conv2d(1, 4, size, size, 4, 3)
+    plain = compile_problem(problem, **SMALL)
+    held = compile_problem(problem, hold=True, **SMALL)
+    assert held.hold and not plain.hold
+    assert plain.tiling == held.tiling
+    weights = held.config["rp1"][0]
+    # the tile covers every output channel and the whole accumulation: every job (one per
+    # parallel tile) reads the same weights, the whole tensor
+    assert weights["box"] == [4, 4, 3, 3]
+    assert all(a == t for a, t in zip(held.config["a_size"], held.config["a_tile"], strict=True))
+    tiles = len(held.tiles)
+    assert tiles > 1
+    saved = (tiles - 1) * _weight_beats(held, weights) * 8
+    a, b = perf.predict(plain), perf.predict(held)
+    assert a.read_bytes - b.read_bytes == saved
+    assert b.cycles <= a.cycles
+
+
+def test_only_a_slot_alone_in_its_rp_and_not_shared_is_held():
+    # 4 TAUs share the weights (RP1), so only the image slot (alone in RP0) may be held
+    k = compile_problem(W.conv2d(1, 8, 16, 16, 8, 3), taus=4, hold=True, **SMALL)
+    assert k.config["share_log2"] == 2
+    shared_port = 0 if k.config["share_slot"] < len(k.config["rp0"]) else 1
+    jobs = perf._jobs(k, taus=4)
+    assert (jobs.key[:, shared_port] == -1).all()
+    assert (jobs.key[:, 1 - shared_port] >= 0).all()
+    # without hold no RP has a key
+    plain = dataclasses.replace(k, hold=False)
+    assert (perf._jobs(plain, taus=4).key == -1).all()
+
+
+@pytest.mark.parametrize("taus", [1, 2, 4])
+@pytest.mark.parametrize("make", [lambda: W.gemm(64, 64, 32), lambda: W.conv2d(1, 4, 16, 16, 8, 3),
+                                  lambda: W.alpha_blend(3, 16, 24, scale=2)],
+                         ids=["gemm", "conv", "alpha"])
+def test_holding_the_same_kernel_never_reads_more_nor_takes_longer(taus, make):
+    k = compile_problem(make(), taus=taus, **SMALL)
+    a = perf.predict(k, taus=taus)
+    b = perf.predict(dataclasses.replace(k, hold=True), taus=taus)
+    assert b.read_bytes <= a.read_bytes
+    # never below reading every input once
+    problem = k.problem
+    assert b.read_bytes >= sum(2 * int(np.prod(t.shape)) for t in problem.tensors)
+    assert b.write_bytes == a.write_bytes
+    assert b.cycles <= a.cycles * 1.01
+    assert np.isclose(b.utilization * b.cycles, a.utilization * a.cycles)
+
+
+def test_hold_is_checked():
+    with pytest.raises(TypeError, match="hold must be True or False, not 'yes'"):
+        compile_problem(W.gemm(16, 16, 16), hold="yes", **SMALL)
