@@ -906,7 +906,7 @@ def test_half_tile_checks_and_messages():
                           "frags": (2, 4), "chunk": 32})
     with pytest.raises(ValueError, match="tile.stages must be 2, 3 or 4"):
         check_tile(spec, {"mma": "fp16", "ldsm": True, "half": True, "stages": 5, **ok})
-    with pytest.raises(ValueError, match=r"not built for cluster tiles"):
+    with pytest.raises(ValueError, match=r"built for cluster tiles only with bulk tensor copies"):
         check_tile(spec, {"mma": "fp16", "ldsm": True, "wgmma": True, "half": True,
                           "cluster": 2, "regs": (64, 64), "warps": (4, 1), "frags": (1, 8),
                           "chunk": 64})
