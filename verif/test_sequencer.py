@@ -95,11 +95,11 @@ class Scenario:
                              pindex=self.pindex, lanes=total)
         self.jobs, self.feeds, self.expected = [], ([], []), []
         self.execs = 0
-        self.interlocks = 0       # instructions that wait one cycle for the previous result
+        self.interlocks = 0       # cycles instructions wait for the previous one (interlocks)
         self._schedule()
 
     def _waits(self, first, second):
-        """Whether instruction ``second`` right behind ``first`` waits one cycle
+        """Cycles instruction ``second`` right behind ``first`` waits
         (:func:`merit.perf.interlocked`, the SIMD array's interlock)."""
         return perf.interlocked(*(self.program.instructions[a] for a in (first, second)))
 
@@ -129,8 +129,8 @@ class Scenario:
                             prev = None            # an empty step: a cycle without a command
                         for addr in range(prog.begs[kf], prog.ends[kl]):
                             self.execs += 1
-                            if prev is not None and self._waits(prev, addr):
-                                self.interlocks += 1
+                            if prev is not None:
+                                self.interlocks += self._waits(prev, addr)
                             prev = addr
                             for k in (0, 1):
                                 if (k, addr) in slots:

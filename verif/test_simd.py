@@ -175,12 +175,13 @@ class Model:
 
 
 def interlocked(first, second):
-    """Whether command ``second`` waits one cycle behind ``first``
-    (:func:`merit.perf.interlocked` of two legal instructions)."""
-    if first[0] != Command.EXEC or second[0] != Command.EXEC:
-        return False
-    if not (is_legal(first[1]) and is_legal(second[1])):
-        return False
+    """Cycles command ``second`` waits behind ``first``: :func:`merit.perf.interlocked` of two
+    legal instructions; behind a legal ``LOOKUP`` (two cycles in the first execute stage) any
+    other command waits one cycle."""
+    if first[0] != Command.EXEC or not is_legal(first[1]):
+        return 0
+    if second[0] != Command.EXEC or not is_legal(second[1]):
+        return int(decode(first[1]).op == Op.LOOKUP)
     return perf.interlocked(decode(first[1]), decode(second[1]))
 
 
@@ -351,7 +352,8 @@ async def random_program_no_backpressure(dut):
     assert cycles <= cfg["commands"] + stalls + interlocks + 4, \
         f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls, " \
         f"{interlocks} interlocks)"
-    record_metric("commands_per_cycle", round(cfg["commands"] / (cycles - interlocks), 4))
+    record_metric("commands_per_cycle",
+                  round(cfg["commands"] / (cycles - interlocks - stalls), 4))
     record_metric("interlocks", interlocks)
     record_metric("coverage", funcov.export("tau"))
 
@@ -389,8 +391,10 @@ def test_simd_random_programs(case):
     top = SimdArray(lanes=lanes)
     metrics = run_bench(top, bench="test_simd", name=f"simd_{case}",
                         config={"lanes": lanes, "depth": top.depth, "commands": commands})
-    # recorded at the end of the bench: proves that the cocotb tests ran at all
-    assert metrics["commands_per_cycle"] > 0.99, metrics
+    # recorded at the end of the bench: proves that the cocotb tests ran at all; what remains
+    # besides the commands is the pipeline's fill and drain (up to 4 cycles; 300 commands at 32
+    # lanes)
+    assert metrics["commands_per_cycle"] > 0.98, metrics
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

@@ -215,15 +215,19 @@ def _step_ranges(program, a_size, origin, extent):
 
 
 def interlocked(first, second):
-    """Whether instruction ``second`` (a :class:`merit.isa.Instruction`) issued right behind
-    ``first`` waits one cycle in the SIMD array (``meritz.tau.cp.simd``): it reads the register
-    ``first`` writes as ``b`` or ``c`` (not ``b`` of ``out``, which is forwarded into the second
-    execute stage like ``a``), unless ``a`` and ``b`` commute (max, min, and, or, xor; add and sub
-    at ``s = 0``) and only ``b`` is that register: the array swaps them."""
+    """Cycles instruction ``second`` (a :class:`merit.isa.Instruction`) issued right behind
+    ``first`` waits in the SIMD array (``meritz.tau.cp.simd``): 0, 1 or 2.
+
+    One cycle when it reads the register ``first`` writes as ``b`` or ``c`` (not ``b`` of
+    ``out``, which is forwarded into the second execute stage like ``a``), unless ``a`` and ``b``
+    commute (max, min, and, or, xor; add and sub at ``s = 0``) and only ``b`` is that register:
+    the array swaps them. One cycle more behind a ``LOOKUP``, which stays two cycles in the
+    first execute stage (its clamped index is registered before the table read)."""
     from .isa import Logic, Op
 
+    lookup = int(first.op == Op.LOOKUP)
     if first.op == Op.OUT or second.op in (Op.OUT, Op.INDEX):
-        return False
+        return lookup
     reads = second.reads()
     d = first.d
     b_hit = d == reads[1]
@@ -232,11 +236,11 @@ def interlocked(first, second):
                 or (second.op in (Op.ADD, Op.SUB) and second.s == 0))
     if b_hit and commutes and d != reads[0]:
         b_hit = False
-    return bool(b_hit or c_hit)
+    return lookup + int(b_hit or c_hit)
 
 
 def _interlocks(program):
-    """``(within, pair)``: ``within[k]`` is 1 when instruction ``k`` waits one cycle behind
+    """``(within, pair)``: ``within[k]`` is the cycles instruction ``k`` waits behind
     instruction ``k - 1`` (:func:`interlocked`); ``pair[i, j]`` the same for instruction ``j``
     right behind instruction ``i``."""
     from .isa import decode
@@ -255,10 +259,10 @@ def _interlocks(program):
 
 def _step_cycles(program, a_size, origin, extent, locks):
     """CP cycles of one warp's steps in one accumulation tile: the instructions of each step's
-    range, at least one cycle (an empty range still takes the sequencer's cycle), and one
-    cycle per interlock (an instruction reading the previous one's result as ``b`` / ``c``,
-    inside a step's range or from the last instruction of a step to the first of the next;
-    ``locks`` = :func:`_interlocks` of the program)."""
+    range, at least one cycle (an empty range still takes the sequencer's cycle), and the
+    interlocks' cycles (an instruction reading the previous one's result as ``b`` / ``c``, an
+    instruction behind a ``LOOKUP``, inside a step's range or from the last instruction of a
+    step to the first of the next; ``locks`` = :func:`_interlocks` of the program)."""
     beg, end = (r.ravel() for r in _step_ranges(program, a_size, origin, extent))
     cycles = int(np.maximum(end - beg, 1).sum())
     within, pair = locks

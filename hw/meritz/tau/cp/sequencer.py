@@ -13,9 +13,11 @@ step before it issues its last instruction, so consecutive steps follow each oth
 bubble.
 
 For timing, the next command is computed from flip-flops only: the first / last / wrap flags of
-every accumulation index, the step's range and the parallel indices are registers kept with the
-counters; a job waits in an input register where its checks are made; commands leave through an
-output register (one per cycle, one cycle after they are formed).
+every accumulation index, the flags its next value will have, the step's range and the parallel
+indices are registers kept with the counters; the range table's empty / one-instruction flags
+are registers formed from the configuration; a job waits in an input register where its checks
+are made; commands leave through an output register (one per cycle, one cycle after they are
+formed).
 
 Accumulation tiles of one parallel tile must come in order and may split only the outermost
 accumulation index (inner indices whole), so that every group sees its steps in the order of the
@@ -194,29 +196,52 @@ class Sequencer(wiring.Component):
         # step); each candidate comes from flip-flops, the FSM only selects
         advance, restart, start = Signal(), Signal(), Signal()
         stepped = Signal(flags)          # the flags after ``advance``
+        # ``ahead``: the flags a_j would have at a_next_j (a_next_j == 0, == a_shape_j - 1,
+        # == a_end_j - 1), registers loaded with a_next_j, so that the flags after a step are a
+        # selection among registers, not a comparison
+        ahead = Signal(flags)
+
+        def ahead_of(x, s_lim, e_lim):
+            """The flags of a_j = ``x`` (a_next_j's width) against the limits given."""
+            low = x[:INDEX.width]
+            return {"first": low == 0, "last": low == s_lim, "wrap": low == e_lim}
+
+        def set_next(jj, value, s_lim=None, e_lim=None):
+            """a_next_j <= ``value``, with its ``ahead`` flags."""
+            flags_of = ahead_of(value, s_less[jj] if s_lim is None else s_lim,
+                                e_less[jj] if e_lim is None else e_lim)
+            m.d.sync += a_next[jj].eq(value)
+            m.d.sync += [getattr(ahead, name)[jj].eq(v) for name, v in flags_of.items()]
+
         for jj in range(DIMS):
             inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
-            new = a_next[jj][:INDEX.width]
-            for name, moved in (("first", new == 0), ("last", new == s_less[jj]),
-                                ("wrap", new == e_less[jj])):
+            for name in ("first", "last", "wrap"):
                 m.d.comb += getattr(stepped, name)[jj].eq(
-                    Mux(inner_wrap, Mux(now.wrap[jj], getattr(origin, name)[jj], moved),
+                    Mux(inner_wrap, Mux(now.wrap[jj], getattr(origin, name)[jj],
+                                        getattr(ahead, name)[jj]),
                         getattr(now, name)[jj]))
 
         # whether the range (begs[kf], ends[kl]) is empty / one instruction long, for every
         # (kf, kl): from the configuration alone, so that a new range's flags are a selection
-        # by (kf, kl) rather than a comparison after the selection
+        # by (kf, kl) rather than a comparison after the selection. The two tables are
+        # registers, formed from the configuration every cycle: it is held while jobs run, and
+        # a job starts at least one cycle after it is taken
         pairs = range(DIMS + 1)
-        tables = [Array(Array(test(cfg.begs[f], cfg.ends[k]) for k in pairs) for f in pairs)
-                  for test in (lambda b, e: b >= e, lambda b, e: b + 1 == e)]
+        tables = []
+        for name, test in (("empty", lambda b, e: b >= e), ("single", lambda b, e: b + 1 == e)):
+            bits = Signal(len(pairs) ** 2, name=f"range_{name}")
+            m.d.sync += bits.eq(Cat(*[test(cfg.begs[f], cfg.ends[k])
+                                      for f in pairs for k in pairs]))
+            tables.append(Array(Array(bits[f * len(pairs) + k] for k in pairs) for f in pairs))
 
         def step_range(f):
             """(beg, end, empty, last) of the step whose flags are ``f``."""
             kf, kl = select(f)
             return cfg.begs[kf], cfg.ends[kl], tables[0][kf][kl], tables[1][kf][kl]
 
-        def to_origin(jj, o_a, o_a_next):
-            m.d.sync += [a_cur[jj].eq(o_a), a_next[jj].eq(o_a_next)]
+        def to_origin(jj, o_a, o_a_next, s_lim=None, e_lim=None):
+            m.d.sync += a_cur[jj].eq(o_a)
+            set_next(jj, o_a_next, s_lim, e_lim)
 
         # step advance: innermost index fastest, inside the tile
         steps_done = now.wrap.all()
@@ -230,7 +255,8 @@ class Sequencer(wiring.Component):
                         to_origin(jj, job.a_origin[jj], o_next[jj])
                     with m.Else():
                         new = a_next[jj][:INDEX.width]
-                        m.d.sync += [a_cur[jj].eq(new), a_next[jj].eq(new + 1)]
+                        m.d.sync += a_cur[jj].eq(new)
+                        set_next(jj, new + 1)
             m.d.sync += fresh.eq(1)
 
         # the same for the lane groups: gwrap_j (g_j + 1 == p_groups_j) and g_j + 1 are
@@ -375,7 +401,8 @@ class Sequencer(wiring.Component):
                                 g_next[jj].eq(1),
                                 gs_less[jj].eq(pend.gs_less[jj]),
                             ]
-                            to_origin(jj, q.a_origin[jj], pend.o_next[jj])
+                            to_origin(jj, q.a_origin[jj], pend.o_next[jj], pend.s_less[jj],
+                                      pend.e_less[jj])
                         m.d.comb += start.eq(1)
                         m.d.sync += [
                             job.eq(q),

@@ -7,7 +7,9 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Three pipeline stages:
    partial-result SRAM;
 2. **E1** computes everything that does not need the accumulator operand ``a``: ``b + c``,
    ``b - c``, ``|b - c|``, the MAC product, ``>> s``, the LOOKUP clamp and table read,
-   ``b >> s`` of LOGIC; ``STORE`` writes the SRAM here;
+   ``b >> s`` of LOGIC; ``STORE`` writes the SRAM here. ``LOOKUP`` stays two cycles in E1: the
+   first registers the clamped index ``clamp((b - c) >> s)``, the second reads the two table
+   entries with it and forms their difference;
 3. **E2** interpolates LOOKUP, adds ``a`` (or applies the LOGIC function to ``a``), writes the
    lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
 
@@ -17,10 +19,16 @@ instruction right behind that reads it as ``a`` (a MAC chain, a running max; als
 and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an instruction
 that reads the result of the instruction right before it as ``b`` or ``c`` waits one cycle
 (interlock: ``cmd.ready`` stays low), unless ``a`` and ``b`` commute (max, min, and, or, xor; add
-and sub at ``s = 0``) and only ``b`` is that result: then they are swapped. The partial-result SRAM
+and sub at ``s = 0``) and only ``b`` is that result: then they are swapped. The command behind a
+``LOOKUP`` waits one cycle more (``merit.perf.interlocked`` counts both). The partial-result SRAM
 (5 KB by default) keeps the registers of lane groups that are not running (output stationary across
 accumulation tiles); it is never read and written in the same cycle (a ``LOAD`` behind a ``STORE``
 waits one cycle), so it maps onto a single-port macro.
+
+For timing, E2's result is selected by the last multiplexer in front of the E1 registers (the
+other sources of an operand are selected before it), the MAC product by the last one in front of
+the shifter, and the shifted value and the sum by the last ones in front of E2's registers and the
+result; ``sat16`` tests the bits above bit 15 instead of comparing with the limits.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -113,8 +121,15 @@ def sram_depth(lanes, sram_bytes):
 
 
 def _sat16(v):
-    return Mux(v > 32767, Const(32767, signed(16)),
-               Mux(v < -32768, Const(-32768, signed(16)), v[:16].as_signed()))
+    """``v`` (signed, 16 bits or more) saturated to int16. The range test looks at the bits
+    (in range: bits 15 and up all equal to the sign) rather than comparing with the limits, so
+    that it is a wide AND / OR, not two carry chains in front of the multiplier."""
+    upper = v[15:]
+    sign = v[-1]
+    over = ~sign & upper.any()
+    under = sign & ~upper.all()
+    return Mux(over, Const(32767, signed(16)),
+               Mux(under, Const(-32768, signed(16)), v[:16].as_signed()))
 
 
 def is_legal(m, word):
@@ -201,7 +216,7 @@ class SimdArray(wiring.Component):
         s3 = Signal(stage, name="s3")
         a3, v3, u3 = (Signal(vec32, name=f"{x}3") for x in "avu")
         # LOOKUP: the two table entries and the fraction, interpolated in E2
-        lut_layout = data.StructLayout({"y0": signed(16), "y1": signed(16), "frac": unsigned(8)})
+        lut_layout = data.StructLayout({"y0": signed(16), "dy": signed(17), "frac": unsigned(8)})
         lut3 = Signal(data.ArrayLayout(lut_layout, n), name="lut3")
         w3 = s3.word
         s3_out = (s3.kind == Command.EXEC) & (w3.op == Opcode.OUT)
@@ -210,6 +225,8 @@ class SimdArray(wiring.Component):
                                 | (s3.kind == Command.LOAD))
         s3_clear = s3.valid & (s3.kind == Command.CLEAR)
         s3_sel = w3.fn == LogicFn.SEL
+        # the sum (the slowest value: LOOKUP's interpolation) enters the result's last multiplexer
+        s3_total = (s3.kind != Command.LOAD) & (w3.op != Opcode.LOGIC)
         result = Signal(vec32)       # the value written to register w3.d
         outv = Signal(self.out.payload.shape())
         for lane in range(n):
@@ -221,7 +238,7 @@ class SimdArray(wiring.Component):
             # saturation (a path that no instruction uses but timing analysis sees)
             y = lut3[lane]
             frac = Signal(signed(18), name=f"frac{lane}")
-            m.d.comb += frac.eq(((y.y1 - y.y0) * Cat(y.frac, Const(0, 1)).as_signed()) >> 8)
+            m.d.comb += frac.eq((y.dy * Cat(y.frac, Const(0, 1)).as_signed()) >> 8)
             total = Signal(signed(33), name=f"sum{lane}")
             m.d.comb += total.eq(Mux(w3.op == Opcode.LOOKUP, (a + y.y0) + frac, a + v))
             osum = Signal(signed(33), name=f"osum{lane}")
@@ -243,8 +260,8 @@ class SimdArray(wiring.Component):
                 with m.Case(LogicFn.XOR):
                     m.d.comb += f.eq(sh ^ v)
             m.d.comb += [
-                result[lane].eq(Mux(s3.kind == Command.LOAD, v,
-                                    Mux(w3.op == Opcode.LOGIC, f, total[:32]))),
+                result[lane].eq(Mux(s3_total, total[:32],
+                                    Mux(s3.kind == Command.LOAD, v, f))),
                 outv[lane].eq(_sat16(osum >> w3.s)),
             ]
         m.d.comb += [
@@ -267,7 +284,13 @@ class SimdArray(wiring.Component):
         a2, b2, c2 = (Signal(vec32, name=f"{x}2") for x in "abc")
         w2 = s2.word
         s3_free = ~s3.valid | s3_fire
-        s2_move = s2.valid & s3_free
+        # LOOKUP stays two cycles in E1: the first registers the clamped index of every lane
+        # (``lu2``), the second reads the tables with it (``lut_second`` marks it)
+        lut_second = Signal()
+        lu2 = Signal(data.ArrayLayout(unsigned(14), n), name="lu2")
+        s2_lookup = s2.valid & (s2.kind == Command.EXEC) & (w2.op == Opcode.LOOKUP)
+        s2_hold = s2_lookup & ~lut_second
+        s2_move = s2.valid & s3_free & ~s2_hold
         s2_writer = s2.valid & (s2.kind == Command.EXEC) & (w2.op != Opcode.OUT)
         a_in = Signal(vec32)
         m.d.comb += a_in.eq(Mux(a_fwd, result, a2))
@@ -280,28 +303,24 @@ class SimdArray(wiring.Component):
             b, c = b2[lane], c2[lane]
             # every operation but LOGIC and out adds ``a`` to a value shifted right by ``s``:
             # one subtractor and one shifter per lane, shared by the opcodes
+            # (the MAC product, the slowest input, enters the last multiplexer in front of the
+            # shifter, and the shifted value the last one in front of the E2 register)
             diff = Signal(signed(33), name=f"diff{lane}")
+            pre_other = Signal(signed(34), name=f"pre_other{lane}")
             pre = Signal(signed(34), name=f"pre{lane}")     # the value shifted by s
             m.d.comb += diff.eq(b - c)
             with m.Switch(w2.op):
                 with m.Case(Opcode.ADD):
-                    m.d.comb += pre.eq(b + c)
+                    m.d.comb += pre_other.eq(b + c)
                 with m.Case(Opcode.SUB):
-                    m.d.comb += pre.eq(diff)
+                    m.d.comb += pre_other.eq(diff)
                 with m.Case(Opcode.L1):
-                    m.d.comb += pre.eq(abs(diff))
-                with m.Case(Opcode.MAC):
-                    m.d.comb += pre.eq(_sat16(b) * _sat16(c))
+                    m.d.comb += pre_other.eq(abs(diff))
                 with m.Default():                           # LOGIC, INDEX (b: the index)
-                    m.d.comb += pre.eq(b)
+                    m.d.comb += pre_other.eq(b)
+            m.d.comb += pre.eq(Mux(w2.op == Opcode.MAC, _sat16(b) * _sat16(c), pre_other))
             shifted = Signal(signed(34), name=f"shifted{lane}")
             m.d.comb += shifted.eq(pre >> w2.s)
-            v = Signal(signed(32), name=f"e1v{lane}")
-            with m.Switch(w2.op):
-                with m.Case(Opcode.OUT):
-                    m.d.comb += v.eq(Mux(b_fwd, result[lane], b))
-                with m.Default():
-                    m.d.comb += v.eq(shifted)
             # LOOKUP: its own shifter of b - c (not the shared one, which the MAC product also
             # feeds: a path from one multiplier into the other), the clamp and the table read
             x = Signal(signed(33), name=f"lutx{lane}")
@@ -310,17 +329,26 @@ class SimdArray(wiring.Component):
                 x.eq(diff >> w2.s),
                 lu.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
             ]
-            # entries i and i + 1 are one even and one odd entry: one multiplexer over the 17
-            # even entries and one over the 16 odd ones, not two over all 33. At i = 32
-            # (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to 0) is not used.
-            i = lu[8:14]
+            with m.If(s2_hold):
+                m.d.sync += lu2[lane].eq(lu)
+            # second cycle: entries i and i + 1 are one even and one odd entry: one multiplexer
+            # over the 17 even entries and one over the 16 odd ones, not two over all 33. At
+            # i = 32 (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to 0) is not
+            # used. y1 - y0 is formed here, so E2 starts the interpolation at the multiplier.
+            i = lu2[lane][8:14]
             y_even = Array(entries[0::2])[(i + 1)[1:]]
             y_odd = Array(entries[1::2])[i[1:5]]
+            y0 = Signal(signed(16), name=f"luty0_{lane}")
+            y1 = Signal(signed(16), name=f"luty1_{lane}")
             m.d.comb += [
-                lut_next[lane].y0.eq(Mux(i[0], y_odd, y_even)),
-                lut_next[lane].y1.eq(Mux(i[0], y_even, y_odd)),
-                lut_next[lane].frac.eq(lu[:8]),
-                v_next[lane].eq(Mux(s2.kind == Command.LOAD, rd.data[lane], v)),
+                y0.eq(Mux(i[0], y_odd, y_even)),
+                y1.eq(Mux(i[0], y_even, y_odd)),
+                lut_next[lane].y0.eq(y0),
+                lut_next[lane].dy.eq(y1 - y0),
+                lut_next[lane].frac.eq(lu2[lane][:8]),
+                v_next[lane].eq(Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT), shifted,
+                                    Mux(s2.kind == Command.LOAD, rd.data[lane],
+                                        Mux(b_fwd, result[lane], b)))),
                 u_next[lane].eq(Mux(w2.fn == LogicFn.SEL, c, b)),
             ]
         # STORE writes the SRAM from E1 (``a`` forwarded from E2 like an instruction's)
@@ -333,6 +361,9 @@ class SimdArray(wiring.Component):
             m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lut3.eq(lut_next)]
         with m.Elif(s3_fire):
             m.d.sync += s3.valid.eq(0)
+        # LOOKUP's first cycle: E2 may finish meanwhile, so a forwarded ``a`` is taken now
+        with m.If(s2_hold):
+            m.d.sync += [lut_second.eq(1), a2.eq(a_in), a_fwd.eq(0)]
 
         # ---- stage 1 (issue) ---------------------------------------------------------------
         cmd = self.cmd.payload
@@ -378,11 +409,14 @@ class SimdArray(wiring.Component):
             self.busy.eq(s2.valid | s3.valid),
         ]
 
-        def operand(code, lane, forwarded):
-            v = Signal(signed(32), name=f"op{lane}_{len(forwarded)}")
+        def operand(code, lane, forwarded, x):
+            """``(value, hit)``: operand ``code`` of ``lane`` from the register ``forwarded``
+            gives, where ``hit`` (E2's result) is not selected, and whether it is."""
+            other, hit = forwarded
+            v = Signal(signed(32), name=f"op{x}{lane}")
             with m.Switch(code):
                 with m.Case(*range(N_REGS)):
-                    m.d.comb += v.eq(forwarded[lane])
+                    m.d.comb += v.eq(other[lane])
                 with m.Case(OPERAND_RP0):
                     m.d.comb += v.eq(self.rp0.payload[lane])
                 with m.Case(OPERAND_RP1):
@@ -391,7 +425,7 @@ class SimdArray(wiring.Component):
                     m.d.comb += v.eq(Array(self.config.consts)[(code - OPERAND_CONST)[:2]])
                 with m.Default():
                     m.d.comb += v.eq(code[:4].as_signed())
-            return v
+            return v, hit & (code < N_REGS)
 
         s2_clear = s2.valid & (s2.kind == Command.CLEAR)
         s2_load = s2.valid & (s2.kind == Command.LOAD)
@@ -399,21 +433,24 @@ class SimdArray(wiring.Component):
         def register(code):
             """Register ``code`` of every lane: 0 behind a CLEAR, the SRAM row of a LOAD in E1,
             the result of E2 forwarded, else the register file (an instruction in E1 that writes
-            it is handled by the interlock or by forwarding into E2)."""
-            fwd = Signal(vec32, name=f"fwd_{len(fwd_values)}")
+            it is handled by the interlock or by forwarding into E2). Returned as ``(other,
+            hit)``: E2's result is selected by ``hit`` in the last multiplexer in front of the
+            E1 registers, so that it passes one multiplexer, not the whole chain."""
+            other = Signal(vec32, name=f"fwd_{len(fwd_values)}")
+            hit = Signal(name=f"fwd_hit_{len(fwd_values)}")
             r = code[:3]
-            e2_hit = s3_writes & (w3.d == r)
+            load_hit = s2_load & (w2.d == r)
             port = regs.read_port(domain="comb")
             m.d.comb += [
                 port.addr.eq(r),
-                fwd.eq(Mux(s2_clear, 0,
-                           Mux(s2_load & (w2.d == r), rd.data,
-                               Mux(s3_clear, 0,
-                                   Mux(e2_hit, result,
-                                       Mux(written.bit_select(r, 1), port.data, 0)))))),
+                other.eq(Mux(s2_clear, 0,
+                             Mux(load_hit, rd.data,
+                                 Mux(s3_clear, 0,
+                                     Mux(written.bit_select(r, 1), port.data, 0))))),
+                hit.eq(s3_writes & (w3.d == r) & ~s2_clear & ~load_hit & ~s3_clear),
             ]
-            fwd_values.append(fwd)
-            return fwd
+            fwd_values.append(other)
+            return other, hit
 
         fwd_values = []
         # port a reads register d for the commands that are not instructions (STORE writes it)
@@ -432,15 +469,21 @@ class SimdArray(wiring.Component):
                 b_fwd.eq(from_e1(w.b) & (w.op == Opcode.OUT)),
             ]
             for lane in range(n):
-                op_a, op_b = operand(w.a, lane, fa), operand(w.b, lane, fb)
-                m.d.sync += a2[lane].eq(Mux(exec1, Mux(swap, op_b, op_a), fa[lane]))
+                (op_a, hit_a), (op_b, hit_b) = (operand(w.a, lane, fa, "a"),
+                                                 operand(w.b, lane, fb, "b"))
+                op_c, hit_c = operand(w.c, lane, fc, "c")
                 lane_idx = Mux(w.b == IndexKind.PAR,
                                cmd.index + ((Const(lane, range(n)) >> cmd.lane_shift) & lane_mask),
                                cmd.index)
+                r = result[lane]
                 m.d.sync += [
-                    b2[lane].eq(Mux(w.op == Opcode.INDEX, lane_idx, Mux(swap, op_a, op_b))),
-                    c2[lane].eq(operand(w.c, lane, fc)),
+                    a2[lane].eq(Mux(Mux(exec1, Mux(swap, hit_b, hit_a), fa[1]), r,
+                                    Mux(exec1, Mux(swap, op_b, op_a), fa[0][lane]))),
+                    b2[lane].eq(Mux((w.op != Opcode.INDEX) & Mux(swap, hit_a, hit_b), r,
+                                    Mux(w.op == Opcode.INDEX, lane_idx, Mux(swap, op_a, op_b)))),
+                    c2[lane].eq(Mux(hit_c, r, op_c)),
                 ]
+            m.d.sync += lut_second.eq(0)
             with m.If(exec1 & ~legal):
                 m.d.sync += self.error.eq(1)
         with m.Elif(s2_move):
