@@ -101,3 +101,19 @@ def test_scaling_simulates_only_the_rows_asked_for(monkeypatch):
     assert results["scaling"]["rtl"]["dilated"][3] == 0.25
     assert results["scaling"]["rtl"]["gemm"] == kept            # not re-run, kept
     assert results["scaling"]["model"]["gemm"] == [0.5] * len(M.SCALING_ALUS)
+
+
+def test_verdict_judges_a_slice_and_the_model_full_layer():
+    """The paper measured full layers: a slice that reaches the paper's figure while the model's
+    full layer does not (or the other way round) says so instead of counting as met."""
+    conv2 = row("saliency_conv2")                                # paper 0.82
+    sliced = {"utilization_std": 0.89, "model_full_std": 0.63, "whole": False,
+              "roofline_full": 1.0}
+    assert M._verdict(conv2, sliced, None) == "at or above on the slice; full layer 0.63 (model)"
+    assert M._verdict(conv2, dict(sliced, model_full_std=0.85), None) == "at or above"
+    assert M._verdict(conv2, dict(sliced, utilization_std=0.70, model_full_std=0.85), None) == \
+        "below on the slice; full layer 0.85 (model)"
+    # a whole layer is judged on the RTL alone
+    assert M._verdict(conv2, dict(sliced, whole=True), None) == "at or above"
+    assert M._verdict(conv2, dict(sliced, whole=True, utilization_std=0.70,
+                                  model_full_std=0.85), None) == "below"
