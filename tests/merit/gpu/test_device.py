@@ -26,6 +26,18 @@ pytestmark = [pytest.mark.gpu,
 POISON = {"float32": np.nan, "int32": np.iinfo(np.int32).min + 7}
 
 
+def _run_checked(problem, arrays, tile, shape, precision, ref):
+    """``tile`` run on outputs of ``shape`` poisoned with NaN: every output written and within
+    2e-6 (relative) of ``ref``, the sums of the operands as the tile's precision rounds them;
+    returns the outputs."""
+    out = (cp.full(shape, np.nan, dtype=np.float32),)
+    got = cp.asnumpy(run(problem, *arrays, tile=tile, out=out, precision=precision))
+    assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
+    err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
+    assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+    return got
+
+
 def _check(problem, arrays, dtype, tile, ref):
     spec = spec_of(problem, dtype)
     out = tuple(cp.full(spec.pshape, POISON[spec.out_dtype], dtype=spec.out_dtype)
@@ -153,11 +165,7 @@ def test_tensor_cores_match_golden_on_rounded_operands(name, precision):
     spec = spec_of(problem, "float32", precision)
     for tile in rank(spec, count=3):
         assert tile.mma == precision
-        out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
-        got = cp.asnumpy(run(problem, *arrays, tile=tile, out=out, precision=precision))
-        assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
-        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
-        assert err < 2e-6, f"relative error {err:.2e} against rounded operands with {tile}"
+        got = _run_checked(problem, arrays, tile, spec.pshape, precision, ref)
         bound = {"tf32": 3e-3, "fp16": 3e-3, "bf16": 2e-2}[precision]
         assert np.linalg.norm(got - exact) / np.linalg.norm(exact) < bound
 
@@ -235,11 +243,7 @@ def test_staged_tensor_cores_match_golden_on_rounded_operands(name, precision):
              + [t for t in rank(spec, count=8) if t.wgmma][:2])
     assert tiles, "no staged tile"
     for tile in tiles:
-        out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
-        got = cp.asnumpy(run(problem, *arrays, tile=tile, out=out, precision=precision))
-        assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
-        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
-        assert err < 2e-6, f"relative error {err:.2e} against rounded operands with {tile}"
+        _run_checked(problem, arrays, tile, spec.pshape, precision, ref)
 
 
 def test_staged_tensor_cores_partial_tiles_and_odd_lines():
@@ -254,11 +258,7 @@ def test_staged_tensor_cores_partial_tiles_and_odd_lines():
             regs = (16 * warps[0] * frags[0], 8 * warps[1] * frags[1])
             tile = {"mma": prec, "ldsm": True, "regs": regs, "warps": warps, "frags": frags,
                     "chunk": chunk}
-            out = (cp.full((50, 40), np.nan, dtype=np.float32),)
-            got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
-            assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
-            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-            assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+            _run_checked(problem, (a, b), tile, (50, 40), prec, ref)
 
 
 def test_wgmma_partial_tiles_and_odd_lines():
@@ -275,11 +275,7 @@ def test_wgmma_partial_tiles_and_odd_lines():
             regs = (16 * warps[0], 8 * warps[1] * fn)
             tile = {"mma": prec, "ldsm": True, "wgmma": True, "regs": regs, "warps": warps,
                     "frags": (1, fn), "chunk": chunk, "minblocks": mb}
-            out = (cp.full((50, 40), np.nan, dtype=np.float32),)
-            got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
-            assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
-            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-            assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+            _run_checked(problem, (a, b), tile, (50, 40), prec, ref)
 
 
 def test_wgmma_clusters_share_b():
@@ -294,11 +290,7 @@ def test_wgmma_clusters_share_b():
             regs = (16 * warps[0], 8 * warps[1] * fn)
             tile = {"mma": prec, "ldsm": True, "wgmma": True, "cluster": 2, "regs": regs,
                     "warps": warps, "frags": (1, fn), "chunk": chunk}
-            out = (cp.full((200, 136), np.nan, dtype=np.float32),)
-            got = cp.asnumpy(run(problem, a, b, tile=tile, out=out, precision=prec))
-            assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
-            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-            assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+            _run_checked(problem, (a, b), tile, (200, 136), prec, ref)
 
 
 def _half_inputs(arrays, precision):
@@ -328,11 +320,7 @@ def test_half_operand_arrays_match_golden(name, precision):
     tiles = rank(spec, count=16)
     assert any(t.half for t in tiles), "no half tile ranked"
     for tile in tiles:
-        out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
-        got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=precision))
-        assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
-        err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
-        assert err < 2e-6, f"relative error {err:.2e} against the half values with {tile}"
+        _run_checked(problem, half, tile, spec.pshape, precision, ref)
 
 
 def test_half_operand_partial_tiles_and_stages():
@@ -394,12 +382,8 @@ def test_wgmma_mn_major_operands():
                 else:
                     spec = spec_of(problem, "float32", prec)
                 assert ldsm.mn_ops(spec, check_tile(spec, tile)) == want
-                out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
                 given = half if hv else [w.astype(np.float32) for w in wide]
-                got = cp.asnumpy(run(problem, *given, tile=tile, out=out, precision=prec))
-                assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
-                err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-                assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+                _run_checked(problem, given, tile, spec.pshape, prec, ref)
 
 
 def test_wgmma_producer_warpgroup():
@@ -439,11 +423,7 @@ def test_wgmma_producer_warpgroup():
                     continue
                 tile["tma"] = tma
                 for _ in range(2):   # twice: fresh poison, the same answer (no race)
-                    out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
-                    got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=prec))
-                    assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
-                    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-                    assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+                    _run_checked(problem, half, tile, spec.pshape, prec, ref)
 
 
 def test_wgmma_producer_clusters_multicast_b():
@@ -468,8 +448,4 @@ def test_wgmma_producer_clusters_multicast_b():
                 tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=True, chunk=chunk,
                             half=True, stages=stages, producer=True, tma=True, cluster=2)
                 for _ in range(2):
-                    out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
-                    got = cp.asnumpy(run(problem, *half, tile=tile, out=out, precision=prec))
-                    assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten with {tile}"
-                    err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
-                    assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+                    _run_checked(problem, half, tile, spec.pshape, prec, ref)
