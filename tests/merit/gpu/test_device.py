@@ -304,6 +304,20 @@ def _half_inputs(arrays, precision):
     return half, [h.double().cpu().numpy() for h in half]
 
 
+def _half_cases(cases, *, seed):
+    """``(problem, tile shape, precision, half arrays, reference, spec)`` for each ``(problem,
+    tile shape)`` of ``cases`` in FP16 and BF16: random inputs from ``seed`` rounded to the half
+    type, the reference summed from the rounded values, the spec of half operands."""
+    from merit.gpu.spec import OPERAND_DTYPES
+
+    for problem, shape in cases:
+        arrays = problem.random_inputs(np.random.default_rng(seed), np.float32)
+        for prec in ("fp16", "bf16"):
+            half, wide = _half_inputs(arrays, prec)
+            spec = spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
+            yield problem, shape, prec, half, problem.run(*wide), spec
+
+
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 @pytest.mark.parametrize("name", sorted(MMA_CASES))
 def test_half_operand_arrays_match_golden(name, precision):
@@ -405,25 +419,18 @@ def test_wgmma_producer_warpgroup():
         (W.conv2d(2, 32, 8, 16, 64, 1), {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}),
     ]
     from merit.gpu import ldsm
-    from merit.gpu.spec import OPERAND_DTYPES
     from merit.gpu.tiling import check_tile
 
-    for problem, shape in cases:
-        rng = np.random.default_rng(31)
-        arrays = problem.random_inputs(rng, np.float32)
-        for prec in ("fp16", "bf16"):
-            half, wide = _half_inputs(arrays, prec)
-            ref = problem.run(*wide)
-            spec = spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
-            for chunk, stages, mn, tma in itertools.product((64, 32), (3, 4), (True, False),
-                                                             (False, True)):
-                tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=mn, chunk=chunk,
-                            half=True, stages=stages, producer=True)
-                if tma and not any(ldsm.tma_ops(spec, check_tile(spec, tile))):
-                    continue
-                tile["tma"] = tma
-                for _ in range(2):   # twice: fresh poison, the same answer (no race)
-                    _run_checked(problem, half, tile, spec.pshape, prec, ref)
+    for problem, shape, prec, half, ref, spec in _half_cases(cases, seed=31):
+        for chunk, stages, mn, tma in itertools.product((64, 32), (3, 4), (True, False),
+                                                         (False, True)):
+            tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=mn, chunk=chunk,
+                        half=True, stages=stages, producer=True)
+            if tma and not any(ldsm.tma_ops(spec, check_tile(spec, tile))):
+                continue
+            tile["tma"] = tma
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref)
 
 
 def test_wgmma_producer_clusters_multicast_b():
@@ -431,21 +438,13 @@ def test_wgmma_producer_clusters_multicast_b():
     A and half of the shared B tile's boxes, multicast into both blocks; a buffer is refilled
     once both blocks' consumers have released it (arrivals on the peer's barrier).  Ragged
     GEMMs, 2 and 4 boxes of B, 3 and 4 buffers, 64- and 128-byte lines, twice each."""
-    from merit.gpu.spec import OPERAND_DTYPES
-
     cases = [
         (W.gemm(500, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}),
         (W.gemm(512, 296, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}),
     ]
-    for problem, shape in cases:
-        rng = np.random.default_rng(37)
-        arrays = problem.random_inputs(rng, np.float32)
-        for prec in ("fp16", "bf16"):
-            half, wide = _half_inputs(arrays, prec)
-            ref = problem.run(*wide)
-            spec = spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
-            for chunk, stages in ((64, 4), (32, 3)):
-                tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=True, chunk=chunk,
-                            half=True, stages=stages, producer=True, tma=True, cluster=2)
-                for _ in range(2):
-                    _run_checked(problem, half, tile, spec.pshape, prec, ref)
+    for problem, shape, prec, half, ref, spec in _half_cases(cases, seed=37):
+        for chunk, stages in ((64, 4), (32, 3)):
+            tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=True, chunk=chunk,
+                        half=True, stages=stages, producer=True, tma=True, cluster=2)
+            for _ in range(2):
+                _run_checked(problem, half, tile, spec.pshape, prec, ref)
