@@ -221,3 +221,55 @@ def test_random_lookup_programs_with_out_backpressure(seed):
     got, golden, _, _ = _run(lines, seed=seed, out_ready=lambda cycle: int(pattern[cycle]))
     assert len(golden) > 3
     assert got == golden
+
+
+def _waits(lines):
+    from merit.perf import interlocked
+
+    ins = [decode(w) for w in assemble("loop:\n" + "\n".join(lines),
+                                       luts=_tables(np.random.default_rng(0))).words]
+    return sum(interlocked(x, y) for x, y in zip(ins, ins[1:], strict=False))
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_shift_in_e2_mac_chains_results_as_b_c_and_wide_values(seed):
+    """E1 ends at the MAC product (or b + c, b - c, |b - c|, b) and E2 shifts it in front of its
+    adder: MAC chains with every kind of shift amount run back to back and match the golden
+    model; a MAC result read as ``b`` / ``c`` right behind waits one cycle (and as ``b`` of a
+    commuting LOGIC or of ``out`` none); the products at int16's limits (``sat16`` of values
+    beyond it, -32768 * -32768 = 2**30) and 33-bit sums and differences shifted by up to 31."""
+    lines = ["add r0, 0, 0, 0", "add r1, 0, k1, k1"]
+    for s in (0, 1, 7, 15, 16, 30, 31):
+        lines += [f"mac r0, r0, i0, i1 >> {s}", f"mac r0, r0, i0, i0 >> {s}",
+                  f"mac r0, r0, r1, k3 >> {s}",        # sat16 of 2**21 and of -2**31
+                  "out r0, 0 >> 16", "out r0, 0 >> 4"]  # sat16 hides the upper bits
+    lines += [
+        "mac r2, 0, i0, i0 >> 30",         # -32768 * -32768 >> 30 = 1 in lane 0
+        "mac r3, r2, r2, r2 >> 0",         # b and c = r2 (previous MAC): waits
+        "mac r1, 5, i1, r3 >> 2",          # c = r3: waits
+        "max r2, i0, r1 >> 1",             # b = r1: swapped (LOGIC's b >> s in E2)
+        "mac r3, 0, r2, k3 >> 31",         # b = r2 (a LOGIC result): waits
+        "out i1, r3 >> 4",                 # b of out = r3: forwarded
+        "out r3, 0 >> 16",
+        "add r0, k3, k3, k3 >> 1",         # b + c = -2**32 (33 bits) >> 1
+        "out r0, 0 >> 16",
+        "sub r1, r0, k1, k3 >> 7",         # 2**20 + 2**31 (33 bits) >> 7
+        "out r1, 0 >> 16",
+        "l1 r2, r1, k3, k1 >> 2",          # |-2**31 - 2**20| (34 bits signed) >> 2
+        "out r2, 0 >> 16",
+        "l1 r3, r2, k3, k1",               # not shifted: wraps
+        "out r3, 0 >> 16",
+        "xor r0, r3, r2 >> 5",             # LOGIC after l1
+        "out r0, 0 >> 16",
+        "and r1, r0, k3 >> 31",
+        "sel r2, r1, r0, r3 >> 9",         # a = r1: forwarded
+        "out r2, r1 >> 1",
+        "out r3, r0",
+        "mac r0, r1, r2, r3 >> 16",
+        "out r0, r2 >> 9",
+    ]
+    got, golden, cycles, _ = _run(lines, seed=seed)
+    assert got == golden
+    waits = _waits(lines)
+    assert waits == 3                            # the three b / c hazards above
+    assert cycles == len(lines) + waits, (cycles, len(lines), waits)

@@ -6,11 +6,12 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Three pipeline stages:
    forwarding, the RP0 / RP1 element, constants, immediates) and, for ``LOAD``, reads the
    partial-result SRAM;
 2. **E1** computes everything that does not need the accumulator operand ``a``: ``b + c``,
-   ``b - c``, ``|b - c|``, the MAC product, ``>> s``, the LOOKUP clamp and table read,
-   ``b >> s`` of LOGIC; ``STORE`` writes the SRAM here. ``LOOKUP`` stays two cycles in E1: the
-   first registers the clamped index ``clamp((b - c) >> s)``, the second reads the two table
-   entries with it and forms their difference;
-3. **E2** interpolates LOOKUP, adds ``a`` (or applies the LOGIC function to ``a``), writes the
+   ``b - c``, ``|b - c|``, the MAC product (not shifted yet), the LOOKUP clamp and table read;
+   ``STORE`` writes the SRAM here. ``LOOKUP`` stays two cycles in E1: the first registers the
+   clamped index ``clamp((b - c) >> s)``, the second reads the two table entries with it and
+   forms their difference;
+3. **E2** shifts E1's value right by ``s`` (the product, the sum, the difference; ``b`` of
+   LOGIC), interpolates LOOKUP, adds ``a`` (or applies the LOGIC function to ``a``), writes the
    lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
 
 A register written by one instruction is forwarded to the next ones, so programs need no ``nop``:
@@ -27,8 +28,9 @@ waits one cycle), so it maps onto a single-port macro.
 
 For timing, E2's result is selected by the last multiplexer in front of the E1 registers (the
 other sources of an operand are selected before it), the MAC product by the last one in front of
-the shifter, and the shifted value and the sum by the last ones in front of E2's registers and the
-result; ``sat16`` tests the bits above bit 15 instead of comparing with the limits.
+E2's register (E1 ends at the multiplier; the shift is E2's first step, in front of its adder),
+and the sum by the last one in front of the result; ``sat16`` tests the bits above bit 15 instead
+of comparing with the limits.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -214,7 +216,9 @@ class SimdArray(wiring.Component):
 
         # ---- stage 3 (E2: the accumulator add, LOGIC, out; writes the register) ------------
         s3 = Signal(stage, name="s3")
-        a3, v3, u3 = (Signal(vec32, name=f"{x}3") for x in "avu")
+        a3, u3 = (Signal(vec32, name=f"{x}3") for x in "au")
+        # ``v`` unshifted: 34 bits (b + c, |b - c|); E2 shifts it
+        v3 = Signal(data.ArrayLayout(signed(34), n), name="v3")
         # LOOKUP: the two table entries and the fraction, interpolated in E2
         lut_layout = data.StructLayout({"y0": signed(16), "dy": signed(17), "frac": unsigned(8)})
         lut3 = Signal(data.ArrayLayout(lut_layout, n), name="lut3")
@@ -230,9 +234,16 @@ class SimdArray(wiring.Component):
         result = Signal(vec32)       # the value written to register w3.d
         outv = Signal(self.out.payload.shape())
         for lane in range(n):
-            a, v, u = a3[lane], v3[lane], u3[lane]
-            # ``v``: what E1 computed from b and c (the value added to ``a``, the SRAM row of
-            # LOAD; b >> s for LOGIC; b for out); ``u``: b (MAX, MIN) or c (SEL) unshifted.
+            a, u = a3[lane], u3[lane]
+            # ``v3``: what E1 computed from b and c, not shifted yet (the MAC product, b + c,
+            # b - c, |b - c|; b for LOGIC, INDEX and out; the SRAM row of LOAD); ``v``: it
+            # shifted right by s, the value added to ``a`` (b >> s for LOGIC); ``raw``: the
+            # SRAM row of LOAD and b of out (not shifted); ``u``: b (MAX, MIN) or c (SEL)
+            # unshifted. The shift is E2's first step, in front of the adder: E1 ends at the
+            # multiplier, and a MAC chain through ``a`` still runs back to back.
+            raw = v3[lane][:32].as_signed()
+            v = Signal(signed(32), name=f"vsh{lane}")
+            m.d.comb += v.eq(v3[lane] >> w3.s)
             # LOOKUP interpolates here: ``a + y0`` beside the multiply, its product added last.
             # out has its own adder: the LOOKUP value does not run into out's shift and
             # saturation (a path that no instruction uses but timing analysis sees)
@@ -242,7 +253,7 @@ class SimdArray(wiring.Component):
             total = Signal(signed(33), name=f"sum{lane}")
             m.d.comb += total.eq(Mux(w3.op == Opcode.LOOKUP, (a + y.y0) + frac, a + v))
             osum = Signal(signed(33), name=f"osum{lane}")
-            m.d.comb += osum.eq(a + v)
+            m.d.comb += osum.eq(a + raw)
             sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
             m.d.comb += sh.eq(Mux(s3_sel, u, a) >> w3.s)
             f = Signal(signed(32), name=f"logic{lane}")
@@ -261,7 +272,7 @@ class SimdArray(wiring.Component):
                     m.d.comb += f.eq(sh ^ v)
             m.d.comb += [
                 result[lane].eq(Mux(s3_total, total[:32],
-                                    Mux(s3.kind == Command.LOAD, v, f))),
+                                    Mux(s3.kind == Command.LOAD, raw, f))),
                 outv[lane].eq(_sat16(osum >> w3.s)),
             ]
         m.d.comb += [
@@ -296,19 +307,19 @@ class SimdArray(wiring.Component):
         m.d.comb += a_in.eq(Mux(a_fwd, result, a2))
         luts = self.config.luts
         entries = [Mux(w2.fn[0], luts[1][k], luts[0][k]) for k in range(LUT_ENTRIES)]
-        v_next = Signal(vec32)
+        v_next = Signal.like(v3)
+        s2_mac = (s2.kind != Command.LOAD) & (w2.op == Opcode.MAC)
         u_next = Signal(vec32)
         lut_next = Signal.like(lut3)
         for lane in range(n):
             b, c = b2[lane], c2[lane]
             # every operation but LOGIC and out adds ``a`` to a value shifted right by ``s``:
-            # one subtractor and one shifter per lane, shared by the opcodes
-            # (the MAC product, the slowest input, enters the last multiplexer in front of the
-            # shifter, and the shifted value the last one in front of the E2 register)
+            # one subtractor per lane here, shared by the opcodes, and one shifter in E2 (the
+            # MAC product, the slowest value, enters the last multiplexer in front of ``v3``)
             diff = Signal(signed(33), name=f"diff{lane}")
             pre_other = Signal(signed(34), name=f"pre_other{lane}")
-            pre = Signal(signed(34), name=f"pre{lane}")     # the value shifted by s
-            m.d.comb += diff.eq(b - c)
+            prod = Signal(signed(32), name=f"prod{lane}")
+            m.d.comb += [diff.eq(b - c), prod.eq(_sat16(b) * _sat16(c))]
             with m.Switch(w2.op):
                 with m.Case(Opcode.ADD):
                     m.d.comb += pre_other.eq(b + c)
@@ -318,11 +329,8 @@ class SimdArray(wiring.Component):
                     m.d.comb += pre_other.eq(abs(diff))
                 with m.Default():                           # LOGIC, INDEX (b: the index)
                     m.d.comb += pre_other.eq(b)
-            m.d.comb += pre.eq(Mux(w2.op == Opcode.MAC, _sat16(b) * _sat16(c), pre_other))
-            shifted = Signal(signed(34), name=f"shifted{lane}")
-            m.d.comb += shifted.eq(pre >> w2.s)
-            # LOOKUP: its own shifter of b - c (not the shared one, which the MAC product also
-            # feeds: a path from one multiplier into the other), the clamp and the table read
+            # LOOKUP: its own shifter of b - c (E2's shifter, which the MAC product feeds, comes
+            # a cycle too late), the clamp and the table read
             x = Signal(signed(33), name=f"lutx{lane}")
             lu = Signal(unsigned(14), name=f"lutu{lane}")
             m.d.comb += [
@@ -346,9 +354,11 @@ class SimdArray(wiring.Component):
                 lut_next[lane].y0.eq(y0),
                 lut_next[lane].dy.eq(y1 - y0),
                 lut_next[lane].frac.eq(lu2[lane][:8]),
-                v_next[lane].eq(Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT), shifted,
-                                    Mux(s2.kind == Command.LOAD, rd.data[lane],
-                                        Mux(b_fwd, result[lane], b)))),
+                v_next[lane].eq(Mux(s2_mac, prod,
+                                    Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT),
+                                        pre_other,
+                                        Mux(s2.kind == Command.LOAD, rd.data[lane],
+                                            Mux(b_fwd, result[lane], b))))),
                 u_next[lane].eq(Mux(w2.fn == LogicFn.SEL, c, b)),
             ]
         # STORE writes the SRAM from E1 (``a`` forwarded from E2 like an instruction's)
