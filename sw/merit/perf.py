@@ -641,7 +641,7 @@ def _hold_keys(kernel, origins, a_tiles, shared_slots):
     from .compile import P_INDICES
     n_t, n_a = len(origins), len(a_tiles)
     key = np.full((n_t, n_a, 2), -1, dtype=np.int64)
-    if not getattr(kernel, "hold", False):
+    if not kernel.hold:
         return key.reshape(-1, 2)
     numbered = _numbered_slots(kernel)
     n_p = origins.shape[1]
