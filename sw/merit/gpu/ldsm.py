@@ -220,8 +220,9 @@ def smem_bytes(spec, tile):
 
 
 def _buffers(tile):
-    """Operand-tile buffers: ``stages`` for tiles reading half-precision arrays, else two."""
-    return tile.stages if tile.half else 2
+    """Operand-tile buffers: ``stages`` for tiles reading half-precision arrays and for
+    warp-specialized tiles, else two."""
+    return tile.stages if tile.half or tile.producer else 2
 
 
 def half_fits(spec, tile):
@@ -284,11 +285,11 @@ def wgmma_fits(spec, tile):
     if tile.mn and (tile.mma == "tf32" or (tile.cluster != 1 and not tile.tma)):
         return (f"tile.mn (MN-major operands) needs FP16 / BF16 (wgmma transposes 16-bit "
                 f"operands only) and tile.cluster 1, not {tile.mma!r}, cluster {tile.cluster}")
-    if tile.producer and not (tile.half and tile.stages >= 3
-                              and (tile.cluster == 1 or tile.tma)):
-        return (f"tile.producer (a copying warpgroup) needs tile.half, 3 or 4 stages and "
-                f"tile.cluster 1 (or tile.tma), not half={tile.half}, stages {tile.stages}, "
-                f"cluster {tile.cluster}")
+    if tile.producer and not (tile.stages >= 3 and (tile.cluster == 1
+                                                    or (tile.tma and tile.half))):
+        return (f"tile.producer (a copying warpgroup) needs 3 or 4 stages and tile.cluster 1 "
+                f"(or tile.tma with tile.half), not stages {tile.stages}, cluster "
+                f"{tile.cluster}, half={tile.half}")
     if tile.producer and tile.cluster == 2 and not all(tma_ops(spec, tile)):
         return ("a producer tile in clusters of two multicasts B by bulk tensor copies: both "
                 "operands must qualify for them (ldsm.tma_ops), B in an even number of boxes")
@@ -795,7 +796,7 @@ def source(spec, tile):
     ng = PRODUCER if tile.producer else nt
     tmas = tma_ops(spec, tile) if tile.tma else (None, None)
     if tile.producer:
-        nreg = sum(1 for a in asy if not a)
+        nreg = sum(1 for a, t in zip(asy, tmas, strict=True) if not a and not t)
         _emit_producer_head(w, tile, stage_bytes, nt - ng, nreg, tmas, asy)
 
     # ---- the gather: per operand and slot, four consecutive k of a line ("lk" layout) or
@@ -926,13 +927,14 @@ def source(spec, tile):
 
     zero = "(unsigned short)0" if hv else "0.f"
 
-    def emit_loads(kt_expr, buf_expr=None):
+    def emit_loads(kt_expr, buf_expr=None, part="all"):
         """Global loads of k-tile ``kt_expr`` into the slots' registers; with ``buf_expr`` (a
-        ``half`` tile) also the ``cp.async`` slots' copies into that buffer."""
+        ``half`` tile) also the ``cp.async`` slots' copies into that buffer; ``part`` "reg" or
+        "asy": only those of register slots, or of ``cp.async`` slots."""
         for oi, op in enumerate(ops):
             k, p, nsl, exact = op["k"], op["p"], op["nsl"], op["exact"]
             inner = op["idxs"][-1] if op["idxs"] else None
-            if op["asy"] and buf_expr is None:
+            if (op["asy"] and buf_expr is None) or part == ("asy", "reg")[op["asy"]]:
                 continue
             for i in range(nsl):
                 f = f"f{oi}_{i}"
@@ -1308,19 +1310,24 @@ def phases(kt, stages):
 
 
 def tma_ops(spec, tile):
-    """Per operand (A, B) of a ``half`` wgmma tile: how the bulk tensor copy engine copies it,
-    or None where it cannot.  An operand qualifies when its lines run along one parallel index
-    ``j`` (no other position moves its address), nothing is boundary-checked, its offset is 0,
+    """Per operand (A, B) of a ``half`` or TF32 wgmma tile: how the bulk tensor copy engine
+    copies it, or None where it cannot (a TF32 operand goes as fp32 bits, which wgmma reads
+    as TF32 by dropping the 13 low mantissa bits: toward zero, where a gather rounds to
+    nearest; FP16 / BF16 tiles on float32 arrays convert in registers and never qualify).  An
+    operand qualifies when its lines run along one parallel index ``j`` (no other position moves
+    its address), nothing is boundary-checked, its offset is 0,
     and either (K-major) its flattened k is contiguous with lines ``coef[j]`` elements apart, a
     multiple of 16 bytes (GEMM's A, a convolution's weights), or (MN-major, ``Tile.mn``) its lines
     are contiguous and one accumulation index walks rows a multiple of 16 bytes apart (GEMM's B).
     The dict: ``k`` (input), ``j``, ``dims`` and ``strides`` (bytes) of the 2-D tensor map, inner
     dimension first, ``box``, ``swizzle`` (bytes), ``boxes`` (copies per k tile: one, or one per
-    64 lines MN-major, :func:`mn_offset`'s groups), ``bytes`` (per k tile)."""
-    if not (tile.wgmma and tile.half):
+    64 lines MN-major, :func:`mn_offset`'s groups), ``bytes`` (per k tile), ``esize`` (bytes
+    per element)."""
+    if not (tile.wgmma and (tile.half or tile.mma == "tf32")):
         return (None, None)
     r = roles(spec)
     bm, bn, bk, rb, _ = _geo(spec, tile)
+    es = ESIZE[tile.mma]
     P = spec.np
     K = math.prod(spec.ashape)
     ext = tuple(spec.pshape) + tuple(spec.ashape)
@@ -1337,16 +1344,16 @@ def tma_ops(spec, tile):
         # clusters of two (B shared): B in two halves at least, one multicast by each block
         split = tile.cluster if k == r.b else 1
         if mn:
-            ok = (coef[j] == 1 and spec.na == 1 and coef[P] * 2 % 16 == 0
+            ok = (coef[j] == 1 and spec.na == 1 and coef[P] * es % 16 == 0
                   and lines // 64 % split == 0)
-            plan = dict(dims=(spec.pshape[j], K), strides=(coef[P] * 2,), box=(64, bk),
+            plan = dict(dims=(spec.pshape[j], K), strides=(coef[P] * es,), box=(64, bk),
                         swizzle=128, boxes=lines // 64, dstep=bk * 128, cstep=64)
         else:
             part = lines // split
-            ok = p["vector"] and coef[j] * 2 % 16 == 0 and rb in (64, 128) and part % 8 == 0
-            plan = dict(dims=(K, spec.pshape[j]), strides=(coef[j] * 2,), box=(bk, part),
+            ok = p["vector"] and coef[j] * es % 16 == 0 and rb in (64, 128) and part % 8 == 0
+            plan = dict(dims=(K, spec.pshape[j]), strides=(coef[j] * es,), box=(bk, part),
                         swizzle=rb, boxes=split, dstep=part * rb, cstep=part)
-        out.append(dict(plan, k=k, j=j, mn=mn, bytes=lines * rb) if ok else None)
+        out.append(dict(plan, k=k, j=j, mn=mn, bytes=lines * rb, esize=es) if ok else None)
     return tuple(out)
 
 
@@ -1378,11 +1385,15 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
 def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
                         tmas=(None, None), bases=(0, 0)):
     """The producer's loop: per k tile, wait until the consumers have released its buffer (the
-    ``kt // S - 1``-th phase of "empty"), issue its copies (``reg``: and its register slots'
-    loads, stores and a proxy fence, then one plain arrival), one ``noinc`` arrival that the
-    copies make when they land; then the branch ends (the producer stores no outputs)."""
+    ``kt // S - 1``-th phase of "empty"), issue its copies (``reg``: store its register slots,
+    loaded one k tile earlier, a proxy fence, one plain arrival, then the next k tile's loads
+    into the registers, in flight while the producer waits for the next buffer), one ``noinc``
+    arrival that the copies make when they land; then the branch ends (the producer stores no
+    outputs)."""
     nbuf = _buffers(tile)
     full, empty = mbarriers(tile, stage_bytes)
+    if reg:   # the register slots run one k tile ahead of their stores
+        emit_loads("0", part="reg")
     w("#pragma unroll 1")
     w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
     w(f"const int s = kt % {nbuf};")
@@ -1408,13 +1419,17 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
                 else:
                     w(f"merit_tma2({dst}, &tm{oi}, {c0}, {c1}, mbar + 8 * s);")
         w.close()
-    emit_loads("kt", "s")
+    emit_loads("kt", "s", part="asy")
     if reg:
         emit_stores("s")
         w("merit_proxy_fence();")
         w("merit_mb_arrive(mbar + 8 * s);")
     if not all(tmas):
         w("merit_mb_cp_arrive(mbar + 8 * s);")
+    if reg and ntiles > 1:
+        w.open(f"if (kt + 1 < {ntiles})")
+        emit_loads("(kt + 1)", part="reg")
+        w.close()
     w.close()
     w("merit_await_all();")
     if tile.cluster > 1:   # no block leaves while its peer may still signal it

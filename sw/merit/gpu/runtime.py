@@ -124,16 +124,18 @@ def _module_sm90a(name, code):
     return cp.RawModule(path=str(path))
 
 
-#: cuTensorMapEncodeTiled's enumerations (CUDA driver API): 16-bit elements, the swizzles by
-#: bytes, L2 promotion by 128 bytes; no interleave, zero fill outside the tensor.
-_TMAP_UINT16, _TMAP_SWIZZLE, _TMAP_L2_128 = 1, {0: 0, 32: 1, 64: 2, 128: 3}, 2
+#: cuTensorMapEncodeTiled's enumerations (CUDA driver API): 16- and 32-bit elements (bits as
+#: they are: no conversion on the way), the swizzles by bytes, L2 promotion by 128 bytes; no
+#: interleave, zero fill outside the tensor.
+_TMAP_UINT = {2: 1, 4: 2}
+_TMAP_SWIZZLE, _TMAP_L2_128 = {0: 0, 32: 1, 64: 2, 128: 3}, 2
 
 
-def tensor_map(array, dims, strides, box, swizzle):
-    """A 2-D tiled tensor map (the driver's 128-byte ``CUtensorMap``) of a device array of 16-bit
-    elements, made by ``cuTensorMapEncodeTiled`` through the driver library, as a NumPy value that
-    CuPy passes by value (a kernel's ``__grid_constant__`` parameter).  ``dims`` / ``box``
-    innermost first, ``strides``: bytes between rows."""
+def tensor_map(array, dims, strides, box, swizzle, esize=2):
+    """A 2-D tiled tensor map (the driver's 128-byte ``CUtensorMap``) of a device array of
+    ``esize``-byte elements (2 or 4), made by ``cuTensorMapEncodeTiled`` through the driver
+    library, as a NumPy value that CuPy passes by value (a kernel's ``__grid_constant__``
+    parameter).  ``dims`` / ``box`` innermost first, ``strides``: bytes between rows."""
     import ctypes
 
     import numpy as np
@@ -146,7 +148,7 @@ def tensor_map(array, dims, strides, box, swizzle):
     out = np.zeros(1, dtype=[("v", "<u8", (16,))])
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
     rc = lib.cuTensorMapEncodeTiled(
-        ctypes.c_void_p(out.ctypes.data), ctypes.c_int(_TMAP_UINT16), u32(len(dims)),
+        ctypes.c_void_p(out.ctypes.data), ctypes.c_int(_TMAP_UINT[esize]), u32(len(dims)),
         ctypes.c_void_p(ptr), (u64 * len(dims))(*dims), (u64 * len(strides))(*strides),
         (u32 * len(box))(*box), (u32 * len(box))(*([1] * len(box))), ctypes.c_int(0),
         ctypes.c_int(_TMAP_SWIZZLE[swizzle]), ctypes.c_int(_TMAP_L2_128), ctypes.c_int(0))
@@ -175,7 +177,7 @@ def launcher(spec, tile, inputs, outputs):
         from .ldsm import tma_ops
 
         args += tuple(tensor_map(inputs[t["k"]], t["dims"], t["strides"], t["box"],
-                                 t["swizzle"]) for t in tma_ops(spec, tile) if t)
+                                 t["swizzle"], t["esize"]) for t in tma_ops(spec, tile) if t)
     if tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
         cp = cupy()
         zero = [(o.data.ptr, o.nbytes) for o in outputs]

@@ -196,6 +196,7 @@ class Tile:
                 kind += f"_h{self.stages}" if self.half else ""
                 kind += "_mn" if self.mn else ""
                 kind += "_ws" if self.producer else ""
+                kind += f"{self.stages}" if self.producer and not self.half else ""
                 kind += "_tma" if self.tma else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"

@@ -508,8 +508,8 @@ def _complete_mma(spec, tile, device):
         return Tile((1,) * P, tuple(tile.regs), tile.chunk, shared, (), tuple(range(P - 1, -1, -1)),
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
-                    stages=tile.stages if tile.half else 2, half=tile.half, mn=tile.mn,
-                    producer=tile.producer, tma=tile.tma)
+                    stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
+                    mn=tile.mn, producer=tile.producer, tma=tile.tma)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -781,6 +781,8 @@ def rank(spec, count=6, device=H100):
     out = _deeper(spec, out, count, device)
     if spec.operands != "float32" and count > 1:
         out = out + _half_variants(spec, out, wg, device)
+    elif spec.precision == "tf32" and count > 1:
+        out = out + _producer_variants(spec, out, wg, device)
     if sums and spec.precision == "fp32" and count > 1:
         have = {t for _, t in out}
         extra = [ct for ct in hedge if ct[1] not in have][:HEDGE]
@@ -835,6 +837,27 @@ def _half_variants(spec, ranked, wg, device):
                         seen.add(f)
                         out.append((cost, f))
     return out
+
+def _producer_variants(spec, ranked, wg, device):
+    """TF32 problems (float32 arrays, which the bulk tensor copy engine copies as they are):
+    the warp-specialized copies (``Tile.producer`` with ``Tile.tma``, 3 and 4 buffers) of the
+    best :data:`HALF_TUNED` wgmma tiles where an operand qualifies for bulk copies; the other
+    operand is gathered, rounded and stored by the producer warpgroup (K-major: wgmma reads
+    TF32 only so)."""
+    cap = device.smem_block - 1024
+    seen = {t for _, t in ranked}
+    pool = [ct for ct in ranked if ct[1].wgmma and ct[1].cluster == 1]
+    pool += [ct for ct in wg if ct not in pool and ct[1].cluster == 1]
+    out = []
+    for cost, t in pool[:HALF_TUNED]:
+        for n in (3, 4) if PRODUCER_TUNED else ():
+            f = _replace(t, stages=n, producer=True, tma=True, minblocks=1)
+            if (f not in seen and any(ldsm.tma_ops(spec, f)) and not ldsm.wgmma_fits(spec, f)
+                    and _smem_bytes(spec, f) <= cap):
+                seen.add(f)
+                out.append((cost, f))
+    return out
+
 
 #: SIMT sums: the autotuner also times the best tiles of the cost model with ``tail="sm"`` (see
 #: :func:`estimate`) that the default model's list lacks, with their ``lean`` variants.

@@ -1177,7 +1177,7 @@ def test_producer_tile_registers_path_and_checks():
     prod = body[body.index("if (warp >= 4) {"):body.index("return;")]
     assert "merit_st4h(" in prod and "merit_proxy_fence();\n" in prod
     assert prod.index("merit_mb_arrive(mbar + 8 * s);") < prod.index("merit_mb_cp_arrive(")
-    for bad, why in (({"stages": 2}, "3 or 4 stages"), ({"half": False}, "needs tile.half")):
+    for bad, why in (({"stages": 2}, "3 or 4 stages"), ({"cluster": 2}, "tile.cluster must be 1")):
         with pytest.raises(ValueError, match=why):
             check_tile(spec, dict(mma="fp16", ldsm=True, wgmma=True, regs=(1, 64, 4, 16),
                                   warps=(4, 1), frags=(1, 8), chunk=64, half=True, stages=3,
@@ -1258,3 +1258,65 @@ def test_tma_cluster_tile_source():
     with pytest.raises(ValueError, match="multicasts B by bulk tensor copies"):
         _mn(W.gemm(256, 64, 300), regs=(64, 64), warps=(4, 1), frags=(1, 8), chunk=64,
             producer=True, tma=True, cluster=2)
+
+
+def test_tf32_producer_tma_tile_source():
+    """TF32 on the warp-specialized path (float32 arrays): GEMM's A (k contiguous, rows 1024
+    bytes apart) by one 32 k x 128 line box of 4-byte elements (128-byte swizzle), B (columns
+    contiguous: wgmma reads TF32 K-major only) gathered by the producer's registers, rounded and
+    stored as lines of k (16 slots of four k per producer thread), one k tile ahead of its
+    stores: the first tile's loads before the loop, the next tile's after the arrival.  "full"
+    counts 128 copy arrivals, 128 register arrivals and the bulk copy's; ranked as TMA producer
+    copies of the best wgmma tiles, 3 and 4 buffers."""
+    from merit.gpu import ldsm
+
+    spec = spec_of(W.gemm(512, 384, 256), "float32", "tf32")
+    t = check_tile(spec, {"mma": "tf32", "ldsm": True, "wgmma": True, "regs": (128, 256),
+                          "warps": (8, 1), "frags": (1, 32), "chunk": 32, "stages": 4,
+                          "producer": True, "tma": True})
+    assert t.stages == 4 and not t.half and t.label().endswith("_k32_wg_ws4_tma")
+    a, b = ldsm.tma_ops(spec, t)
+    assert b is None and (a["dims"], a["strides"], a["box"], a["swizzle"], a["esize"],
+                          a["bytes"]) == ((256, 512), (1024,), (32, 128), 128, 4, 16384)
+    name, src, _, nt, smem = source(spec, t)
+    assert nt == 384 and smem == 4 * (128 + 256) * 128 + 1024 + 4 * 16
+    body = src[src.index('extern "C"'):]
+    assert "const T* __restrict__ g_in0" in body and "__grid_constant__ MeritTmap tm0)" in body
+    assert "merit_mb_init(mbar + 8 * s, 257);" in body
+    assert "merit_mb_expect(mbar + 8 * s, 16384);" in body
+    assert ("merit_tma2(sbase + s * 49152 + 0 + 0 * 16384, &tm0, kt * 32, pb0 + 0 * 128, "
+            "mbar + 8 * s);") in body
+    prod = body[body.index("if (warp >= 8) {"):body.index("return;")]
+    assert prod.count("// operand 1 slot") == 16 and "// operand 0 slot" not in prod
+    assert prod.count("merit_st4(sbase + s * 49152 + sa1_") == 16
+    loop = prod.index("for (int kt = 0; kt < 8; ++kt)")
+    first = prod.index("f1_0[e] = ")
+    nxt = prod.index("if (kt + 1 < 8) {")
+    assert first < loop < prod.index("merit_mb_arrive(mbar + 8 * s);") < nxt
+    assert prod.count("f1_0[e] = ") == 2 and prod.index("f1_0[e] = ", first + 1) > nxt
+    assert "(kt + 1) * 32 + kq1_0 + e" in prod
+    cons = body[body.index("return;"):]
+    assert cons.count("m64n256k8.f32.tf32.tf32") == 4 and "merit_st4(" not in cons
+    # the rounding of the gathered operand: to nearest, ties away (the bulk copies' bits go as
+    # they are)
+    assert "(__float_as_uint(a) + 0x1000u) & 0xffffe000u" in src
+    ranked = rank(spec, count=16)
+    ws = [x for x in ranked if x.producer]
+    assert ws and all(x.tma and x.wgmma and not x.half and x.stages in (3, 4) for x in ws)
+    assert {x.stages for x in ws} == {3, 4}
+    # K = 37: rows of A 148 bytes apart, no bulk copies; a producer gathers both operands
+    odd = spec_of(W.gemm(50, 40, 37), "float32", "tf32")
+    f = check_tile(odd, {"mma": "tf32", "ldsm": True, "wgmma": True, "regs": (64, 64),
+                         "warps": (4, 1), "frags": (1, 8), "chunk": 32, "stages": 3,
+                         "producer": True})
+    assert ldsm.tma_ops(odd, f) == (None, None)
+    assert "merit_mb_init(mbar + 8 * s, 256);" in source(odd, f)[1]
+    assert not any(x.producer for x in rank(odd, count=16))
+    # FP16 on float32 arrays: the producer converts in its registers; no bulk copies
+    h = spec_of(W.gemm(512, 384, 256), "float32", "fp16")
+    f = check_tile(h, {"mma": "fp16", "ldsm": True, "wgmma": True, "regs": (128, 256),
+                       "warps": (8, 1), "frags": (1, 32), "chunk": 64, "stages": 3,
+                       "producer": True})
+    assert ldsm.tma_ops(h, f) == (None, None) and "cvt.rn.f16x2.f32" in source(h, f)[1]
+    with pytest.raises(ValueError, match="tile.tma"):
+        check_tile(h, dataclasses.replace(f, tma=True))

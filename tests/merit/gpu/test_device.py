@@ -26,15 +26,15 @@ pytestmark = [pytest.mark.gpu,
 POISON = {"float32": np.nan, "int32": np.iinfo(np.int32).min + 7}
 
 
-def _run_checked(problem, arrays, tile, shape, precision, ref):
+def _run_checked(problem, arrays, tile, shape, precision, ref, tol=2e-6):
     """``tile`` run on outputs of ``shape`` poisoned with NaN: every output written and within
-    2e-6 (relative) of ``ref``, the sums of the operands as the tile's precision rounds them;
+    ``tol`` (relative) of ``ref``, the sums of the operands as the tile's precision rounds them;
     returns the outputs."""
     out = (cp.full(shape, np.nan, dtype=np.float32),)
     got = cp.asnumpy(run(problem, *arrays, tile=tile, out=out, precision=precision))
     assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile}"
     err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
-    assert err < 2e-6, f"relative error {err:.2e} with {tile}"
+    assert err < tol, f"relative error {err:.2e} with {tile}"
     return got
 
 
@@ -149,6 +149,20 @@ def _round_operand(x, precision):
     return bits.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
+def _tc_operands(problem, spec, tile, arrays, precision):
+    """The inputs as ``tile`` feeds them to the tensor cores, in float64: loop operands rounded
+    to the precision, or, TF32 operands that a bulk tensor copy takes (``Tile.tma``), truncated
+    (wgmma drops the low mantissa bits of the fp32 words)."""
+    from merit.gpu import ldsm
+
+    loop = {op.tensor for op in problem.operands[:2]}
+    copied = ({problem.operands[t["k"]].tensor for t in ldsm.tma_ops(spec, tile) if t}
+              if tile.tma and precision == "tf32" else set())
+    return [(_trunc_tf32(a) if t.name in copied else _round_operand(a, precision))
+            if t.name in loop else a.astype(np.float64)
+            for t, a in zip(problem.tensors, arrays, strict=True)]
+
+
 @pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
 @pytest.mark.parametrize("name", sorted(MMA_CASES))
 def test_tensor_cores_match_golden_on_rounded_operands(name, precision):
@@ -157,15 +171,13 @@ def test_tensor_cores_match_golden_on_rounded_operands(name, precision):
     problem = MMA_CASES[name]()
     rng = np.random.default_rng(abs(hash((name, precision))) % 2**32)
     arrays = problem.random_inputs(rng, np.float32)
-    loop = {op.tensor for op in problem.operands[:2]}
-    ref_in = [_round_operand(a, precision) if t.name in loop else a.astype(np.float64)
-              for t, a in zip(problem.tensors, arrays, strict=True)]
-    ref = problem.run(*ref_in)
     exact = problem.run(*[a.astype(np.float64) for a in arrays])
     spec = spec_of(problem, "float32", precision)
     for tile in rank(spec, count=3):
         assert tile.mma == precision
-        got = _run_checked(problem, arrays, tile, spec.pshape, precision, ref)
+        ref = problem.run(*_tc_operands(problem, spec, tile, arrays, precision))
+        got = _run_checked(problem, arrays, tile, spec.pshape, precision, ref,
+                           tol=5e-6 if tile.tma else 2e-6)
         bound = {"tf32": 3e-3, "fp16": 3e-3, "bf16": 2e-2}[precision]
         assert np.linalg.norm(got - exact) / np.linalg.norm(exact) < bound
 
@@ -448,3 +460,56 @@ def test_wgmma_producer_clusters_multicast_b():
                         half=True, stages=stages, producer=True, tma=True, cluster=2)
             for _ in range(2):
                 _run_checked(problem, half, tile, spec.pshape, prec, ref)
+
+
+def _trunc_tf32(x):
+    """x (float32) as wgmma reads fp32 bits as TF32: the 13 low mantissa bits dropped."""
+    bits = np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    return bits.view(np.float32).astype(np.float64)
+
+
+def test_wgmma_tf32_producer_warpgroup():
+    """TF32 wgmma tiles with a producer warpgroup on float32 arrays (``Tile.producer``, 3 or 4
+    buffers): the operand the bulk tensor copy engine takes (``Tile.tma``: GEMM's A, a
+    convolution's weights) reaches the tensor cores as fp32 bits, truncated to TF32; the other
+    is gathered one k tile ahead in the producer's registers, rounded to nearest and stored
+    K-major.  Ragged GEMMs with many more k tiles than buffers, a padded and a 1x1 image, A
+    rows that are no 16-byte multiple (no bulk copy: both gathered), 64- and 128-byte lines,
+    twice each; FP16 on float32 arrays (converted by the producer) once; against float64 on the
+    operands as each route rounds them."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}),
+        (W.gemm(70, 40, 300), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}),
+        (W.gemm(300, 260, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}),
+        (W.gemm(50, 40, 37), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}),
+        (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
+         {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}),
+        (W.conv2d(2, 32, 8, 16, 64, 1), {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}),
+    ]
+    rng = np.random.default_rng(41)
+    for problem, shape in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        for chunk, stages, tma in itertools.product((32, 16), (3, 4), (True, False)):
+            tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
+                                         stages=stages, producer=True))
+            if tma:
+                if not any(ldsm.tma_ops(spec, tile)):
+                    continue
+                tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True,
+                                             chunk=chunk, stages=stages, producer=True, tma=True))
+            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                # (H100: 2.4e-6 at K = 1000 against truncated operands, 1e-4 and more
+                # against rounded ones: the copy engine's words are truncated)
+                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
+    problem, shape = cases[0]
+    arrays = problem.random_inputs(rng, np.float32)
+    loop = {op.tensor for op in problem.operands[:2]}
+    ref = problem.run(*[_round_operand(a, "fp16") if t.name in loop else a.astype(np.float64)
+                        for t, a in zip(problem.tensors, arrays, strict=True)])
+    tile = dict(shape, mma="fp16", ldsm=True, wgmma=True, chunk=64, stages=3, producer=True)
+    _run_checked(problem, arrays, tile, spec_of(problem, "float32", "fp16").pshape, "fp16", ref)
