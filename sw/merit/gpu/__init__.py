@@ -299,5 +299,8 @@ def _compile_all(spec, tiles):
         except Exception:  # reported by the timing loop
             pass
 
-    with ThreadPoolExecutor(max_workers=min(8, len(tiles))) as pool:
+    import os
+
+    workers = max(1, min(16, os.cpu_count() or 8, len(tiles)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(one, tiles))

@@ -253,6 +253,28 @@ def async_ops(spec, tile):
     return tuple(out)
 
 
+def word_ops(spec, tile):
+    """Per operand (A, B) of a TF32 producer tile on float32 arrays: whether its slots go by
+    ``cp.async`` of single words (4 bytes, zero-filled outside a zero boundary or past K) into
+    the K-major layout, transposing on the way where its lines are contiguous (GEMM's B): every
+    operand the bulk copy engine does not take.  The words reach the tensor cores as fp32 bits
+    (truncated to TF32), and the ring of ``stages`` buffers keeps that many k tiles in flight
+    without registers."""
+    if not (tile.producer and tile.mma == "tf32" and not tile.half):
+        return (False, False)
+    tmas = tma_ops(spec, tile) if tile.tma else (None, None)
+    return tuple(not t for t in tmas)
+
+
+_PRELUDE_WORD = r"""
+__device__ __forceinline__ void merit_acp4(unsigned addr, const void* src, bool ok) {
+    // one 4-byte element into its place in the layout; zero-filled when !ok
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(addr), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+"""
+
+
 #: Threads of a producer tile's copying warpgroup (``Tile.producer``).
 PRODUCER = 128
 #: Alignment of the wgmma kernel's buffers (8 lines of 128 bytes: one swizzle period).
@@ -746,6 +768,10 @@ def source(spec, tile):
     if tile.tma:
         out.append(_PRELUDE_TMA)
     asy = async_ops(spec, tile) if hv else (False, False)
+    a4s = word_ops(spec, tile)
+    if any(a4s):   # TF32 producer tiles: word copies, counted with the other cp.async slots
+        out.append(_PRELUDE_WORD)
+        asy = tuple(a or b for a, b in zip(asy, a4s, strict=True))
     nbuf = _buffers(tile)
     out.append(_strategy_struct(spec, "float"))
     for k in range(len(spec.inputs)):
@@ -813,7 +839,7 @@ def source(spec, tile):
         nsl = 0 if tmas[len(ops)] else _slots(own, bk, ng, vw)
         exact = own * (bk // vw) % ng == 0
         ops.append(dict(k=k, idxs=idxs, lines=lines, base=base, p=p, nsl=nsl, exact=exact,
-                        asy=asy[len(ops)], vw=vw, mn=mns[len(ops)],
+                        asy=asy[len(ops)], vw=vw, mn=mns[len(ops)], a4=a4s[len(ops)],
                         mode=mode, lvec=lvec, own=own, share=share,
                         loff=f" + (int)crank * {own}" if share else ""))
     tr_of = {k: spec.inputs[k].transform for k in (r.a, r.b)}
@@ -939,6 +965,19 @@ def source(spec, tile):
             for i in range(nsl):
                 f = f"f{oi}_{i}"
                 w.open(f"if (in{oi}_{i})" if not exact else "")
+                if op["a4"]:   # four words of a line (K-major piece); lane groups of 8 take
+                    # the k in rotated order, so a warp's copies hit 32 banks and 4 full sectors
+                    w("#pragma unroll")
+                    w.open("for (int e = 0; e < 4; ++e)")
+                    w("const int ee = (e + (lane >> 3)) & 3;")
+                    emit_kdigits(f"{kt_expr} * {bk} + kq{oi}_{i} + ee")
+                    w(f"{idx_t} at = lb{oi}_{i}{klin(p)};")
+                    emit_checks(k, p, oi, i, p["checked"], None)
+                    w(f"merit_acp4(sbase + {buf_expr} * {stage_bytes} + sa{oi}_{i} + ee * 4, "
+                      f"g_in{k} + at, ok);")
+                    w.close()
+                    w.close()
+                    continue
                 if op["asy"]:
                     dst = f"sbase + {buf_expr} * {stage_bytes} + sa{oi}_{i}"
                     cpy = f"merit_acp{2 * op['vw']}"

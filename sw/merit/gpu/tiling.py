@@ -838,17 +838,17 @@ def _half_variants(spec, ranked, wg, device):
                         out.append((cost, f))
     return out
 
-#: TF32 problems: the warp-specialized TMA copies of the best wgmma tiles are not timed (built
-#: and tested; measured slower on the H100, see :func:`_producer_variants`).
-TF32_PRODUCER_TUNED = False
+#: TF32 problems: the warp-specialized TMA copies of the best wgmma tiles are timed too (see
+#: :func:`_producer_variants`).
+TF32_PRODUCER_TUNED = True
 
 
 def _producer_variants(spec, ranked, wg, device):
     """TF32 problems (float32 arrays, which the bulk tensor copy engine copies as they are):
     the warp-specialized copies (``Tile.producer`` with ``Tile.tma``, 3 and 4 buffers) of the
     best :data:`HALF_TUNED` wgmma tiles where an operand qualifies for bulk copies; the other
-    operand is gathered, rounded and stored by the producer warpgroup (K-major: wgmma reads
-    TF32 only so)."""
+    operand is copied word by word by the producer warpgroup's ``cp.async`` into the K-major
+    layout (wgmma reads TF32 only so; :func:`merit.gpu.ldsm.word_ops`)."""
     cap = device.smem_block - 1024
     seen = {t for _, t in ranked}
     pool = [ct for ct in ranked if ct[1].wgmma and ct[1].cluster == 1]

@@ -1263,11 +1263,11 @@ def test_tma_cluster_tile_source():
 def test_tf32_producer_tma_tile_source(monkeypatch):
     """TF32 on the warp-specialized path (float32 arrays): GEMM's A (k contiguous, rows 1024
     bytes apart) by one 32 k x 128 line box of 4-byte elements (128-byte swizzle), B (columns
-    contiguous: wgmma reads TF32 K-major only) gathered by the producer's registers, rounded and
-    stored as lines of k (16 slots of four k per producer thread), one k tile ahead of its
-    stores: the first tile's loads before the loop, the next tile's after the arrival.  "full"
-    counts 128 copy arrivals, 128 register arrivals and the bulk copy's; ranked as TMA producer
-    copies of the best wgmma tiles, 3 and 4 buffers, only where ``TF32_PRODUCER_TUNED``."""
+    contiguous: wgmma reads TF32 K-major only) copied word by word by the producer's cp.async
+    into lines of k (16 slots of four k per producer thread, the lanes of each group of 8 taking
+    the k in rotated order): no registers, no stores, "full" counts 128 copy arrivals and the
+    bulk copy's; ranked as TMA producer copies of the best wgmma tiles, 3 and 4 buffers, only
+    where ``TF32_PRODUCER_TUNED``; FP16 on float32 arrays converts in the producer's registers."""
     from merit.gpu import ldsm, tiling
 
     spec = spec_of(W.gemm(512, 384, 256), "float32", "tf32")
@@ -1278,30 +1278,33 @@ def test_tf32_producer_tma_tile_source(monkeypatch):
     a, b = ldsm.tma_ops(spec, t)
     assert b is None and (a["dims"], a["strides"], a["box"], a["swizzle"], a["esize"],
                           a["bytes"]) == ((256, 512), (1024,), (32, 128), 128, 4, 16384)
+    assert ldsm.word_ops(spec, t) == (False, True)
     name, src, _, nt, smem = source(spec, t)
     assert nt == 384 and smem == 4 * (128 + 256) * 128 + 1024 + 4 * 16
     body = src[src.index('extern "C"'):]
     assert "const T* __restrict__ g_in0" in body and "__grid_constant__ MeritTmap tm0)" in body
-    assert "merit_mb_init(mbar + 8 * s, 257);" in body
+    assert "merit_mb_init(mbar + 8 * s, 129);" in body
     assert "merit_mb_expect(mbar + 8 * s, 16384);" in body
     assert ("merit_tma2(sbase + s * 49152 + 0 + 0 * 16384, &tm0, kt * 32, pb0 + 0 * 128, "
             "mbar + 8 * s);") in body
     prod = body[body.index("if (warp >= 8) {"):body.index("return;")]
     assert prod.count("// operand 1 slot") == 16 and "// operand 0 slot" not in prod
-    assert prod.count("merit_st4(sbase + s * 49152 + sa1_") == 16
-    loop = prod.index("for (int kt = 0; kt < 8; ++kt)")
-    first = prod.index("f1_0[e] = ")
-    nxt = prod.index("if (kt + 1 < 8) {")
-    assert first < loop < prod.index("merit_mb_arrive(mbar + 8 * s);") < nxt
-    assert prod.count("f1_0[e] = ") == 2 and prod.index("f1_0[e] = ", first + 1) > nxt
-    assert "(kt + 1) * 32 + kq1_0 + e" in prod
+    assert prod.count("merit_acp4(sbase + s * 49152 + sa1_") == 16
+    assert "const int ee = (e + (lane >> 3)) & 3;" in prod
+    assert "int at = lb1_0 + (int)a0 * 384;" in prod
+    assert "merit_st4(" not in prod and "merit_mb_arrive(mbar + 8 * s)" not in prod
+    assert "merit_mb_cp_arrive(mbar + 8 * s);" in prod
+    # one copy instruction of a warp (slot 0: lanes on 32 consecutive columns, four k from
+    # kq = 0, lane group g at k (e + g) % 4, each group 8 consecutive words of a row of B):
+    # the swizzled words fall in 32 different banks
+    for e in range(4):
+        words = [ln * 32 + (0 ^ ldsm.swizzle(ln, 8)) * 4 + (e + ln // 8) % 4 for ln in range(32)]
+        assert len({wd % 32 for wd in words}) == 32
     cons = body[body.index("return;"):]
-    assert cons.count("m64n256k8.f32.tf32.tf32") == 4 and "merit_st4(" not in cons
-    # the rounding of the gathered operand: to nearest, ties away (the bulk copies' bits go as
-    # they are)
-    assert "(__float_as_uint(a) + 0x1000u) & 0xffffe000u" in src
-    # measured slower than the wgmma tiles without a producer: not timed by the autotuner
-    # unless TF32_PRODUCER_TUNED; then the TMA copies (3, 4 buffers) of the best wgmma tiles
+    assert cons.count("m64n256k8.f32.tf32.tf32") == 4 and "merit_acp4(" not in cons
+    # timed by the autotuner where TF32_PRODUCER_TUNED: the TMA copies (3, 4 buffers) of the
+    # best wgmma tiles
+    monkeypatch.setattr(tiling, "TF32_PRODUCER_TUNED", False)
     assert not any(x.producer for x in rank(spec, count=16))
     monkeypatch.setattr(tiling, "TF32_PRODUCER_TUNED", True)
     ws = [x for x in rank(spec, count=16) if x.producer]
@@ -1312,8 +1315,8 @@ def test_tf32_producer_tma_tile_source(monkeypatch):
     f = check_tile(odd, {"mma": "tf32", "ldsm": True, "wgmma": True, "regs": (64, 64),
                          "warps": (4, 1), "frags": (1, 8), "chunk": 32, "stages": 3,
                          "producer": True})
-    assert ldsm.tma_ops(odd, f) == (None, None)
-    assert "merit_mb_init(mbar + 8 * s, 256);" in source(odd, f)[1]
+    assert ldsm.tma_ops(odd, f) == (None, None) and ldsm.word_ops(odd, f) == (True, True)
+    assert "merit_mb_init(mbar + 8 * s, 128);" in source(odd, f)[1]
     assert ldsm.wgmma_fits(odd, f) == ""
     plain = dataclasses.replace(f, producer=False, stages=2)
     assert not tiling._producer_variants(odd, [], [(0.0, plain)], tiling.H100)
@@ -1322,6 +1325,14 @@ def test_tf32_producer_tma_tile_source(monkeypatch):
     f = check_tile(h, {"mma": "fp16", "ldsm": True, "wgmma": True, "regs": (128, 256),
                        "warps": (8, 1), "frags": (1, 32), "chunk": 64, "stages": 3,
                        "producer": True})
-    assert ldsm.tma_ops(h, f) == (None, None) and "cvt.rn.f16x2.f32" in source(h, f)[1]
+    assert ldsm.tma_ops(h, f) == (None, None) and ldsm.word_ops(h, f) == (False, False)
+    src = source(h, f)[1]
+    assert "cvt.rn.f16x2.f32" in src and "merit_mb_init(mbar + 8 * s, 256);" in src
+    prod = src[src.index("if (warp >= 8) {"):src.index("return;")]
+    first, nxt = prod.index("f1_0[e] = "), prod.index("if (kt + 1 < 4) {")
+    # the register slots run one k tile ahead: tile 0's loads before the loop, the next
+    # tile's after this one's stores and arrival
+    assert first < prod.index("for (int kt = 0; kt < 4; ++kt)") < nxt
+    assert prod.index("merit_mb_arrive(mbar + 8 * s);") < nxt < prod.index("f1_0[e] = ", first + 1)
     with pytest.raises(ValueError, match="tile.tma"):
         check_tile(h, dataclasses.replace(f, tma=True))

@@ -151,13 +151,11 @@ def _round_operand(x, precision):
 
 def _tc_operands(problem, spec, tile, arrays, precision):
     """The inputs as ``tile`` feeds them to the tensor cores, in float64: loop operands rounded
-    to the precision, or, TF32 operands that a bulk tensor copy takes (``Tile.tma``), truncated
-    (wgmma drops the low mantissa bits of the fp32 words)."""
-    from merit.gpu import ldsm
-
+    to the precision, or, on a TF32 tile with a producer warpgroup (which copies both operands
+    as they are, by bulk tensor copies or ``cp.async`` of words), truncated (wgmma drops the
+    low mantissa bits of the fp32 words)."""
     loop = {op.tensor for op in problem.operands[:2]}
-    copied = ({problem.operands[t["k"]].tensor for t in ldsm.tma_ops(spec, tile) if t}
-              if tile.tma and precision == "tf32" else set())
+    copied = loop if tile.producer and precision == "tf32" else set()
     return [(_trunc_tf32(a) if t.name in copied else _round_operand(a, precision))
             if t.name in loop else a.astype(np.float64)
             for t, a in zip(problem.tensors, arrays, strict=True)]
@@ -471,12 +469,12 @@ def _trunc_tf32(x):
 def test_wgmma_tf32_producer_warpgroup():
     """TF32 wgmma tiles with a producer warpgroup on float32 arrays (``Tile.producer``, 3 or 4
     buffers): the operand the bulk tensor copy engine takes (``Tile.tma``: GEMM's A, a
-    convolution's weights) reaches the tensor cores as fp32 bits, truncated to TF32; the other
-    is gathered one k tile ahead in the producer's registers, rounded to nearest and stored
-    K-major.  Ragged GEMMs with many more k tiles than buffers, a padded and a 1x1 image, A
-    rows that are no 16-byte multiple (no bulk copy: both gathered), 64- and 128-byte lines,
-    twice each; FP16 on float32 arrays (converted by the producer) once; against float64 on the
-    operands as each route rounds them."""
+    convolution's weights) and the other, copied word by word by ``cp.async`` into the K-major
+    layout (transposing GEMM's B; a padded image zero-filled), reach the tensor cores as fp32
+    bits, truncated to TF32.  Ragged GEMMs with many more k tiles than buffers, a padded and a
+    1x1 image, A rows that are no 16-byte multiple (no bulk copy: both by words), 64- and
+    128-byte lines, twice each; FP16 on float32 arrays (converted in the producer's registers,
+    one k tile ahead) once; against float64 on the operands as each route rounds them."""
     from merit.gpu import ldsm
     from merit.gpu.tiling import check_tile
 
@@ -504,7 +502,7 @@ def test_wgmma_tf32_producer_warpgroup():
             ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
             for _ in range(2):   # twice: fresh poison, the same answer (no race)
                 # (H100: 2.4e-6 at K = 1000 against truncated operands, 1e-4 and more
-                # against rounded ones: the copy engine's words are truncated)
+                # against rounded ones: the copied words are truncated)
                 _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
     problem, shape = cases[0]
     arrays = problem.random_inputs(rng, np.float32)

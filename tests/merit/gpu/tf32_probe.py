@@ -3,7 +3,8 @@ time on float32 arrays (among them the warp-specialized wgmma tiles whose produc
 operand by bulk tensor copies and gathers the other, ``_ws<S>_tma``), each checked against
 float64 and timed beside cuBLAS / cuDNN in TF32 on the same tensors.
 
-``PYTHONPATH=sw python tests/merit/gpu/tf32_probe.py [--only gemm,vgg,odd,oddconv] [--out DIR]``:
+``PYTHONPATH=sw python tests/merit/gpu/tf32_probe.py [--only gemm,vgg,odd,oddconv] [--producer]
+[--out DIR]``:
 one line per tile, the best of each form last, a JSON file under ``--out``.
 """
 
@@ -21,9 +22,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="gemm,vgg,odd,oddconv")
     ap.add_argument("--out", default=".")
+    ap.add_argument("--producer", action="store_true",
+                    help="time the warp-specialized TMA tiles too (tiling.TF32_PRODUCER_TUNED)")
     args = ap.parse_args()
-    from merit.gpu import TUNED, _compile_all
+    from merit.gpu import TUNED, _compile_all, tiling
     from merit.gpu.tiling import H100, WG_TUNED, rank
+
+    tiling.TF32_PRODUCER_TUNED = args.producer or tiling.TF32_PRODUCER_TUNED
 
     rows, best = [], []
     for key, prec, prob, spec, inputs, ref, peer_ms in tc_cases(args.only, "tf32", 5):
