@@ -100,13 +100,17 @@ class Tile:
         aligned) instead of gathers of k one element at a time (see
         :func:`merit.gpu.ldsm.mn_ops`).
     producer : bool
-        ``half`` wgmma tiles of 3 or 4 buffers only (warp specialization): a fifth warpgroup
+        wgmma tiles of 3 or 4 buffers only (warp specialization): a fifth warpgroup
         (:data:`merit.gpu.ldsm.PRODUCER` threads, after the consumers) issues every copy of the
         operand tiles into a ring of ``stages`` buffers and the consumer warpgroups issue only
         wgmma; each buffer has a "full" and an "empty" mbarrier: a producer thread's copies arrive
         on "full" when they land (``cp.async.mbarrier.arrive.noinc``), the consumers wait on its
         phase parity, and arrive on "empty" once ``wgmma.wait_group`` says the buffer has been
         read, which the producer waits for before refilling it.  No block barrier in the loop.
+        On float32 arrays TF32 operands are copied as they are (bulk copies, or ``cp.async`` of
+        single words into the K-major layout, :func:`merit.gpu.ldsm.word_ops`: truncated to
+        TF32 by wgmma), FP16 / BF16 ones converted in the producer's registers, one k tile
+        ahead.
     tma : bool
         ``producer`` tiles only: operands that are plain matrices in memory (one line index, k
         contiguous, or lines contiguous and one k index; no boundary checks, see
