@@ -315,6 +315,9 @@ def wgmma_fits(spec, tile):
     if tile.producer and tile.cluster == 2 and not all(tma_ops(spec, tile)):
         return ("a producer tile in clusters of two multicasts B by bulk tensor copies: both "
                 "operands must qualify for them (ldsm.tma_ops), B in an even number of boxes")
+    if tile.persist and not (tile.producer and tile.cluster == 1 and tile.persist > 0):
+        return (f"tile.persist (a persistent grid of {tile.persist} blocks) needs tile.producer "
+                f"and tile.cluster 1")
     if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
         return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
                 "plain matrix in memory (see ldsm.tma_ops)")
@@ -732,6 +735,10 @@ def source(spec, tile):
     wm_n, wn_n = tile.warps
     fm_n, fn_n = tile.frags
     bm, bn, bk, rb, chunks = _geo(spec, tile)
+    pers = None
+    if tile.persist:   # (output tiles, blocks launched): each block loops over output tiles
+        pers = grid_blocks(spec, tile)
+        nblocks = pers[1]
     wg = tile.wgmma
     if wg and wgmma_fits(spec, tile):
         raise ValueError(wgmma_fits(spec, tile))
@@ -812,8 +819,16 @@ def source(spec, tile):
             else:
                 w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
         w("const unsigned speer = merit_mapa(sbase, crank ^ 1u);")
-    else:
+    elif not pers:
         w("int bq = blockIdx.x;")
+        for j in range(P - 1, -1, -1):
+            w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
+
+    def open_tiles():
+        """A persistent tile's loop over its block's output tiles (:func:`schedule`), with their
+        block coordinates ``pb<j>``; ``g0`` counts the k tiles of the tiles before."""
+        w.open(f"for (int t = blockIdx.x; t < {pers[0]}; t += {pers[1]})")
+        w("int bq = t;")
         for j in range(P - 1, -1, -1):
             w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
 
@@ -824,6 +839,9 @@ def source(spec, tile):
     if tile.producer:
         nreg = sum(1 for a, t in zip(asy, tmas, strict=True) if not a and not t)
         _emit_producer_head(w, tile, stage_bytes, nt - ng, nreg, tmas, asy)
+        if pers:
+            w("int g0 = 0;   // k tiles of this block's earlier output tiles")
+            open_tiles()
 
     # ---- the gather: per operand and slot, four consecutive k of a line ("lk" layout) or
     # four consecutive lines at one k ("kl" layout, read with ldmatrix.trans) ----
@@ -1058,8 +1076,12 @@ def source(spec, tile):
             reg = any(not a and not t for a, t in zip(asy, tmas, strict=True))
             _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
                                 tmas, (0, b_off))
-        _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off)
-        emit_epilogue(w, spec, r, blk, fm_n, fn_n)
+        _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
+                         open_tiles if pers else None)
+        emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers))
+        if pers:
+            w(f"g0 += {ntiles};")
+            w.close()
         out.append("\n".join(w.lines))
         out.append("}")
         return name, "\n".join(out) + "\n", nblocks, nt, smem
@@ -1234,7 +1256,8 @@ def _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes,
         w(f"merit_keep({a});")
 
 
-def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off):
+def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
+                     open_tiles=None):
     """The k-tile loop of a wgmma tile: the next tile's loads into registers, this tile's
     wgmma's issued asynchronously (one per k step), the next tile stored (converted) into the
     other buffer while they run, a proxy fence (the tensor cores read what ordinary stores
@@ -1268,7 +1291,7 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
                          f"db0 + so + {128 * k if tb else 2 * k}", ta, tb)
 
     if tile.producer:
-        _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product)
+        _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles)
         return
     if tile.half and _buffers(tile) >= 3:
         _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
@@ -1346,6 +1369,21 @@ def phases(kt, stages):
     consumers' release of tile ``kt - stages``; none for the first ``stages`` tiles: None)."""
     s, n = kt % stages, kt // stages
     return s, n & 1, (None if n == 0 else (n - 1) & 1)
+
+
+def grid_blocks(spec, tile):
+    """``(output tiles, blocks launched)``: a persistent tile (``Tile.persist``) launches at
+    most ``persist`` blocks, each looping over output tiles (:func:`schedule`)."""
+    n = math.prod(-(-e // b) for e, b in zip(spec.pshape, tile.block, strict=True))
+    return n, (min(n, tile.persist) if tile.persist else n)
+
+
+def schedule(ntiles, nblocks):
+    """The output tiles each block of a persistent grid takes, in its order: block ``b`` takes
+    ``b, b + nblocks, b + 2 nblocks, ...`` (the generated loop ``for (t = blockIdx.x; t <
+    ntiles; t += nblocks)``); consecutive tiles share a row block of the output (the columns'
+    blocks vary fastest), so the tiles in flight at once read few rows of A and B from L2."""
+    return [list(range(b, ntiles, nblocks)) for b in range(nblocks)]
 
 
 def tma_ops(spec, tile):
@@ -1431,13 +1469,16 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
     outputs)."""
     nbuf = _buffers(tile)
     full, empty = mbarriers(tile, stage_bytes)
+    g = "g" if tile.persist else "kt"   # the block's k tiles so far: the ring's phases
     if reg:   # the register slots run one k tile ahead of their stores
         emit_loads("0", part="reg")
     w("#pragma unroll 1")
     w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
-    w(f"const int s = kt % {nbuf};")
-    w(f"if (kt >= {nbuf}) merit_mb_wait(mbar + {empty[0] - full[0]} + 8 * s, "
-      f"((kt / {nbuf}) + 1) & 1);")
+    if tile.persist:
+        w("const int g = g0 + kt;")
+    w(f"const int s = {g} % {nbuf};")
+    w(f"if ({g} >= {nbuf}) merit_mb_wait(mbar + {empty[0] - full[0]} + 8 * s, "
+      f"(({g} / {nbuf}) + 1) & 1);")
     if any(tmas):   # one thread: the expected bytes, then one bulk copy per box
         bk = tile.chunk
         w.open("if (tid == 0)")
@@ -1470,6 +1511,9 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
         emit_loads("(kt + 1)", part="reg")
         w.close()
     w.close()
+    if tile.persist:   # the next output tile's k tiles go on into the ring
+        w(f"g0 += {ntiles};")
+        w.close()
     w("merit_await_all();")
     if tile.cluster > 1:   # no block leaves while its peer may still signal it
         w("merit_cluster_sync();")
@@ -1477,19 +1521,30 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
     w.close()
 
 
-def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product):
+def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=None):
     """The consumers' loop: per k tile, wait for its buffer's "full" phase, a proxy fence (the
     tensor cores read what the copies wrote), its wgmma issued and committed, then
     ``wgmma.wait_group 1`` (tile kt - 1's products are done) and one arrival on the "empty"
-    mbarrier of tile kt - 1's buffer."""
+    mbarrier of tile kt - 1's buffer.  A persistent tile (``open_tiles``): the loop over the
+    block's output tiles opened (left open for the epilogue), the sums zeroed per output tile,
+    phases counted by ``g = g0 + kt``, and the tile's last buffer released once its products
+    are done (so the producer fills the next tile's first buffers during the epilogue)."""
     nbuf = _buffers(tile)
     prec, bk = tile.mma, tile.chunk
     ks = KSTEP[prec]
     full, empty = mbarriers(tile, stage_bytes)
+    if open_tiles:
+        w("int g0 = 0;   // k tiles of this block's earlier output tiles")
+        open_tiles()
+        for a in accs:
+            w(f"{a} = 0.f;")
     w("#pragma unroll 1")
     w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
-    w(f"const int s = kt % {nbuf};")
-    w(f"merit_mb_wait(mbar + 8 * s, (kt / {nbuf}) & 1);")
+    g = "g" if open_tiles else "kt"
+    if open_tiles:
+        w("const int g = g0 + kt;")
+    w(f"const int s = {g} % {nbuf};")
+    w(f"merit_mb_wait(mbar + 8 * s, ({g} / {nbuf}) & 1);")
     w("merit_proxy_fence();")
     w(f"const unsigned long long so = (unsigned long long)(s * {stage_bytes // 16});")
     w("merit_wg_fence();")
@@ -1497,7 +1552,7 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product):
         w(product(k))
     w("merit_wg_commit();")
     w("merit_wg_wait1();")
-    rel = f"mbar + {empty[0] - full[0]} + 8 * ((kt + {nbuf - 1}) % {nbuf})"
+    rel = f"mbar + {empty[0] - full[0]} + 8 * (({g} + {nbuf - 1}) % {nbuf})"
     if tile.cluster > 1:   # one thread per warpgroup for this block, one for the peer
         w(f"if (kt > 0 && (tid & 127) == 0) merit_mb_arrive({rel});")
         w(f"if (kt > 0 && (tid & 127) == 32) merit_mb_arrive_peer({rel}, crank ^ 1u);")
@@ -1505,6 +1560,8 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product):
         w(f"if (kt > 0) merit_mb_arrive({rel});")
     w.close()
     w("merit_wg_wait();")
+    if open_tiles:   # the tile's last buffer is read: the producer may refill it
+        w(f"merit_mb_arrive(mbar + {empty[0] - full[0]} + 8 * ((g0 + {ntiles - 1}) % {nbuf}));")
     if tile.cluster > 1:
         w("merit_cluster_sync();")
     for a in accs:

@@ -348,15 +348,47 @@ def _decompose_code(var, n_expr, idxs, exts, prefix):
     return lines
 
 
-def emit_epilogue(w, spec, r, blk, fm_n, fn_n):
+def vector_store_ok(spec, blk):
+    """How the mma fragments' outputs can be stored four at a time (16 bytes): "cols" or
+    "rows", where the one fp32 output's innermost index (unit stride) is the fastest of the
+    column (row) indices, with the block's box and the problem a multiple of 4 along it (four
+    adjacent columns / rows lie side by side in memory, 16-byte aligned, all inside the
+    problem or all outside); else ""."""
+    r = roles(spec)
+    inner = spec.np - 1
+    if not (spec.outputs == 1 and spec.out_dtype == "float32" and blk[inner] % 4 == 0
+            and spec.pshape[inner] % 4 == 0):
+        return ""
+    if r.cols and r.cols[-1] == inner:
+        return "cols"
+    if r.rows and r.rows[-1] == inner:
+        return "rows"
+    return ""
+
+
+def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False):
     """The PostLoop of every sum ``c<fm>_<fn>_<e>`` and its store, guarded where the block's
-    box overhangs the problem (warp ``wm, wn``, lane ``gq, tq`` of the mma fragments)."""
+    box overhangs the problem (warp ``wm, wn``, lane ``gq, tq`` of the mma fragments).
+
+    ``vector`` (where :func:`vector_store_ok`): each lane stores four adjacent outputs with one
+    16-byte store (a quarter of the store instructions, every 32-byte sector written whole)
+    after exchanging sums with its neighbours.  Along the columns: lanes ``tq`` and ``tq ^ 1``
+    swap a pair (the even lane gets its neighbour's two columns of row ``gq``, the odd one its
+    neighbour's of row ``gq + 8``).  Along the rows: the four lanes ``gq = 4 a + i`` of one
+    ``tq`` transpose the 4 x 4 matrix of their four sums (rows ``4 a + i``; columns ``2 tq``,
+    ``2 tq + 1``; rows ``+ 8``) in two butterfly stages (lanes ``^ 8``, then ``^ 4``, two
+    exchanges each): lane ``i`` gets rows ``4 a .. 4 a + 3`` (``+ 8`` if ``i & 2``) of column
+    ``2 tq + (i & 1)``."""
     from .codegen import _global_index_type, _gstrides
 
     P, A = spec.np, spec.na
     ostr = _gstrides(spec.pshape)
     oidx = _global_index_type(spec.pshape)
     post_args_a = [str(spec.ashape[i] - 1) for i in range(A)]
+    how = vector_store_ok(spec, blk) if vector else ""
+    if how:
+        _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how)
+        return
     for fm in range(fm_n):
         for fn in range(fn_n):
             for e in range(4):
@@ -381,6 +413,69 @@ def emit_epilogue(w, spec, r, blk, fm_n, fn_n):
                         f"g_out0[{lin}] = st.out0;")
                 w(f"if ({' && '.join(conds)}) {{ {body} }}" if conds else f"{{ {body} }}")
                 w.close()
+
+
+def _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how):
+    """:func:`emit_epilogue` by 16-byte stores (``how``: along the "cols" or the "rows"): per
+    fragment the exchanges of sums between lanes, the PostLoop of the four outputs, one
+    ``float4`` store."""
+    P = spec.np
+    inner = P - 1
+    if how == "cols":
+        w("const int odd = tq & 1;")
+    else:
+        w("const int hi = (gq >> 1) & 1, lo = gq & 1;")
+    for fm in range(fm_n):
+        for fn in range(fn_n):
+            c = f"c{fm}_{fn}_"
+            w.open("")
+            if how == "cols":
+                # even lanes send row gq + 8's pair and keep row gq's; odd lanes the other way
+                w(f"const float x0 = __shfl_xor_sync(0xffffffffu, odd ? {c}0 : {c}2, 1);")
+                w(f"const float x1 = __shfl_xor_sync(0xffffffffu, odd ? {c}1 : {c}3, 1);")
+                w(f"const float v0 = odd ? x0 : {c}0, v1 = odd ? x1 : {c}1, "
+                  f"v2 = odd ? {c}2 : x0, v3 = odd ? {c}3 : x1;")
+                row = f"wm * {fm_n * 16} + {fm * 16} + gq + 8 * odd"
+                col = f"wn * {fn_n * 8} + {fn * 8} + 4 * (tq >> 1)"
+            else:
+                # stage 1 (lanes ^ 8): the off-diagonal 2 x 2 blocks swap
+                w(f"const float y0 = __shfl_xor_sync(0xffffffffu, hi ? {c}0 : {c}2, 8);")
+                w(f"const float y1 = __shfl_xor_sync(0xffffffffu, hi ? {c}1 : {c}3, 8);")
+                w(f"const float n0 = hi ? y0 : {c}0, n1 = hi ? y1 : {c}1, "
+                  f"n2 = hi ? {c}2 : y0, n3 = hi ? {c}3 : y1;")
+                # stage 2 (lanes ^ 4): each 2 x 2 block transposed
+                w("const float z0 = __shfl_xor_sync(0xffffffffu, lo ? n0 : n1, 4);")
+                w("const float z1 = __shfl_xor_sync(0xffffffffu, lo ? n2 : n3, 4);")
+                w("const float v0 = lo ? z0 : n0, v1 = lo ? n1 : z0, "
+                  "v2 = lo ? z1 : n2, v3 = lo ? n3 : z1;")
+                row = f"wm * {fm_n * 16} + {fm * 16} + hi * 8 + (gq >> 2) * 4"
+                col = f"wn * {fn_n * 8} + {fn * 8} + 2 * tq + lo"
+            for line in _decompose_code("qr", row, r.rows, blk, "u"):
+                w(line)
+            for line in _decompose_code("qc", col, r.cols, blk, "u"):
+                w(line)
+            for j in range(P):
+                rel = f" + u{j}" if j in r.rows or j in r.cols else ""
+                w(f"const int p{j} = pb{j}{rel};")
+            conds = [f"p{j} < {spec.pshape[j]}" for j in range(P) if spec.pshape[j] % blk[j]]
+            lin = " + ".join(f"({oidx})p{j} * {ostr[j]}" for j in range(P)) or "0"
+            body = []
+            for e in range(4):
+                pargs = [f"p{j}" + (f" + {e}" if j == inner and e else "") for j in range(P)]
+                pargs += post_args_a
+                args = [f"merit_ld{k}(g_in{k}, {', '.join(pargs)})"
+                        for k, op in enumerate(spec.inputs) if op.stage == "post"]
+                args += pargs
+                body.append(f"Strat s{e}; s{e}.acc = v{e}; s{e}.post0({', '.join(args)});")
+            body.append(f"*reinterpret_cast<float4*>(g_out0 + {lin}) = "
+                        f"make_float4(s0.out0, s1.out0, s2.out0, s3.out0);")
+            if conds:
+                w.open(f"if ({' && '.join(conds)})")
+            for b in body:
+                w(b)
+            if conds:
+                w.close()
+            w.close()
 
 
 def source(spec, tile):

@@ -118,6 +118,16 @@ class Tile:
         (``cp.async.bulk.tensor``, one instruction per operand box, issued by one producer
         thread, completing on the "full" mbarrier by its byte count) through tensor maps made on
         the host (``cuTensorMapEncodeTiled``) and passed as ``__grid_constant__`` parameters.
+    persist : int
+        ``producer`` tiles only: 0, or the number of blocks of a persistent grid (the device's
+        SMs times the blocks per SM, set by the autotuner's candidates, at most the number of
+        output tiles); each block takes output tiles ``blockIdx.x``, ``+ persist``, ... (a static
+        stride schedule, :func:`merit.gpu.ldsm.schedule`).  The producer runs on into the next
+        output tile's k tiles while the consumers store the last one's outputs: the mbarriers'
+        phases are counted over every k tile the block has run (``g``), and the consumers release
+        a tile's last buffer when its products are done.  The consumers store four adjacent fp32
+        outputs at a time (16 bytes, after one lane exchange) where the output's innermost index
+        is the columns' fastest (:func:`merit.gpu.mma.vector_store_ok`).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -154,6 +164,7 @@ class Tile:
     mn: bool = field(default=False, repr=False)
     producer: bool = field(default=False, repr=False)
     tma: bool = field(default=False, repr=False)
+    persist: int = field(default=0, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -202,6 +213,7 @@ class Tile:
                 kind += "_ws" if self.producer else ""
                 kind += f"{self.stages}" if self.producer and not self.half else ""
                 kind += "_tma" if self.tma else ""
+                kind += f"_g{self.persist}" if self.persist else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

@@ -509,7 +509,7 @@ def _complete_mma(spec, tile, device):
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
-                    mn=tile.mn, producer=tile.producer, tma=tile.tma)
+                    mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -836,7 +836,32 @@ def _half_variants(spec, ranked, wg, device):
                     if n >= 3 and f not in seen and _smem_bytes(spec, f) <= cap:
                         seen.add(f)
                         out.append((cost, f))
+                        out += [(cost, p) for p in _persistent(spec, f, device)]
     return out
+
+
+#: Warp-specialized tiles: their persistent form (``Tile.persist``, a grid of SMs x blocks per
+#: SM looping over output tiles, 16-byte output stores) is timed beside each.
+PERSIST_TUNED = True
+
+
+def persist_blocks(spec, tile, device=H100):
+    """The persistent grid of ``tile`` on ``device``: its SMs times the blocks per SM that
+    shared memory (and 2048 threads per SM) leave room for."""
+    per = max(1, min(device.smem_sm // (_smem_bytes(spec, tile) + 1024), 2048 // tile.nthreads))
+    return device.sms * per
+
+
+def _persistent(spec, tile, device):
+    """The persistent form of a producer tile, where it has fewer blocks than output tiles
+    (else it would be the same kernel)."""
+    if not PERSIST_TUNED or not tile.producer or tile.cluster != 1:
+        return []
+    g = persist_blocks(spec, tile, device)
+    p = _replace(tile, persist=g)
+    if ldsm.grid_blocks(spec, p)[0] <= g or ldsm.wgmma_fits(spec, p):
+        return []
+    return [p]
 
 #: TF32 problems: the warp-specialized TMA copies of the best wgmma tiles are timed too (see
 #: :func:`_producer_variants`).
@@ -861,6 +886,7 @@ def _producer_variants(spec, ranked, wg, device):
                     and _smem_bytes(spec, f) <= cap):
                 seen.add(f)
                 out.append((cost, f))
+                out += [(cost, p) for p in _persistent(spec, f, device)]
     return out
 
 

@@ -1336,3 +1336,209 @@ def test_tf32_producer_tma_tile_source(monkeypatch):
     assert prod.index("merit_mb_arrive(mbar + 8 * s);") < nxt < prod.index("f1_0[e] = ", first + 1)
     with pytest.raises(ValueError, match="tile.tma"):
         check_tile(h, dataclasses.replace(f, tma=True))
+
+
+def test_persistent_schedule_covers_every_tile_once():
+    """The persistent grid's static stride schedule (``ldsm.schedule``) against a brute-force
+    enumeration of (block, step) pairs: every output tile exactly once, blocks' loads within one
+    tile of each other, each block's tiles in increasing order; the grid is at most the number
+    of tiles (``grid_blocks``)."""
+    from merit.gpu import ldsm
+
+    for ntiles in (1, 5, 6, 7, 131, 132, 133, 448, 512):
+        for nblocks in (1, 4, 5, 132, 264, 396):
+            g = min(ntiles, nblocks)
+            sched = ldsm.schedule(ntiles, g)
+            assert len(sched) == g
+            seen = {}
+            for b in range(g):
+                for step in range(ntiles + 1):   # brute force: t = b + step * g
+                    t = b + step * g
+                    if t < ntiles:
+                        seen.setdefault(t, []).append(b)
+                        assert t in sched[b]
+            assert sorted(seen) == list(range(ntiles))
+            assert all(len(v) == 1 for v in seen.values())
+            assert sum(len(s) for s in sched) == ntiles
+            assert all(s == sorted(s) for s in sched)
+            assert max(map(len, sched)) - min(map(len, sched)) <= 1
+    spec, t = _mn(W.gemm(300, 260, 520), regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64,
+                  stages=3, producer=True, tma=True, persist=4)
+    assert ldsm.grid_blocks(spec, t) == (6, 4)
+    big = dataclasses.replace(t, persist=64)
+    assert ldsm.grid_blocks(spec, big) == (6, 6) and source(spec, big)[2] == 6
+
+
+def _simulate_ring(ntiles, stages, tiles):
+    """The ring's mbarriers as the persistent kernel drives them, step by step: the consumers
+    release k tile g - 1 after tile g's products are issued (kt > 0) and a tile's last k tile
+    after its products are done; the producer refills buffer g % S after waiting for the
+    ("empty") phase of parity ((g // S) + 1) & 1, the consumers wait for the "full" phase of
+    parity (g // S) & 1.  Returns the order of releases and, per k tile, the empty phase the
+    producer's wait completes on (the number of phases of that buffer completed before it)."""
+    releases = []
+    for i in range(tiles):
+        g0 = i * ntiles
+        for kt in range(ntiles):
+            g = g0 + kt
+            if kt > 0:
+                releases.append(g - 1)
+        releases.append(g0 + ntiles - 1)
+    done = [0] * stages   # phases completed per "empty" barrier
+    when = {}
+    for g in releases:
+        when[g] = done[g % stages]
+        done[g % stages] += 1
+    return releases, when
+
+
+def test_persistent_phase_bookkeeping_across_tiles():
+    """Phases across output tiles: with the block's k tiles counted by ``g = g0 + kt``, each k
+    tile is released exactly once, in order, so the producer's wait for the release of
+    ``g - S`` (parity ``((g // S) + 1) & 1`` of buffer ``g % S``) is the wait for that buffer's
+    ``(g // S - 1)``-th phase, whatever the number of k tiles per output tile (fewer than the
+    buffers, equal, more); the consumers' "full" parity agrees with ``ldsm.phases``.  The
+    generated source counts that way in both roles."""
+    from merit.gpu import ldsm
+
+    for ntiles in (1, 2, 3, 4, 5, 9):
+        for stages in (3, 4):
+            rel, when = _simulate_ring(ntiles, stages, 5)
+            assert rel == list(range(5 * ntiles))
+            for g in range(stages, 5 * ntiles):
+                s, fpar, epar = ldsm.phases(g, stages)
+                assert s == g % stages and when[g - stages] == g // stages - 1
+                assert epar == ((g // stages) + 1) & 1 == when[g - stages] & 1
+                assert fpar == (g // stages) & 1
+    spec, t = _mn(W.gemm(500, 384, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64,
+                  producer=True, tma=True, persist=5)
+    name, src, nb, nt, _ = source(spec, t)
+    assert "_ws_tma_g5_" in name and nb == 5 and nt == 384
+    body = src[src.index('extern "C"'):]
+    prod, cons = body[:body.index("return;")], body[body.index("return;"):]
+    for part in (prod, cons):
+        assert part.count("for (int t = blockIdx.x; t < 8; t += 5) {") == 1
+        assert part.count("const int g = g0 + kt;") == 1 and part.count("g0 += 4;") == 1
+        assert "const int pb0 = (bq % 4) * 128; bq /= 4;" in part
+    assert "if (g >= 4) merit_mb_wait(mbar + 32 + 8 * s, ((g / 4) + 1) & 1);" in prod
+    assert "merit_mb_wait(mbar + 8 * s, (g / 4) & 1);" in cons
+    assert "if (kt > 0) merit_mb_arrive(mbar + 32 + 8 * ((g + 3) % 4));" in cons
+    # the tile's last buffer released after wgmma.wait_group 0, before the epilogue's stores;
+    # the sums zeroed per output tile, inside the tile loop
+    end = cons.index("merit_mb_arrive(mbar + 32 + 8 * ((g0 + 3) % 4));")
+    assert cons.index("merit_wg_wait();") < end < cons.index("float4")
+    assert cons.index("for (int t = blockIdx.x") < cons.index("c0_31_3 = 0.f;") < cons.index(
+        "for (int kt = 0")
+    # the one-tile-per-block form counts by kt, as before
+    plain = source(spec, dataclasses.replace(t, persist=0))[1]
+    assert "g0" not in plain and "for (int t = " not in plain and "float4" not in plain
+
+
+def _eval_exchange(lines, lane_sums):
+    """Evaluate the generated exchange statements of one fragment (``const float a = b ? c : d``
+    and ``__shfl_xor_sync(mask, value, m)``) for the 32 lanes of a warp; ``lane_sums``: per lane
+    the fragment's four sums.  Returns per lane the values ``v0 .. v3`` and the evaluated
+    ``qr`` / ``qc`` expressions."""
+    tern = re.compile(r"(\w+) \? (\w+) : (\w+)")
+    env = [dict(gq=ln >> 2, tq=ln & 3, wm=0, wn=0, **{f"c0_0_{e}": lane_sums[ln][e]
+                                                        for e in range(4)})
+           for ln in range(32)]
+    for ln in range(32):
+        env[ln].update(odd=env[ln]["tq"] & 1, hi=(env[ln]["gq"] >> 1) & 1, lo=env[ln]["gq"] & 1)
+    for line in lines:
+        line = line.strip().rstrip(";")
+        if line.startswith(("int qr", "int qc")):
+            name, expr = line[4:].split(" = ")
+            for e in env:
+                e[name] = eval(expr, {}, dict(e))
+            continue
+        if not line.startswith("const float"):
+            continue
+        for decl in re.split(r", (?=\w+ = )", line[len("const float "):]):
+            name, expr = decl.split(" = ", 1)
+            m = re.match(r"__shfl_xor_sync\(0xffffffffu, (.*), (\d+)\)", expr)
+            if m:
+                sent = [e[tern.sub(lambda t, e=e: t[2] if e[t[1]] else t[3], m[1])]
+                        for e in env]
+                for ln, e in enumerate(env):
+                    e[name] = sent[ln ^ int(m[2])]
+            else:
+                for e in env:
+                    e[name] = e[tern.sub(lambda t, e=e: t[2] if e[t[1]] else t[3], expr)]
+    return [([e[f"v{i}"] for i in range(4)], e["qr"], e["qc"]) for e in env]
+
+
+@pytest.mark.parametrize("how", ["cols", "rows"])
+def test_vector_store_exchange_puts_four_neighbours_in_each_lane(how):
+    """The persistent tiles' 16-byte stores: the generated lane exchanges, evaluated for a warp
+    whose lanes hold the mma fragment's sums (row gq / gq + 8, columns 2 tq, 2 tq + 1) tagged
+    by position, leave each lane four adjacent outputs (columns qc .. qc + 3 of row qr, or rows
+    qr .. qr + 3 of column qc), and the warp's 32 lanes cover the fragment's 16 x 8 sums once.
+    A GEMM stores along its columns, a convolution (output pixels innermost) along the rows;
+    where the innermost extent is no multiple of 4, the stores stay scalar."""
+    from merit.gpu.mma import vector_store_ok
+
+    if how == "cols":
+        spec, t = _mn(W.gemm(500, 384, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32),
+                      chunk=64, producer=True, tma=True, persist=5)
+    else:
+        spec, t = _mn(W.conv2d(2, 24, 13, 16, 72, 3, padding=1), regs=(1, 64, 4, 16),
+                      warps=(4, 1), frags=(1, 8), chunk=64, stages=3, producer=True, persist=3)
+    assert vector_store_ok(spec, t.block) == how
+    body = source(spec, t)[1]
+    body = body[body.index("return;"):]
+    start = body.index("const float", body.index("merit_keep(c0_0_0)"))
+    lines = body[start:body.index("const int p0", start)].splitlines()
+    lines = [ln for ln in lines if "const float" in ln or "int q" in ln]
+    # lane ln's sum e sits at row gq (+ 8 for e >= 2), column 2 tq (+ 1 for odd e): tagged
+    # row * 100 + column
+    sums = [[float(((ln >> 2) + 8 * (e >> 1)) * 100 + 2 * (ln & 3) + (e & 1)) for e in range(4)]
+            for ln in range(32)]
+    got = _eval_exchange(lines, sums)
+    cover = []
+    for vals, qr, qc in got:
+        want = ([qr * 100 + qc + i for i in range(4)] if how == "cols"
+                else [(qr + i) * 100 + qc for i in range(4)])
+        assert vals == want
+        assert (qc if how == "cols" else qr) % 4 == 0
+        cover += want
+    assert sorted(cover) == sorted(r * 100 + c for r in range(16) for c in range(8))
+    assert body.count("*reinterpret_cast<float4*>(g_out0") == t.frags[1]
+    narrow = spec_of(W.gemm(300, 42, 256), "float32", "fp16", operands="float16")
+    assert vector_store_ok(narrow, (128, 64)) == ""
+    t2 = check_tile(narrow, {"mma": "fp16", "ldsm": True, "wgmma": True, "mn": True,
+                             "half": True, "stages": 3, "regs": (64, 64), "warps": (4, 1),
+                             "frags": (1, 8), "chunk": 64, "producer": True, "persist": 2})
+    src = source(narrow, t2)[1]
+    assert "float4" not in src and "for (int t = blockIdx.x; t < 5; t += 2)" in src
+
+
+def test_persistent_candidates_and_refusals():
+    """The autotuner times the persistent form (grid: 132 SMs x the blocks per SM that shared
+    memory leaves) beside each producer tile of a large GEMM, none where a problem has no more
+    output tiles than that grid, none unless ``PERSIST_TUNED``; ``Tile.persist`` needs a
+    producer tile outside clusters."""
+    from merit.gpu import tiling
+
+    spec = spec_of(W.gemm(4096, 4096, 4096), "float32", "fp16", operands="float16")
+    ranked = rank(spec, count=16)
+    ws = [t for t in ranked if t.producer and not t.persist]
+    ps = [t for t in ranked if t.persist]
+    assert ws and {dataclasses.replace(t, persist=0) for t in ps} == set(ws)
+    for t in ps:
+        per = tiling.H100.smem_sm // (tiling._smem_bytes(spec, t) + 1024)
+        assert t.persist == 132 * max(1, min(per, 2048 // t.nthreads))
+        assert t.label().endswith(f"_g{t.persist}")
+    small = spec_of(W.gemm(300, 260, 520), "float32", "fp16", operands="float16")
+    assert not any(t.persist for t in rank(small, count=16))
+    try:
+        tiling.PERSIST_TUNED = False
+        assert not any(t.persist for t in rank(spec, count=16))
+    finally:
+        tiling.PERSIST_TUNED = True
+    with pytest.raises(ValueError, match="tile.persist"):
+        _mn(W.gemm(512, 384, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64,
+            persist=4)
+    with pytest.raises(ValueError, match="tile.persist"):
+        _mn(W.gemm(512, 512, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64,
+            producer=True, tma=True, cluster=2, persist=4)

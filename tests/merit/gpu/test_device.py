@@ -4,6 +4,7 @@ Skipped without CuPy or without a GPU.  Outputs are poisoned before each run, so
 kernel never writes fails the check; the float reference is the golden model in float64.
 """
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -511,3 +512,51 @@ def test_wgmma_tf32_producer_warpgroup():
                         for t, a in zip(problem.tensors, arrays, strict=True)])
     tile = dict(shape, mma="fp16", ldsm=True, wgmma=True, chunk=64, stages=3, producer=True)
     _run_checked(problem, arrays, tile, spec_of(problem, "float32", "fp16").pshape, "fp16", ref)
+
+
+def test_wgmma_persistent_grid():
+    """Persistent warp-specialized tiles (``Tile.persist``): a grid of fewer blocks than output
+    tiles, each looping over tiles ``blockIdx.x + i * grid`` (a number of tiles that is no
+    multiple of the grid: some blocks take one more), the ring's phases carried across tiles,
+    the outputs stored four at a time (along a GEMM's columns, a convolution's pixels) or one
+    at a time (42 columns).  Ragged GEMMs (tiles past the edge, K not a multiple of the k tile),
+    a padded image through the producer's registers and a 1x1 image by cp.async, the weights by
+    bulk copies; FP16 / BF16 on half arrays, TF32 on float32 arrays; a grid larger than the
+    tiles (one each); twice each, against float64 on the rounded operands."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 4),
+        (W.gemm(1000, 520, 200), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 7),
+        (W.gemm(300, 260, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}, 5),
+        (W.gemm(300, 42, 300), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}, 2),
+        (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
+         {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}, 3),
+        (W.conv2d(2, 32, 8, 16, 64, 1), {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)},
+         3),
+    ]
+    seen = set()
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=43):
+        grid = next(g for p, _, g in cases if p is problem)
+        for chunk, stages, persist in ((64, 4, grid), (32, 3, grid), (64, 3, 1000)):
+            tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=True, chunk=chunk, half=True,
+                        stages=stages, producer=True, persist=persist)
+            if any(ldsm.tma_ops(spec, check_tile(spec, tile))):
+                tile["tma"] = True
+            n, launched = ldsm.grid_blocks(spec, check_tile(spec, tile))
+            seen.add((n % launched != 0, launched == n))
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref)
+    assert seen >= {(True, False), (False, True)}
+    rng = np.random.default_rng(47)
+    for problem, shape, grid in cases[:3] + cases[4:]:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=32,
+                                     stages=3, producer=True, persist=grid))
+        if any(ldsm.tma_ops(spec, tile)):
+            tile = dataclasses.replace(tile, tma=True)
+        ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+        for _ in range(2):
+            _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)

@@ -1,0 +1,108 @@
+"""Device probe of the persistent warp-specialized wgmma tiles (not a test): for GEMM 4096^3 and
+VGG conv3_1 in FP16 / BF16 (half arrays) and TF32 (float32 arrays), every producer tile the
+autotuner would time, in its one-tile-per-block form and its persistent form (``Tile.persist``,
+``_g<blocks>``), each checked against float64 on the rounded operands and timed beside the
+library in the same precision.
+
+``PYTHONPATH=sw python tests/merit/gpu/persist_probe.py [--only gemm,vgg] [--prec fp16,bf16,tf32]
+[--out DIR]``: one line per tile, the best of each form last, a JSON file under ``--out``.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from probelib import LAYERS, TC_TOL, measure  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="gemm,vgg")
+    ap.add_argument("--prec", default="fp16,bf16,tf32")
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    import cupy as cp
+    import torch
+
+    from merit.gpu import TUNED, _compile_all
+    from merit.gpu.mma import roles
+    from merit.gpu.runtime import time_launch, to_device
+    from merit.gpu.spec import OPERAND_DTYPES, spec_of
+    from merit.gpu.tiling import H100, WG_TUNED, rank
+
+    rng = np.random.default_rng(17)
+    rows, best = [], []
+    for key in args.only.split(","):
+        make, conv = LAYERS[key]
+        prob = make()
+        arrays = [torch.as_tensor(a, device="cuda") for a in prob.random_inputs(rng, np.float32)]
+        names = [t.name for t in prob.tensors]
+        for prec in args.prec.split(","):
+            if prec == "tf32":
+                ours = arrays
+                wide = [a.double() for a in arrays]
+                torch.backends.cuda.matmul.allow_tf32 = True
+                torch.backends.cudnn.allow_tf32 = True
+                peer_in = arrays
+            else:
+                dt = torch.float16 if prec == "fp16" else torch.bfloat16
+                ours = [a.to(dt) for a in arrays]
+                wide = [h.double() for h in ours]
+                peer_in = ours
+            if conv is None:
+                ref = wide[0] @ wide[1]
+
+                def peer(h=peer_in):
+                    return h[0] @ h[1]
+            else:
+                ref = torch.nn.functional.conv2d(wide[0], wide[1], **conv)
+
+                def peer(h=peer_in, c=conv):
+                    return torch.nn.functional.conv2d(h[0], h[1], **c)
+            ref = cp.asarray(ref)
+            peer_ms = time_launch(peer)
+            if prec == "tf32":
+                spec = spec_of(prob, "float32", prec)
+                by = dict(zip(names, [cp.asarray(a) for a in arrays], strict=True))
+                inputs = [by[op.tensor] for op in prob.operands]
+            else:
+                od = OPERAND_DTYPES[prec]
+                spec = spec_of(prob, "float32", prec, operands=od)
+                by = dict(zip(names, [to_device(h, n) for h, n in zip(ours, names, strict=True)],
+                              strict=True))
+                inputs = [by[op.tensor] for op in prob.operands]
+                assert roles(spec) is not None
+            tiles = [t for t in rank(spec, count=TUNED + WG_TUNED, device=H100) if t.producer]
+            _compile_all(spec, tiles)
+            for t in tiles:
+                row = measure(prob, spec, t, inputs, ref, TC_TOL[prec] if prec == "tf32" else 1e-5,
+                              peer_ms, layer=key, prec=prec, persist=t.persist)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+            for form in (0, 1):
+                got = [x for x in rows if x["layer"] == key and x["prec"] == prec
+                       and bool(x["persist"]) == bool(form) and x.get("ok")]
+                if got:
+                    best.append((key, prec, "persistent" if form else "one tile", min(
+                        got, key=lambda x: x["ms"])))
+            cp.get_default_memory_pool().free_all_blocks()
+            torch.cuda.empty_cache()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "persist_probe.json").write_text(json.dumps(rows, indent=1))
+    bad = [x for x in rows if not x.get("ok")]
+    for x in bad:
+        print("BAD", json.dumps(x)[:400])
+    print(f"{len([x for x in rows if 'ms' in x])} tiles timed, {len(bad)} bad")
+    for key, prec, form, b in best:
+        print(f"{key:5} {prec:5} {form:10} {b['tile']:50} {b['ms']:.3f} ms  peer "
+              f"{b['peer_ms']:.3f}  {b['vs_peer']:.2f}x  err {b['rel_err']:.1e} "
+              f"{b.get('ptxas', '')[-40:]}")
+
+
+if __name__ == "__main__":
+    main()
