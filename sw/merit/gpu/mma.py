@@ -348,6 +348,13 @@ def _decompose_code(var, n_expr, idxs, exts, prefix):
     return lines
 
 
+#: Persistent tiles store four outputs at a time along the rows too (a 4 x 4 lane transpose)
+#: where the output's innermost index is a row index (a convolution's pixels).  Off: on the H100
+#: (persist_probe, VGG conv3_1) it was slower than one output at a time (FP16 0.182 against
+#: 0.178 ms, TF32 0.247 against 0.240).
+VECTOR_ROWS = False
+
+
 def vector_store_ok(spec, blk):
     """How the mma fragments' outputs can be stored four at a time (16 bytes): "cols" or
     "rows", where the one fp32 output's innermost index (unit stride) is the fastest of the
@@ -361,7 +368,7 @@ def vector_store_ok(spec, blk):
         return ""
     if r.cols and r.cols[-1] == inner:
         return "cols"
-    if r.rows and r.rows[-1] == inner:
+    if VECTOR_ROWS and r.rows and r.rows[-1] == inner:
         return "rows"
     return ""
 

@@ -5,7 +5,10 @@ autotuner would time, in its one-tile-per-block form and its persistent form (``
 library in the same precision.
 
 ``PYTHONPATH=sw python tests/merit/gpu/persist_probe.py [--only gemm,vgg] [--prec fp16,bf16,tf32]
-[--out DIR]``: one line per tile, the best of each form last, a JSON file under ``--out``.
+[--grids 1000,264] [--row-vector] [--out DIR]``: one line per tile, the best of each form last,
+a JSON file under ``--out``.  ``--grids``: the producer tiles are timed with these
+``Tile.persist`` values too (one at least the number of output tiles: one tile per block, with the
+persistent form's loop and 16-byte stores, which separates the stores from the schedule).
 """
 
 import argparse
@@ -24,17 +27,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="gemm,vgg")
     ap.add_argument("--prec", default="fp16,bf16,tf32")
+    ap.add_argument("--grids", default="")
+    ap.add_argument("--row-vector", action="store_true",
+                    help="store four outputs at a time where the output's innermost index is a "
+                         "row index too (mma.VECTOR_ROWS on; off by default)")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
+    import dataclasses
+
     import cupy as cp
     import torch
 
-    from merit.gpu import TUNED, _compile_all
+    from merit.gpu import TUNED, _compile_all, ldsm, mma
     from merit.gpu.mma import roles
     from merit.gpu.runtime import time_launch, to_device
     from merit.gpu.spec import OPERAND_DTYPES, spec_of
     from merit.gpu.tiling import H100, WG_TUNED, rank
 
+    mma.VECTOR_ROWS = mma.VECTOR_ROWS or args.row_vector
     rng = np.random.default_rng(17)
     rows, best = [], []
     for key in args.only.split(","):
@@ -78,18 +88,20 @@ def main():
                 inputs = [by[op.tensor] for op in prob.operands]
                 assert roles(spec) is not None
             tiles = [t for t in rank(spec, count=TUNED + WG_TUNED, device=H100) if t.producer]
+            tiles += [dataclasses.replace(t, persist=int(g)) for t in tiles if not t.persist
+                      for g in filter(None, args.grids.split(","))]
             _compile_all(spec, tiles)
             for t in tiles:
                 row = measure(prob, spec, t, inputs, ref, TC_TOL[prec] if prec == "tf32" else 1e-5,
-                              peer_ms, layer=key, prec=prec, persist=t.persist)
+                              peer_ms, layer=key, prec=prec, persist=t.persist,
+                              form=_form(t, ldsm.grid_blocks(spec, t)))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-            for form in (0, 1):
+            for form in ("one tile", "persistent", "v4 one tile"):
                 got = [x for x in rows if x["layer"] == key and x["prec"] == prec
-                       and bool(x["persist"]) == bool(form) and x.get("ok")]
+                       and x["form"] == form and x.get("ok")]
                 if got:
-                    best.append((key, prec, "persistent" if form else "one tile", min(
-                        got, key=lambda x: x["ms"])))
+                    best.append((key, prec, form, min(got, key=lambda x: x["ms"])))
             cp.get_default_memory_pool().free_all_blocks()
             torch.cuda.empty_cache()
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -99,9 +111,18 @@ def main():
         print("BAD", json.dumps(x)[:400])
     print(f"{len([x for x in rows if 'ms' in x])} tiles timed, {len(bad)} bad")
     for key, prec, form, b in best:
-        print(f"{key:5} {prec:5} {form:10} {b['tile']:50} {b['ms']:.3f} ms  peer "
+        print(f"{key:5} {prec:5} {form:11} {b['tile']:50} {b['ms']:.3f} ms  peer "
               f"{b['peer_ms']:.3f}  {b['vs_peer']:.2f}x  err {b['rel_err']:.1e} "
               f"{b.get('ptxas', '')[-40:]}")
+
+
+def _form(tile, grid):
+    """"one tile" (no persist), "persistent" (fewer blocks than output tiles) or "v4 one tile"
+    (the persistent form with a block per output tile); ``grid``: ``ldsm.grid_blocks``."""
+    if not tile.persist:
+        return "one tile"
+    ntiles, launched = grid
+    return "persistent" if launched < ntiles else "v4 one tile"
 
 
 if __name__ == "__main__":

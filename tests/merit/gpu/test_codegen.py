@@ -1469,15 +1469,22 @@ def _eval_exchange(lines, lane_sums):
 
 
 @pytest.mark.parametrize("how", ["cols", "rows"])
-def test_vector_store_exchange_puts_four_neighbours_in_each_lane(how):
+def test_vector_store_exchange_puts_four_neighbours_in_each_lane(how, monkeypatch):
     """The persistent tiles' 16-byte stores: the generated lane exchanges, evaluated for a warp
     whose lanes hold the mma fragment's sums (row gq / gq + 8, columns 2 tq, 2 tq + 1) tagged
     by position, leave each lane four adjacent outputs (columns qc .. qc + 3 of row qr, or rows
     qr .. qr + 3 of column qc), and the warp's 32 lanes cover the fragment's 16 x 8 sums once.
-    A GEMM stores along its columns, a convolution (output pixels innermost) along the rows;
-    where the innermost extent is no multiple of 4, the stores stay scalar."""
+    A GEMM stores along its columns, a convolution (output pixels innermost) along the rows
+    where ``mma.VECTOR_ROWS`` (off: measured slower), else one output at a time; where the
+    innermost extent is no multiple of 4, the stores stay scalar."""
+    from merit.gpu import mma
     from merit.gpu.mma import vector_store_ok
 
+    if how == "rows":
+        spec, t = _mn(W.conv2d(2, 24, 13, 16, 72, 3, padding=1), regs=(1, 64, 4, 16),
+                      warps=(4, 1), frags=(1, 8), chunk=64, stages=3, producer=True, persist=3)
+        assert vector_store_ok(spec, t.block) == "" and "float4" not in source(spec, t)[1]
+        monkeypatch.setattr(mma, "VECTOR_ROWS", True)
     if how == "cols":
         spec, t = _mn(W.gemm(500, 384, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32),
                       chunk=64, producer=True, tma=True, persist=5)
