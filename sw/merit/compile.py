@@ -28,21 +28,25 @@ from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
 from .transform import Transform
 
-#: Mapped tiles, cheapest in DRAM traffic per output first, that the compiler weighs: it keeps
-#: the cheapest whose sizes are powers of two unless :func:`merit.perf.predict` finds another
-#: MARGIN faster: one of these, or one of the RANKED tiles that :func:`estimate_time` puts
-#: first (compute with the idle lanes of edge tiles, DRAM with operand sharing) ...
+#: Mapped tiles, cheapest in DRAM traffic per output first, that the compiler weighs (under
+#: each cap of :func:`search_caps`): it keeps the cheapest whose sizes are powers of two unless
+#: :func:`merit.perf.predict` finds another MARGIN faster: one of these, or one of the RANKED
+#: tiles that :func:`estimate_time` puts first under each cap (compute with the idle lanes of
+#: edge tiles, DRAM with operand sharing).
 ALTERNATIVES = 4
 RANKED = 4
-#: (the model is within 4.0 % of every 4 x 32-lane measurement, and two tilings of one problem
+#: (the model is within 4.6 % of every 4 x 32-lane measurement, and two tilings of one problem
 #: share its biases: a 2 % margin keeps the choice away from its noise)
 MARGIN = 0.02
-#: ... for kernels of at most this many jobs (the model would take seconds).
+#: A kernel of more jobs than RANKED_JOBS is predicted on the first of its tiles (in dispatch
+#: order) that hold PREFIX_JOBS jobs, its cycles scaled by its tiles (the model walks every
+#: job: a whole VGG layer of 50,000 jobs would take seconds per candidate).
 RANKED_JOBS = 2048
+PREFIX_JOBS = 512
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
-           "lane_coords", "program_slots", "share_choice", "share_plan", "share_walk",
-           "estimate_time",
+           "lane_coords", "program_slots", "search_caps", "share_choice", "share_plan",
+           "share_walk", "estimate_time",
            "slot_config", "tile_words", "hw_index"]
 
 
@@ -660,8 +664,20 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     for r, _ in ports:
         share = sum(1 for p, _ in ports if p == r)
         budgets.append(rp_bytes[r] // 2 // 2 // share)      # words, double-buffered
-    mappings = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
+    # the cheapest tiles in DRAM traffic under each cap of ``search_caps``: those of a large
+    # cap are large tiles, so without the smaller cap's a larger CP could lose a tile that a
+    # smaller one gets
+    caps = search_caps(max_outputs, lanes)
+    mappings = search(problem, lanes, sram_words=budgets, max_outputs=caps[0],
                       alternatives=ALTERNATIVES)
+    for cap in caps[1:]:
+        try:
+            smaller = search(problem, lanes, sram_words=budgets, max_outputs=cap,
+                             alternatives=ALTERNATIVES)
+        except NoMapping:
+            continue
+        have = {(m.tile_p, m.tile_a, m.grouping.bits) for m in mappings}
+        mappings += [m for m in smaller if (m.tile_p, m.tile_a, m.grouping.bits) not in have]
     acc = tuple(problem.a_shape) or (1,)
     per_lane = sum(end - start for _, start, end in
                    step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
@@ -672,14 +688,16 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                              ports=ports, per_lane=per_lane, regs=regs, share_dims=share_dims,
                              share_counts=share_counts)
 
-    try:
-        ranked = search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
-                        alternatives=RANKED, rank=rank)
-    except NoMapping:
-        ranked = []
+    ranked = []
+    for cap in caps:
+        try:
+            ranked += search(problem, lanes, sram_words=budgets, max_outputs=cap,
+                             alternatives=RANKED, rank=rank)[:RANKED]
+        except NoMapping:
+            pass
     seen = {(m.tile_p, m.tile_a, m.grouping.bits) for m in mappings}
     extra = []
-    for m in ranked[:RANKED]:
+    for m in ranked:
         if (m.tile_p, m.tile_a, m.grouping.bits) not in seen:
             seen.add((m.tile_p, m.tile_a, m.grouping.bits))
             extra.append(m)
@@ -760,21 +778,16 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             kernel = build(powers[0])
         except CompileError as e:
             error = e
-    best = None
-    if kernel is None or _jobs(kernel) <= RANKED_JOBS:
-        from .perf import predict
-        best = predict(kernel, taus=taus, rp_bytes=rp_bytes).cycles if kernel else None
-        for mapping in others:
-            try:
-                other = build(mapping)
-            except CompileError as e:
-                error = error or e
-                continue
-            if _jobs(other) > RANKED_JOBS:
-                continue
-            cycles = predict(other, taus=taus, rp_bytes=rp_bytes).cycles
-            if best is None or cycles < (1 - MARGIN) * best:
-                kernel, best = other, cycles
+    best = _predicted(kernel, taus, rp_bytes) if kernel else None
+    for mapping in others:
+        try:
+            other = build(mapping)
+        except CompileError as e:
+            error = error or e
+            continue
+        cycles = _predicted(other, taus, rp_bytes)
+        if best is None or cycles < (1 - MARGIN) * best:
+            kernel, best = other, cycles
     if kernel is None:
         raise error
     other = swapped_operands(problem) if swap and best is not None else None
@@ -788,11 +801,31 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   share_counts=share_counts, hold=hold)
         except (CompileError, NoMapping):
             alt = None
-        if alt is not None and _jobs(alt) <= RANKED_JOBS:
-            from .perf import predict
-            if predict(alt, taus=taus, rp_bytes=rp_bytes).cycles < (1 - MARGIN) * best:
-                return alt
+        if alt is not None and _predicted(alt, taus, rp_bytes) < (1 - MARGIN) * best:
+            return alt
     return kernel
+
+
+def search_caps(max_outputs, lanes):
+    """Largest parallel tiles (outputs) under which :func:`compile_problem` takes the mapping
+    search's cheapest tiles: the CP's cap, and half of it in whole warps."""
+    half = max_outputs // 2 // lanes * lanes
+    return (max_outputs, half) if half >= lanes else (max_outputs,)
+
+
+def _predicted(kernel, taus, rp_bytes):
+    """:func:`merit.perf.predict`'s cycles of ``kernel``; one of more than RANKED_JOBS jobs is
+    predicted on the first of its tiles in dispatch order that hold at most PREFIX_JOBS jobs
+    (at least four per TAU), and the cycles scaled by its tiles over those predicted."""
+    import dataclasses
+
+    from .perf import predict
+    if _jobs(kernel) <= RANKED_JOBS:
+        return predict(kernel, taus=taus, rp_bytes=rp_bytes).cycles
+    per_tile = max(1, _jobs(kernel) // max(1, len(kernel.tiles)))
+    n = min(len(kernel.tiles), max(4 * taus, PREFIX_JOBS // per_tile))
+    part = dataclasses.replace(kernel, tiles=kernel.tiles[:n])
+    return predict(part, taus=taus, rp_bytes=rp_bytes).cycles * len(kernel.tiles) / n
 
 
 def _powers_of_two(sizes):

@@ -138,8 +138,13 @@ def test_perf_as_dict_is_json():
 
 
 def test_perf_predict_problem_compiles_a_full_layer():
-    p = perf.predict_problem(W.conv2d(1, 64, 56, 56, 64, 3, padding=1), lanes=32, taus=4)
-    assert p.taus == 4 and p.tiles == 196
+    problem = W.conv2d(1, 64, 56, 56, 64, 3, padding=1)
+    p = perf.predict_problem(problem, lanes=32, taus=4)
+    # the kernel the compiler chooses for the layer (24 instruction slots), predicted whole
+    from merit.compile import compile_problem
+    k = compile_problem(problem, lanes=32, taus=4, instructions=24)
+    assert p.taus == 4 and p.tiles == len(k.tiles)
+    assert p.cycles == perf.predict(k, taus=4).cycles
     assert 0.3 < p.utilization < 1
 
 

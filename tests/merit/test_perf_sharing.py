@@ -18,9 +18,12 @@ SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
 def _powers_of_two(monkeypatch):
     """Tiles of powers of two (the tile counts below assume them; an even split of the 14 or 24
     outputs would take fewer tiles), and none of the tiles ranked by estimated time (which
-    depend on the TAU count: one and four TAUs would compile different tiles)."""
+    depend on the TAU count: one and four TAUs would compile different tiles), nor those under
+    half the CP's cap (weighed by the model, also per TAU count)."""
     monkeypatch.setattr(importlib.import_module("merit.mapping.search"), "SPLITS", 0)
     monkeypatch.setattr(importlib.import_module("merit.compile"), "RANKED", 0)
+    monkeypatch.setattr(importlib.import_module("merit.compile"), "search_caps",
+                        lambda cap, lanes: (cap,))
 
 
 def _conv(taus):
