@@ -623,12 +623,19 @@ def main(argv=None):
                              f"merit.arch.CP_BYTES, {CP_BYTES}); another size writes its own "
                              "results (see --out), beside each row's run from "
                              f"{DEFAULT_OUT.name}.json")
+    parser.add_argument("--share-dims", type=int, choices=(1, 2), default=None,
+                        help="run the rows (--only; default GEMM and AlexNet CONV1) compiled "
+                             "with 1-D or 2-D operand sharing into their own page "
+                             "(docs/results/share2d, bench/share2d.py)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=None,
                         help="results path without suffix (.json and .md are written; default: "
                              f"docs/results/{DEFAULT_OUT.name}, or docs/results/{CP_OUT.name} "
                              "with another --cp-bytes)")
     args = parser.parse_args(argv)
+    if args.share_dims is not None:
+        from bench import share2d
+        return share2d.main(args, sys.argv[1:] if argv is None else argv)
     other_cp = args.cp_bytes != CP_BYTES
     if other_cp and (args.one_tau or args.scaling or args.share_prediction or args.no_rows):
         parser.error("--cp-bytes other than the default runs the tables' rows only "

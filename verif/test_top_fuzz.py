@@ -170,6 +170,19 @@ def expected_status(values, *, lanes, rows, instructions=16):
         port = enabled[slot][0]
         return sum(on for p, on in enabled if p == port) == 1
 
+    def share2():
+        if g("share2_log2") == 0:
+            return True
+        if g("share_log2") == 0:
+            return False
+        enabled = [(port, bool(g(port, k, "enable")))
+                   for port in ("rp0", "rp1") for k in range(len(_get(values, (port,), [])))]
+        slot, first = g("share2_slot"), g("share_slot")
+        if slot >= len(enabled) or not enabled[slot][1] or first >= len(enabled):
+            return False
+        port = enabled[slot][0]
+        return port != enabled[first][0] and sum(on for p, on in enabled if p == port) == 1
+
     def footprint():
         # a tile's words lie at tile addresses sum_i k_i * lpitch[i] + k_3 (k_i < box[i], axis 3
         # innermost with pitch 1): the last is reached at k_i = box[i] - 1 on every axis
@@ -193,7 +206,7 @@ def expected_status(values, *, lanes, rows, instructions=16):
 
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
               "slots": slots, "outputs": outputs, "share": share, "footprint": footprint,
-              "rows": rp_rows}
+              "rows": rp_rows, "share2": share2}
     for number, (name, _) in enumerate(CHECKS, 1):
         if not checks[name]():
             return number

@@ -209,6 +209,22 @@ def _break_share(good, lanes, rows):
                    changed(good, (("share_log2",), 1), (("share_slot",), number)))
 
 
+def _break_share2(good, lanes, rows):
+    """2-D sharing: the first shared slot is RP1's (alone there), the second must be alone in
+    RP0; ``good`` enables two RP0 slots."""
+    slots = len(good["rp0"]) + len(good["rp1"])
+    rp1_slot = len(good["rp0"])
+    first = ((("share_log2",), 1), (("share_slot",), rp1_slot))
+    yield ("share2_log2 1 with share_log2 0",
+           changed(good, (("share2_log2",), 1), (("share2_slot",), rp1_slot)))
+    yield ("share2_slot in share_slot's RP",
+           changed(good, *first, (("share2_log2",), 1), (("share2_slot",), rp1_slot)))
+    yield ("share2_slot names no slot",
+           changed(good, *first, (("share2_log2",), 1), (("share2_slot",), slots)))
+    yield ("share2_slot 0 next to another enabled slot of rp0",
+           changed(good, *first, (("share2_log2",), 1), (("share2_slot",), 0)))
+
+
 def _span(slot):
     """Tile addresses a slot's footprint spans (written from ``docs/tau.md`` §4: row-major box
     with pitches ``lpitch`` on axes 0..2, 1 on axis 3)."""
@@ -262,7 +278,8 @@ def _break_rows(good, lanes, rows):
 
 BREAKERS = {"sizes": _break_sizes, "tiles": _break_tiles, "lanes": _break_lanes,
             "range": _break_range, "slots": _break_slots, "outputs": _break_outputs,
-            "share": _break_share, "footprint": _break_footprint, "rows": _break_rows}
+            "share": _break_share, "footprint": _break_footprint, "rows": _break_rows,
+            "share2": _break_share2}
 
 
 def bad_configs(good, lanes, rows):

@@ -96,7 +96,10 @@ async def robust_tb(dut):
     if "problem" in cfg:
         problem = pickle.loads(Path(cfg["problem"]).read_bytes())
         kernel = compile_problem(problem, lanes=cfg["lanes"], rp_bytes=tuple(cfg["rp_bytes"]),
-                                 cp_bytes=cfg["cp_bytes"], taus=cfg["taus"])
+                                 cp_bytes=cfg["cp_bytes"], taus=cfg["taus"],
+                                 share_dims=cfg.get("share_dims", 1), share_counts=(2,))
+        if cfg.get("share_dims", 1) == 2:
+            assert kernel.sharing and len(kernel.sharing) == 2, kernel.sharing
         tb = TB(dut, dram_bytes=kernel.dram_bytes)
         jobs = [KernelJob(tb, problem, kernel)]
         long = jobs[0]
@@ -402,3 +405,22 @@ def test_top_robust_real_tau(tmp_path):
               "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2, **STRESS}
     run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
               testcase=KERNEL_TESTS)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_top_robust_share2d(tmp_path):
+    """Two-dimensional sharing (2 x 2 blocks of 4 TAUs, both GEMM operands shared) under the
+    stress DRAM: exact, and the stopping scenarios end as documented (a leader slowed by its
+    R channel, a follower by its RP: the credits hold every group together)."""
+    lanes, taus, rp_bytes, cp_bytes = 8, 4, (2048, 1024), 2048
+    problem = tmp_path / "problem.pkl"
+    problem.write_bytes(pickle.dumps(W.gemm(24, 40, 16)))
+    top = Top(lanes=lanes, taus=taus, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1],
+              cp_bytes=cp_bytes)
+    config = {"problem": str(problem), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
+              "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2,
+              "share_dims": 2, **STRESS}
+    run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
+              testcase=["kernels_complete_under_random_latency", "abort_at_a_random_point",
+                        "reset_in_the_middle_of_a_kernel"])

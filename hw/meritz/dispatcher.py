@@ -17,13 +17,26 @@ tile** (those indices of the leader's origin, every other index at ``p_size``: i
 computes in step with its group and writes nothing, since the WP masks outputs outside the
 parallel space). ``share_log2`` = 0 is the plain dealing above (groups of one).
 
+**Two-dimensional sharing** (``share_log2`` and ``share2_log2`` > 0, :func:`share_shape`): two
+slots are shared, each by its own groups: a **block** of ``g_1 x g_2`` TAUs (``g_1 =
+2**share_log2`` on the low TAU-index bits, ``x``; ``g_2 = 2**share2_log2`` on the next, ``y``) is
+dealt at once, when all its slots are empty, in the block walk of
+:func:`merit.compile.share_walk`: the parallel indices split into ``X`` (those ``share_slot``
+does not move along), ``Y`` (those ``share2_slot`` does not move along, less ``X``) and ``R``
+(the rest). A block takes the tiles ``(x, y)`` of ``g_1`` consecutive steps of the row-major walk
+over ``X`` and ``g_2`` of the walk over ``Y``, at one point of ``R``: the TAUs of a block's row
+(same ``y``) agree on every index ``share_slot`` moves along, those of a column on
+``share2_slot``'s. Blocks follow each other ``X`` fastest, then ``Y``, then ``R``. A row or column
+past the end of its walk gets **void tiles** (that walk's indices at ``p_size``). Only whole
+blocks take tiles (``share_log2 + share2_log2`` is cut to ``log2 taus``, the second first).
+
 ``finished`` pulses once every tile has been taken and every TAU is ``idle``. The TAU contract:
 ``idle`` is low from the cycle after a tile transfer until that tile's last write response has
 arrived (so "finished" means the last write response, not the last instruction).
 ``stop`` (a flush) empties the slots and ends the walk; the TAUs are reset at the same time.
 """
 
-from amaranth import Array, Cat, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -32,9 +45,27 @@ from meritz import kernelcfg
 from meritz.arbiter import round_robin
 from meritz.tau.tile_looper import tile_layout
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "share_shape"]
 
 P = kernelcfg.P_INDICES
+
+
+def share_shape(m, cfg, taus):
+    """``(two, (log2_1, log2_2))``: whether sharing is two-dimensional, and the group sizes as the
+    processor deals them (4-bit signals). 1-D: ``share_log2`` cut to ``ceil(log2 taus)`` (the
+    last group may be partial). 2-D: ``share_log2`` cut to ``floor(log2 taus)``, then
+    ``share2_log2`` to what is left (a block is whole)."""
+    whole, top = taus.bit_length() - 1, (taus - 1).bit_length()
+    two = Signal(name="share_2d")
+    first, second = Signal(4, name="share_log2_1"), Signal(4, name="share_log2_2")
+    m.d.comb += two.eq((cfg.share_log2 != 0) & (cfg.share2_log2 != 0))
+    with m.If(two):
+        m.d.comb += first.eq(Mux(cfg.share_log2 > whole, whole, cfg.share_log2))
+        m.d.comb += second.eq(Mux(cfg.share2_log2 > whole - first, whole - first,
+                                  cfg.share2_log2))
+    with m.Else():
+        m.d.comb += first.eq(Mux(cfg.share_log2 > top, top, cfg.share_log2))
+    return two, (first, second)
 
 
 class Dispatcher(wiring.Component):
@@ -110,10 +141,12 @@ class Dispatcher(wiring.Component):
         slots = [cfg.rp0[k] for k in range(self._slots[0])] + \
                 [cfg.rp1[k] for k in range(self._slots[1])]
         shared = Signal(kernelcfg.slot_layout())
-        m.d.comb += shared.eq(Array(s.as_value() for s in slots + [slots[-1]] * (4 - len(slots)))
-                              [cfg.share_slot])
+        shared2 = Signal(kernelcfg.slot_layout())
+        padded = Array(s.as_value() for s in slots + [slots[-1]] * (4 - len(slots)))
+        m.d.comb += [shared.eq(padded[cfg.share_slot]), shared2.eq(padded[cfg.share2_slot])]
+        two, log2s = share_shape(m, cfg, n)
         log2 = Signal(range(8))
-        m.d.comb += log2.eq(Mux(cfg.share_log2 > self._max_log2, self._max_log2, cfg.share_log2))
+        m.d.comb += log2.eq(log2s[0] + log2s[1])
         dep = [Signal(name=f"dep{j}") for j in range(P)]
         m.d.comb += [dep[j].eq((cfg.share_log2 != 0) & (shared.stride[j] != 0))
                      for j in range(P)]
@@ -124,7 +157,9 @@ class Dispatcher(wiring.Component):
                 for k in range(self._max_log2 + 1):
                     with m.Case(k):
                         size = 1 << k
-                        m.d.comb += [lead[i].eq(i % size == 0),
+                        # 2-D: only whole blocks take tiles
+                        whole = i - i % size + size <= n
+                        m.d.comb += [lead[i].eq((i % size == 0) & (Const(whole) | ~two)),
                                      ends[i].eq(min(i - i % size + size, n))]
 
         # a group whose every slot is empty takes the next tile (its first TAU), round-robin
@@ -141,7 +176,100 @@ class Dispatcher(wiring.Component):
             m.d.sync += [self.tiles[i].valid.eq(1), real[i].eq(is_real),
                          *(self.tiles[i].payload[j].eq(values[j]) for j in range(P))]
 
-        with m.If(walking & ~filling & free):
+        # 2-D: the block walk. ``origin`` holds the walk's position: on X the row's cursor, on
+        # Y the column's, on R the block's point; ``group`` the block's X and Y corner, ``after``
+        # the X position after its first row (the next block's corner); ``x_end`` / ``y_end``:
+        # the cursor ran past the end of its walk (void tiles)
+        on_x = [Signal(name=f"on_x{j}") for j in range(P)]
+        on_y = [Signal(name=f"on_y{j}") for j in range(P)]
+        on_r = [Signal(name=f"on_r{j}") for j in range(P)]
+        for j in range(P):
+            m.d.comb += [on_x[j].eq(shared.stride[j] == 0),
+                         on_y[j].eq((shared.stride[j] != 0) & (shared2.stride[j] == 0)),
+                         on_r[j].eq((shared.stride[j] != 0) & (shared2.stride[j] != 0))]
+        after = [Signal(16, name=f"after{j}") for j in range(P)]
+        after_end = Signal()
+        x_end, y_end = Signal(), Signal()
+        xk = Signal(8)
+        yk = Signal(8)
+        row_end = xk == (Const(1, 9) << log2s[0]) - 1
+        col_end = yk == (Const(1, 9) << log2s[1]) - 1
+
+        def step(on):
+            """The next position of ``origin`` on the indices ``on`` (row-major), and whether
+            the walk wraps (past its end)."""
+            out = [Signal(16, name=f"step_{on[0].name}_{j}") for j in range(P)]
+            wrap = [wraps[j] | ~on[j] for j in range(P)]
+            for j in range(P):
+                inner = Cat(wrap[j + 1:]).all() if j + 1 < P else 1
+                m.d.comb += out[j].eq(Mux(on[j] & inner,
+                                          ((origin[j] + cfg.p_tile[j])
+                                           & ~wraps[j].replicate(17))[:16], origin[j]))
+            return out, Cat(wrap).all()
+
+        step_x, wrap_x = step(on_x)
+        step_y, wrap_y = step(on_y)
+        step_r, wrap_r = step(on_r)
+        block_origin = [Mux(on_x[j] & x_end | on_y[j] & y_end, cfg.p_size[j], origin[j])
+                        for j in range(P)]
+        block_real = ~x_end & ~y_end
+
+        def deal_2d():
+            """``origin`` after the member just placed (``xk``, ``yk``)."""
+            with m.If(~row_end):
+                m.d.sync += [xk.eq(xk + 1), x_end.eq(x_end | wrap_x)]
+                m.d.sync += [origin[j].eq(Mux(on_x[j], step_x[j], origin[j])) for j in range(P)]
+            with m.Else():
+                m.d.sync += [xk.eq(0), x_end.eq(0)]
+                next_x = [Mux(yk == 0, step_x[j], after[j]) for j in range(P)]
+                x_done = Mux(yk == 0, x_end | wrap_x, after_end)
+                with m.If(yk == 0):
+                    m.d.sync += [after[j].eq(step_x[j]) for j in range(P)]
+                    m.d.sync += after_end.eq(x_end | wrap_x)
+                with m.If(~col_end):
+                    # the next row of the block: X back to the block's corner, Y one step
+                    m.d.sync += [yk.eq(yk + 1), y_end.eq(y_end | wrap_y)]
+                    m.d.sync += [origin[j].eq(Mux(on_x[j], group[j],
+                                                  Mux(on_y[j], step_y[j], origin[j])))
+                                 for j in range(P)]
+                with m.Else():
+                    # the next block: X on, else X from 0 and Y on, else both from 0 and R on
+                    m.d.sync += [yk.eq(0), y_end.eq(0), filling.eq(0)]
+                    with m.If(~x_done):
+                        m.d.sync += [origin[j].eq(Mux(on_x[j], next_x[j],
+                                                      Mux(on_y[j], group[j], origin[j])))
+                                     for j in range(P)]
+                        m.d.sync += [group[j].eq(Mux(on_x[j], next_x[j], group[j]))
+                                     for j in range(P)]
+                    with m.Elif(~(y_end | wrap_y)):
+                        m.d.sync += [origin[j].eq(Mux(on_x[j], 0,
+                                                      Mux(on_y[j], step_y[j], origin[j])))
+                                     for j in range(P)]
+                        m.d.sync += [group[j].eq(Mux(on_x[j], 0,
+                                                     Mux(on_y[j], step_y[j], group[j])))
+                                     for j in range(P)]
+                    with m.Else():
+                        m.d.sync += [origin[j].eq(Mux(on_r[j], step_r[j], 0)) for j in range(P)]
+                        m.d.sync += [group[j].eq(0) for j in range(P)]
+                        with m.If(wrap_r):
+                            m.d.sync += walking.eq(0)
+
+        with m.If(two & walking & ~filling & free):
+            m.d.sync += [last.eq(pick), member.eq(pick + 1), member_end.eq(Array(ends)[pick]),
+                         filling.eq(1)]
+            for i in range(n):
+                with m.If(pick == i):
+                    place(i, block_origin, block_real)
+            with m.If(Array(ends)[pick] == pick + 1):
+                m.d.sync += filling.eq(0)       # a block of one TAU
+            deal_2d()
+        with m.Elif(two & filling):
+            for i in range(n):
+                with m.If(member == i):
+                    place(i, block_origin, block_real)
+            m.d.sync += member.eq(member + 1)
+            deal_2d()
+        with m.Elif(walking & ~filling & free):
             m.d.sync += [last.eq(pick), member.eq(pick + 1),
                          member_end.eq(Array(ends)[pick]),
                          filling.eq(pick + 1 < Array(ends)[pick]),
@@ -181,8 +309,10 @@ class Dispatcher(wiring.Component):
             m.d.sync += armed.eq(0)
         with m.If(self.run & ~self.busy & ~armed):
             m.d.sync += [walking.eq(1), armed.eq(1), self.count.eq(0), last.eq(n - 1),
-                         *(origin[j].eq(0) for j in range(P))]
+                         *(origin[j].eq(0) for j in range(P)), *(group[j].eq(0) for j in range(P)),
+                         xk.eq(0), yk.eq(0), x_end.eq(0), y_end.eq(0)]
         with m.If(self.stop):
-            m.d.sync += [walking.eq(0), armed.eq(0), filling.eq(0),
+            m.d.sync += [walking.eq(0), armed.eq(0), filling.eq(0), xk.eq(0), yk.eq(0),
+                         x_end.eq(0), y_end.eq(0),
                          *(self.tiles[i].valid.eq(0) for i in range(n))]
         return m

@@ -99,9 +99,21 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
             if len(ports[port]) > 1 else Const(1, 1)
         share_terms.append((cfg.share_slot == n) & ports[port][k].enable & alone)
     share_ok = (cfg.share_log2 == 0) | Cat(*share_terms).any()
+    # 2-D sharing: the second shared slot likewise, in the RP other than the first's
+    share2_terms = []
+    first_port = Cat(*(cfg.share_slot == n for n, (port, _) in enumerate(numbered)
+                       if port == 1)).any()
+    for n, (port, k) in enumerate(numbered):
+        ports = (cfg.rp0, cfg.rp1)
+        alone = Cat(~ports[port][q].enable for q in range(len(ports[port])) if q != k).all() \
+            if len(ports[port]) > 1 else Const(1, 1)
+        share2_terms.append((cfg.share2_slot == n) & ports[port][k].enable & alone
+                            & (first_port != port) & (cfg.share_slot < len(numbered)))
+    share2_ok = (cfg.share2_log2 == 0) | ((cfg.share_log2 != 0) & Cat(*share2_terms).any())
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
               "slots": slots_ok, "outputs": outputs_ok, "share": share_ok,
-              "footprint": footprint_ok, "rows": rows_ok}
+              "footprint": footprint_ok, "rows": rows_ok,
+              "share2": share2_ok}
     return [checks[name] for name, _ in CHECKS]
 
 

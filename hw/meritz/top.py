@@ -38,7 +38,6 @@ from amaranth import (
     Const,
     DomainRenamer,
     Module,
-    Mux,
     ResetSignal,
     Signal,
 )
@@ -50,7 +49,7 @@ from merit.checks import check_lanes, check_taus
 from meritz import kernelcfg
 from meritz.arbiter import Arbiter
 from meritz.bus import ID_WIDTH, AXI4LiteSignature, AXI4Signature
-from meritz.dispatcher import Dispatcher
+from meritz.dispatcher import Dispatcher, share_shape
 from meritz.emit import Shared
 from meritz.regs import ADDR_WIDTH, Regs
 
@@ -61,6 +60,9 @@ TAU_MEMBERS = {"config": In, "tiles": In, "m_axi": Out, "idle": Out, "errors": O
 #: Members of a TAU that shares operands with its group (:class:`meritz.tau.Tau`); optional.
 SHARE_MEMBERS = ("share", "share_ready", "share_taken", "share_credit", "share_take", "mc",
                  "shared_rows")
+#: ... and of one that shares a second operand with another group (2-D sharing); optional.
+SHARE2_MEMBERS = ("share2", "share2_ready", "share2_taken", "share2_credit", "share2_take", "mc2",
+                  "shared_rows2")
 
 
 def check_tau(tau):
@@ -203,49 +205,71 @@ class Top(wiring.Component):
                          regs.errors.tau[i].eq(_any(other))]
         if all(name in tau.signature.members for tau in self.tau_units
                for name in SHARE_MEMBERS):
-            self._share(m, regs.config)
+            two = all(name in tau.signature.members for tau in self.tau_units
+                      for name in SHARE2_MEMBERS)
+            self._share(m, regs.config, two)
         return m
 
-    def _share(self, m, cfg):
-        """Operand sharing: TAUs ``i`` with the same ``i >> share_log2`` form a group; its first
-        TAU fetches the shared slot and multicasts each row to the others (``docs/tau.md`` §10).
-        The leader requests a shared tile when every follower holds a credit (has allocated it),
-        and each request takes one credit from every follower."""
+    def _share(self, m, cfg, two):
+        """Operand sharing (``docs/tau.md`` §10). 1-D: TAUs ``i`` with the same
+        ``i >> share_log2`` form a group; its first TAU fetches the shared slot and multicasts
+        each row to the others. 2-D (``share2_log2`` > 0, :func:`meritz.dispatcher.share_shape`):
+        the second shared slot's groups lie on the next ``share2_log2`` TAU-index bits (TAUs equal
+        but on those bits), each with its first TAU as leader, so a TAU may lead one slot's group
+        and follow in the other's. Per slot, the leader requests a shared tile when every follower
+        holds a credit (has allocated it), and each request takes one credit from every
+        follower."""
         n = self._taus
         units = self.tau_units
+        two_d, log2s = share_shape(m, cfg, n)
+        dims = [(SHARE_MEMBERS, cfg.share_log2 != 0, log2s[0], Const(0, 4))]
+        if two:
+            dims.append((SHARE2_MEMBERS, two_d, log2s[1], log2s[0]))
+        for d, (names, on, log2, shift) in enumerate(dims):
+            share, ready, taken, credit, take, mc, rows = names
+            self._groups(m, units, f"d{d}_", on, log2, shift,
+                         [getattr(u, share) for u in units], [getattr(u, ready) for u in units],
+                         [getattr(u, taken) for u in units], [getattr(u, credit) for u in units],
+                         [getattr(u, take) for u in units], [getattr(u, mc) for u in units],
+                         [getattr(u, rows) for u in units])
+
+    def _groups(self, m, units, prefix, on, log2, shift, share, ready, taken, credit, take, mc,
+                rows):
+        """One shared slot's groups: the TAUs equal but on the ``log2`` TAU-index bits from bit
+        ``shift``; the leader of each is the one with those bits 0."""
+        n = self._taus
         top = (n - 1).bit_length()
-        log2 = Signal(range(8), name="share_log2")
-        m.d.comb += log2.eq(Mux(cfg.share_log2 > top, top, cfg.share_log2))
         # per TAU: the leader of its group, whether every follower of its group takes the row,
         # and whether every follower has allocated the next shared tile (a credit)
-        leader = [Signal(range(max(n, 2)), name=f"leader{i}") for i in range(n)]
-        takes = [Signal(name=f"takes{i}") for i in range(n)]
-        credits = [Signal(name=f"credits{i}") for i in range(n)]
+        leader = [Signal(range(max(n, 2)), name=f"{prefix}leader{i}") for i in range(n)]
+        takes = [Signal(name=f"{prefix}takes{i}") for i in range(n)]
+        credits = [Signal(name=f"{prefix}credits{i}") for i in range(n)]
+        key = Signal(8, name=f"{prefix}group")
+        m.d.comb += key.eq(Cat(log2[:4], shift[:4]))
         for i in range(n):
-            with m.Switch(log2):
+            with m.Switch(key):
                 for k in range(top + 1):
-                    with m.Case(k):
-                        size = 1 << k
-                        first = i - i % size
-                        group = range(first + 1, min(first + size, n))
-                        m.d.comb += [
-                            leader[i].eq(first),
-                            takes[i].eq(Cat(Const(1, 1), *(units[f].shared_rows.ready
-                                                          for f in group)).all()),
-                            credits[i].eq(Cat(Const(1, 1), *(units[f].share_credit
-                                                            for f in group)).all()),
-                        ]
-        for i, tau in enumerate(units):
-            on = cfg.share_log2 != 0
+                    for sh in range(top + 1 - k):
+                        with m.Case(k | sh << 4):
+                            mask = ((1 << k) - 1) << sh
+                            first = i & ~mask
+                            group = [f for f in range(n) if f & ~mask == first and f != first]
+                            m.d.comb += [
+                                leader[i].eq(first),
+                                takes[i].eq(Cat(Const(1, 1), *(rows[f].ready
+                                                              for f in group)).all()),
+                                credits[i].eq(Cat(Const(1, 1), *(credit[f]
+                                                                for f in group)).all()),
+                            ]
+        for i in range(n):
             follow = on & (leader[i] != i)
             m.d.comb += [
-                tau.share.lead.eq(on & (leader[i] == i)),
-                tau.share.follow.eq(follow),
-                tau.share_ready.eq(credits[i]),
-                tau.share_taken.eq(follow & Array(u.share_take for u in units)[leader[i]]),
-                tau.mc.ready.eq(takes[i]),
-                tau.shared_rows.valid.eq(follow & Array(u.mc.valid for u in units)[leader[i]]
-                                         & Array(takes)[leader[i]]),
-                tau.shared_rows.payload.eq(
-                    Array(u.mc.payload.as_value() for u in units)[leader[i]]),
+                share[i].lead.eq(on & (leader[i] == i)),
+                share[i].follow.eq(follow),
+                ready[i].eq(credits[i]),
+                taken[i].eq(follow & Array(take)[leader[i]]),
+                mc[i].ready.eq(takes[i]),
+                rows[i].valid.eq(follow & Array(u.valid for u in mc)[leader[i]]
+                                 & Array(takes)[leader[i]]),
+                rows[i].payload.eq(Array(u.payload.as_value() for u in mc)[leader[i]]),
             ]

@@ -248,9 +248,12 @@ class Kernel:
         numerator of the utilization (``docs/perf.md``).
     sharing : tuple of (int, int), or None
         Two-dimensional operand sharing chosen by ``compile_problem(share_dims=2)``:
-        ``(slot, log2 of its group)`` per shared slot, the first on the low TAU-index bits
-        (:func:`share_plan`). A model-only choice: the processor deals 1-D groups
-        (``share_slot``, ``share_log2`` in ``config``), which is what None stands for.
+        ``((slot, log2 of its group), (slot, log2))``, the first on the low TAU-index bits
+        (:func:`share_plan`), in ``config`` as ``share_slot`` / ``share_log2`` and
+        ``share2_slot`` / ``share2_log2``: the processor deals the block walk of
+        :func:`share_walk` (``meritz.dispatcher``). None: 1-D sharing (``share_slot``,
+        ``share_log2``, :func:`share_choice`) or none, which is also what ``share_dims=2``
+        gives where the best plan shares fewer than two slots.
     hold : bool
         Footprint reuse, chosen by ``compile_problem(hold=True)``: a slot alone in its RP and
         not shared between TAUs keeps its SRAM tile when the TAU's next job has the identical
@@ -393,6 +396,26 @@ def share_choice(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8):
     return choice
 
 
+def _check_sharing(config, sharing, taus):
+    """CompileError unless ``sharing`` is what the processor deals in two dimensions (its START
+    check ``share2``, ``merit.regmap.CHECKS``): two enabled slots, each alone in its own RP,
+    groups whose blocks divide ``taus``."""
+    ports = [port for port in (0, 1) for s in config[f"rp{port}"]]
+    enabled = [bool(s and s.get("enable")) for port in (0, 1) for s in config[f"rp{port}"]]
+    (first, l1), (second, l2) = sharing
+    for slot in (first, second):
+        if not (0 <= slot < len(ports)) or not enabled[slot] or sum(
+                on for p, on in zip(ports, enabled, strict=True) if p == ports[slot]) != 1:
+            raise CompileError(f"2-D sharing {sharing}: slot {slot} must be an enabled slot alone "
+                               f"in its RP")
+    if ports[first] == ports[second]:
+        raise CompileError(f"2-D sharing {sharing}: the two shared slots must lie in different "
+                           f"RPs, not both in RP{ports[first]}")
+    if l1 < 1 or l2 < 1 or taus % (1 << (l1 + l2)):
+        raise CompileError(f"2-D sharing {sharing}: blocks of 2**{l1} x 2**{l2} TAUs must divide "
+                           f"the {taus} TAUs")
+
+
 def share_walk(n_p, deps):
     """The dispatcher's block walk for the shared slots moving along ``deps`` (a set of parallel
     indices per shared slot, the first on the low TAU-index bits): ``(X, Y, R)``.
@@ -446,10 +469,11 @@ def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, coun
     As :func:`share_choice`, but up to two slots are shared at once, each by its own groups:
     ``2**log2_1 x 2**log2_2`` consecutive TAUs take a block of tiles (:func:`share_walk`), the
     TAUs of a block's row fetch the first slot once, those of a column the second. Void tiles
-    fill rows or columns past the end of a walk. ``()`` when sharing saves nothing. A model of
-    the processor's possible next step: ``merit.perf`` predicts it, the RTL does not run it.
-    ``counts``: how many slots may be shared (``(2,)``: only 2-D, ``(1,)``: 1-D on the block
-    walk)."""
+    fill rows or columns past the end of a walk. ``()`` when sharing saves nothing. The
+    processor deals a plan of two slots (``meritz.dispatcher``: ``share2_slot``, ``share2_log2``);
+    one slot on the block walk is a model only (the processor's 1-D dealing is
+    :func:`share_choice`'s). ``counts``: how many slots may be shared (``(2,)``: only 2-D,
+    ``(1,)``: 1-D on the block walk)."""
     if taus < 2 or not tiles:
         return ()
     slots = [(0, s) for s in config["rp0"]] + [(1, s) for s in config["rp1"]]
@@ -577,8 +601,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
     ``taus`` TAUs (the processor, ``meritz.top``) may share one operand's fetches
     (:func:`share_choice`); one TAU (the default) never does. ``share_dims=2`` ranks the tiles
-    with two-dimensional sharing and puts its choice (:func:`share_plan`) in ``Kernel.sharing``,
-    which :func:`merit.perf.predict` models; ``config`` keeps the 1-D choice the processor runs.
+    with two-dimensional sharing and, when its choice (:func:`share_plan`) shares two operands,
+    puts it in ``Kernel.sharing`` and in ``config`` (``share_slot`` / ``share_log2``,
+    ``share2_slot`` / ``share2_log2``: the processor's 2-D dealing); otherwise ``config`` keeps
+    the 1-D choice.
     ``share_counts``: how many operands that choice may share (``(2,)``: two, ``(1,)``: one).
     ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
     built): the tiles are chosen by the model with it.
@@ -751,12 +777,19 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         per_tile = per_lane * int(np.prod(tiling.p_tile)) / lanes
         config["share_slot"], config["share_log2"] = share_choice(
             config, list(tiles), taus, compute_per_tile=per_tile)
-        _check_fields(config, fields, problem)
-        assert isinstance(program, Program)
+        config["share2_slot"], config["share2_log2"] = 0, 0
         sharing = None
         if share_dims == 2:
             sharing = share_plan(config, list(tiles), taus, compute_per_tile=per_tile,
                                  counts=share_counts)
+            if len(sharing) == 2:       # the processor's 2-D dealing; else its 1-D choice
+                _check_sharing(config, sharing, taus)
+                (config["share_slot"], config["share_log2"]), \
+                    (config["share2_slot"], config["share2_log2"]) = sharing
+            else:
+                sharing = None
+        _check_fields(config, fields, problem)
+        assert isinstance(program, Program)
         return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
                       _align(address, 4096), tiles, useful, sharing, bool(hold))
 

@@ -113,6 +113,9 @@ def fields(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         Field("out_pitch", _u(32), P_INDICES, "DRAM element pitch of each parallel index"),
         Field("share_slot", _u(2), None, "the input slot shared by a TAU group (RP0 first)"),
         Field("share_log2", _u(3), None, "log2 of the TAUs sharing one fetch (0 = none)"),
+        Field("share2_slot", _u(2), None, "the second shared slot (2-D sharing, other RP)"),
+        Field("share2_log2", _u(3), None, "log2 of its group, on the TAU-index bits above "
+                                          "share_log2's (0 = 1-D sharing)"),
     )
 
 

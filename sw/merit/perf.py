@@ -476,6 +476,9 @@ def _shares(kernel, taus):
     ``share_slot`` / ``share_log2``, :func:`_units`; ``"block"``: ``Kernel.sharing``,
     :func:`_block_units`). No sharing when ``taus`` is not a multiple of the block."""
     sharing = getattr(kernel, "sharing", None)
+    cfg = kernel.config
+    if sharing is None and cfg.get("share_log2", 0) and cfg.get("share2_log2", 0):
+        sharing = ((cfg["share_slot"], cfg["share_log2"]), (cfg["share2_slot"], cfg["share2_log2"]))
     numbered = _numbered_slots(kernel)
     if sharing is None:
         group, slot = _group(kernel, taus)

@@ -67,6 +67,9 @@ CHECKS = (
                   "(the DMA would otherwise hand on rows past the tile)"),
     ("rows", "the enabled slots of each RP fit its SRAM together: the sum of their rows is at "
              "most the RP's SRAM rows (a job holds one tile of every slot)"),
+    ("share2", "share2_log2 is 0, or share_log2 is not 0 and share2_slot names an enabled slot "
+               "that is the only enabled slot of the RP other than share_slot's (2-D sharing: "
+               "one shared slot per RP)"),
 )
 
 

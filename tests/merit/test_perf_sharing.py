@@ -101,7 +101,7 @@ def test_a_group_that_does_not_divide_the_taus_is_modelled_without_sharing():
     assert perf._group(k, 4) == (4, k.config["share_slot"])
 
 
-# ---- two-dimensional sharing (model only: merit.compile.share_plan, merit.perf's block walk) --
+# ---- two-dimensional sharing (merit.compile.share_plan, merit.perf's block walk) -----------
 
 def _conv2d(taus, counts=(2,)):
     return compile_problem(W.conv2d(1, 8, 16, 16, 32, 3), taus=taus, share_dims=2,
@@ -123,7 +123,7 @@ def test_share_dims_is_checked():
 
 
 def test_one_tau_or_1d_compile_has_no_2d_plan():
-    assert _conv2d(1).sharing == ()
+    assert _conv2d(1).sharing is None
     assert _conv(4).sharing is None                 # the processor's 1-D choice, in config
 
 

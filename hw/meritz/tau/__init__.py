@@ -121,6 +121,10 @@ class Tau(wiring.Component):
     shared_rows : In(stream.Signature(row_layout(lanes)))
         Follower: the leader's rows of the shared slot; taken only while the RP has a tile
         allocated for them.
+    share2, share2_ready, share2_taken, share2_credit, share2_take, mc2, shared_rows2
+        The same for the second shared slot ``config.share2_slot`` (2-D sharing: it lies in the
+        other RP, and its group is another set of TAUs, so a TAU may lead one slot's group and
+        follow in the other's); ``share2`` 0 when sharing is 1-D or off.
     """
 
     def __init__(self, *, lanes, rp0_bytes=RP_BYTES[0], rp1_bytes=RP_BYTES[1], cp_bytes=CP_BYTES,
@@ -155,6 +159,13 @@ class Tau(wiring.Component):
             "share_take": Out(1),
             "mc": Out(stream.Signature(row_layout(lanes))),
             "shared_rows": In(stream.Signature(row_layout(lanes))),
+            "share2": In(share_layout),
+            "share2_ready": In(1),
+            "share2_taken": In(1),
+            "share2_credit": Out(1),
+            "share2_take": Out(1),
+            "mc2": Out(stream.Signature(row_layout(lanes))),
+            "shared_rows2": In(stream.Signature(row_layout(lanes))),
         })
 
     def elaborate(self, platform):
@@ -212,27 +223,42 @@ class Tau(wiring.Component):
         m.d.comb += [tiles.share_lead.eq(self.share.lead), tiles.share_follow.eq(self.share.follow),
                      tiles.share_ready.eq(self.share_ready), tiles.share_taken.eq(self.share_taken),
                      self.share_credit.eq(tiles.share_credit), self.share_take.eq(tiles.share_take)]
+        m.d.comb += [tiles.share2_lead.eq(self.share2.lead),
+                     tiles.share2_follow.eq(self.share2.follow),
+                     tiles.share2_ready.eq(self.share2_ready),
+                     tiles.share2_taken.eq(self.share2_taken),
+                     self.share2_credit.eq(tiles.share2_credit),
+                     self.share2_take.eq(tiles.share2_take)]
 
-        # ---- DMA rows -> the RP of their slot; the shared slot's rows to / from the group ------
+        # ---- DMA rows -> the RP of their slot; the shared slots' rows to / from the groups ----
+        # (2-D sharing: the second shared slot lies in the other RP, with its own group)
         row_port = dma.rows.payload.slot >= self._slots[0]
-        share_port = cfg.share_slot >= self._slots[0]
-        lead_row = self.share.lead & (dma.rows.payload.slot == cfg.share_slot)
         own_ready = Mux(row_port, rp1.rows.ready, rp0.rows.ready)
+        dims = [(self.share, cfg.share_slot, self.mc, self.shared_rows),
+                (self.share2, cfg.share2_slot, self.mc2, self.shared_rows2)]
+        lead_rows = [role.lead & (dma.rows.payload.slot == slot) for role, slot, _, _ in dims]
+        # a led slot's row leaves when its own RP and every follower of its group take it
+        mc_ok = Cat(~lead | mc.ready
+                    for lead, (_, _, mc, _) in zip(lead_rows, dims, strict=True)).all()
+        ports = [slot >= self._slots[0] for _, slot, _, _ in dims]
         for k, rp in enumerate(rps):
-            fed = self.share.follow & (share_port == k)
+            fed = [role.follow & (ports[d] == k) for d, (role, _, _, _) in enumerate(dims)]
             m.d.comb += [
-                rp.rows.valid.eq(Mux(fed, self.shared_rows.valid,
-                                     dma.rows.valid & (row_port == k)
-                                     & (~lead_row | self.mc.ready))),
-                rp.rows.payload.eq(Mux(fed, self.shared_rows.payload, dma.rows.payload)),
+                rp.rows.valid.eq(Mux(fed[0], self.shared_rows.valid,
+                                     Mux(fed[1], self.shared_rows2.valid,
+                                         dma.rows.valid & (row_port == k) & mc_ok))),
+                rp.rows.payload.eq(Mux(fed[0], self.shared_rows.payload,
+                                       Mux(fed[1], self.shared_rows2.payload,
+                                           dma.rows.payload))),
             ]
-        m.d.comb += [
-            dma.rows.ready.eq(own_ready & (~lead_row | self.mc.ready)),
-            self.mc.valid.eq(dma.rows.valid & lead_row & own_ready),
-            self.mc.payload.eq(dma.rows.payload),
-            self.shared_rows.ready.eq(self.share.follow
-                                      & Mux(share_port, rp1.rows.ready, rp0.rows.ready)),
-        ]
+        m.d.comb += dma.rows.ready.eq(own_ready & mc_ok)
+        for d, (role, _, mc, shared_rows) in enumerate(dims):
+            m.d.comb += [
+                mc.valid.eq(dma.rows.valid & lead_rows[d] & own_ready),
+                mc.payload.eq(dma.rows.payload),
+                shared_rows.ready.eq(role.follow
+                                     & Mux(ports[d], rp1.rows.ready, rp0.rows.ready)),
+            ]
 
         # ---- beats: broadcast to RP0, RP1 and the WP events ------------------------------------
         blayout = beat_layout(n_slots, pc_bits)

@@ -71,6 +71,10 @@ class TileLooper(wiring.Component):
         Operand sharing (:class:`meritz.tau.Tau`): a follower allocates the shared slot's tile but
         requests nothing (a credit for its leader); a leader requests it once every follower
         holds a credit (``share_ready``) and pulses ``share_take`` when it does.
+    share2_lead, share2_follow, share2_ready, share2_taken : In(1)
+    share2_credit, share2_take : Out(1)
+        The same for the second shared slot (``config.share2_slot``, 2-D sharing), with its own
+        credits.
     """
 
     def __init__(self, *, lanes, rows, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
@@ -96,6 +100,12 @@ class TileLooper(wiring.Component):
             "share_taken": In(1),
             "share_credit": Out(1),
             "share_take": Out(1),
+            "share2_lead": In(1),
+            "share2_follow": In(1),
+            "share2_ready": In(1),
+            "share2_taken": In(1),
+            "share2_credit": Out(1),
+            "share2_take": Out(1),
         })
 
     def elaborate(self, platform):
@@ -139,10 +149,16 @@ class TileLooper(wiring.Component):
         for a in alloc:
             m.d.comb += a.payload.eq(rows_of[slot_no])
 
-        credits = Signal(16)
-        credit_up = Signal()
-        m.d.sync += credits.eq(credits + credit_up - self.share_taken)
-        m.d.comb += self.share_credit.eq(credits != 0)
+        # per shared slot: credits (tiles allocated that its leader has not requested yet)
+        credits = [Signal(16, name="credits"), Signal(16, name="credits2")]
+        credit_up = [Signal(name="credit_up"), Signal(name="credit2_up")]
+        roles = [(self.share_lead, self.share_follow, self.share_ready, self.share_taken,
+                  self.share_credit, self.share_take, cfg.share_slot),
+                 (self.share2_lead, self.share2_follow, self.share2_ready, self.share2_taken,
+                  self.share2_credit, self.share2_take, cfg.share2_slot)]
+        for d, (_, _, _, taken, credit, _, _) in enumerate(roles):
+            m.d.sync += credits[d].eq(credits[d] + credit_up[d] - taken)
+            m.d.comb += credit.eq(credits[d] != 0)
         with m.FSM(name="tile_looper"):
             with m.State("IDLE"):
                 m.d.comb += self.tiles.ready.eq(1)
@@ -166,13 +182,16 @@ class TileLooper(wiring.Component):
                 g_base = Mux(port, grant[1].payload.base, grant[0].payload.base)
                 # a follower's shared slot is fetched by its group's leader: no request, a
                 # credit for the leader; the leader requests it once every follower has one
-                shared = slot_no == cfg.share_slot
-                fed = self.share_follow & shared
-                wait = self.share_lead & shared & ~self.share_ready
-                m.d.comb += [self.requests.valid.eq(g_valid & ~fed & ~wait), req.base.eq(g_base),
-                             credit_up.eq(g_valid & fed),
-                             self.share_take.eq(self.share_lead & shared & self.requests.valid
-                                                & self.requests.ready)]
+                # (2-D sharing: the same for each of the two shared slots, in different RPs)
+                fed = Cat(follow & (slot_no == slot)
+                          for _, follow, _, _, _, _, slot in roles).any()
+                wait = Cat(lead & (slot_no == slot) & ~ready
+                           for lead, _, ready, _, _, _, slot in roles).any()
+                m.d.comb += [self.requests.valid.eq(g_valid & ~fed & ~wait), req.base.eq(g_base)]
+                for d, (lead, follow, _, _, _, take, slot) in enumerate(roles):
+                    m.d.comb += [credit_up[d].eq(g_valid & follow & (slot_no == slot)),
+                                 take.eq(lead & (slot_no == slot) & self.requests.valid
+                                         & self.requests.ready)]
                 with m.If(g_valid & (self.requests.ready & ~wait | fed)):
                     m.d.comb += [grant[0].ready.eq(port == 0), grant[1].ready.eq(port == 1)]
                     m.d.sync += slot_no.eq(slot_no + 1)
