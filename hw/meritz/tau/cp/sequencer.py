@@ -16,8 +16,10 @@ For timing, the next command is computed from flip-flops only: the first / last 
 every accumulation index, the flags its next value will have, the step's range and the parallel
 indices are registers kept with the counters; the range table's empty / one-instruction flags
 are registers formed from the configuration; a job waits in an input register where its checks
-are made; commands leave through an output register (one per cycle, one cycle after they are
-formed).
+are made; commands leave through two registers (one per cycle, two cycles after they are
+formed): the first takes the command formed from the program word with a copy of the indices,
+the second selects the index that an ``index`` instruction reads by the word's ``j``, so that
+the program memory's read and that selection are in different cycles.
 
 Accumulation tiles of one parallel tile must come in order and may split only the outermost
 accumulation index (inner indices whole), so that every group sees its steps in the order of the
@@ -111,7 +113,7 @@ class Sequencer(wiring.Component):
         Jobs, taken into the input register while it is empty or its job is starting; a job
         starts when the previous one has formed its last command.
     cmd : Out(stream.Signature(cmd_layout(lanes, sram_depth)))
-        Commands to the SIMD array, from a register.
+        Commands to the SIMD array, from a register (behind a second one).
     config : In(sequencer_config_layout(program_depth))
         Held stable while jobs run.
     error : Out(1)
@@ -119,7 +121,7 @@ class Sequencer(wiring.Component):
         the range table is not monotone or points past the program (such jobs are dropped), or
         the groups' registers overflow the partial-result SRAM.
     idle : Out(1)
-        No job in progress, waiting or in the output register.
+        No job in progress, waiting or in the output registers.
     """
 
     def __init__(self, *, lanes=32, program_depth=32, sram_bytes=5120):
@@ -154,8 +156,8 @@ class Sequencer(wiring.Component):
         # index, ``a_next`` = a_j + 1 and the flags ``first`` (a_j == 0), ``last`` (a_j + 1 ==
         # a_shape_j) and ``wrap`` (a_j + 1 == end of the tile) are registers updated with a_j; the
         # range of the current step (``beg``, ``end``) is loaded from the flags' next values;
-        # ``par`` holds p_origin_j + (g_j << lane_bits_j). The command goes out through a
-        # register (``cmd`` is a registered stream: one command per cycle, one cycle later).
+        # ``par`` holds p_origin_j + (g_j << lane_bits_j). The command goes out through two
+        # registers (``form``, then ``cmd``'s: one command per cycle, two cycles later).
         a_next = Array(Signal(INDEX.width + 1, name=f"a_next{j}") for j in range(DIMS))
         par = Array(Signal(INDEX, name=f"par{j}") for j in range(DIMS))
         flags = data.StructLayout({"first": DIMS, "last": DIMS, "wrap": DIMS})
@@ -184,12 +186,6 @@ class Sequencer(wiring.Component):
         word = Signal(unsigned(32))
         m.d.comb += word.eq(Array(cfg.program)[addr[:max(1, (self.program_depth - 1)
                                                          .bit_length())]])
-
-        # the index an `index` instruction reads
-        j = word[25:28]
-        is_par = word[5]
-        index = Signal(INDEX)
-        m.d.comb += index.eq(Mux(is_par, par[j], a_cur[j]))
 
         # next values of the flags and of the step's range: the FSM below raises ``advance``
         # (next step), ``restart`` (the group's first step) or ``start`` (a new job's first
@@ -270,11 +266,34 @@ class Sequencer(wiring.Component):
         gs_less = Array(Signal(INDEX.width + 1, name=f"gs_less{j}") for j in range(DIMS))
         par_step = Array(Signal(INDEX, name=f"par_step{j}") for j in range(DIMS))
         out = self.cmd
-        take = ~out.valid | out.ready    # the output register takes a command this cycle
+        # the command formed from the program word goes into ``form`` (with a copy of the
+        # indices it may read, taken with it), and from there into the output register, where
+        # the index that an INDEX instruction reads is selected by the word's j: the program
+        # word is read a cycle before its command leaves, and the program memory's read and the
+        # index selection are in different cycles
+        form = Signal.like(out.payload, name="form")
+        form_valid = Signal()
+        form_a = Array(Signal(INDEX, name=f"form_a{j}") for j in range(DIMS))
+        form_par = Array(Signal(INDEX, name=f"form_par{j}") for j in range(DIMS))
+        take_out = ~out.valid | out.ready
+        take = ~form_valid | take_out    # ``form`` takes a command this cycle
         emit = Signal()
         cmd = Signal.like(out.payload)
         with m.If(take):
-            m.d.sync += [out.valid.eq(emit), out.payload.eq(cmd)]
+            m.d.sync += [form_valid.eq(emit), form.eq(cmd)]
+            m.d.sync += [form_a[jj].eq(a_cur[jj]) for jj in range(DIMS)]
+            m.d.sync += [form_par[jj].eq(par[jj]) for jj in range(DIMS)]
+        f_exec = form.kind == Command.EXEC
+        f_j = form.word.as_value()[25:28]
+        f_par = form.word.as_value()[5]
+        with m.If(take_out):
+            m.d.sync += [
+                out.valid.eq(form_valid),
+                out.payload.eq(form),
+                out.payload.index.eq(Mux(f_exec, Mux(f_par, form_par[f_j], form_a[f_j]), 0)),
+                out.payload.lane_shift.eq(Mux(f_exec, cfg.lane_shift[f_j], 0)),
+                out.payload.lane_bits.eq(Mux(f_exec, cfg.lane_bits[f_j], 0)),
+            ]
         m.d.comb += [
             cmd.row.eq(row_base + reg),
             cmd.word.d.eq(reg),
@@ -384,7 +403,7 @@ class Sequencer(wiring.Component):
                                         flag)))))
         with m.FSM() as fsm:
             with m.State("IDLE"):
-                m.d.comb += self.idle.eq(~out.valid & ~pend_valid)
+                m.d.comb += self.idle.eq(~out.valid & ~form_valid & ~pend_valid)
                 with m.If(pend_valid):
                     m.d.sync += pend_valid.eq(0)
                     with m.If(pend.bad):
@@ -445,9 +464,6 @@ class Sequencer(wiring.Component):
                         emit.eq(1),
                         cmd.kind.eq(Command.EXEC),
                         cmd.word.eq(word),
-                        cmd.index.eq(index),
-                        cmd.lane_shift.eq(cfg.lane_shift[j]),
-                        cmd.lane_bits.eq(cfg.lane_bits[j]),
                     ]
                     with m.If(take):
                         with m.If(at_last):
