@@ -476,7 +476,7 @@ def test_sequencer_index_commands_carry_their_steps_indices():
     cfg["program"] += [0] * (32 - len(cfg["program"]))
     job = {"a_origin": [1, 1, 0, 0, 0, 0], "a_extent": [2, 3, 1, 1, 1, 1],
            "p_origin": [40, 7, 0, 0, 0, 0], "p_groups": [3, 2, 1, 1, 1, 1]}
-    issued, error, indices = _simulate_sequencer(cfg, job, with_indices=True)
+    issued, error, indices = _simulate_sequencer(cfg, job, max_cycles=1000, with_indices=True)
     want = []
     for g0, g1 in itertools.product(range(3), range(2)):
         for a0, a1 in itertools.product(range(1, 3), range(1, 4)):
