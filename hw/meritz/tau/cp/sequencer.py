@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 
 from merit.checks import check_lanes, check_range
 from merit.isa import MAX_LEVELS, N_REGS
-from meritz.tau.cp.simd import Command, cmd_layout, sram_depth
+from meritz.tau.cp.simd import Command, cmd_layout, instruction_layout, sram_depth
 
 __all__ = ["Sequencer", "job_layout", "sequencer_config_layout",
            "sequencer_config"]
@@ -271,14 +271,16 @@ class Sequencer(wiring.Component):
         # the index that an INDEX instruction reads is selected by the word's j: the program
         # word is read a cycle before its command leaves, and the program memory's read and the
         # index selection are in different cycles
-        form = Signal.like(out.payload, name="form")
+        formed = data.StructLayout({"kind": Command, "word": instruction_layout,
+                                    "row": out.payload.shape()["row"].shape})
+        form = Signal(formed, name="form")
         form_valid = Signal()
         form_a = Array(Signal(INDEX, name=f"form_a{j}") for j in range(DIMS))
         form_par = Array(Signal(INDEX, name=f"form_par{j}") for j in range(DIMS))
         take_out = ~out.valid | out.ready
         take = ~form_valid | take_out    # ``form`` takes a command this cycle
         emit = Signal()
-        cmd = Signal.like(out.payload)
+        cmd = Signal(formed)
         with m.If(take):
             m.d.sync += [form_valid.eq(emit), form.eq(cmd)]
             m.d.sync += [form_a[jj].eq(a_cur[jj]) for jj in range(DIMS)]
@@ -289,7 +291,9 @@ class Sequencer(wiring.Component):
         with m.If(take_out):
             m.d.sync += [
                 out.valid.eq(form_valid),
-                out.payload.eq(form),
+                out.payload.kind.eq(form.kind),
+                out.payload.word.eq(form.word),
+                out.payload.row.eq(form.row),
                 out.payload.index.eq(Mux(f_exec, Mux(f_par, form_par[f_j], form_a[f_j]), 0)),
                 out.payload.lane_shift.eq(Mux(f_exec, cfg.lane_shift[f_j], 0)),
                 out.payload.lane_bits.eq(Mux(f_exec, cfg.lane_bits[f_j], 0)),
