@@ -147,15 +147,14 @@ class Sequencer(wiring.Component):
         # ``reg + 1 == cfg.regs`` (the last register to restore or save) as a register, assigned
         # with ``reg`` from the next value's own comparison (``cfg.regs`` is held while jobs run)
         reg_last = Signal()
-        pc = Signal(range(self.program_depth + 1))
-        fresh = Signal(init=1)          # at the first instruction of a step
         first_tile = Signal()
         last_tile = Signal()
 
         # Timing: everything the next command needs comes from flip-flops. Per accumulation
         # index, ``a_next`` = a_j + 1 and the flags ``first`` (a_j == 0), ``last`` (a_j + 1 ==
         # a_shape_j) and ``wrap`` (a_j + 1 == end of the tile) are registers updated with a_j; the
-        # range of the current step (``beg``, ``end``) is loaded from the flags' next values;
+        # range of the current step (``addr`` at its ``beg``, ``end``) is loaded from the flags'
+        # next values;
         # ``par`` holds p_origin_j + (g_j << lane_bits_j). The command goes out through two
         # registers (``form``, then ``cmd``'s: one command per cycle, two cycles later).
         a_next = Array(Signal(INDEX.width + 1, name=f"a_next{j}") for j in range(DIMS))
@@ -179,10 +178,10 @@ class Sequencer(wiring.Component):
                     m.d.comb += kl.eq(k)
             return kf, kl
 
-        beg = Signal(range(self.program_depth + 1))
         end = Signal(range(self.program_depth + 1))
+        # the program address, a register: the new range's ``beg`` when a step starts (start,
+        # restart, advance), ``addr + 1`` within a step (assigned below, with the range)
         addr = Signal(range(self.program_depth + 1))
-        m.d.comb += addr.eq(Mux(fresh, beg, pc))
         word = Signal(unsigned(32))
         m.d.comb += word.eq(Array(cfg.program)[addr[:max(1, (self.program_depth - 1)
                                                          .bit_length())]])
@@ -253,7 +252,6 @@ class Sequencer(wiring.Component):
                         new = a_next[jj][:INDEX.width]
                         m.d.sync += a_cur[jj].eq(new)
                         set_next(jj, new + 1)
-            m.d.sync += fresh.eq(1)
 
         # the same for the lane groups: gwrap_j (g_j + 1 == p_groups_j) and g_j + 1 are
         # registers, p_groups_j - 1 and the step of ``par`` (1 << lane_bits_j) are held
@@ -315,8 +313,7 @@ class Sequencer(wiring.Component):
 
         def finish_group():
             """The group's last command issued: on to the next group, or to the next job."""
-            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), reg_last.eq(cfg.regs == 1),
-                         fresh.eq(1)]
+            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), reg_last.eq(cfg.regs == 1)]
             m.d.comb += restart.eq(1)
             for jj in range(DIMS):
                 to_origin(jj, job.a_origin[jj], o_next[jj])
@@ -388,16 +385,18 @@ class Sequencer(wiring.Component):
         m.d.sync += now.eq(Mux(start, pend.origin, Mux(restart, origin,
                                                          Mux(advance, stepped, now))))
         ranges = [step_range(f) for f in (pend.origin, origin, stepped)]
-        for k, held in enumerate((beg, end)):
-            m.d.sync += held.eq(Mux(start, ranges[0][k], Mux(restart, ranges[1][k],
-                                                              Mux(advance, ranges[2][k], held))))
+        # the step's range: its end held, its beg loaded into ``addr``
+        m.d.sync += end.eq(Mux(start, ranges[0][1], Mux(restart, ranges[1][1],
+                                                        Mux(advance, ranges[2][1], end))))
         # ``addr >= end`` (an empty range) and ``addr + 1 == end`` (the step's last instruction)
-        # as registers: a new range (start, restart, advance: ``fresh``, so ``addr`` = its
-        # ``beg``) brings the comparison of its own ``beg`` and ``end`` (from ``tables``, by the
-        # same selection as the range); a step within the range (``pc`` = addr + 1)
-        # brings ``addr + 2 == end``; anything else keeps them
+        # as registers: a new range (start, restart, advance: ``addr`` = its ``beg``) brings the
+        # comparison of its own ``beg`` and ``end`` (from ``tables``, by the same selection as
+        # the range); a step within the range (``addr`` + 1) brings ``addr + 2 == end``;
+        # anything else keeps them
         step_in = Signal()
-        at_empty = Signal(init=1)       # reset: fresh, beg = end = 0
+        m.d.sync += addr.eq(Mux(start, ranges[0][0], Mux(restart, ranges[1][0],
+                                Mux(advance, ranges[2][0], Mux(step_in, addr + 1, addr)))))
+        at_empty = Signal(init=1)       # reset: addr = end = 0
         at_last = Signal()
         candidates = [r[2:] for r in ranges]
         for k, flag in enumerate((at_empty, at_last)):
@@ -438,7 +437,6 @@ class Sequencer(wiring.Component):
                             row_base.eq(0),
                             reg.eq(0),
                             reg_last.eq(cfg.regs == 1),
-                            fresh.eq(1),
                         ]
                         m.d.sync += [g_cur[jj].eq(0) for jj in range(DIMS)]
                         m.next = "RESTORE"
@@ -476,7 +474,6 @@ class Sequencer(wiring.Component):
                                 end_steps()
                         with m.Else():
                             m.d.comb += step_in.eq(1)
-                            m.d.sync += [pc.eq(addr + 1), fresh.eq(0)]
             with m.State("SAVE"):
                 m.d.comb += [emit.eq(1), cmd.kind.eq(Command.STORE)]
                 with m.If(take):

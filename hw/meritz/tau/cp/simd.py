@@ -341,12 +341,14 @@ class SimdArray(wiring.Component):
                 with m.Default():                           # LOGIC, INDEX (b: the index)
                     m.d.comb += pre_other.eq(b)
             # LOOKUP: its own shifter of b - c (E2's shifter, which the MAC product feeds, comes
-            # a cycle too late), the clamp and the table read
+            # a cycle too late), the clamp and the table read. The clamp to [0, 8192] tests bits
+            # (x > 8192: a bit above bit 13 set, or bit 13 and a bit below it), not a carry chain
             x = Signal(signed(33), name=f"lutx{lane}")
             lu = Signal(unsigned(14), name=f"lutu{lane}")
+            over = x[14:32].any() | (x[13] & x[:13].any())
             m.d.comb += [
                 x.eq(diff >> w2.s),
-                lu.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
+                lu.eq(Mux(x[-1], 0, Mux(over, 8192, x[:14]))),
             ]
             with m.If(s2_hold):
                 m.d.sync += lu2[lane].eq(lu)
