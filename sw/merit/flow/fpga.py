@@ -526,10 +526,11 @@ def block_names():
     return [r[0] for r in BLOCKS if "taus" not in r[2] and r[0] not in NOT_BLOCKS]
 
 
-def run_blocks(lanes, work_root="build/fpga", names=None, **options):
+def run_blocks(lanes, work_root="build/fpga", names=None, mappers=None, **options):
     """:func:`run_component` of every row of ``meritz.blocks.BLOCKS`` but the top, the TAU (the
     processor holds them) and the bank model, at ``lanes`` lanes: where each block's own
-    register-to-register paths end. ``names`` keeps only those blocks (in table order)."""
+    register-to-register paths end. ``names`` keeps only those blocks (in table order);
+    ``mappers`` maps a block to its own LUT mapper (the others: ``mapper``)."""
     from meritz.blocks import BLOCKS, build
 
     known = block_names()
@@ -544,8 +545,9 @@ def run_blocks(lanes, work_root="build/fpga", names=None, **options):
     results = []
     for row in rows:
         name, component = next(iter(build(lanes=lanes, blocks=[row])))
+        mine = {**options, **({"mapper": mappers[row[0]]} if row[0] in (mappers or {}) else {})}
         results.append({"block": row[0], "lanes": lanes,
-                        **run_component(name, component, work_root, **options)})
+                        **run_component(name, component, work_root, **mine)})
     return results
 
 
