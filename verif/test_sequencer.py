@@ -380,18 +380,19 @@ def test_sequencer_parameters_are_validated(kwargs, error, match):
 
 
 
-def _simulate_sequencer(config, job, *, max_cycles=400):
+def _simulate_sequencer(config, job, *, max_cycles=400, with_indices=False):
     """Amaranth-level run of a lone Sequencer on one job, ``cmd`` ready every other cycle.
 
-    Returns the commands issued, as ``(kind, word, row)``, and the error flag at the end.
+    Returns the commands issued, as ``(kind, word, row)``, and the error flag at the end (and
+    each command's ``(index, lane_shift, lane_bits)`` with ``with_indices``).
     """
     from amaranth.sim import Simulator
 
     from meritz.tau.cp.sequencer import job_layout, sequencer_config_layout
 
     dut = Sequencer(lanes=8, program_depth=32)
-    issued = []
-    result = {}
+    issued, indices = [], []
+    result = {"indices": indices}
 
     async def bench(ctx):
         ctx.set(dut.config, sequencer_config_layout(32).const(config))
@@ -405,6 +406,8 @@ def _simulate_sequencer(config, job, *, max_cycles=400):
             if valid and cycle % 2:
                 issued.append((Command(payload.kind), payload.word.as_value().value,
                                int(payload.row)))
+                indices.append((int(payload.index), int(payload.lane_shift),
+                                int(payload.lane_bits)))
             if ctx.get(dut.idle) and cycle > 1:
                 break
             await ctx.tick()
@@ -414,6 +417,8 @@ def _simulate_sequencer(config, job, *, max_cycles=400):
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    if with_indices:
+        return issued, result["error"], indices
     return issued, result["error"]
 
 
@@ -457,6 +462,29 @@ def test_sequencer_command_order(a_origin, a_extent, groups):
     mem = (Command.LOAD, Command.STORE)
     got = [(k, w & (7 << 17) if k in mem else w if k == Command.EXEC else 0,
             row if k in mem else 0) for k, w, row in issued]
+    assert got == want and not error
+
+
+def test_sequencer_index_commands_carry_their_steps_indices():
+    """The index an ``index`` instruction reads (a_j of its step, or the group's p_j base) and
+    the lane fields of p_j, selected a cycle after the program word is read: each command keeps
+    the indices of the step it was formed in, also where the step advances right behind it."""
+    program = assemble(".levels 2\nloop:\n    index r0, 0, a1\n    index r1, 0, p0\n"
+                       "    index r2, 0, a0\n    index r3, 0, p1\n    out r0, 0\n")
+    a_shape = (3, 4)
+    cfg = sequencer_config(program, a_shape, group_shape=[3, 2], lane_bits=[2, 1])
+    cfg["program"] += [0] * (32 - len(cfg["program"]))
+    job = {"a_origin": [1, 1, 0, 0, 0, 0], "a_extent": [2, 3, 1, 1, 1, 1],
+           "p_origin": [40, 7, 0, 0, 0, 0], "p_groups": [3, 2, 1, 1, 1, 1]}
+    issued, error, indices = _simulate_sequencer(cfg, job, max_cycles=1000, with_indices=True)
+    want = []
+    for g0, g1 in itertools.product(range(3), range(2)):
+        for a0, a1 in itertools.product(range(1, 3), range(1, 4)):
+            # p0 = 40 + (g0 << 2): lanes along p0 are lane bits 1..2 (p1 takes bit 0); the
+            # fields follow the word's j (out: j = 0, a0) whatever the instruction
+            want += [(a1, 0, 1), (40 + (g0 << 2), 1, 2), (a0, 1, 2), (7 + (g1 << 1), 0, 1),
+                     (a0, 1, 2)]
+    got = [ix for (k, _, _), ix in zip(issued, indices, strict=True) if k == Command.EXEC]
     assert got == want and not error
 
 

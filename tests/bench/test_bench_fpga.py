@@ -1,5 +1,7 @@
 """The FPGA report (``bench.fpga``): tables and the reading of the critical path from a report."""
 
+import pytest
+
 from bench import fpga
 
 STEP = {"from": "dut.tau.cp.simd.a2", "to": "dut.tau.cp.simd.r", "type": "logic",
@@ -28,7 +30,7 @@ def test_the_report_lists_fmax_utilization_blocks_and_depth():
     assert "**Fmax 41.2 MHz** (constraint 100 MHz" in text
     assert "| LUT4 sites (TRELLIS_COMB) | 80,000 | 83,640 | 95.6% |" in text
     assert "| `tau.cp` | 20.0 |" in text
-    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 |  | 9,000 | 0 | 0 | 0 | ABC9 |" in text
+    assert "| cp_simd | `meritz_cp_simd_n8` | 45.0 |  |  | 9,000 | 0 | 0 | 0 | ABC9 |" in text
     assert "| `meritz_top_n8_t1.tau.cp` | 61 | `a2 -> r` |" in text
     assert "limited by `tau.cp` (20.0 of 24.27 ns" in text
     assert "Slowest block alone: **cp_simd at 45.0 MHz** (critical path 22.2 ns" in text
@@ -44,7 +46,7 @@ def test_the_blocks_table_shows_the_baselines_fmax_before():
               "baseline": {"command": "python -m bench.fpga --cached-only", "date": "then",
                            "blocks": {"cp_sequencer": 38.5}}}
     text = fpga.markdown(report)
-    assert "| cp_sequencer | `meritz_cp_sequencer_n8` | 120.5 | 38.5 | 900 |" in text
+    assert "| cp_sequencer | `meritz_cp_sequencer_n8` | 120.5 |  | 38.5 | 900 |" in text
     assert "(`python -m bench.fpga --cached-only`, then, kept in `fpga_baseline.json`)" in text
 
 
@@ -133,8 +135,8 @@ def test_blocks_below_100_mhz_name_the_ends_of_their_critical_path():
     slow = {"block": "rp0_sram", "fmax_mhz": 84.2, "critical_path": path}
     fast = {"block": "rp_router", "fmax_mhz": 126.2, "critical_path": path}
     text = "\n".join(fpga._limits([slow, fast, {"block": "cp_simd", "placed": False}]))
-    assert "| rp0_sram | 84.2 | `fifo.fill_end` | `sram.bank3.mem (block RAM)` | 1 | 0.25 | 1.50 |" \
-        in text
+    assert ("| rp0_sram | 84.2 | `fifo.fill_end` | `sram.bank3.mem (block RAM)` | 1 | 0.25 "
+            "| 1.50 |") in text
     assert "rp_router" not in text and "cp_simd" not in text
     assert fpga._limits([fast]) == []
 
@@ -157,3 +159,28 @@ def test_the_breakdown_lists_the_largest_modules_and_sums_the_rest():
     assert "the other" not in text
     rest = fpga._breakdown_section(report["breakdown"], rows=2)
     assert "| the other 2 modules | 200 | 20.0% | 0 | 0 | 1 | 0 |" in rest
+
+
+def test_the_page_names_the_mapper_and_the_other_seeds():
+    block = {"block": "cp_simd", "module": "meritz_cp_simd_n8", "fmax_mhz": 60.1, "seed": 1,
+             "seeds": {"1": 60.1, "2": 58.0, "3": 63.4}, "abc9": False,
+             "utilization": {"TRELLIS_COMB": [9000, 83640]}, "critical_blocks": {"x": 16.6},
+             "critical_delay_ns": 16.6}
+    report = {"command": "python -m bench.fpga --mapper abc --seeds 1 2 3", "date": "d",
+              "machine": "m", "tools": {}, "device": "LFE5U-85F", "speed_grade": 6,
+              "mapper": "abc", "seeds": [1, 2, 3], "configs": [], "blocks": [block]}
+    text = fpga.markdown(report)
+    assert "seed 1; LUTs mapped by the classic ABC (`--mapper abc`" in text
+    assert ("| cp_simd | `meritz_cp_simd_n8` | 60.1 | 58.0 (seed 2) / 63.4 (seed 3) |  | 9,000 |"
+            in text)
+    assert "| classic ABC |" in text
+    args = fpga._parser().parse_args(["--mapper", "abc", "--seeds", "2", "3"])
+    assert fpga._mappers(args.mapper) == ("abc", {}) and args.seeds == [2, 3]
+    assert fpga._mappers(fpga._parser().parse_args([]).mapper) == ("abc9", {})
+    args = fpga._parser().parse_args(["--mapper", "abc9", "cp_simd=abc"])
+    assert fpga._mappers(args.mapper) == ("abc9", {"cp_simd": "abc"})
+    text = fpga.markdown({**report, "mapper": "abc9", "block_mappers": {"cp_simd": "abc"}})
+    assert ("LUTs mapped by ABC9 (`--mapper abc9`, the classic ABC where ABC9 fails); cp_simd: "
+            "the classic ABC" in text)
+    with pytest.raises(SystemExit):
+        fpga._parser().parse_args(["--mapper", "cp_simd=vpr"])

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["DEVICES", "FpgaError", "timing_wrapper", "synth_ecp5", "place_and_route",
+__all__ = ["DEVICES", "MAPPERS", "FpgaError", "timing_wrapper", "synth_ecp5", "place_and_route",
            "summarize", "run_component", "run_config", "run_blocks", "breakdown",
            "breakdown_config"]
 
@@ -152,10 +152,29 @@ def _prepare_synth(verilog, ports, top, work_dir, abc9, share=True):
     return work, key
 
 
-def _cached_result(verilog, ports, top, work_dir, share=True):
-    """``(synth facts, placed)`` of the cached synthesis of ``top`` (ABC9 or not), or None."""
-    for abc9 in (True, False):
+#: the LUT mappers of :func:`run_component`: ``abc9`` (Yosys' default, timing-driven; where it
+#: asserts, as on cp_simd, the classic ABC instead) and ``abc`` (the classic ``abc -lut 4``)
+MAPPERS = ("abc9", "abc")
+
+
+def _check_mapper(mapper):
+    if mapper not in MAPPERS:
+        raise ValueError(f"mapper must be one of {', '.join(MAPPERS)}, not {mapper!r}")
+    return mapper
+
+
+def _cached_result(verilog, ports, top, work_dir, share=True, mapper="abc9"):
+    """The facts of the cached synthesis of ``top`` by ``mapper`` (for ``abc9``, the classic
+    ABC where ABC9's failure is cached), or None."""
+    tries = (True, False) if _check_mapper(mapper) == "abc9" else (False,)
+    for abc9 in tries:
         work, key = _prepare_synth(verilog, ports, top, work_dir, abc9, share)
+        if mapper == "abc9" and not abc9:     # the fallback counts only where ABC9 failed
+            _, key9 = _prepare_synth(verilog, ports, top, work_dir, True, share)
+            failed = work / "synth.failed"
+            if not (failed.exists() and json.loads(failed.read_text())["key"] == key9):
+                return None
+            work, key = _prepare_synth(verilog, ports, top, work_dir, False, share)
         done = work / "synth.done"
         if done.exists() and json.loads(done.read_text())["key"] == key:
             stats = json.loads((work / "stat.json").read_text())["modules"]
@@ -400,11 +419,14 @@ def summarize(work_dir):
 
 def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F",
                   freq_mhz=100, place=True, cached_only=False, router=None, share=True,
-                  log=print):
+                  mapper="abc9", seeds=(1,), log=print):
     """Emit the Amaranth ``component`` as module ``name``, synthesize it for ECP5 in the timing
     wrapper, place and route it; return the summary (:func:`summarize` plus the run's facts).
     ``place=False`` stops after synthesis unless a placed and routed result is cached;
-    ``cached_only=True`` runs no tool: what the cache lacks is reported as not run."""
+    ``cached_only=True`` runs no tool: what the cache lacks is reported as not run.
+    ``mapper``: the LUT mapper (:data:`MAPPERS`). ``seeds``: nextpnr's placement seeds; the
+    summary is the first seed's, ``"seeds"`` maps every seed placed to its Fmax (the seeds
+    after the first run in ``seed<k>/`` of the work folder, from the same netlist)."""
     from meritz.emit import to_verilog
 
     work = Path(work_root) / name
@@ -414,23 +436,43 @@ def run_component(name, component, work_root="build/fpga", *, device="LFE5U-85F"
     if not target.exists() or target.read_text() != text:
         target.write_text(text)
     # a cached synthesis (ABC9, or the classic ABC where ABC9 failed) is reused as it is
-    synth = _cached_result(target, metadata["ports"], name, work, share)
+    synth = _cached_result(target, metadata["ports"], name, work, share, mapper)
     if cached_only:
         if synth is None:
             return _earlier_result(name, device, work)
         place = False
     if synth is None:
-        log(f"synth_ecp5 {name}")
-        synth = _synth_with_fallback(target, metadata["ports"], name, work, log, share)
-    facts = {"module": name, "device": device, "synth": True,
+        log(f"synth_ecp5 {name} ({mapper})")
+        if mapper == "abc":
+            synth = synth_ecp5(target, metadata["ports"], name, work, abc9=False, share=share)
+        else:
+            synth = _synth_with_fallback(target, metadata["ports"], name, work, log, share)
+    facts = {"module": name, "device": device, "synth": True, "mapper": mapper,
              "synth_seconds": synth["seconds"], "abc9": synth["abc9"],
              "yosys_cells": synth["cells_by_type"]}
-    if not place and not _pnr_cached(work, synth["synth_key"], device, freq_mhz, router=router):
+    seeds = list(seeds)
+    if not place and not _pnr_cached(work, synth["synth_key"], device, freq_mhz, seeds[0],
+                                     router):
         return {**facts, "placed": False}
-    log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz")
-    pnr_seconds = place_and_route(work, synth["synth_key"], device=device, freq_mhz=freq_mhz,
-                                  router=router)
-    return {**facts, "placed": True, "pnr_seconds": pnr_seconds, **summarize(work)}
+    fmax, first = {}, None
+    for k, seed in enumerate(seeds):
+        folder = work if k == 0 else work / f"seed{seed}"
+        if k:
+            folder.mkdir(exist_ok=True)
+            if (not (folder / "netlist.json").exists() or (folder / "netlist.json").read_bytes()
+                    != (work / "netlist.json").read_bytes()):
+                (folder / "netlist.json").write_bytes((work / "netlist.json").read_bytes())
+            if not place and not _pnr_cached(folder, synth["synth_key"], device, freq_mhz, seed,
+                                             router):
+                continue
+        log(f"nextpnr-ecp5 {name} on {device} at {freq_mhz} MHz, seed {seed}")
+        seconds = place_and_route(folder, synth["synth_key"], device=device, freq_mhz=freq_mhz,
+                                  seed=seed, router=router)
+        summary = summarize(folder)
+        fmax[str(seed)] = summary["fmax_mhz"]
+        if k == 0:
+            first = {"pnr_seconds": seconds, "seed": seed, **summary}
+    return {**facts, "placed": True, **first, "seeds": fmax}
 
 
 def _earlier_result(name, device, work):
@@ -484,10 +526,11 @@ def block_names():
     return [r[0] for r in BLOCKS if "taus" not in r[2] and r[0] not in NOT_BLOCKS]
 
 
-def run_blocks(lanes, work_root="build/fpga", names=None, **options):
+def run_blocks(lanes, work_root="build/fpga", names=None, mappers=None, **options):
     """:func:`run_component` of every row of ``meritz.blocks.BLOCKS`` but the top, the TAU (the
     processor holds them) and the bank model, at ``lanes`` lanes: where each block's own
-    register-to-register paths end. ``names`` keeps only those blocks (in table order)."""
+    register-to-register paths end. ``names`` keeps only those blocks (in table order);
+    ``mappers`` maps a block to its own LUT mapper (the others: ``mapper``)."""
     from meritz.blocks import BLOCKS, build
 
     known = block_names()
@@ -502,8 +545,9 @@ def run_blocks(lanes, work_root="build/fpga", names=None, **options):
     results = []
     for row in rows:
         name, component = next(iter(build(lanes=lanes, blocks=[row])))
+        mine = {**options, **({"mapper": mappers[row[0]]} if row[0] in (mappers or {}) else {})}
         results.append({"block": row[0], "lanes": lanes,
-                        **run_component(name, component, work_root, **options)})
+                        **run_component(name, component, work_root, **mine)})
     return results
 
 

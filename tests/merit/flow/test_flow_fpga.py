@@ -93,6 +93,25 @@ def _tiny():
     return Tiny()
 
 
+def test_the_mapper_is_chosen_and_keyed_and_extra_seeds_are_placed_apart(tmp_path):
+    got = fpga.run_component("tiny", _tiny(), tmp_path, device="LFE5U-25F", freq_mhz=50,
+                             mapper="abc", seeds=(1, 2))
+    assert got["mapper"] == "abc" and not got["abc9"] and got["seed"] == 1
+    assert set(got["seeds"]) == {"1", "2"} and got["seeds"]["1"] == got["fmax_mhz"] > 100
+    assert (tmp_path / "tiny" / "seed2" / "report.json").exists()
+    assert "abc -lut 4" in (tmp_path / "tiny" / "synth.ys").read_text()
+    # the other mapper's synthesis is not taken from the cache: its script (the key) differs
+    again = fpga.run_component("tiny", _tiny(), tmp_path, device="LFE5U-25F", freq_mhz=50,
+                               place=False, mapper="abc9")
+    assert again["abc9"] and again["mapper"] == "abc9"
+    assert "abc -lut 4" not in (tmp_path / "tiny" / "synth.ys").read_text()
+    cached = fpga.run_component("tiny", _tiny(), tmp_path, device="LFE5U-25F", freq_mhz=50,
+                                cached_only=True, mapper="abc")
+    assert not cached["placed"] or not cached["abc9"]
+    with pytest.raises(ValueError, match="mapper must be one of abc9, abc"):
+        fpga.run_component("tiny", _tiny(), tmp_path, mapper="vpr")
+
+
 def test_cached_only_marks_a_result_of_other_verilog_stale(routed, tmp_path):
     import shutil
 

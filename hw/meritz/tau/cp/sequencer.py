@@ -16,8 +16,10 @@ For timing, the next command is computed from flip-flops only: the first / last 
 every accumulation index, the flags its next value will have, the step's range and the parallel
 indices are registers kept with the counters; the range table's empty / one-instruction flags
 are registers formed from the configuration; a job waits in an input register where its checks
-are made; commands leave through an output register (one per cycle, one cycle after they are
-formed).
+are made; commands leave through two registers (one per cycle, two cycles after they are
+formed): the first takes the command formed from the program word with a copy of the indices,
+the second selects the index that an ``index`` instruction reads by the word's ``j``, so that
+the program memory's read and that selection are in different cycles.
 
 Accumulation tiles of one parallel tile must come in order and may split only the outermost
 accumulation index (inner indices whole), so that every group sees its steps in the order of the
@@ -30,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 
 from merit.checks import check_lanes, check_range
 from merit.isa import MAX_LEVELS, N_REGS
-from meritz.tau.cp.simd import Command, cmd_layout, sram_depth
+from meritz.tau.cp.simd import Command, cmd_layout, instruction_layout, sram_depth
 
 __all__ = ["Sequencer", "job_layout", "sequencer_config_layout",
            "sequencer_config"]
@@ -111,7 +113,7 @@ class Sequencer(wiring.Component):
         Jobs, taken into the input register while it is empty or its job is starting; a job
         starts when the previous one has formed its last command.
     cmd : Out(stream.Signature(cmd_layout(lanes, sram_depth)))
-        Commands to the SIMD array, from a register.
+        Commands to the SIMD array, from a register (behind a second one).
     config : In(sequencer_config_layout(program_depth))
         Held stable while jobs run.
     error : Out(1)
@@ -119,7 +121,7 @@ class Sequencer(wiring.Component):
         the range table is not monotone or points past the program (such jobs are dropped), or
         the groups' registers overflow the partial-result SRAM.
     idle : Out(1)
-        No job in progress, waiting or in the output register.
+        No job in progress, waiting or in the output registers.
     """
 
     def __init__(self, *, lanes=32, program_depth=32, sram_bytes=5120):
@@ -145,17 +147,16 @@ class Sequencer(wiring.Component):
         # ``reg + 1 == cfg.regs`` (the last register to restore or save) as a register, assigned
         # with ``reg`` from the next value's own comparison (``cfg.regs`` is held while jobs run)
         reg_last = Signal()
-        pc = Signal(range(self.program_depth + 1))
-        fresh = Signal(init=1)          # at the first instruction of a step
         first_tile = Signal()
         last_tile = Signal()
 
         # Timing: everything the next command needs comes from flip-flops. Per accumulation
         # index, ``a_next`` = a_j + 1 and the flags ``first`` (a_j == 0), ``last`` (a_j + 1 ==
         # a_shape_j) and ``wrap`` (a_j + 1 == end of the tile) are registers updated with a_j; the
-        # range of the current step (``beg``, ``end``) is loaded from the flags' next values;
-        # ``par`` holds p_origin_j + (g_j << lane_bits_j). The command goes out through a
-        # register (``cmd`` is a registered stream: one command per cycle, one cycle later).
+        # range of the current step (``addr`` at its ``beg``, ``end``) is loaded from the flags'
+        # next values;
+        # ``par`` holds p_origin_j + (g_j << lane_bits_j). The command goes out through two
+        # registers (``form``, then ``cmd``'s: one command per cycle, two cycles later).
         a_next = Array(Signal(INDEX.width + 1, name=f"a_next{j}") for j in range(DIMS))
         par = Array(Signal(INDEX, name=f"par{j}") for j in range(DIMS))
         flags = data.StructLayout({"first": DIMS, "last": DIMS, "wrap": DIMS})
@@ -177,19 +178,13 @@ class Sequencer(wiring.Component):
                     m.d.comb += kl.eq(k)
             return kf, kl
 
-        beg = Signal(range(self.program_depth + 1))
         end = Signal(range(self.program_depth + 1))
+        # the program address, a register: the new range's ``beg`` when a step starts (start,
+        # restart, advance), ``addr + 1`` within a step (assigned below, with the range)
         addr = Signal(range(self.program_depth + 1))
-        m.d.comb += addr.eq(Mux(fresh, beg, pc))
         word = Signal(unsigned(32))
         m.d.comb += word.eq(Array(cfg.program)[addr[:max(1, (self.program_depth - 1)
                                                          .bit_length())]])
-
-        # the index an `index` instruction reads
-        j = word[25:28]
-        is_par = word[5]
-        index = Signal(INDEX)
-        m.d.comb += index.eq(Mux(is_par, par[j], a_cur[j]))
 
         # next values of the flags and of the step's range: the FSM below raises ``advance``
         # (next step), ``restart`` (the group's first step) or ``start`` (a new job's first
@@ -257,7 +252,6 @@ class Sequencer(wiring.Component):
                         new = a_next[jj][:INDEX.width]
                         m.d.sync += a_cur[jj].eq(new)
                         set_next(jj, new + 1)
-            m.d.sync += fresh.eq(1)
 
         # the same for the lane groups: gwrap_j (g_j + 1 == p_groups_j) and g_j + 1 are
         # registers, p_groups_j - 1 and the step of ``par`` (1 << lane_bits_j) are held
@@ -270,11 +264,38 @@ class Sequencer(wiring.Component):
         gs_less = Array(Signal(INDEX.width + 1, name=f"gs_less{j}") for j in range(DIMS))
         par_step = Array(Signal(INDEX, name=f"par_step{j}") for j in range(DIMS))
         out = self.cmd
-        take = ~out.valid | out.ready    # the output register takes a command this cycle
+        # the command formed from the program word goes into ``form`` (with a copy of the
+        # indices it may read, taken with it), and from there into the output register, where
+        # the index that an INDEX instruction reads is selected by the word's j: the program
+        # word is read a cycle before its command leaves, and the program memory's read and the
+        # index selection are in different cycles
+        formed = data.StructLayout({"kind": Command, "word": instruction_layout,
+                                    "row": out.payload.shape()["row"].shape})
+        form = Signal(formed, name="form")
+        form_valid = Signal()
+        form_a = Array(Signal(INDEX, name=f"form_a{j}") for j in range(DIMS))
+        form_par = Array(Signal(INDEX, name=f"form_par{j}") for j in range(DIMS))
+        take_out = ~out.valid | out.ready
+        take = ~form_valid | take_out    # ``form`` takes a command this cycle
         emit = Signal()
-        cmd = Signal.like(out.payload)
+        cmd = Signal(formed)
         with m.If(take):
-            m.d.sync += [out.valid.eq(emit), out.payload.eq(cmd)]
+            m.d.sync += [form_valid.eq(emit), form.eq(cmd)]
+            m.d.sync += [form_a[jj].eq(a_cur[jj]) for jj in range(DIMS)]
+            m.d.sync += [form_par[jj].eq(par[jj]) for jj in range(DIMS)]
+        f_exec = form.kind == Command.EXEC
+        f_j = form.word.as_value()[25:28]
+        f_par = form.word.as_value()[5]
+        with m.If(take_out):
+            m.d.sync += [
+                out.valid.eq(form_valid),
+                out.payload.kind.eq(form.kind),
+                out.payload.word.eq(form.word),
+                out.payload.row.eq(form.row),
+                out.payload.index.eq(Mux(f_exec, Mux(f_par, form_par[f_j], form_a[f_j]), 0)),
+                out.payload.lane_shift.eq(Mux(f_exec, cfg.lane_shift[f_j], 0)),
+                out.payload.lane_bits.eq(Mux(f_exec, cfg.lane_bits[f_j], 0)),
+            ]
         m.d.comb += [
             cmd.row.eq(row_base + reg),
             cmd.word.d.eq(reg),
@@ -292,8 +313,7 @@ class Sequencer(wiring.Component):
 
         def finish_group():
             """The group's last command issued: on to the next group, or to the next job."""
-            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), reg_last.eq(cfg.regs == 1),
-                         fresh.eq(1)]
+            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), reg_last.eq(cfg.regs == 1)]
             m.d.comb += restart.eq(1)
             for jj in range(DIMS):
                 to_origin(jj, job.a_origin[jj], o_next[jj])
@@ -365,16 +385,18 @@ class Sequencer(wiring.Component):
         m.d.sync += now.eq(Mux(start, pend.origin, Mux(restart, origin,
                                                          Mux(advance, stepped, now))))
         ranges = [step_range(f) for f in (pend.origin, origin, stepped)]
-        for k, held in enumerate((beg, end)):
-            m.d.sync += held.eq(Mux(start, ranges[0][k], Mux(restart, ranges[1][k],
-                                                              Mux(advance, ranges[2][k], held))))
+        # the step's range: its end held, its beg loaded into ``addr``
+        m.d.sync += end.eq(Mux(start, ranges[0][1], Mux(restart, ranges[1][1],
+                                                        Mux(advance, ranges[2][1], end))))
         # ``addr >= end`` (an empty range) and ``addr + 1 == end`` (the step's last instruction)
-        # as registers: a new range (start, restart, advance: ``fresh``, so ``addr`` = its
-        # ``beg``) brings the comparison of its own ``beg`` and ``end`` (from ``tables``, by the
-        # same selection as the range); a step within the range (``pc`` = addr + 1)
-        # brings ``addr + 2 == end``; anything else keeps them
+        # as registers: a new range (start, restart, advance: ``addr`` = its ``beg``) brings the
+        # comparison of its own ``beg`` and ``end`` (from ``tables``, by the same selection as
+        # the range); a step within the range (``addr`` + 1) brings ``addr + 2 == end``;
+        # anything else keeps them
         step_in = Signal()
-        at_empty = Signal(init=1)       # reset: fresh, beg = end = 0
+        m.d.sync += addr.eq(Mux(start, ranges[0][0], Mux(restart, ranges[1][0],
+                                Mux(advance, ranges[2][0], Mux(step_in, addr + 1, addr)))))
+        at_empty = Signal(init=1)       # reset: addr = end = 0
         at_last = Signal()
         candidates = [r[2:] for r in ranges]
         for k, flag in enumerate((at_empty, at_last)):
@@ -384,7 +406,7 @@ class Sequencer(wiring.Component):
                                         flag)))))
         with m.FSM() as fsm:
             with m.State("IDLE"):
-                m.d.comb += self.idle.eq(~out.valid & ~pend_valid)
+                m.d.comb += self.idle.eq(~out.valid & ~form_valid & ~pend_valid)
                 with m.If(pend_valid):
                     m.d.sync += pend_valid.eq(0)
                     with m.If(pend.bad):
@@ -415,7 +437,6 @@ class Sequencer(wiring.Component):
                             row_base.eq(0),
                             reg.eq(0),
                             reg_last.eq(cfg.regs == 1),
-                            fresh.eq(1),
                         ]
                         m.d.sync += [g_cur[jj].eq(0) for jj in range(DIMS)]
                         m.next = "RESTORE"
@@ -445,9 +466,6 @@ class Sequencer(wiring.Component):
                         emit.eq(1),
                         cmd.kind.eq(Command.EXEC),
                         cmd.word.eq(word),
-                        cmd.index.eq(index),
-                        cmd.lane_shift.eq(cfg.lane_shift[j]),
-                        cmd.lane_bits.eq(cfg.lane_bits[j]),
                     ]
                     with m.If(take):
                         with m.If(at_last):
@@ -456,7 +474,6 @@ class Sequencer(wiring.Component):
                                 end_steps()
                         with m.Else():
                             m.d.comb += step_in.eq(1)
-                            m.d.sync += [pc.eq(addr + 1), fresh.eq(0)]
             with m.State("SAVE"):
                 m.d.comb += [emit.eq(1), cmd.kind.eq(Command.STORE)]
                 with m.If(take):

@@ -1,10 +1,15 @@
 """The SIMD compute array of the Compute Pipeline: N lanes executing the MERIT-z ISA (§V, Table I).
 
-Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Three pipeline stages:
+Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
 
-1. **issue** accepts a command, decodes it, fetches the operands of every lane (registers with
-   forwarding, the RP0 / RP1 element, constants, immediates) and, for ``LOAD``, reads the
-   partial-result SRAM;
+0. **decode** takes a command into a register with what the issue stage needs from the command
+   alone (legality, the RP elements it consumes, which operands are registers, the operands
+   that every lane shares: constants and immediates, the lane's index of ``INDEX``); behind it a
+   skid register, so that ``cmd.ready`` is a flip-flop and a command that arrives while the
+   decode register waits follows without a bubble;
+1. **issue** takes the decoded command when E1 is free and no interlock holds it, fetches the
+   operands of every lane (registers with forwarding, the RP0 / RP1 element, which it consumes
+   now) and, for ``LOAD``, reads the partial-result SRAM;
 2. **E1** computes everything that does not need the accumulator operand ``a``: ``b + c``,
    ``b - c``, ``|b - c|``, the MAC product (not shifted yet), the LOOKUP clamp and table read;
    ``STORE`` writes the SRAM here. ``LOOKUP`` stays two cycles in E1: the first registers the
@@ -19,16 +24,21 @@ an instruction two or more behind reads the result from E2 (or the register file
 instruction right behind that reads it as ``a`` (a MAC chain, a running max; also ``b`` of ``out``
 and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an instruction
 that reads the result of the instruction right before it as ``b`` or ``c`` waits one cycle
-(interlock: ``cmd.ready`` stays low), unless ``a`` and ``b`` commute (max, min, and, or, xor; add
-and sub at ``s = 0``) and only ``b`` is that result: then they are swapped. The command behind a
+(interlock: the decode register holds it, then ``cmd.ready`` falls), unless ``a`` and ``b``
+commute (max, min, and, or, xor; add and sub at ``s = 0``) and only ``b`` is that result: then
+they are swapped. The command behind a
 ``LOOKUP`` waits one cycle more (``merit.perf.interlocked`` counts both). The partial-result SRAM
 (5 KB by default) keeps the registers of lane groups that are not running (output stationary across
 accumulation tiles); it is never read and written in the same cycle (a ``LOAD`` behind a ``STORE``
 waits one cycle), so it maps onto a single-port macro.
 
-For timing, E2's result is selected by the last multiplexer in front of the E1 registers (the
-other sources of an operand are selected before it), the MAC product by the last one in front of
-E2's register (E1 ends at the multiplier; the shift is E2's first step, in front of its adder),
+The decode stage adds one cycle of latency and no cycles between commands: the interlocks
+are the issue stage's, as before. For timing, the issue stage starts from the decode register's
+flip-flops (not from the sequencer's logic), E1's registers are enabled whenever E1 is free
+(their ``valid`` alone waits for the handshake), E2's result is selected by the last
+multiplexer in front of the E1 registers (the other sources of an operand are selected before
+it), the MAC product by the last one in front of E2's register (E1 ends at the multiplier; the
+shift is E2's first step, in front of its adder),
 and the sum by the last one in front of the result; ``sat16`` tests the bits above bit 15 instead
 of comparing with the limits.
 """
@@ -166,10 +176,11 @@ class SimdArray(wiring.Component):
     Members
     -------
     cmd : In(stream.Signature(cmd_layout))
-        Commands from the sequencer (:class:`Command`); one per cycle at best.
+        Commands from the sequencer (:class:`Command`); one per cycle at best. ``ready`` is a
+        flip-flop (the skid register behind the decode register is empty).
     rp0, rp1 : In(stream.Signature(ArrayLayout(signed(16), lanes)))
         The current RP elements; one vector is consumed by each executed instruction that reads
-        ``i0`` / ``i1``.
+        ``i0`` / ``i1``, when it issues (a cycle or more after its command was accepted).
     out : Out(stream.Signature(ArrayLayout(signed(16), lanes)))
         Results of ``out`` instructions, to the write pipeline.
     config : In(simd_config_layout())
@@ -330,12 +341,14 @@ class SimdArray(wiring.Component):
                 with m.Default():                           # LOGIC, INDEX (b: the index)
                     m.d.comb += pre_other.eq(b)
             # LOOKUP: its own shifter of b - c (E2's shifter, which the MAC product feeds, comes
-            # a cycle too late), the clamp and the table read
+            # a cycle too late), the clamp and the table read. The clamp to [0, 8192] tests bits
+            # (x > 8192: a bit above bit 13 set, or bit 13 and a bit below it), not a carry chain
             x = Signal(signed(33), name=f"lutx{lane}")
             lu = Signal(unsigned(14), name=f"lutu{lane}")
+            over = x[14:32].any() | (x[13] & x[:13].any())
             m.d.comb += [
                 x.eq(diff >> w2.s),
-                lu.eq(Mux(x < 0, 0, Mux(x > 8192, 8192, x[:14]))),
+                lu.eq(Mux(x[-1], 0, Mux(over, 8192, x[:14]))),
             ]
             with m.If(s2_hold):
                 m.d.sync += lu2[lane].eq(lu)
@@ -375,22 +388,99 @@ class SimdArray(wiring.Component):
         with m.If(s2_hold):
             m.d.sync += [lut_second.eq(1), a2.eq(a_in), a_fwd.eq(0)]
 
-        # ---- stage 1 (issue) ---------------------------------------------------------------
-        cmd = self.cmd.payload
-        w = cmd.word
-        exec1 = cmd.kind == Command.EXEC
-        legal = is_legal(m, w)
-        run = exec1 & legal
-        reads = [(w.a, True),
-                 (w.b, (w.op != Opcode.INDEX)),
-                 (w.c, (w.op != Opcode.INDEX) & (w.op != Opcode.OUT)
-                  & ~((w.op == Opcode.LOGIC) & (w.fn != LogicFn.SEL)))]
-        need0 = run & Cat(*[(code == OPERAND_RP0) & used for code, used in reads]).any()
-        need1 = run & Cat(*[(code == OPERAND_RP1) & used for code, used in reads]).any()
+        # ---- stage 0 (decode): the command register, behind a skid register ---------------
+        # A command from the sequencer is decoded into ``d`` (what the issue stage needs from
+        # the command alone: legality, the RP elements it consumes, which operands are
+        # registers, the operands that are the same in every lane, the lane's index of INDEX)
+        # one cycle before it issues. ``cmd.ready`` is a flip-flop (the skid register is
+        # empty), so the issue stage's handshake does not reach back into the sequencer; a
+        # command that arrives while ``d`` waits is kept in the skid register and follows
+        # without a bubble.
+        cmd_shape = self.cmd.payload.shape()
+        lane_idx = data.ArrayLayout(unsigned(17), n)
+        decoded = data.StructLayout({
+            "valid": 1, "kind": Command, "word": instruction_layout, "row": range(self.depth),
+            "exec": 1, "legal": 1, "run": 1, "need0": 1, "need1": 1, "index": 1,
+            "out": 1, "a_code": 5,
+            # per operand (a: a_code, b, c): a register (its number is the code), and
+            # ``sel``: 0 a register, 1 the RP0 element, 2 the RP1 element, 3 ``k`` (a constant
+            # or an immediate, the same in every lane)
+            "a_reg": 1, "b_reg": 1, "c_reg": 1,
+            "a_sel": 2, "b_sel": 2, "c_sel": 2,
+            "a_k": signed(32), "b_k": signed(32), "c_k": signed(32),
+            # an interlock on b / c if the instruction in E1 writes it; a and b may swap
+            "b_haz": 1, "c_haz": 1, "swap_ok": 1,
+            "idx": lane_idx,
+        })
+        d = Signal(decoded, name="dec")
+        skid = Signal(cmd_shape, name="skid")
+        skid_valid = Signal()
+        src = Signal(cmd_shape)
+        m.d.comb += src.eq(Mux(skid_valid, skid, self.cmd.payload))
+        nxt = Signal(decoded)
+        sw_ = src.word
+        exec0 = src.kind == Command.EXEC
+        legal0 = is_legal(m, sw_)
+        run0 = exec0 & legal0
+        used_b = sw_.op != Opcode.INDEX
+        used_c = ((sw_.op != Opcode.INDEX) & (sw_.op != Opcode.OUT)
+                  & ~((sw_.op == Opcode.LOGIC) & (sw_.fn != LogicFn.SEL)))
+        # port a reads register d for the commands that are not instructions (STORE saves it)
+        a_code0 = Mux(exec0, sw_.a, sw_.d)
+        codes = [(a_code0, Const(1, 1)), (sw_.b, used_b), (sw_.c, used_c)]
 
-        def from_e1(code):
+        def sel_of(code):
+            return Mux(code < N_REGS, 0, Mux(code == OPERAND_RP0, 1,
+                                             Mux(code == OPERAND_RP1, 2, 3)))
+
+        def k_of(code):
+            return Mux((code >= OPERAND_CONST) & (code < OPERAND_CONST + N_CONSTS),
+                       Array(self.config.consts)[(code - OPERAND_CONST)[:2]],
+                       code[:4].as_signed())
+
+        lane_mask = Signal(unsigned(8))
+        m.d.comb += lane_mask.eq((1 << src.lane_bits) - 1)
+        commutes = (((sw_.op == Opcode.LOGIC) & (sw_.fn != LogicFn.SEL))
+                    | (((sw_.op == Opcode.ADD) | (sw_.op == Opcode.SUB)) & (sw_.s == 0)))
+        m.d.comb += [
+            nxt.kind.eq(src.kind), nxt.word.eq(sw_), nxt.row.eq(src.row),
+            nxt.exec.eq(exec0), nxt.legal.eq(legal0), nxt.run.eq(run0),
+            nxt.need0.eq(run0 & Cat(*[(c == OPERAND_RP0) & u for c, u in codes]).any()),
+            nxt.need1.eq(run0 & Cat(*[(c == OPERAND_RP1) & u for c, u in codes]).any()),
+            nxt.index.eq(sw_.op == Opcode.INDEX),
+            nxt.out.eq(sw_.op == Opcode.OUT),
+            nxt.a_code.eq(a_code0),
+            nxt.b_haz.eq(run0 & used_b & (sw_.op != Opcode.OUT) & (sw_.b < N_REGS)),
+            nxt.c_haz.eq(run0 & used_c & (sw_.c < N_REGS)),
+            nxt.swap_ok.eq(run0 & commutes & (sw_.b < N_REGS)),
+        ]
+        for x, (code, _) in zip("abc", codes, strict=True):
+            m.d.comb += [getattr(nxt, f"{x}_reg").eq(code < N_REGS),
+                         getattr(nxt, f"{x}_sel").eq(sel_of(code)),
+                         getattr(nxt, f"{x}_k").eq(k_of(code))]
+        for lane in range(n):
+            m.d.comb += nxt.idx[lane].eq(Mux(
+                sw_.b == IndexKind.PAR,
+                src.index + ((Const(lane, range(n)) >> src.lane_shift) & lane_mask),
+                src.index))
+        issue = Signal()            # ``d`` leaves for E1 this cycle
+        d_take = ~d.valid | issue
+        m.d.comb += self.cmd.ready.eq(~skid_valid)
+        with m.If(d_take):
+            m.d.sync += [d.eq(nxt), d.valid.eq(skid_valid | self.cmd.valid),
+                         skid_valid.eq(0)]
+        with m.Elif(self.cmd.valid & ~skid_valid):
+            m.d.sync += [skid.eq(self.cmd.payload), skid_valid.eq(1)]
+
+        # ---- stage 1 (issue) ---------------------------------------------------------------
+        w = d.word
+        exec1 = d.exec
+        run = d.run
+        need0, need1 = d.need0, d.need1
+
+        def from_e1(code, is_reg):
             """``code`` is a register that the instruction in E1 writes."""
-            return s2_writer & (code < N_REGS) & (w2.d == code[:3])
+            return s2_writer & is_reg & (w2.d == code[:3])
 
         # interlock: E1 reads ``b`` and ``c`` at its start, so an instruction whose ``b`` / ``c``
         # is the result of the instruction right before it (in E1, not done) waits one cycle;
@@ -398,44 +488,39 @@ class SimdArray(wiring.Component):
         # ``a`` and ``b`` commute (max, min, and, or, xor; add and sub at s = 0), an instruction
         # whose ``b`` is that result and ``a`` is not swaps them and does not wait (a pooling
         # max behind the convolution's last MAC, an accumulating add)
-        commutes = (((w.op == Opcode.LOGIC) & (w.fn != LogicFn.SEL))
-                    | (((w.op == Opcode.ADD) | (w.op == Opcode.SUB)) & (w.s == 0)))
         swap = Signal()
-        m.d.comb += swap.eq(run & commutes & from_e1(w.b) & ~from_e1(w.a))
-        hazard = run & ((from_e1(w.b) & reads[1][1] & (w.op != Opcode.OUT) & ~swap)
-                        | (from_e1(w.c) & reads[2][1]))
+        m.d.comb += swap.eq(d.swap_ok & from_e1(w.b, d.b_reg) & ~from_e1(d.a_code, d.a_reg))
+        hazard = ((d.b_haz & from_e1(w.b, d.b_reg) & ~swap) | (d.c_haz & from_e1(w.c, d.c_reg)))
         s2_free = ~s2.valid | s2_move
         # the SRAM is single-port: a LOAD does not read while E1 writes a STORE
-        sram_busy = (cmd.kind == Command.LOAD) & s2.valid & (s2.kind == Command.STORE)
+        sram_busy = (d.kind == Command.LOAD) & s2.valid & (s2.kind == Command.STORE)
         ready = (s2_free & ~sram_busy & ~hazard & (~need0 | self.rp0.valid)
                  & (~need1 | self.rp1.valid))
-        accept = self.cmd.valid & ready
         m.d.comb += [
-            self.cmd.ready.eq(ready),
-            self.rp0.ready.eq(self.cmd.valid & ready & need0),
-            self.rp1.ready.eq(self.cmd.valid & ready & need1),
-            rd.addr.eq(cmd.row),
-            rd.en.eq(accept & (cmd.kind == Command.LOAD)),
-            self.busy.eq(s2.valid | s3.valid),
+            issue.eq(d.valid & ready),
+            self.rp0.ready.eq(d.valid & ready & need0),
+            self.rp1.ready.eq(d.valid & ready & need1),
+            rd.addr.eq(d.row),
+            rd.en.eq(issue & (d.kind == Command.LOAD)),
+            self.busy.eq(d.valid | skid_valid | s2.valid | s3.valid),
         ]
 
-        def operand(code, lane, forwarded, x):
-            """``(value, hit)``: operand ``code`` of ``lane`` from the register ``forwarded``
-            gives, where ``hit`` (E2's result) is not selected, and whether it is."""
+        def operand(sel, k, lane, forwarded, is_reg, x):
+            """``(value, hit)``: the operand of ``lane`` selected by ``sel`` (from the register
+            ``forwarded`` gives where ``hit``, E2's result, is not selected), and whether it
+            is."""
             other, hit = forwarded
             v = Signal(signed(32), name=f"op{x}{lane}")
-            with m.Switch(code):
-                with m.Case(*range(N_REGS)):
+            with m.Switch(sel):
+                with m.Case(0):
                     m.d.comb += v.eq(other[lane])
-                with m.Case(OPERAND_RP0):
+                with m.Case(1):
                     m.d.comb += v.eq(self.rp0.payload[lane])
-                with m.Case(OPERAND_RP1):
+                with m.Case(2):
                     m.d.comb += v.eq(self.rp1.payload[lane])
-                with m.Case(*range(OPERAND_CONST, OPERAND_CONST + N_CONSTS)):
-                    m.d.comb += v.eq(Array(self.config.consts)[(code - OPERAND_CONST)[:2]])
                 with m.Default():
-                    m.d.comb += v.eq(code[:4].as_signed())
-            return v, hit & (code < N_REGS)
+                    m.d.comb += v.eq(k)
+            return v, hit & is_reg
 
         s2_clear = s2.valid & (s2.kind == Command.CLEAR)
         s2_load = s2.valid & (s2.kind == Command.LOAD)
@@ -463,39 +548,35 @@ class SimdArray(wiring.Component):
             return other, hit
 
         fwd_values = []
-        # port a reads register d for the commands that are not instructions (STORE writes it)
-        a_code = Mux(exec1, w.a, w.d)
-        fa = register(a_code)
+        fa = register(d.a_code)
         fb, fc = register(w.b), register(w.c)
-        lane_mask = Signal(unsigned(8))
-        m.d.comb += lane_mask.eq((1 << cmd.lane_bits) - 1)
-        with m.If(accept):
-            m.d.sync += [
-                s2.valid.eq(run | (cmd.kind != Command.EXEC)),
-                s2.kind.eq(cmd.kind),
-                s2.word.eq(w),
-                s2_row.eq(cmd.row),
-                a_fwd.eq(from_e1(a_code) | swap),
-                b_fwd.eq(from_e1(w.b) & (w.op == Opcode.OUT)),
-            ]
-            for lane in range(n):
-                (op_a, hit_a), (op_b, hit_b) = (operand(w.a, lane, fa, "a"),
-                                                 operand(w.b, lane, fb, "b"))
-                op_c, hit_c = operand(w.c, lane, fc, "c")
-                lane_idx = Mux(w.b == IndexKind.PAR,
-                               cmd.index + ((Const(lane, range(n)) >> cmd.lane_shift) & lane_mask),
-                               cmd.index)
-                r = result[lane]
-                m.d.sync += [
-                    a2[lane].eq(Mux(Mux(exec1, Mux(swap, hit_b, hit_a), fa[1]), r,
-                                    Mux(exec1, Mux(swap, op_b, op_a), fa[0][lane]))),
-                    b2[lane].eq(Mux((w.op != Opcode.INDEX) & Mux(swap, hit_a, hit_b), r,
-                                    Mux(w.op == Opcode.INDEX, lane_idx, Mux(swap, op_a, op_b)))),
-                    c2[lane].eq(Mux(hit_c, r, op_c)),
-                ]
-            m.d.sync += lut_second.eq(0)
-            with m.If(exec1 & ~legal):
+        # E1's registers take the issue stage's values whenever E1 is free (they matter only
+        # where ``s2.valid`` is set): their enable does not wait for the handshake
+        with m.If(issue):
+            m.d.sync += s2.valid.eq(run | ~exec1)
+            with m.If(exec1 & ~d.legal):
                 m.d.sync += self.error.eq(1)
         with m.Elif(s2_move):
             m.d.sync += s2.valid.eq(0)
+        with m.If(s2_free):
+            m.d.sync += [
+                s2.kind.eq(d.kind),
+                s2.word.eq(w),
+                s2_row.eq(d.row),
+                a_fwd.eq(from_e1(d.a_code, d.a_reg) | swap),
+                b_fwd.eq(from_e1(w.b, d.b_reg) & d.out),
+                lut_second.eq(0),
+            ]
+            for lane in range(n):
+                op_a, hit_a = operand(d.a_sel, d.a_k, lane, fa, d.a_reg, "a")
+                op_b, hit_b = operand(d.b_sel, d.b_k, lane, fb, d.b_reg, "b")
+                op_c, hit_c = operand(d.c_sel, d.c_k, lane, fc, d.c_reg, "c")
+                r = result[lane]
+                m.d.sync += [
+                    a2[lane].eq(Mux(Mux(swap, hit_b, hit_a), r, Mux(swap, op_b, op_a))),
+                    b2[lane].eq(Mux(~d.index & Mux(swap, hit_a, hit_b), r,
+                                    Mux(d.index, d.idx[lane],
+                                        Mux(swap, op_a, op_b)))),
+                    c2[lane].eq(Mux(hit_c, r, op_c)),
+                ]
         return m
