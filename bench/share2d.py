@@ -10,12 +10,11 @@ count and ``D``; a run replaces only its own entries) and are rendered into
 ``docs/results/share2d.md``: per row and TAU count, the 1-D and 2-D runs side by side.
 """
 
-import datetime
 import json
-import os
-import platform
 import time
 from pathlib import Path
+
+from bench import machine, now
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 OUT = RESULTS / "share2d"
@@ -65,7 +64,7 @@ def run_row(name, *, dims, lanes, taus, bandwidth, latency, seed, whole_under, c
             "sharing": " + ".join(r["sharing"] for r in runs),
             "tiling": " + ".join(r["tiling"] for r in runs),
             "runs": runs, "wall_s": round(time.time() - start, 1), "command": command,
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+            "date": now()}
 
 
 def render(results):
@@ -126,8 +125,7 @@ def main(args, argv):
         "lanes": args.lanes, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
         "latency": args.latency,
         "command": "python -m bench.top " + " ".join(argv),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
-                   f"Python {platform.python_version()}, Verilator model",
+        "machine": machine(),
     }
     for name in names:
         print(f"== {name} on {args.taus} TAUs, share_dims={args.share_dims}", flush=True)

@@ -11,9 +11,11 @@ each); the table says which.
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
+from bench import machine, now
 from merit.sim import simulate
 from merit.suite import WORKLOADS
 
@@ -44,12 +46,16 @@ def main(argv=None):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"lanes": args.lanes, "dram_bytes_per_cycle": args.dram_bytes_per_cycle,
-            "latency": args.latency}
+            "latency": args.latency,
+            "command": "python -m bench.tau " + " ".join(sys.argv[1:] if argv is None else argv),
+            "date": now(), "machine": machine()}
     out.with_suffix(".json").write_text(json.dumps({"setup": meta, "workloads": rows},
                                                    indent=2, sort_keys=True) + "\n")
     lines = [f"# One TAU: cycles and utilization ({args.lanes} lanes, "
              f"{args.dram_bytes_per_cycle} B/cycle, read latency {args.latency})", "",
-             "Measured on the Verilator model by `python -m bench.tau`; cycles from the first "
+             f"Command: `{meta['command']}`  ", f"Date: {meta['date']}  ",
+             f"Machine: {meta['machine']}", "",
+             "Measured on the Verilator model of one TAU; cycles from the first "
              "DRAM request to the last write response; utilization = useful ALU operations / "
              "(cycles x lanes). Every run is bit-exact against the golden ISA model.", "",
              "`DRAM busy` = (read + write beats) / (cycles x beats per cycle): near 1 the layer is "

@@ -21,18 +21,16 @@ whose table adds each row's run at the default size from ``docs/results/utilizat
 
 import argparse
 import copy
-import datetime
 import hashlib
 import json
-import os
 import pickle
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from bench import machine, now
 from merit.arch import CP_BYTES
 from merit.paper import ROWS, row
 
@@ -324,7 +322,7 @@ def share_prediction(results, *, lanes, taus_list, bandwidth, latency):
                 print(f"share prediction {name} on {taus} TAUs, {label}: {point[-1]}",
                       flush=True)
             cells.append(point)
-    out["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out["date"] = now()
 
 
 def _render_share_prediction(sp, lanes):
@@ -653,9 +651,8 @@ def main(argv=None):
         "command": ("python -m bench.top " + " ".join(sys.argv[1:] if argv is None else argv)
                     + "`" + ("" if other_cp else
                              " (one row: `--only NAME`; the one-TAU column: `--one-tau`)")),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}, "
-                   f"Python {platform.python_version()}, Verilator model",
+        "date": now(),
+        "machine": machine(),
     }
     if previous.get("rtl_date") and (args.model_only or not args.only):
         results["setup"]["rtl_date"] = previous["rtl_date"]      # no run changes every row
