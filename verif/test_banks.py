@@ -225,7 +225,9 @@ class TB:
             return 0
         if r < 0.06:
             return self.rand.randrange(self.depth + 1, 2 ** REQUEST_BITS)
-        if r < 0.08:
+        if r < 0.08 and "whole" in self.cfg.get("cover", ["whole"]):
+            # whole-SRAM tiles only where the run must cover them: a short run (the smoke
+            # case) that draws a few in a row spends its cycles on them and never wraps
             return self.depth
         return self.rand.randint(1, self.cfg.get("max_rows", self.depth // 2))
 
