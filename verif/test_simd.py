@@ -20,7 +20,6 @@ regress.
 from collections import Counter, deque
 
 import cocotb
-import numpy as np
 import pytest
 from cocotb.triggers import ReadOnly, RisingEdge
 
@@ -31,12 +30,10 @@ from merit.isa import (
     LUT_ENTRIES,
     N_REGS,
     Instruction,
-    IsaError,
     Op,
     decode,
     encode,
     is_legal,
-    step,
 )
 from merit.sim.benchlib import (
     bench_config,
@@ -48,6 +45,7 @@ from merit.sim.benchlib import (
     unpack_lanes,
 )
 from meritz.tau.cp.simd import Command, SimdArray, cmd_layout
+from simd_model import SimdModel
 
 CORNERS16 = [-32768, -32767, -1, 0, 1, 32766, 32767]
 CORNERS32 = [-(1 << 31), -(1 << 31) + 1, -32769, 32768, (1 << 31) - 1]
@@ -130,50 +128,6 @@ class Stimulus:
                 r.randrange(shift_max + 1), r.randrange(shift_max + 1))
 
 
-class Model:
-    """Registers and SRAM of every lane; executes with :func:`merit.isa.step`."""
-
-    def __init__(self, lanes, consts, luts):
-        self.lanes, self.consts, self.luts = lanes, consts, luts
-        self.regs = np.zeros((N_REGS, lanes), dtype=np.int64)
-        self.sram = {}
-        self.error = 0
-
-    def needs(self, cmd):
-        kind, word = cmd[0], cmd[1]
-        if kind != Command.EXEC or not is_legal(word):
-            return False, False
-        ins = decode(word)
-        return ins.reads_rp(0), ins.reads_rp(1)
-
-    def apply(self, cmd, i0, i1):
-        """Execute one command; returns the out vector (a list) or None."""
-        kind, word, row, index, lane_shift, lane_bits = cmd
-        if kind == Command.CLEAR:
-            self.regs[:] = 0
-            return None
-        if kind in (Command.LOAD, Command.STORE):
-            d = (word >> 17) & 7
-            if kind == Command.STORE:
-                self.sram[row] = self.regs[d].copy()
-            else:
-                self.regs[d] = self.sram[row]
-            return None
-        try:
-            ins = decode(word)
-        except IsaError:
-            self.error = 1
-            return None
-        idx = None
-        if ins.op == Op.INDEX:
-            lane = np.arange(self.lanes)
-            idx = index + ((lane >> lane_shift) & ((1 << lane_bits) - 1)) if ins.b else index
-        out = step(ins, self.regs, i0=None if i0 is None else np.array(i0),
-                   i1=None if i1 is None else np.array(i1), consts=self.consts,
-                   luts=self.luts, index=idx)
-        return None if out is None else [int(v) for v in np.broadcast_to(out, (self.lanes,))]
-
-
 def interlocked(first, second):
     """Cycles command ``second`` waits behind ``first``: :func:`merit.perf.interlocked` of two
     legal instructions; behind a legal ``LOOKUP`` (two cycles in the first execute stage) any
@@ -212,7 +166,7 @@ class TB:
         self.rand = rng()
         self.stim = Stimulus(self.rand, self.lanes, self.depth)
         self.consts, self.luts = self.stim.consts(), self.stim.luts()
-        self.model = Model(self.lanes, self.consts, self.luts)
+        self.model = SimdModel(self.lanes, self.consts, self.luts)
         layout = cmd_layout(self.lanes, self.depth)
         self.offsets = {name: layout[name].offset for name in
                         ("kind", "word", "row", "index", "lane_shift", "lane_bits")}

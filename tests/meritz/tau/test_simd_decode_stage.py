@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from merit.isa import LUT_ENTRIES, N_REGS, Op, assemble, decode, is_legal, step
+from merit.isa import LUT_ENTRIES, assemble, decode
 from meritz.tau.cp.simd import Command, SimdArray, sram_depth
+from simd_model import SimdModel
 
 LANES = 8
 CONSTS = (-7, 1 << 20, 300, -(1 << 31))
@@ -30,47 +31,11 @@ def _word_d(d):
     return d << 17          # field d of an instruction word (LOAD / STORE name the register)
 
 
-class _Golden:
-    """Registers and SRAM rows of every lane, commands applied with :func:`merit.isa.step`."""
-
-    def __init__(self, luts):
-        self.luts = luts
-        self.regs = np.zeros((N_REGS, LANES), dtype=np.int64)
-        self.sram = {}
-
-    @staticmethod
-    def needs(cmd):
-        if cmd[0] != Command.EXEC or not is_legal(cmd[1]):
-            return False, False
-        ins = decode(cmd[1])
-        return ins.reads_rp(0), ins.reads_rp(1)
-
-    def apply(self, cmd, i0, i1):
-        kind, word, row, index, lane_shift, lane_bits = cmd
-        if kind == Command.CLEAR:
-            self.regs[:] = 0
-            return None
-        if kind in (Command.LOAD, Command.STORE):
-            d = (word >> 17) & 7
-            if kind == Command.STORE:
-                self.sram[row] = self.regs[d].copy()
-            else:
-                self.regs[d] = self.sram[row]
-            return None
-        ins = decode(word)
-        idx = None
-        if ins.op == Op.INDEX:
-            lane = np.arange(LANES)
-            idx = index + ((lane >> lane_shift) & ((1 << lane_bits) - 1)) if ins.b else index
-        out = step(ins, self.regs, i0=i0, i1=i1, consts=CONSTS, luts=self.luts, index=idx)
-        return None if out is None else [int(v) for v in np.broadcast_to(out, (LANES,))]
-
-
 def _stream(commands, luts, *, seed=0, gap=0.0, out_gap=0.0, probe_ready=False):
     """Run ``commands``; returns (outs, golden outs, the cycles at which a command was accepted,
     the cycles an out vector left, the cycle busy fell)."""
     rng = np.random.default_rng(seed)
-    golden = _Golden(luts)
+    golden = SimdModel(LANES, CONSTS, luts)
     rp = ([], [])
     for cmd in commands:
         for k, need in enumerate(golden.needs(cmd)):
