@@ -39,6 +39,7 @@ def main(argv=None):
         metrics = simulate(problem, lanes=args.lanes,
                            dram_bytes_per_cycle=args.dram_bytes_per_cycle, latency=args.latency,
                            seed=1, instructions=24)
+        metrics.get("build", {}).pop("dir", None)      # this machine's build folder
         metrics["what"] = what
         metrics["wall_s"] = round(time.time() - start, 1)
         rows[name] = metrics
