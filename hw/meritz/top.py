@@ -52,17 +52,16 @@ from meritz.bus import ID_WIDTH, AXI4LiteSignature, AXI4Signature
 from meritz.dispatcher import Dispatcher, share_shape
 from meritz.emit import Shared
 from meritz.regs import ADDR_WIDTH, Regs
+from meritz.tau import share_members
 
 __all__ = ["Top", "check_tau"]
 
 #: Members every TAU must have (name -> flow); ``luts`` is optional.
 TAU_MEMBERS = {"config": In, "tiles": In, "m_axi": Out, "idle": Out, "errors": Out}
 #: Members of a TAU that shares operands with its group (:class:`meritz.tau.Tau`); optional.
-SHARE_MEMBERS = ("share", "share_ready", "share_taken", "share_credit", "share_take", "mc",
-                 "shared_rows")
+SHARE_MEMBERS = tuple(share_members(1))
 #: ... and of one that shares a second operand with another group (2-D sharing); optional.
-SHARE2_MEMBERS = ("share2", "share2_ready", "share2_taken", "share2_credit", "share2_take", "mc2",
-                  "shared_rows2")
+SHARE2_MEMBERS = tuple(share_members(1, "2"))
 
 
 def check_tau(tau):

@@ -34,7 +34,7 @@ from meritz.tau.step_looper import StepLooper, beat_layout, lane_map
 from meritz.tau.tile_looper import TileLooper, tile_layout
 from meritz.tau.wp import WritePipeline
 
-__all__ = ["Tau", "tau_error_layout", "tau_busy_layout", "share_layout"]
+__all__ = ["Tau", "tau_error_layout", "tau_busy_layout", "share_layout", "share_members"]
 
 P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 
@@ -62,6 +62,15 @@ tau_busy_layout = data.StructLayout({
 #: its group and multicasts the rows (``mc``); ``follow`` = it fetches every slot but the shared
 #: one, whose rows arrive on ``shared_rows``.
 share_layout = data.StructLayout({"lead": unsigned(1), "follow": unsigned(1)})
+
+
+def share_members(lanes, n=""):
+    """The members of one shared slot's multicast, by name: ``n`` = "" for the first shared slot,
+    "2" for the second (two-dimensional sharing)."""
+    row = stream.Signature(row_layout(lanes))
+    return {f"share{n}": In(share_layout), f"share{n}_ready": In(1), f"share{n}_taken": In(1),
+            f"share{n}_credit": Out(1), f"share{n}_take": Out(1), f"mc{n}": Out(row),
+            f"shared_rows{n}": In(row)}
 
 
 def _fifo(m, name, layout, depth):
@@ -152,20 +161,8 @@ class Tau(wiring.Component):
             "idle": Out(1),
             "busy": Out(tau_busy_layout),
             "errors": Out(tau_error_layout),
-            "share": In(share_layout),
-            "share_ready": In(1),
-            "share_taken": In(1),
-            "share_credit": Out(1),
-            "share_take": Out(1),
-            "mc": Out(stream.Signature(row_layout(lanes))),
-            "shared_rows": In(stream.Signature(row_layout(lanes))),
-            "share2": In(share_layout),
-            "share2_ready": In(1),
-            "share2_taken": In(1),
-            "share2_credit": Out(1),
-            "share2_take": Out(1),
-            "mc2": Out(stream.Signature(row_layout(lanes))),
-            "shared_rows2": In(stream.Signature(row_layout(lanes))),
+            **share_members(lanes),
+            **share_members(lanes, "2"),
         })
 
     def elaborate(self, platform):
