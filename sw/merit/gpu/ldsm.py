@@ -38,11 +38,12 @@ The PostLoop epilogue is :mod:`merit.gpu.mma`'s.
 import dataclasses
 import math
 
-from .mma import KSTEP, _pow2ceil, box, roles
+from .mma import KSTEP, Roles, _pow2ceil, box, roles
 from .tile import Tile
 
 __all__ = ["ESIZE", "eligible", "candidates", "estimate", "source", "smem_bytes", "operand_plan",
-           "swizzle", "BKS", "mn_ops", "widths", "descriptor", "mn_offset"]
+           "swizzle", "BKS", "mn_ops", "widths", "descriptor", "mn_offset", "tile_roles",
+           "areg_line", "areg_offset", "areg_variant"]
 
 #: Bytes per staged element.
 ESIZE = {"tf32": 4, "fp16": 2, "bf16": 2}
@@ -57,6 +58,26 @@ _WARPS = ((2, 2), (2, 4), (4, 2), (1, 4), (4, 1), (2, 1), (1, 2), (1, 1), (4, 4)
 
 def eligible(spec):
     return roles(spec) is not None
+
+
+def _lines_contiguous(spec, k, idxs):
+    """Whether input k's lines (parallel indices ``idxs``) lie side by side in memory (its
+    innermost line index walks it with unit stride) while its flattened k does not."""
+    p = operand_plan(spec, k, idxs)
+    return bool(idxs) and p["coef"][idxs[-1]] == 1 and not p["vector"]
+
+
+def tile_roles(spec, tile):
+    """The :class:`Roles` a tile runs with: :func:`merit.gpu.mma.roles`, or for a tile taking
+    wgmma's A from registers (``Tile.areg``) with the inputs exchanged where the operand whose
+    lines are contiguous in memory is B (GEMM's B then gives the wgmma rows: the kernel computes
+    the transposed product and stores each sum at its place in the output)."""
+    r = roles(spec)
+    if (r is not None and getattr(tile, "areg", False)
+            and not _lines_contiguous(spec, r.a, r.rows)
+            and _lines_contiguous(spec, r.b, r.cols)):
+        return Roles(r.b, r.a, r.cols, r.rows)
+    return r
 
 
 def _group(chunks):
@@ -145,7 +166,9 @@ def mn_ops(spec, tile):
     and an operand :func:`layout` puts in rows of k holding lines)."""
     if not (tile.wgmma and tile.mn):
         return (False, False)
-    r = roles(spec)
+    if tile.areg:   # TF32, A from registers: A MN-major (copied by the copy engine)
+        return (True, False)
+    r = tile_roles(spec, tile)
     return tuple(layout(spec, tile, k, idxs)[0] == "kl" for k, idxs in ((r.a, r.rows),
                                                                          (r.b, r.cols)))
 
@@ -154,7 +177,7 @@ def widths(spec, tile):
     """Per operand (A, B): elements per gather slot, 8 where a ``half`` tile copies the slot as
     one 16-byte ``cp.async`` (eight k of a line, or eight lines at one k, contiguous and 16-byte
     aligned in memory), else 4."""
-    r = roles(spec)
+    r = tile_roles(spec, tile)
     out = []
     asy = async_ops(spec, tile)
     for (k, idxs), a in zip(((r.a, r.rows), (r.b, r.cols)), asy, strict=True):
@@ -201,9 +224,48 @@ def mn_offset(ln, kq, bk):
             + (((ln % 64) // 8) ^ r) * 16 + (ln % 8) * 2)
 
 
+def areg_line(wm, gq, h):
+    """Row of the block (line of operand A) whose fragment rows ``gq + 8 h`` warp ``wm`` holds in
+    a tile taking wgmma's A from registers (``Tile.areg``): in each 32-line box of the MN-major
+    tile, warps ``2 v`` and ``2 v + 1`` take lines ``16 u + 8 h + 4 (wm & 1) + i`` (``gq = 4 u +
+    i``), so that for each of a thread's four k rows the 32 lanes read 32 different banks (the
+    eight lines of a lane group lie in two 16-byte pieces whose swizzle indices differ in bit
+    2).  Every row of a warpgroup's 64 appears once; the epilogue stores the sums there."""
+    return (wm >> 2) * 64 + ((wm & 3) >> 1) * 32 + (gq >> 2) * 16 + 8 * h + (wm & 1) * 4 + (gq & 3)
+
+
+def _areg_rows(fm, h):
+    """:func:`areg_line` as the epilogue's C expression of a sum's row (``fm`` is 0)."""
+    return (f"(wm >> 2) * 64 + ((wm & 3) >> 1) * 32 + (gq >> 2) * 16 + {8 * h} + (wm & 1) * 4 "
+            f"+ (gq & 3)")
+
+
+def areg_offset(ln, kq, bk):
+    """Byte offset of line ``ln`` at k ``kq`` in an MN-major tile of ``bk`` k of 4-byte elements
+    as the bulk copy engine writes it with the 128-byte swizzle: boxes of 32 lines x ``bk`` k
+    (``bk * 128`` bytes, one after the other), one 128-byte row per k, 16-byte piece ``c`` of row
+    ``r`` at piece ``c ^ r % 8``."""
+    return ((ln // 32) * bk * 128 + kq * 128 + ((((ln % 32) >> 2) ^ (kq % 8)) << 4)
+            + (ln % 4) * 4)
+
+
+def areg_variant(spec, tile):
+    """The form of TF32 producer tile ``tile`` that takes wgmma's A from registers
+    (``Tile.areg``), with the same warps and fragments over the exchanged roles where
+    :func:`tile_roles` exchanges them (the box recomputed), or None where it does not fit."""
+    t = dataclasses.replace(tile, areg=True, mn=True)
+    r0, r = roles(spec), tile_roles(spec, t)
+    if r is None or tile.mma != "tf32":
+        return None
+    if r != r0:
+        bm, bn = _geo(spec, tile)[:2]
+        t = dataclasses.replace(t, regs=box(spec, r, bm, bn))
+    return None if wgmma_fits(spec, t) else t
+
+
 def _geo(spec, tile):
     """(BM, BN, BK, bytes per line, 16-byte pieces per line)."""
-    r = roles(spec)
+    r = tile_roles(spec, tile)
     bm = math.prod(tile.regs[j] for j in r.rows)
     bn = math.prod(tile.regs[j] for j in r.cols)
     bk = tile.chunk
@@ -244,7 +306,7 @@ def async_ops(spec, tile):
     """Per operand (A, B) of a ``half`` tile: whether its slots go by ``cp.async`` (four or eight
     elements contiguous and aligned in memory: "lk" tiles of a flat k, or "kl" vectors of lines,
     see :func:`widths`)."""
-    r = roles(spec)
+    r = tile_roles(spec, tile)
     out = []
     for k, idxs in ((r.a, r.rows), (r.b, r.cols)):
         mode, lvec = layout(spec, tile, k, idxs)
@@ -304,7 +366,14 @@ def wgmma_fits(spec, tile):
         return f"wgmma N = 8 * FN must be 8..256 columns, not FN = {fn}"
     if tile.cluster not in (1, 2):
         return f"tile.cluster must be 1 or 2, not {tile.cluster!r}"
-    if tile.mn and (tile.mma == "tf32" or (tile.cluster != 1 and not tile.tma)):
+    if tile.areg:
+        t = tma_ops(spec, tile) if tile.tma else (None, None)
+        if not (tile.mma == "tf32" and tile.mn and tile.producer and tile.tma
+                and tile.cluster == 1 and not tile.half and t[0] and t[0]["mn"]):
+            return ("tile.areg (wgmma's A from registers) is built for TF32 producer tiles with "
+                    "bulk tensor copies, tile.mn and cluster 1, whose operand with contiguous "
+                    "lines the copy engine takes MN-major (ldsm.tma_ops)")
+    elif tile.mn and (tile.mma == "tf32" or (tile.cluster != 1 and not tile.tma)):
         return (f"tile.mn (MN-major operands) needs FP16 / BF16 (wgmma transposes 16-bit "
                 f"operands only) and tile.cluster 1, not {tile.mma!r}, cluster {tile.cluster}")
     if tile.producer and not (tile.stages >= 3 and (tile.cluster == 1
@@ -388,7 +457,7 @@ def estimate(spec, tile, device, smem_cap):
     """Cost-model time of a staged tensor-core tile in SM clocks, or None if it cannot run."""
     prec = tile.mma
     ks = KSTEP[prec]
-    r = roles(spec)
+    r = tile_roles(spec, tile)
     wm, wn = tile.warps
     fm, fn = tile.frags
     nt = tile.nthreads
@@ -540,6 +609,17 @@ __device__ __forceinline__ unsigned long long merit_desc_mn(unsigned addr) {
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | HIull;
 }
 """
+_PRELUDE_AREG = r"""
+__device__ __forceinline__ unsigned merit_ldtf(unsigned addr) {
+    // one fp32 word of the MN-major A tile, rounded to TF32 (to nearest, ties away): an element
+    // of wgmma's A fragment
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+    unsigned x;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(x) : "f"(v));
+    return x;
+}
+"""
 _PRELUDE_MBAR = r"""
 __device__ __forceinline__ void merit_mb_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
@@ -647,7 +727,7 @@ __device__ __forceinline__ void merit_st4x(unsigned addr, unsigned raddr, float 
 def cluster_index(spec, tile):
     """The row index along which a cluster's two blocks lie (the first of the rows whose block
     count is even), or None."""
-    r = roles(spec)
+    r = tile_roles(spec, tile)
     grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
     for j in r.rows:
         if grid[j] % 2 == 0:
@@ -675,6 +755,21 @@ def wgmma_asm(prec, n, accs, da, db, ta=False, tb=False):
     outs = ", ".join(f'"+f"({a})' for a in accs)
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc + 2}, 0;\\n{ins}\\n}}\\n" '
             f': {outs} : "l"({da}), "l"({db}), "r"(1));')
+
+
+def wgmma_asm_ra(n, accs, aregs, db):
+    """The ``wgmma.mma_async`` statement of an m64 x ``n`` x 8 TF32 product whose A fragment is
+    in the four registers ``aregs`` (rows ``gq``, ``gq + 8`` at k ``tq``, then at ``tq + 4``)
+    and whose B is read through the K-major descriptor expression ``db``."""
+    nacc = len(accs)
+    regs = ", ".join(f"%{i}" for i in range(nacc))
+    ar = ", ".join(f"%{nacc + i}" for i in range(4))
+    ins = (f"wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 "
+           f"{{{regs}}}, {{{ar}}}, %{nacc + 4}, p, 1, 1;")
+    outs = ", ".join(f'"+f"({a})' for a in accs)
+    ins_a = ", ".join(f'"r"({a})' for a in aregs)
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{nacc + 5}, 0;\\n{ins}\\n}}\\n" '
+            f': {outs} : {ins_a}, "l"({db}), "r"(1));')
 
 
 def _store_prelude(prec):
@@ -720,7 +815,7 @@ def source(spec, tile):
     )
     from .mma import _decompose_code, emit_epilogue, header
 
-    r = roles(spec)
+    r = tile_roles(spec, tile)
     if r is None:
         raise ValueError(f"problem {spec.name!r} is not a dot product the tensor cores can run")
     prec = tile.mma
@@ -758,7 +853,9 @@ def source(spec, tile):
     if wg:   # 128-byte lines: swizzle mode 1, 8 lines = 1024 bytes; 64-byte: mode 2, 512
         out.append(_PRELUDE_WGMMA.replace("SBO", str(8 * rb // 16)).replace("RB", str(rb))
                    .replace("MODE", "1" if rb == 128 else "2"))
-        if any(mn_ops(spec, tile)):
+        if tile.areg:
+            out.append(_PRELUDE_AREG)
+        elif any(mn_ops(spec, tile)):
             out.append(_PRELUDE_MN.replace("BK128", str(bk * 128))
                        .replace("HI", f"0x{descriptor(0, bk * 128, 1024, 128):016x}"))
     else:
@@ -1078,7 +1175,8 @@ def source(spec, tile):
                                 tmas, (0, b_off))
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
                          open_tiles if pers else None)
-        emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers))
+        emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers),
+                      rows=_areg_rows if tile.areg else None)
         if pers:
             w(f"g0 += {ntiles};")
             w.close()
@@ -1279,8 +1377,17 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     # holds the same bytes per line, in atoms of 64 lines)
     rb = bk * (4 if prec == "tf32" else 2)
     ta, tb = mn_ops(spec, tile)
-    w(f"const unsigned long long da0 = merit_desc{'_mn' if ta else ''}(sbase + (wm >> 2) * "
-      f"{64 * rb});")
+    if tile.areg:   # the byte offsets of this thread's A elements at k tq and tq + 4 of a k step
+        # (as areg_offset(areg_line(wm, gq, h), tq + 4 kb, bk)); each k step adds 8 rows
+        for h in (0, 1):
+            for kb in (0, 1):
+                w(f"const unsigned ao{h}{kb} = ((wm >> 2) * 2 + ((wm & 3) >> 1)) * {bk * 128} + "
+                  f"(tq + {4 * kb}) * 128 + ((((gq >> 2) * 4 + {2 * h} + (wm & 1)) ^ "
+                  f"(tq + {4 * kb})) << 4) + (gq & 3) * 4;")
+        w("unsigned ra0_0, ra0_1, ra0_2, ra0_3, ra1_0, ra1_1, ra1_2, ra1_3;")
+    else:
+        w(f"const unsigned long long da0 = merit_desc{'_mn' if ta else ''}(sbase + (wm >> 2) * "
+          f"{64 * rb});")
     w(f"const unsigned long long db0 = merit_desc{'_mn' if tb else ''}(sbase + {b_off} + wn * "
       f"{n * rb});")
 
@@ -1291,7 +1398,18 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
                          f"db0 + so + {128 * k if tb else 2 * k}", ta, tb)
 
     if tile.producer:
-        _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles)
+        areg = None
+        if tile.areg:
+            def areg(k):
+                """k step ``k`` from registers: the fragment loaded into register set k % 2 (the
+                other set may still feed k step k - 1), fenced, the product issued."""
+                q = k % 2
+                for i, (h, kb) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
+                    w(f"ra{q}_{i} = merit_ldtf(sa + ao{h}{kb} + {1024 * k});")
+                w("merit_wg_fence();")
+                w(wgmma_asm_ra(n, accs, [f"ra{q}_{i}" for i in range(4)],
+                               f"db0 + so + {2 * k}"))
+        _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles, areg)
         return
     if tile.half and _buffers(tile) >= 3:
         _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
@@ -1402,7 +1520,7 @@ def tma_ops(spec, tile):
     per element)."""
     if not (tile.wgmma and (tile.half or tile.mma == "tf32")):
         return (None, None)
-    r = roles(spec)
+    r = tile_roles(spec, tile)
     bm, bn, bk, rb, _ = _geo(spec, tile)
     es = ESIZE[tile.mma]
     P = spec.np
@@ -1420,11 +1538,12 @@ def tma_ops(spec, tile):
         j = idxs[0]
         # clusters of two (B shared): B in two halves at least, one multicast by each block
         split = tile.cluster if k == r.b else 1
-        if mn:
+        if mn:   # boxes of one 128-byte row of lines per k (64 of 2 bytes, 32 of 4)
+            lpr = 128 // es
             ok = (coef[j] == 1 and spec.na == 1 and coef[P] * es % 16 == 0
-                  and lines // 64 % split == 0)
-            plan = dict(dims=(spec.pshape[j], K), strides=(coef[P] * es,), box=(64, bk),
-                        swizzle=128, boxes=lines // 64, dstep=bk * 128, cstep=64)
+                  and lines % lpr == 0 and lines // lpr % split == 0)
+            plan = dict(dims=(spec.pshape[j], K), strides=(coef[P] * es,), box=(lpr, bk),
+                        swizzle=128, boxes=lines // lpr, dstep=bk * 128, cstep=lpr)
         else:
             part = lines // split
             ok = p["vector"] and coef[j] * es % 16 == 0 and rb in (64, 128) and part % 8 == 0
@@ -1521,14 +1640,18 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
     w.close()
 
 
-def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=None):
+def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=None,
+                        areg=None):
     """The consumers' loop: per k tile, wait for its buffer's "full" phase, a proxy fence (the
     tensor cores read what the copies wrote), its wgmma issued and committed, then
     ``wgmma.wait_group 1`` (tile kt - 1's products are done) and one arrival on the "empty"
     mbarrier of tile kt - 1's buffer.  A persistent tile (``open_tiles``): the loop over the
     block's output tiles opened (left open for the epilogue), the sums zeroed per output tile,
     phases counted by ``g = g0 + kt``, and the tile's last buffer released once its products
-    are done (so the producer fills the next tile's first buffers during the epilogue)."""
+    are done (so the producer fills the next tile's first buffers during the epilogue).
+    ``areg`` (A from registers): per k step its fragment's loads, a fence and the product,
+    each committed and followed by ``wgmma.wait_group 1`` (the step before is done, its register
+    set free); tile kt - 1's buffer is released after the first k step's wait."""
     nbuf = _buffers(tile)
     prec, bk = tile.mma, tile.chunk
     ks = KSTEP[prec]
@@ -1547,17 +1670,26 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
     w(f"merit_mb_wait(mbar + 8 * s, ({g} / {nbuf}) & 1);")
     w("merit_proxy_fence();")
     w(f"const unsigned long long so = (unsigned long long)(s * {stage_bytes // 16});")
-    w("merit_wg_fence();")
-    for k in range(bk // ks):
-        w(product(k))
-    w("merit_wg_commit();")
-    w("merit_wg_wait1();")
     rel = f"mbar + {empty[0] - full[0]} + 8 * (({g} + {nbuf - 1}) % {nbuf})"
-    if tile.cluster > 1:   # one thread per warpgroup for this block, one for the peer
-        w(f"if (kt > 0 && (tid & 127) == 0) merit_mb_arrive({rel});")
-        w(f"if (kt > 0 && (tid & 127) == 32) merit_mb_arrive_peer({rel}, crank ^ 1u);")
+    if areg:
+        w(f"const unsigned sa = sbase + s * {stage_bytes};")
+        for k in range(bk // ks):
+            areg(k)
+            w("merit_wg_commit();")
+            w("merit_wg_wait1();")
+            if k == 0:
+                w(f"if (kt > 0) merit_mb_arrive({rel});")
     else:
-        w(f"if (kt > 0) merit_mb_arrive({rel});")
+        w("merit_wg_fence();")
+        for k in range(bk // ks):
+            w(product(k))
+        w("merit_wg_commit();")
+        w("merit_wg_wait1();")
+        if tile.cluster > 1:   # one thread per warpgroup for this block, one for the peer
+            w(f"if (kt > 0 && (tid & 127) == 0) merit_mb_arrive({rel});")
+            w(f"if (kt > 0 && (tid & 127) == 32) merit_mb_arrive_peer({rel}, crank ^ 1u);")
+        else:
+            w(f"if (kt > 0) merit_mb_arrive({rel});")
     w.close()
     w("merit_wg_wait();")
     if open_tiles:   # the tile's last buffer is read: the producer may refill it

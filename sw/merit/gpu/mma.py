@@ -373,7 +373,7 @@ def vector_store_ok(spec, blk):
     return ""
 
 
-def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False):
+def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None):
     """The PostLoop of every sum ``c<fm>_<fn>_<e>`` and its store, guarded where the block's
     box overhangs the problem (warp ``wm, wn``, lane ``gq, tq`` of the mma fragments).
 
@@ -385,14 +385,17 @@ def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False):
     ``tq`` transpose the 4 x 4 matrix of their four sums (rows ``4 a + i``; columns ``2 tq``,
     ``2 tq + 1``; rows ``+ 8``) in two butterfly stages (lanes ``^ 8``, then ``^ 4``, two
     exchanges each): lane ``i`` gets rows ``4 a .. 4 a + 3`` (``+ 8`` if ``i & 2``) of column
-    ``2 tq + (i & 1)``."""
+    ``2 tq + (i & 1)``.
+
+    ``rows``: where a sum's row is not the fragment's ``wm * 16 FM + 16 fm + 8 h + gq``, a
+    function of ``(fm, h)`` giving its C expression (row of the block; scalar stores)."""
     from .codegen import _global_index_type, _gstrides
 
     P, A = spec.np, spec.na
     ostr = _gstrides(spec.pshape)
     oidx = _global_index_type(spec.pshape)
     post_args_a = [str(spec.ashape[i] - 1) for i in range(A)]
-    how = vector_store_ok(spec, blk) if vector else ""
+    how = vector_store_ok(spec, blk) if vector and rows is None else ""
     if how:
         _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how)
         return
@@ -400,8 +403,9 @@ def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False):
         for fn in range(fn_n):
             for e in range(4):
                 w.open("")
-                for line in _decompose_code("qr", f"wm * {fm_n * 16} + {fm * 16 + (e >> 1) * 8}"
-                                            " + gq", r.rows, blk, "u"):
+                rexp = (rows(fm, e >> 1) if rows is not None
+                        else f"wm * {fm_n * 16} + {fm * 16 + (e >> 1) * 8} + gq")
+                for line in _decompose_code("qr", rexp, r.rows, blk, "u"):
                     w(line)
                 for line in _decompose_code("qc", f"wn * {fn_n * 8} + {fn * 8 + (e & 1)} + 2 * tq",
                                             r.cols, blk, "u"):

@@ -128,6 +128,16 @@ class Tile:
         a tile's last buffer when its products are done.  The consumers store four adjacent fp32
         outputs at a time (16 bytes, after one lane exchange) where the output's innermost index
         is the columns' fastest (:func:`merit.gpu.mma.vector_store_ok`).
+    areg : bool
+        TF32 warp-specialized tiles with bulk tensor copies only: wgmma takes operand A from
+        registers (``wgmma.mma_async ... {a0, a1, a2, a3}, descB``) instead of a shared-memory
+        descriptor, so A may be MN-major in shared memory (wgmma reads TF32 operands from shared
+        memory K-major only): the operand whose lines are contiguous in memory (GEMM's B) takes
+        A's place (the roles are exchanged where it is B, :func:`merit.gpu.ldsm.tile_roles`),
+        is copied MN-major by the copy engine (32 lines of 128 bytes per k row, the 128-byte
+        swizzle) and each consumer loads its fragments with conflict-free 4-byte shared loads,
+        rounding them to TF32 (to nearest, ties away) on the way; two register sets alternate
+        over the k tiles (a tile's products may still read one while the next is loaded).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -165,6 +175,7 @@ class Tile:
     producer: bool = field(default=False, repr=False)
     tma: bool = field(default=False, repr=False)
     persist: int = field(default=0, repr=False)
+    areg: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -209,7 +220,8 @@ class Tile:
                                                           else "")
                 kind += f"_m{self.minblocks}" if self.minblocks > 1 else ""
                 kind += f"_h{self.stages}" if self.half else ""
-                kind += "_mn" if self.mn else ""
+                kind += "_mn" if self.mn and not self.areg else ""
+                kind += "_ra" if self.areg else ""
                 kind += "_ws" if self.producer else ""
                 kind += f"{self.stages}" if self.producer and not self.half else ""
                 kind += "_tma" if self.tma else ""

@@ -509,7 +509,8 @@ def _complete_mma(spec, tile, device):
                     (False,) * P, False, 0, (), tile.mma, tuple(tile.warps), tuple(tile.frags),
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
-                    mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist)
+                    mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
+                    areg=tile.areg)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -866,6 +867,8 @@ def _persistent(spec, tile, device):
 #: TF32 problems: the warp-specialized TMA copies of the best wgmma tiles are timed too (see
 #: :func:`_producer_variants`).
 TF32_PRODUCER_TUNED = True
+#: ... and their forms taking wgmma's A from registers (``Tile.areg``) where they exist.
+TF32_AREG_TUNED = True
 
 
 def _producer_variants(spec, ranked, wg, device):
@@ -887,6 +890,13 @@ def _producer_variants(spec, ranked, wg, device):
                 seen.add(f)
                 out.append((cost, f))
                 out += [(cost, p) for p in _persistent(spec, f, device)]
+            # wgmma's A from registers, where an operand with contiguous lines can be copied
+            # MN-major by the copy engine (the roles exchanged where it is B)
+            a = ldsm.areg_variant(spec, f) if TF32_AREG_TUNED else None
+            if a is not None and a not in seen and _smem_bytes(spec, a) <= cap:
+                seen.add(a)
+                out.append((cost, a))
+                out += [(cost, p) for p in _persistent(spec, a, device)]
     return out
 
 
@@ -1006,7 +1016,7 @@ def check_tile(spec, tile, device=H100):
         if len(tile.warps) != 2 or len(tile.frags) != 2 or min(tile.warps + tile.frags) < 1:
             raise ValueError(f"a tensor-core tile needs warps=(WM, WN) and frags=(FM, FN), "
                              f"not warps={tile.warps!r}, frags={tile.frags!r}")
-        r = mma.roles(spec)
+        r = ldsm.tile_roles(spec, tile)   # (exchanged for some tiles taking A from registers)
         rows = math.prod(tile.regs[j] for j in r.rows)
         cols = math.prod(tile.regs[j] for j in r.cols)
         others = [j for j in range(P) if j not in r.rows + r.cols and tile.regs[j] != 1]

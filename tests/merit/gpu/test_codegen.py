@@ -1319,7 +1319,9 @@ def test_tf32_producer_tma_tile_source(monkeypatch):
     assert "merit_mb_init(mbar + 8 * s, 128);" in source(odd, f)[1]
     assert ldsm.wgmma_fits(odd, f) == ""
     plain = dataclasses.replace(f, producer=False, stages=2)
-    assert not tiling._producer_variants(odd, [], [(0.0, plain)], tiling.H100)
+    # (only the form taking A from registers: B's lines, 160 bytes apart, go by bulk copies)
+    assert all(x.areg for _, x in tiling._producer_variants(odd, [], [(0.0, plain)],
+                                                             tiling.H100))
     # FP16 on float32 arrays: the producer converts in its registers; no bulk copies
     h = spec_of(W.gemm(512, 384, 256), "float32", "fp16")
     f = check_tile(h, {"mma": "fp16", "ldsm": True, "wgmma": True, "regs": (128, 256),
@@ -1549,3 +1551,196 @@ def test_persistent_candidates_and_refusals():
     with pytest.raises(ValueError, match="tile.persist"):
         _mn(W.gemm(512, 512, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64,
             producer=True, tma=True, cluster=2, persist=4)
+
+
+def _areg_gemm(regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=32, **kw):
+    """A TF32 producer tile of GEMM 512 x 384 x 256 with bulk copies, and its ``Tile.areg``
+    form (wgmma's A from registers)."""
+    from merit.gpu import ldsm
+
+    spec = spec_of(W.gemm(512, 384, 256), "float32", "tf32")
+    t = check_tile(spec, {"mma": "tf32", "ldsm": True, "wgmma": True, "regs": regs,
+                          "warps": warps, "frags": frags, "chunk": chunk, "stages": 4,
+                          "producer": True, "tma": True, **kw})
+    return spec, t, ldsm.areg_variant(spec, t)
+
+
+def test_tf32_areg_tile_exchanges_roles_and_copies_both_operands_in_bulk():
+    """TF32 with wgmma's A from registers (``Tile.areg``): GEMM's B (columns contiguous) takes
+    A's place, so the wgmma rows are the GEMM's columns (the box 256 x 128 for the 128 x 256
+    tile); B goes MN-major by bulk copies of 32 lines x 32 k (128-byte rows of 4-byte
+    elements, 4 boxes 4096 bytes apart), A K-major by one box: the producer copies nothing
+    word by word, "full" counts the bulk copies' arrival only.  The consumers load four words
+    per k step (rounded to TF32), fence, issue the register form of wgmma, commit and wait
+    for all but the newest product (two register sets alternate), and release the tile before
+    after the first k step.  The epilogue stores one output at a time at the rows of
+    ``ldsm.areg_line``."""
+    from merit.gpu import ldsm
+    from merit.gpu.mma import Roles
+
+    spec, t, a = _areg_gemm()
+    assert a.areg and a.mn and a.regs == (256, 128) and a.warps == (8, 1)
+    assert check_tile(spec, a) == a
+    assert a.label() == "tf32_b256x128_w8x1_f1x32_k32_wg_ra_ws4_tma"
+    assert ldsm.tile_roles(spec, a) == Roles(1, 0, (1,), (0,))
+    assert ldsm.tile_roles(spec, t) == Roles(0, 1, (0,), (1,))
+    ta, tb = ldsm.tma_ops(spec, a)
+    assert (ta["k"], ta["mn"], ta["dims"], ta["strides"], ta["box"], ta["boxes"], ta["dstep"],
+            ta["cstep"], ta["esize"], ta["bytes"]) == (1, True, (384, 256), (1536,), (32, 32), 4,
+                                                       4096, 32, 4, 16384)
+    assert (tb["k"], tb["mn"], tb["box"], tb["bytes"]) == (0, False, (32, 256), 32768)
+    assert ldsm.word_ops(spec, a) == (False, False) and ldsm.mn_ops(spec, a) == (True, False)
+    name, src, nb, nt, smem = source(spec, a)
+    assert "_ra_ws4_tma_" in name and nb == 6 and nt == 384
+    body = src[src.index('extern "C"'):]
+    assert "__grid_constant__ MeritTmap tm0, const __grid_constant__ MeritTmap tm1)" in body
+    assert "merit_mb_init(mbar + 8 * s, 1);" in body
+    assert "merit_mb_expect(mbar + 8 * s, 49152);" in body
+    prod, cons = body[:body.index("return;")], body[body.index("return;"):]
+    for g in range(4):
+        assert (f"merit_tma2(sbase + s * 49152 + 0 + {g} * 4096, &tm0, pb1 + {g} * 32, kt * 32, "
+                f"mbar + 8 * s);") in prod
+    assert "merit_tma2(sbase + s * 49152 + 16384 + 0 * 32768, &tm1, kt * 32, pb0 + 0 * 256" in prod
+    assert "merit_acp4(" not in prod and "// operand" not in prod
+    assert "cvt.rna.tf32.f32" in src and "merit_desc_mn" not in src and "da0" not in cons
+    assert cons.count("merit_ldtf(") == 16
+    ins = re.findall(r"wgmma\.mma_async[^;]*;", cons)
+    assert len(ins) == 4 and all(
+        "m64n256k8.f32.tf32.tf32 {%0, " in i and "}, {%128, %129, %130, %131}, %132, p, 1, 1;" in i
+        for i in ins)
+    loop = cons[cons.index("for (int kt = 0"):cons.index("merit_wg_wait();")]
+    steps = loop.split("merit_wg_fence();")[1:]
+    assert len(steps) == 4
+    for k, st in enumerate(steps):
+        q = k % 2
+        assert f'"r"(ra{q}_0), "r"(ra{q}_1), "r"(ra{q}_2), "r"(ra{q}_3), "l"(db0 + so + {2 * k})' \
+            in st
+        assert st.index("merit_wg_commit();") < st.index("merit_wg_wait1();")
+        nxt = st[st.index("merit_wg_wait1();"):]
+        if k < 3:   # the next step's loads go into the other set, after the wait
+            assert f"ra{1 - q}_0 = merit_ldtf(sa + ao00 + {1024 * (k + 1)});" in nxt
+    assert steps[0].index("merit_wg_wait1();") < steps[0].index(
+        "if (kt > 0) merit_mb_arrive(mbar + 32 + 8 * ((kt + 3) % 4));")
+    assert "float4" not in cons and cons.count("g_out0[") == 128
+    # the persistent form: the same loop over the block's output tiles
+    p = ldsm.areg_variant(spec, dataclasses.replace(t, persist=4))
+    assert p.label().endswith("_ra_ws4_tma_g4")
+    psrc = source(spec, p)[1]
+    assert "for (int t = blockIdx.x; t < 6; t += 4) {" in psrc and "float4" not in psrc
+
+
+def _eval_c(expr, env):
+    return eval(expr.replace("/", "//"), {}, dict(env))
+
+
+@pytest.mark.parametrize("chunk", [32, 16])
+def test_tf32_areg_fragments_read_the_bulk_copied_layout(chunk):
+    """The consumers' A fragments of a ``Tile.areg`` tile, evaluated from the generated source
+    for every warp and lane: each element's shared address is where the bulk copy engine puts
+    (line, k) of the MN-major box (boxes of 32 lines x BK rows of 128 bytes, 16-byte piece c
+    of row r at c ^ r % 8: a brute-force map of the swizzle); the rows wgmma gives a warp's
+    registers (gq, gq + 8 at k tq, tq + 4) are lines ``ldsm.areg_line``, each of a warpgroup's
+    64 lines once; the epilogue stores each sum at the same line; and each of a thread's four
+    loads reads 32 different banks across the warp."""
+    from merit.gpu import ldsm
+
+    spec, _, a = _areg_gemm(chunk=chunk)
+    bk = chunk
+    # brute force: the bytes of one box as the copy engine writes them, (line, k) -> offset
+    where = {}
+    for box in range(a.regs[1] // 32):
+        for r in range(bk):
+            for e in range(32):
+                c = (e * 4) // 16
+                where[(box * 32 + e, r)] = (box * bk * 128 + r * 128 + ((c ^ (r % 8)) * 16)
+                                            + e * 4 % 16)
+    src = source(spec, a)[1]
+    cons = src[src.index("return;"):]
+    ao = dict(re.findall(r"const unsigned (ao\d\d) = ([^;]*);", cons))
+    assert sorted(ao) == ["ao00", "ao01", "ao10", "ao11"]
+    qr = re.findall(r"int qr = ([^;]*);", cons)
+    wms = a.warps[0]
+    lines = {}
+    for wm in range(wms):
+        for lane in range(32):
+            gq, tq = lane >> 2, lane & 3
+            env = {"wm": wm, "gq": gq, "tq": tq}
+            for h in (0, 1):
+                ln = ldsm.areg_line(wm, gq, h)
+                if tq == 0:
+                    lines.setdefault(wm >> 2, []).append(ln)
+                for kb in (0, 1):
+                    for ks in range(bk // 8):
+                        got = _eval_c(ao[f"ao{h}{kb}"], env) + 1024 * ks
+                        assert got == where[(ln, 8 * ks + tq + 4 * kb)]
+                        assert got == ldsm.areg_offset(ln, 8 * ks + tq + 4 * kb, bk)
+                assert {_eval_c(e, env) for e in qr if f"+ {8 * h} +" in e} == {ln}
+    for wg, got in lines.items():
+        assert sorted(got) == [wg * 64 + i for i in range(64)]
+    for wm in range(wms):
+        for h in (0, 1):
+            for kb in (0, 1):
+                banks = {(_eval_c(ao[f"ao{h}{kb}"], {"wm": wm, "gq": ln >> 2, "tq": ln & 3})
+                          // 4) % 32 for ln in range(32)}
+                assert len(banks) == 32
+
+
+def test_tf32_areg_refusals_and_candidates(monkeypatch):
+    """``Tile.areg`` only on TF32 producer tiles with bulk copies whose operand with contiguous
+    lines the copy engine takes MN-major: not FP16, not without ``tma``, not for a padded
+    image (gathered, no bulk copy) or a GEMM whose B rows are no 16-byte multiple (A's may be:
+    the producer copies them word by word); ranked beside
+    each TF32 producer tile where ``TF32_AREG_TUNED``."""
+    from merit.gpu import ldsm, tiling
+
+    spec, t, a = _areg_gemm()
+    with pytest.raises(ValueError, match="tile.areg"):
+        check_tile(spec, dataclasses.replace(a, tma=False))
+    h = spec_of(W.gemm(512, 384, 256), "float32", "fp16")
+    f = check_tile(h, {"mma": "fp16", "ldsm": True, "wgmma": True, "regs": (128, 256),
+                       "warps": (8, 1), "frags": (1, 32), "chunk": 64, "stages": 3,
+                       "producer": True})
+    assert ldsm.areg_variant(h, f) is None
+    assert "tile.areg" in ldsm.wgmma_fits(h, dataclasses.replace(f, areg=True, mn=True))
+    conv = spec_of(W.conv2d(2, 24, 13, 16, 72, 3, padding=1), "float32", "tf32")
+    c = check_tile(conv, {"mma": "tf32", "ldsm": True, "wgmma": True, "regs": (1, 64, 4, 16),
+                          "warps": (4, 1), "frags": (1, 8), "chunk": 32, "stages": 3,
+                          "producer": True, "tma": True})
+    assert ldsm.areg_variant(conv, c) is None
+    odd = spec_of(W.gemm(50, 40, 37), "float32", "tf32")
+    o = check_tile(odd, {"mma": "tf32", "ldsm": True, "wgmma": True, "regs": (64, 64),
+                         "warps": (4, 1), "frags": (1, 8), "chunk": 32, "stages": 3,
+                         "producer": True})
+    assert ldsm.areg_variant(odd, o) is None   # (it needs tile.tma)
+    oa = ldsm.areg_variant(odd, dataclasses.replace(o, tma=True))
+    assert oa is not None and check_tile(odd, oa) == oa   # B's rows 160 bytes apart: bulk
+    assert ldsm.word_ops(odd, oa) == (False, True)   # A's rows 148 bytes apart: word copies
+    odd2 = spec_of(W.gemm(50, 42, 37), "float32", "tf32")
+    o2 = check_tile(odd2, {"mma": "tf32", "ldsm": True, "wgmma": True, "regs": (64, 64),
+                           "warps": (4, 1), "frags": (1, 8), "chunk": 32, "stages": 3,
+                           "producer": True})
+    # B's rows 168 bytes apart: no bulk copy
+    assert ldsm.areg_variant(odd2, dataclasses.replace(o2, tma=True)) is None
+    big = spec_of(W.gemm(4096, 4096, 4096), "float32", "tf32")
+    monkeypatch.setattr(tiling, "TF32_AREG_TUNED", False)
+    assert not any(x.areg for x in rank(big, count=16))
+    monkeypatch.setattr(tiling, "TF32_AREG_TUNED", True)
+    ra = [x for x in rank(big, count=16) if x.areg]
+    assert ra and all(x.producer and x.tma and x.mn and x.stages in (3, 4) for x in ra)
+    assert any(x.persist for x in ra) and any(not x.persist for x in ra)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_tf32_areg_source_compiles_for_hopper(tmp_path):
+    """The register-A form compiles for sm_90a without spills (the consumers' 128 sums and two
+    sets of four A registers under the 384-thread cap), wgmma issued as HGMMA where the
+    disassembler is at hand."""
+    spec, t, a = _areg_gemm()
+    p = dataclasses.replace(a, persist=4)
+    cu = tmp_path / "k.cu"
+    cu.write_text("typedef float T;\n" + source(spec, p)[1])
+    res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17", "-cubin",
+                          "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr and "C7510" not in res.stderr

@@ -154,9 +154,14 @@ def _tc_operands(problem, spec, tile, arrays, precision):
     """The inputs as ``tile`` feeds them to the tensor cores, in float64: loop operands rounded
     to the precision, or, on a TF32 tile with a producer warpgroup (which copies both operands
     as they are, by bulk tensor copies or ``cp.async`` of words), truncated (wgmma drops the
-    low mantissa bits of the fp32 words)."""
+    low mantissa bits of the fp32 words); a tile taking wgmma's A from registers
+    (``Tile.areg``) rounds A's elements to nearest there."""
     loop = {op.tensor for op in problem.operands[:2]}
     copied = loop if tile.producer and precision == "tf32" else set()
+    if copied and tile.areg:   # wgmma's A from registers, rounded there; B truncated
+        from merit.gpu.ldsm import tile_roles
+
+        copied = {problem.operands[tile_roles(spec, tile).b].tensor}
     return [(_trunc_tf32(a) if t.name in copied else _round_operand(a, precision))
             if t.name in loop else a.astype(np.float64)
             for t, a in zip(problem.tensors, arrays, strict=True)]
@@ -560,3 +565,40 @@ def test_wgmma_persistent_grid():
         ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
         for _ in range(2):
             _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
+
+
+def test_wgmma_tf32_areg():
+    """TF32 tiles taking wgmma's A from registers (``Tile.areg``): GEMM's B, columns contiguous,
+    in A's place (the roles exchanged), copied MN-major by the bulk copy engine and loaded by
+    the consumers into the fragments (rounded to nearest), GEMM's A K-major by bulk copies
+    (truncated by wgmma), or word by word where its rows are no 16-byte multiple.  Ragged GEMMs
+    (rows, columns and k that no tile divides: the copy engine's zero fill, the epilogue's
+    guards), 128 x 128, 128 x 256 and 64 x 64 boxes, BK 32 and 16, 3 and 4 buffers, one tile
+    per block and persistent grids whose tile count is no multiple of the grid; twice each,
+    against float64 on the operands so rounded."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 3),
+        (W.gemm(300, 260, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}, 5),
+        (W.gemm(70, 44, 300), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}, 2),
+        (W.gemm(1000, 520, 200), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 7),
+        # A's rows 148 bytes apart: copied word by word beside B's bulk copies
+        (W.gemm(50, 40, 37), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}, 1),
+    ]
+    rng = np.random.default_rng(53)
+    ran = 0
+    for problem, shape, grid in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        for chunk, stages, persist in ((32, 4, 0), (16, 3, 0), (32, 3, grid), (16, 4, grid)):
+            base = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
+                                         stages=stages, producer=True, persist=persist))
+            tile = ldsm.areg_variant(spec, dataclasses.replace(base, tma=True))
+            assert tile is not None and ldsm.tile_roles(spec, tile).a == 1
+            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
+            ran += 1
+    assert ran == 20

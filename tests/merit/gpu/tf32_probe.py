@@ -4,8 +4,10 @@ operand by bulk tensor copies and gathers the other, ``_ws<S>_tma``), each check
 float64 and timed beside cuBLAS / cuDNN in TF32 on the same tensors.
 
 ``PYTHONPATH=sw python tests/merit/gpu/tf32_probe.py [--only gemm,vgg,odd,oddconv] [--producer]
-[--out DIR]``:
-one line per tile, the best of each form last, a JSON file under ``--out``.
+[--match _ws,_ra] [--out DIR]``:
+one line per tile, the best of each form last, a JSON file under ``--out``.  ``--match``: only
+the tiles whose label contains one of these strings.  Forms: ``ra`` (wgmma's A from registers,
+``Tile.areg``), ``ws`` (other producer tiles), ``wg``, ``other``.
 """
 
 import argparse
@@ -22,6 +24,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="gemm,vgg,odd,oddconv")
     ap.add_argument("--out", default=".")
+    ap.add_argument("--match", default="")
     ap.add_argument("--producer", action="store_true",
                     help="time the warp-specialized TMA tiles too (tiling.TF32_PRODUCER_TUNED)")
     args = ap.parse_args()
@@ -33,13 +36,16 @@ def main():
     rows, best = [], []
     for key, prec, prob, spec, inputs, ref, peer_ms in tc_cases(args.only, "tf32", 5):
         tiles = rank(spec, count=TUNED + WG_TUNED, device=H100)
+        if args.match:
+            tiles = [t for t in tiles if any(m in t.label() for m in args.match.split(","))]
         _compile_all(spec, tiles)
         for t in tiles:
+            form = ("ra" if t.areg else "ws" if t.producer else "wg" if t.wgmma else "other")
             row = measure(prob, spec, t, inputs, ref, TC_TOL[prec], peer_ms, layer=key,
-                          prec=prec, form="ws" if t.producer else "wg" if t.wgmma else "other")
+                          prec=prec, form=form)
             rows.append(row)
             print(json.dumps(row), flush=True)
-        for form in ("ws", "wg", "other"):
+        for form in ("ra", "ws", "wg", "other"):
             got = [x for x in rows if x["layer"] == key and x.get("form") == form
                    and x.get("ok")]
             if got:
