@@ -234,10 +234,20 @@ def areg_line(wm, gq, h):
     return (wm >> 2) * 64 + ((wm & 3) >> 1) * 32 + (gq >> 2) * 16 + 8 * h + (wm & 1) * 4 + (gq & 3)
 
 
-def _areg_rows(fm, h):
-    """:func:`areg_line` as the epilogue's C expression of a sum's row (``fm`` is 0)."""
-    return (f"(wm >> 2) * 64 + ((wm & 3) >> 1) * 32 + (gq >> 2) * 16 + {8 * h} + (wm & 1) * 4 "
-            f"+ (gq & 3)")
+def _areg_rows(fm, h, quad=False):
+    """:func:`areg_line` as the epilogue's C expression of a sum's row (``fm`` is 0); ``quad``:
+    the first of the four consecutive lines of lanes ``gq & 3`` = 0 .. 3, ``h`` an expression."""
+    hh = f"{h} * 8" if quad else f"{8 * h}"
+    return (f"(wm >> 2) * 64 + ((wm & 3) >> 1) * 32 + (gq >> 2) * 16 + {hh} + (wm & 1) * 4"
+            + ("" if quad else " + (gq & 3)"))
+
+
+#: Persistent tiles taking wgmma's A from registers whose output's innermost index is a row
+#: index (GEMM with the roles exchanged) may store four rows at a time after a 4 x 4 exchange
+#: between lanes (``mma.emit_epilogue``'s "rows", as :data:`merit.gpu.mma.VECTOR_ROWS` for
+#: every tile).  Off: on the H100 GEMM 4096^3 TF32 ran 0.454-0.471 ms with it against
+#: 0.394-0.406 with one output at a time (``tf32_probe.py --areg-scalar``).
+AREG_VECTOR_ROWS = False
 
 
 def areg_offset(ln, kq, bk):
@@ -1176,7 +1186,8 @@ def source(spec, tile):
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
                          open_tiles if pers else None)
         emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers),
-                      rows=_areg_rows if tile.areg else None)
+                      rows=_areg_rows if tile.areg else None,
+                      rows_ok=AREG_VECTOR_ROWS if tile.areg else None)
         if pers:
             w(f"g0 += {ntiles};")
             w.close()

@@ -355,25 +355,27 @@ def _decompose_code(var, n_expr, idxs, exts, prefix):
 VECTOR_ROWS = False
 
 
-def vector_store_ok(spec, blk):
+def vector_store_ok(spec, blk, r=None, rows_ok=None):
     """How the mma fragments' outputs can be stored four at a time (16 bytes): "cols" or
     "rows", where the one fp32 output's innermost index (unit stride) is the fastest of the
     column (row) indices, with the block's box and the problem a multiple of 4 along it (four
     adjacent columns / rows lie side by side in memory, 16-byte aligned, all inside the
-    problem or all outside); else ""."""
-    r = roles(spec)
+    problem or all outside); else "".  ``r``: the roles the tile runs with (default
+    :func:`roles`); ``rows_ok``: whether "rows" may be chosen (default :data:`VECTOR_ROWS`)."""
+    r = r or roles(spec)
+    rows_ok = VECTOR_ROWS if rows_ok is None else rows_ok
     inner = spec.np - 1
     if not (spec.outputs == 1 and spec.out_dtype == "float32" and blk[inner] % 4 == 0
             and spec.pshape[inner] % 4 == 0):
         return ""
     if r.cols and r.cols[-1] == inner:
         return "cols"
-    if VECTOR_ROWS and r.rows and r.rows[-1] == inner:
+    if rows_ok and r.rows and r.rows[-1] == inner:
         return "rows"
     return ""
 
 
-def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None):
+def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None, rows_ok=None):
     """The PostLoop of every sum ``c<fm>_<fn>_<e>`` and its store, guarded where the block's
     box overhangs the problem (warp ``wm, wn``, lane ``gq, tq`` of the mma fragments).
 
@@ -388,16 +390,20 @@ def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None):
     ``2 tq + (i & 1)``.
 
     ``rows``: where a sum's row is not the fragment's ``wm * 16 FM + 16 fm + 8 h + gq``, a
-    function of ``(fm, h)`` giving its C expression (row of the block; scalar stores)."""
+    function of ``(fm, h)`` giving its C expression (row of the block), and of ``(fm, "hi",
+    True)`` the first of the four rows the "rows" exchange leaves a lane (lines ``gq & 3``
+    consecutive); ``rows_ok``: as :func:`vector_store_ok`'s."""
     from .codegen import _global_index_type, _gstrides
 
     P, A = spec.np, spec.na
     ostr = _gstrides(spec.pshape)
     oidx = _global_index_type(spec.pshape)
     post_args_a = [str(spec.ashape[i] - 1) for i in range(A)]
-    how = vector_store_ok(spec, blk) if vector and rows is None else ""
+    how = vector_store_ok(spec, blk, r, rows_ok) if vector else ""
+    if how == "cols" and rows is not None:
+        how = ""
     if how:
-        _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how)
+        _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how, rows)
         return
     for fm in range(fm_n):
         for fn in range(fn_n):
@@ -426,7 +432,7 @@ def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None):
                 w.close()
 
 
-def _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how):
+def _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how, rows=None):
     """:func:`emit_epilogue` by 16-byte stores (``how``: along the "cols" or the "rows"): per
     fragment the exchanges of sums between lanes, the PostLoop of the four outputs, one
     ``float4`` store."""
@@ -459,7 +465,8 @@ def _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how)
                 w("const float z1 = __shfl_xor_sync(0xffffffffu, lo ? n2 : n3, 4);")
                 w("const float v0 = lo ? z0 : n0, v1 = lo ? n1 : z0, "
                   "v2 = lo ? z1 : n2, v3 = lo ? n3 : z1;")
-                row = f"wm * {fm_n * 16} + {fm * 16} + hi * 8 + (gq >> 2) * 4"
+                row = (rows(fm, "hi", True) if rows is not None
+                       else f"wm * {fm_n * 16} + {fm * 16} + hi * 8 + (gq >> 2) * 4")
                 col = f"wn * {fn_n * 8} + {fn * 8} + 2 * tq + lo"
             for line in _decompose_code("qr", row, r.rows, blk, "u"):
                 w(line)

@@ -1744,3 +1744,35 @@ def test_tf32_areg_source_compiles_for_hopper(tmp_path):
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "0 bytes spill stores" in res.stderr and "C7510" not in res.stderr
+
+
+@pytest.mark.parametrize("wm", [0, 1, 2, 5])
+def test_tf32_areg_rows_stored_four_at_a_time(wm, monkeypatch):
+    """A persistent ``Tile.areg`` GEMM (output columns along the wgmma rows) stores four
+    consecutive output columns per lane with one 16-byte store after the 4 x 4 lane exchange of
+    the "rows" form where ``ldsm.AREG_VECTOR_ROWS`` (off: measured slower): evaluated from the
+    generated source for a warp
+    ``wm`` whose lanes hold sums tagged by (line of ``ldsm.areg_line``, column), each lane gets
+    lines qr .. qr + 3 of column qc, qr a multiple of 4, and the warp's 32 lanes cover its 16
+    lines x 8 columns once."""
+    from merit.gpu import ldsm
+
+    spec, t, _ = _areg_gemm()
+    a = ldsm.areg_variant(spec, dataclasses.replace(t, persist=4))
+    assert "float4" not in source(spec, a)[1]   # off by default: measured slower
+    monkeypatch.setattr(ldsm, "AREG_VECTOR_ROWS", True)
+    body = source(spec, a)[1]
+    body = body[body.index("return;"):]
+    start = body.index("const float", body.index("merit_keep(c0_0_0)"))
+    lines = body[start:body.index("const int p0", start)].splitlines()
+    lines = [ln.replace("wm", str(wm)) for ln in lines if "const float" in ln or "int q" in ln]
+    sums = [[float(ldsm.areg_line(wm, ln >> 2, e >> 1) * 100 + 2 * (ln & 3) + (e & 1))
+             for e in range(4)] for ln in range(32)]
+    cover = []
+    for vals, qr, qc in _eval_exchange(lines, sums):
+        want = [(qr + i) * 100 + qc for i in range(4)]
+        assert vals == want and qr % 4 == 0
+        cover += want
+    rows = sorted({ldsm.areg_line(wm, g, h) for g in range(8) for h in (0, 1)})
+    assert sorted(cover) == sorted(r * 100 + c for r in rows for c in range(8))
+    assert body.count("*reinterpret_cast<float4*>(g_out0") == 32

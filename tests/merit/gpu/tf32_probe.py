@@ -4,7 +4,7 @@ operand by bulk tensor copies and gathers the other, ``_ws<S>_tma``), each check
 float64 and timed beside cuBLAS / cuDNN in TF32 on the same tensors.
 
 ``PYTHONPATH=sw python tests/merit/gpu/tf32_probe.py [--only gemm,vgg,odd,oddconv] [--producer]
-[--match _ws,_ra] [--out DIR]``:
+[--match _ws,_ra] [--areg-scalar] [--out DIR]``:
 one line per tile, the best of each form last, a JSON file under ``--out``.  ``--match``: only
 the tiles whose label contains one of these strings.  Forms: ``ra`` (wgmma's A from registers,
 ``Tile.areg``), ``ws`` (other producer tiles), ``wg``, ``other``.
@@ -25,6 +25,9 @@ def main():
     ap.add_argument("--only", default="gemm,vgg,odd,oddconv")
     ap.add_argument("--out", default=".")
     ap.add_argument("--match", default="")
+    ap.add_argument("--areg-scalar", action="store_true",
+                    help="persistent _ra tiles store one output at a time "
+                         "(ldsm.AREG_VECTOR_ROWS off)")
     ap.add_argument("--producer", action="store_true",
                     help="time the warp-specialized TMA tiles too (tiling.TF32_PRODUCER_TUNED)")
     args = ap.parse_args()
@@ -32,6 +35,10 @@ def main():
     from merit.gpu.tiling import H100, WG_TUNED, rank
 
     tiling.TF32_PRODUCER_TUNED = args.producer or tiling.TF32_PRODUCER_TUNED
+    if args.areg_scalar:
+        from merit.gpu import ldsm
+
+        ldsm.AREG_VECTOR_ROWS = False
 
     rows, best = [], []
     for key, prec, prob, spec, inputs, ref, peer_ms in tc_cases(args.only, "tf32", 5):
