@@ -28,7 +28,9 @@ operand tiles themselves:
 Hopper's ``wgmma`` (``Tile.wgmma``) reads both operand tiles from shared memory through matrix
 descriptors: K-major (lines of k, the 128- or 64-byte swizzle) or, for FP16 / BF16 operands whose
 lines lie contiguous in memory while their k do not (``Tile.mn``, :func:`mn_ops`), MN-major
-(rows of k holding 64 lines, :func:`mn_offset`, the instruction's transpose flag).  Operands
+(rows of k holding 64 lines, :func:`mn_offset`, the instruction's transpose flag); a TF32
+tile with ``Tile.areg`` takes A from registers instead, loaded from an MN-major tile that the
+bulk copy engine writes (:func:`areg_offset`, :func:`areg_line`, :func:`tile_roles`).  Operands
 already in half precision (``Tile.half``) go from global to shared memory by ``cp.async``, 16
 bytes a copy where eight elements lie contiguous and aligned (:func:`widths`), else 8.
 
