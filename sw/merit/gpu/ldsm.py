@@ -244,6 +244,17 @@ def _areg_rows(fm, h, quad=False):
             + ("" if quad else " + (gq & 3)"))
 
 
+#: Producer tiles: the consumers' proxy fence after each wait for a buffer (``fence.proxy.async``,
+#: in SASS a ``MEMBAR.ALL.CTA`` that also waits for the thread's outstanding stores, the last
+#: output tile's among them) is needed only where an operand is written by the generic proxy
+#: (``cp.async`` slots, word copies; register slots fence in the producer).  ``False`` drops it
+#: where the bulk copy engine writes both operands; kept (``True``): on the H100 that measured
+#: no faster for GEMM 4096^3 FP16 / BF16 (0.215-0.221 / 0.207-0.210 ms without, 0.216-0.229 /
+#: 0.210-0.211 with) and slower for the TF32 ``Tile.areg`` tile (0.427-0.431 against
+#: 0.392-0.394 ms; ``persist_probe.py --match ... [--fence]``, two runs each, alternating).
+TMA_FENCE = True
+
+
 #: Persistent tiles taking wgmma's A from registers whose output's innermost index is a row
 #: index (GEMM with the roles exchanged) may store four rows at a time after a 4 x 4 exchange
 #: between lanes (``mma.emit_epilogue``'s "rows", as :data:`merit.gpu.mma.VECTOR_ROWS` for
@@ -1422,7 +1433,10 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
                 w("merit_wg_fence();")
                 w(wgmma_asm_ra(n, accs, [f"ra{q}_{i}" for i in range(4)],
                                f"db0 + so + {2 * k}"))
-        _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles, areg)
+        tmas = tma_ops(spec, tile) if tile.tma else (None, None)
+        fence = TMA_FENCE or not all(tmas)
+        _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles, areg,
+                            fence)
         return
     if tile.half and _buffers(tile) >= 3:
         _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
@@ -1654,7 +1668,7 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
 
 
 def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=None,
-                        areg=None):
+                        areg=None, fence=True):
     """The consumers' loop: per k tile, wait for its buffer's "full" phase, a proxy fence (the
     tensor cores read what the copies wrote), its wgmma issued and committed, then
     ``wgmma.wait_group 1`` (tile kt - 1's products are done) and one arrival on the "empty"
@@ -1664,7 +1678,9 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
     are done (so the producer fills the next tile's first buffers during the epilogue).
     ``areg`` (A from registers): per k step its fragment's loads, a fence and the product,
     each committed and followed by ``wgmma.wait_group 1`` (the step before is done, its register
-    set free); tile kt - 1's buffer is released after the first k step's wait."""
+    set free); tile kt - 1's buffer is released after the first k step's wait.  ``fence``: the
+    proxy fence after the wait (not needed where the copy engine writes both operands, see
+    :data:`TMA_FENCE`)."""
     nbuf = _buffers(tile)
     prec, bk = tile.mma, tile.chunk
     ks = KSTEP[prec]
@@ -1681,7 +1697,8 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
         w("const int g = g0 + kt;")
     w(f"const int s = {g} % {nbuf};")
     w(f"merit_mb_wait(mbar + 8 * s, ({g} / {nbuf}) & 1);")
-    w("merit_proxy_fence();")
+    if fence:
+        w("merit_proxy_fence();")
     w(f"const unsigned long long so = (unsigned long long)(s * {stage_bytes // 16});")
     rel = f"mbar + {empty[0] - full[0]} + 8 * (({g} + {nbuf - 1}) % {nbuf})"
     if areg:

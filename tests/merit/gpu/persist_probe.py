@@ -5,7 +5,8 @@ autotuner would time, in its one-tile-per-block form and its persistent form (``
 library in the same precision.
 
 ``PYTHONPATH=sw python tests/merit/gpu/persist_probe.py [--only gemm,vgg] [--prec fp16,bf16,tf32]
-[--grids 1000,264] [--row-vector] [--out DIR]``: one line per tile, the best of each form last,
+[--grids 1000,264] [--row-vector] [--match _g132] [--fence] [--out DIR]``: one line per tile,
+the best of each form last,
 a JSON file under ``--out``.  ``--grids``: the producer tiles are timed with these
 ``Tile.persist`` values too (one at least the number of output tiles: one tile per block, with the
 persistent form's loop and 16-byte stores, which separates the stores from the schedule).
@@ -31,6 +32,11 @@ def main():
     ap.add_argument("--row-vector", action="store_true",
                     help="store four outputs at a time where the output's innermost index is a "
                          "row index too (mma.VECTOR_ROWS on; off by default)")
+    ap.add_argument("--match", default="",
+                    help="only the tiles whose label contains one of these (comma-separated)")
+    ap.add_argument("--fence", action="store_true",
+                    help="keep the consumers' proxy fence where both operands come by bulk "
+                         "copies (ldsm.TMA_FENCE)")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     import dataclasses
@@ -45,6 +51,7 @@ def main():
     from merit.gpu.tiling import H100, WG_TUNED, rank
 
     mma.VECTOR_ROWS = mma.VECTOR_ROWS or args.row_vector
+    ldsm.TMA_FENCE = ldsm.TMA_FENCE or args.fence
     rng = np.random.default_rng(17)
     rows, best = [], []
     for key in args.only.split(","):
@@ -90,6 +97,8 @@ def main():
             tiles = [t for t in rank(spec, count=TUNED + WG_TUNED, device=H100) if t.producer]
             tiles += [dataclasses.replace(t, persist=int(g)) for t in tiles if not t.persist
                       for g in filter(None, args.grids.split(","))]
+            if args.match:
+                tiles = [t for t in tiles if any(m in t.label() for m in args.match.split(","))]
             _compile_all(spec, tiles)
             for t in tiles:
                 row = measure(prob, spec, t, inputs, ref, TC_TOL[prec] if prec == "tf32" else 1e-5,

@@ -1776,3 +1776,27 @@ def test_tf32_areg_rows_stored_four_at_a_time(wm, monkeypatch):
     rows = sorted({ldsm.areg_line(wm, g, h) for g in range(8) for h in (0, 1)})
     assert sorted(cover) == sorted(r * 100 + c for r in rows for c in range(8))
     assert body.count("*reinterpret_cast<float4*>(g_out0") == 32
+
+
+def test_consumer_proxy_fence_only_where_generic_copies_write(monkeypatch):
+    """With ``ldsm.TMA_FENCE`` off, the consumers' ``fence.proxy.async`` after each wait for a
+    buffer stays where the producer writes an operand by ``cp.async`` (TF32 word copies) and
+    goes where the bulk copy engine writes both (FP16 GEMM with TMA on A and B, a
+    ``Tile.areg`` GEMM); on (the default: dropping it measured no faster) it stays everywhere."""
+    from merit.gpu import ldsm
+
+    assert ldsm.TMA_FENCE
+    monkeypatch.setattr(ldsm, "TMA_FENCE", False)
+
+    def cons(spec, t):
+        src = source(spec, t)[1]
+        return src[src.index("return;"):]
+
+    spec, t, a = _areg_gemm()
+    assert all(ldsm.tma_ops(spec, a)) and "merit_proxy_fence();" not in cons(spec, a)
+    assert not all(ldsm.tma_ops(spec, t)) and "merit_proxy_fence();" in cons(spec, t)
+    hs, h = _mn(W.gemm(512, 384, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64,
+                producer=True, tma=True, persist=4)
+    assert all(ldsm.tma_ops(hs, h)) and "merit_proxy_fence();" not in cons(hs, h)
+    monkeypatch.setattr(ldsm, "TMA_FENCE", True)
+    assert "merit_proxy_fence();" in cons(spec, a) and "merit_proxy_fence();" in cons(hs, h)
