@@ -410,6 +410,10 @@ def wgmma_fits(spec, tile):
     if tile.persist and not (tile.producer and tile.cluster == 1 and tile.persist > 0):
         return (f"tile.persist (a persistent grid of {tile.persist} blocks) needs tile.producer "
                 f"and tile.cluster 1")
+    if tile.pingpong and not (tile.persist and tile.warps == (4, 1) and not tile.areg):
+        return (f"tile.pingpong (two consumer warpgroups taking output tiles in turn) needs a "
+                f"persistent producer tile of one warpgroup's box (warps (4, 1)) without "
+                f"tile.areg, not warps {tile.warps}, persist {tile.persist}")
     if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
         return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
                 "plain matrix in memory (see ldsm.tma_ops)")
@@ -671,6 +675,16 @@ __device__ __forceinline__ void merit_await_all() {
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 """
+_PRELUDE_PINGPONG = r"""
+__device__ __forceinline__ void merit_bar_sync(int id, int n) {
+    // named barrier id of n threads: wait (ping-pong tiles: the other group's k loop is done)
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void merit_bar_arrive(int id, int n) {
+    // named barrier id of n threads: arrive without waiting
+    asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(n) : "memory");
+}
+"""
 _PRELUDE_TMA = r"""
 struct __align__(64) MeritTmap { unsigned long long v[16]; };   // a CUtensorMap, by value
 __device__ __forceinline__ void merit_mb_expect(unsigned bar, unsigned bytes) {
@@ -892,6 +906,8 @@ def source(spec, tile):
         out.append(_PRELUDE_HALF)
     if tile.producer:
         out.append(_PRELUDE_MBAR)
+    if tile.pingpong:
+        out.append(_PRELUDE_PINGPONG)
     if tile.tma:
         out.append(_PRELUDE_TMA)
     asy = async_ops(spec, tile) if hv else (False, False)
@@ -925,7 +941,10 @@ def source(spec, tile):
         w("const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);")
     w("const int tid = threadIdx.x;")
     w("const int lane = tid & 31, warp = tid >> 5;")
-    w(f"const int wm = warp % {wm_n}, wn = warp / {wm_n};")
+    if tile.pingpong:   # two consumer groups of one warpgroup each: pp, the group
+        w("const int wm = warp & 3, wn = 0, pp = (warp >> 2) & 1;")
+    else:
+        w(f"const int wm = warp % {wm_n}, wn = warp / {wm_n};")
     w("const int gq = lane >> 2, tq = lane & 3;")
     if cl > 1:
         # a cluster's two blocks take neighbouring blocks along row index jc (same columns):
@@ -944,10 +963,16 @@ def source(spec, tile):
         for j in range(P - 1, -1, -1):
             w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
 
-    def open_tiles():
+    def open_tiles(group=False):
         """A persistent tile's loop over its block's output tiles (:func:`schedule`), with their
-        block coordinates ``pb<j>``; ``g0`` counts the k tiles of the tiles before."""
-        w.open(f"for (int t = blockIdx.x; t < {pers[0]}; t += {pers[1]})")
+        block coordinates ``pb<j>``; ``g0`` counts the k tiles of the tiles before.  ``group``
+        (a ping-pong tile's consumers): group ``pp`` takes every other of them, from its
+        ``pp``-th."""
+        if group:
+            w.open(f"for (int t = blockIdx.x + pp * {pers[1]}; t < {pers[0]}; "
+                   f"t += {2 * pers[1]})")
+        else:
+            w.open(f"for (int t = blockIdx.x; t < {pers[0]}; t += {pers[1]})")
         w("int bq = t;")
         for j in range(P - 1, -1, -1):
             w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
@@ -1202,7 +1227,7 @@ def source(spec, tile):
                       rows=_areg_rows if tile.areg else None,
                       rows_ok=AREG_VECTOR_ROWS if tile.areg else None)
         if pers:
-            w(f"g0 += {ntiles};")
+            w(f"g0 += {2 * ntiles if tile.pingpong else ntiles};")
             w.close()
         out.append("\n".join(w.lines))
         out.append("}")
@@ -1436,7 +1461,7 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
         tmas = tma_ops(spec, tile) if tile.tma else (None, None)
         fence = TMA_FENCE or not all(tmas)
         _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles, areg,
-                            fence)
+                            fence, grid_blocks(spec, tile) if tile.persist else None)
         return
     if tile.half and _buffers(tile) >= 3:
         _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
@@ -1596,7 +1621,9 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
     ntma = sum(1 for t in tmas if t)
     w(f"merit_mb_init(mbar + 8 * s, {full_count(nreg, ntma)});")
     # clusters: the first thread of each consumer warpgroup of both blocks releases a buffer
-    w(f"merit_mb_init(mbar + {empty[0] - full[0]} + 8 * s, {ncons // 64 if cl else ncons});")
+    # ping-pong tiles: each k tile is read by one group of the two (one warpgroup)
+    w(f"merit_mb_init(mbar + {empty[0] - full[0]} + 8 * s, "
+      f"{ncons // 64 if cl else ncons // 2 if tile.pingpong else ncons});")
     w.close()
     w("merit_mb_init_fence();")
     w.close()
@@ -1668,7 +1695,7 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
 
 
 def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=None,
-                        areg=None, fence=True):
+                        areg=None, fence=True, pers=None):
     """The consumers' loop: per k tile, wait for its buffer's "full" phase, a proxy fence (the
     tensor cores read what the copies wrote), its wgmma issued and committed, then
     ``wgmma.wait_group 1`` (tile kt - 1's products are done) and one arrival on the "empty"
@@ -1676,6 +1703,12 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
     block's output tiles opened (left open for the epilogue), the sums zeroed per output tile,
     phases counted by ``g = g0 + kt``, and the tile's last buffer released once its products
     are done (so the producer fills the next tile's first buffers during the epilogue).
+    A ping-pong tile (``tile.pingpong``): group ``pp`` takes every other output tile of the
+    block (``g0`` starts at ``pp`` tiles' k tiles and steps by two tiles'); before its k loop
+    it waits at named barrier ``1 + pp`` (group 0 not before its first tile) for the other
+    group's arrival, which that group makes on barrier ``2 - pp`` when it has issued its k
+    loop's last products and the block has a next output tile (so every "full" wait is for
+    the next phase of its buffer: no parity aliasing across the groups).
     ``areg`` (A from registers): per k step its fragment's loads, a fence and the product,
     each committed and followed by ``wgmma.wait_group 1`` (the step before is done, its register
     set free); tile kt - 1's buffer is released after the first k step's wait.  ``fence``: the
@@ -1685,7 +1718,16 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
     prec, bk = tile.mma, tile.chunk
     ks = KSTEP[prec]
     full, empty = mbarriers(tile, stage_bytes)
-    if open_tiles:
+    pp = tile.pingpong
+    if open_tiles and pp:
+        w(f"int g0 = pp * {ntiles};   // k tiles of this block's earlier output tiles")
+        open_tiles(group=True)
+        for a in accs:
+            w(f"{a} = 0.f;")
+        # the other group has waited for every k tile of its last output tile: the "full"
+        # phases this group waits for are the next ones of their buffers (no parity aliasing)
+        w("if (pp == 1 || g0 > 0) merit_bar_sync(1 + pp, 256);")
+    elif open_tiles:
         w("int g0 = 0;   // k tiles of this block's earlier output tiles")
         open_tiles()
         for a in accs:
@@ -1721,6 +1763,9 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
         else:
             w(f"if (kt > 0) merit_mb_arrive({rel});")
     w.close()
+    if open_tiles and pp:   # the block's next output tile (the other group's) may start
+        nx, step = pers   # (output tiles, blocks launched): the block's next tile is t + step
+        w(f"if (t + {step} < {nx}) merit_bar_arrive(2 - pp, 256);")
     w("merit_wg_wait();")
     if open_tiles:   # the tile's last buffer is read: the producer may refill it
         w(f"merit_mb_arrive(mbar + {empty[0] - full[0]} + 8 * ((g0 + {ntiles - 1}) % {nbuf}));")

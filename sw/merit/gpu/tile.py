@@ -138,6 +138,14 @@ class Tile:
         swizzle) and each consumer loads its fragments with conflict-free 4-byte shared loads,
         rounding them to TF32 (to nearest, ties away) on the way; two register sets alternate
         over the k tiles (a tile's products may still read one while the next is loaded).
+    pingpong : bool
+        Persistent FP16 / BF16 / TF32 producer tiles of one consumer warpgroup (``warps`` of 4,
+        a box of 64 rows): the block runs two such warpgroups, which take the block's output
+        tiles in turn (ping-pong: group 0 its 1st, 3rd, ..., group 1 its 2nd, 4th, ...), so one
+        stores a tile's outputs while the other's products run; the producer fills the ring for
+        both in order, and the groups' k loops alternate through two named barriers (see
+        :func:`merit.gpu.ldsm._emit_consumer_loop`).  Built and tested, not a candidate
+        (:data:`merit.gpu.tiling.PINGPONG_TUNED`: slower).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -176,6 +184,7 @@ class Tile:
     tma: bool = field(default=False, repr=False)
     persist: int = field(default=0, repr=False)
     areg: bool = field(default=False, repr=False)
+    pingpong: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -199,7 +208,8 @@ class Tile:
     @property
     def nthreads(self):
         if self.mma:   # a producer warpgroup after the consumers' warps
-            return 32 * math.prod(self.warps) + (128 if self.producer else 0)
+            return (32 * math.prod(self.warps) * (2 if self.pingpong else 1)
+                    + (128 if self.producer else 0))
         return math.prod(self.threads)
 
     @property
@@ -226,6 +236,7 @@ class Tile:
                 kind += f"{self.stages}" if self.producer and not self.half else ""
                 kind += "_tma" if self.tma else ""
                 kind += f"_g{self.persist}" if self.persist else ""
+                kind += "_pp" if self.pingpong else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

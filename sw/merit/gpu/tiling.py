@@ -510,7 +510,7 @@ def _complete_mma(spec, tile, device):
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
-                    areg=tile.areg)
+                    areg=tile.areg, pingpong=tile.pingpong)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -838,7 +838,39 @@ def _half_variants(spec, ranked, wg, device):
                         seen.add(f)
                         out.append((cost, f))
                         out += [(cost, p) for p in _persistent(spec, f, device)]
+                        out += [(cost, p) for p in _pingpong(spec, f, device, cap)]
     return out
+
+
+#: FP16 / BF16 producer tiles of two consumer warpgroups along the rows: their ping-pong form
+#: (``Tile.pingpong``: one warpgroup's box of 64 rows per output tile, two groups taking the
+#: block's output tiles in turn, persistent; never with :data:`PERSIST_TUNED` off) would be timed
+#: beside them.  Off: on GEMM 4096^3 (H100, ``persist_probe.py --only gemm --prec fp16,bf16
+#: --match _h4_mn_ws_tma_g132 --pingpong --pp-plain``, two runs) the ping-pong tiles took
+#: 0.331-0.355 ms against 0.197-0.223 for the persistent 128 x 256 tiles, and no less than the
+#: same 64-row box run by one consumer group (0.341-0.345): the halved box doubles B's reads
+#: from L2, and the overlap of stores with products bought nothing measurable at that box.
+PINGPONG_TUNED = False
+
+
+def _pingpong(spec, tile, device, cap):
+    """The ping-pong form of a producer tile with bulk copies whose two consumer warpgroups
+    split 128 rows along one row index (warps (8, 1)): the box halved along that index (one
+    warpgroup's 64 rows), two such groups per block, a persistent grid; none where the problem
+    has no more output tiles than the grid or the form does not fit."""
+    if not (PINGPONG_TUNED and PERSIST_TUNED and tile.producer and tile.tma and tile.cluster == 1
+            and not tile.areg and tile.warps == (8, 1)):
+        return []
+    rows = ldsm.tile_roles(spec, tile).rows
+    if len(rows) != 1 or tile.regs[rows[0]] != 128:
+        return []
+    regs = tuple(64 if j == rows[0] else r for j, r in enumerate(tile.regs))
+    p = _replace(tile, regs=regs, warps=(4, 1), pingpong=True, persist=1)
+    p = _replace(p, persist=persist_blocks(spec, p, device))
+    if (ldsm.grid_blocks(spec, p)[0] <= p.persist or ldsm.wgmma_fits(spec, p)
+            or not any(ldsm.tma_ops(spec, p)) or _smem_bytes(spec, p) > cap):
+        return []
+    return [p]
 
 
 #: Warp-specialized tiles: their persistent form (``Tile.persist``, a grid of SMs x blocks per

@@ -1,15 +1,16 @@
 """Device probe of the persistent warp-specialized wgmma tiles (not a test): for GEMM 4096^3 and
 VGG conv3_1 in FP16 / BF16 (half arrays) and TF32 (float32 arrays), every producer tile the
-autotuner would time, in its one-tile-per-block form and its persistent form (``Tile.persist``,
-``_g<blocks>``), each checked against float64 on the rounded operands and timed beside the
-library in the same precision.
+autotuner would time, in its one-tile-per-block form, its persistent form (``Tile.persist``,
+``_g<blocks>``) and its ping-pong form (``Tile.pingpong``, ``_pp``), each checked against
+float64 on the rounded operands and timed beside the library in the same precision.
 
 ``PYTHONPATH=sw python tests/merit/gpu/persist_probe.py [--only gemm,vgg] [--prec fp16,bf16,tf32]
-[--grids 1000,264] [--row-vector] [--match _g132] [--fence] [--out DIR]``: one line per tile,
-the best of each form last,
-a JSON file under ``--out``.  ``--grids``: the producer tiles are timed with these
-``Tile.persist`` values too (one at least the number of output tiles: one tile per block, with the
-persistent form's loop and 16-byte stores, which separates the stores from the schedule).
+[--grids 1000,264] [--row-vector] [--match _g132] [--fence] [--pingpong] [--pp-plain]
+[--out DIR]``: one line per tile, the best of each form last, a JSON file under ``--out``.
+``--grids``: the producer tiles are timed with these ``Tile.persist`` values too (one at least
+the number of output tiles: one tile per block, with the persistent form's loop and 16-byte
+stores, which separates the stores from the schedule).  ``--pingpong``: the ping-pong forms too
+(not candidates by default); ``--pp-plain``: each ping-pong tile's box in one consumer group too.
 """
 
 import argparse
@@ -37,6 +38,12 @@ def main():
     ap.add_argument("--fence", action="store_true",
                     help="keep the consumers' proxy fence where both operands come by bulk "
                          "copies (ldsm.TMA_FENCE)")
+    ap.add_argument("--pingpong", action="store_true",
+                    help="time the ping-pong forms too (tiling.PINGPONG_TUNED on; off by "
+                         "default)")
+    ap.add_argument("--pp-plain", action="store_true",
+                    help="time each ping-pong tile's box with one consumer group too (the same "
+                         "persistent tile without Tile.pingpong: the same L2 traffic, no overlap)")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     import dataclasses
@@ -44,7 +51,7 @@ def main():
     import cupy as cp
     import torch
 
-    from merit.gpu import TUNED, _compile_all, ldsm, mma
+    from merit.gpu import TUNED, _compile_all, ldsm, mma, tiling
     from merit.gpu.mma import roles
     from merit.gpu.runtime import time_launch, to_device
     from merit.gpu.spec import OPERAND_DTYPES, spec_of
@@ -52,6 +59,7 @@ def main():
 
     mma.VECTOR_ROWS = mma.VECTOR_ROWS or args.row_vector
     ldsm.TMA_FENCE = ldsm.TMA_FENCE or args.fence
+    tiling.PINGPONG_TUNED = tiling.PINGPONG_TUNED or args.pingpong
     rng = np.random.default_rng(17)
     rows, best = [], []
     for key in args.only.split(","):
@@ -99,14 +107,18 @@ def main():
                       for g in filter(None, args.grids.split(","))]
             if args.match:
                 tiles = [t for t in tiles if any(m in t.label() for m in args.match.split(","))]
+            plain = ({dataclasses.replace(t, pingpong=False) for t in tiles if t.pingpong}
+                     if args.pp_plain else set())
+            tiles += sorted(plain, key=lambda t: t.label())
             _compile_all(spec, tiles)
             for t in tiles:
                 row = measure(prob, spec, t, inputs, ref, TC_TOL[prec] if prec == "tf32" else 1e-5,
                               peer_ms, layer=key, prec=prec, persist=t.persist,
-                              form=_form(t, ldsm.grid_blocks(spec, t)))
+                              form="one group" if t in plain
+                              else _form(t, ldsm.grid_blocks(spec, t)))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-            for form in ("one tile", "persistent", "v4 one tile"):
+            for form in ("one tile", "persistent", "v4 one tile", "pingpong", "one group"):
                 got = [x for x in rows if x["layer"] == key and x["prec"] == prec
                        and x["form"] == form and x.get("ok")]
                 if got:
@@ -126,10 +138,13 @@ def main():
 
 
 def _form(tile, grid):
-    """"one tile" (no persist), "persistent" (fewer blocks than output tiles) or "v4 one tile"
-    (the persistent form with a block per output tile); ``grid``: ``ldsm.grid_blocks``."""
+    """"one tile" (no persist), "persistent" (fewer blocks than output tiles), "v4 one tile"
+    (the persistent form with a block per output tile) or "pingpong" (``Tile.pingpong``, two
+    consumer groups taking output tiles in turn); ``grid``: ``ldsm.grid_blocks``."""
     if not tile.persist:
         return "one tile"
+    if tile.pingpong:
+        return "pingpong"
     ntiles, launched = grid
     return "persistent" if launched < ntiles else "v4 one tile"
 

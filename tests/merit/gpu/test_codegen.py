@@ -1436,6 +1436,167 @@ def test_persistent_phase_bookkeeping_across_tiles():
     assert "g0" not in plain and "for (int t = " not in plain and "float4" not in plain
 
 
+def _pingpong_loops(src):
+    """The generated loop bounds of a ping-pong tile's producer and consumer groups, evaluated:
+    per block, the producer's output tiles with their ``g0`` and per group its tiles with their
+    ``g0``, from the source's ``for (int t = ...)`` lines and ``g0`` statements."""
+    body = src[src.index('extern "C"'):]
+    prod, cons = body[:body.index("return;")], body[body.index("return;"):]
+    pat = re.compile(r"for \(int t = blockIdx\.x( \+ pp \* (\d+))?; t < (\d+); t \+= (\d+)\)")
+    (_, _, n, step), = pat.findall(prod)
+    (_, off, n2, step2), = pat.findall(cons)
+    g0p = re.search(r"int g0 = 0;.*\n(?:.*\n)*?.*g0 \+= (\d+);", prod)
+    g0c0 = re.search(r"int g0 = pp \* (\d+);", cons)
+    g0c = re.findall(r"g0 \+= (\d+);", cons)
+    assert n == n2 and len(g0c) == 1
+    return (int(n), int(step), int(g0p[1]), int(off), int(step2), int(g0c0[1]), int(g0c[0]))
+
+
+def _simulate_pingpong(tiles, kt, stages, ordered=True):
+    """A block of a ping-pong tile run step by step, as its generated code drives the ring and
+    the named barriers: ``tiles`` (the block's output tiles in order; group ``i % 2`` takes the
+    i-th) of ``kt`` k tiles each.  The producer fills k tile g (block order) into buffer
+    g % S once the "empty" barrier of that buffer has completed g // S phases (its waits on
+    parity ((g // S) + 1) & 1 are the parity of phase g // S - 1); a group waits, per k tile, for
+    the "full" phase of parity (g // S) & 1, which a real mbarrier reports complete as soon as
+    the phase count's parity differs, even where the wanted phase is two behind (aliasing: the
+    simulation records it as an error); it releases k tile g - 1 after issuing g, and its last
+    after its products.  Group 1 waits at named barrier 2 before each of its tiles, group 0 at
+    barrier 1 before each but its first; each arrives at the other's barrier after its k loop
+    if the block has a next tile (``ordered`` False: the barriers pass at once).  Returns
+    (errors, the k tiles each group read, in order, deadlocked, the barriers' balance)."""
+    n = len(tiles)
+    full, empty = [0] * stages, [0] * stages   # phases completed per buffer
+    fills = 0   # k tiles the producer has filled (block order)
+    bar = {1: 0, 2: 0}   # arrivals minus waits consumed per named barrier
+    groups = []
+    for p in (0, 1):
+        mine = list(range(p, n, 2))
+        groups.append(dict(p=p, tiles=mine, i=0, kt=0, state="bar", read=[]))
+    errors = []
+    for _ in range(100000):
+        moved = False
+        # producer: the next k tile, once its buffer's previous reader released it
+        if fills < n * kt:
+            s, need = fills % stages, fills // stages
+            if empty[s] >= need:
+                full[s] += 1
+                fills += 1
+                moved = True
+        for gr in groups:
+            p = gr["p"]
+            if gr["i"] >= len(gr["tiles"]):
+                continue
+            local = gr["tiles"][gr["i"]]
+            if gr["state"] == "bar":
+                first = p == 0 and gr["i"] == 0
+                if first or bar[1 + p] > 0 or not ordered:
+                    if not first and ordered:
+                        bar[1 + p] -= 1
+                    gr["state"] = "loop"
+                    moved = True
+                continue
+            g = local * kt + gr["kt"]
+            s = g % stages
+            if (full[s] & 1) != ((g // stages) & 1):   # the parity wait returns
+                if full[s] != g // stages + 1:
+                    errors.append(("aliased full wait", p, g, full[s]))
+                gr["read"].append(g)
+                if gr["kt"] > 0:
+                    empty[(g - 1) % stages] += 1
+                gr["kt"] += 1
+                moved = True
+                if gr["kt"] == kt:   # k loop done: the other group may start, then release
+                    if local + 1 < n and ordered:
+                        bar[2 - p] += 1
+                    empty[g % stages] += 1
+                    gr["kt"], gr["i"], gr["state"] = 0, gr["i"] + 1, "bar"
+        if not moved:
+            break
+    stuck = fills < n * kt or any(gr["i"] < len(gr["tiles"]) for gr in groups)
+    return errors, [gr["read"] for gr in groups], stuck, bar
+
+
+def test_pingpong_schedule_and_phases():
+    """Ping-pong tiles: the generated loops give each block's output tiles (the persistent
+    schedule, against a brute-force enumeration) alternately to the two consumer groups, with
+    ``g0`` counting every earlier tile's k tiles of the block (the producer's count); simulated
+    over 1 to 9 k tiles per output tile, 3 and 4 buffers and 1 to 7 tiles per block, every
+    "full" wait is for the next phase of its buffer (no parity aliasing), each group reads its
+    own tiles' k tiles in order, the ring never deadlocks and the named barriers end balanced.
+    Without the ordering (every barrier passed), a group's wait aliases: the check can fail."""
+    from merit.gpu import ldsm
+
+    spec, t = _mn(W.gemm(500, 384, 256), regs=(64, 256), warps=(4, 1), frags=(1, 32), chunk=64,
+                  producer=True, tma=True, persist=5, pingpong=True)
+    name, src, nb, nt, _ = source(spec, t)
+    assert name.endswith(t.label() + "_" + name.split("_")[-1]) and "_g5_pp" in name
+    assert nb == 5 and nt == 384 and t.nthreads == 384
+    n, step, g0p, off, step2, g0c0, g0c = _pingpong_loops(src)
+    kt = 4   # 256 / 64
+    assert (n, step, g0p) == (16, 5, kt) and (off, step2, g0c0, g0c) == (5, 10, kt, 2 * kt)
+    for b, sched in enumerate(ldsm.schedule(n, nb)):
+        want = [t for t in range(n) if t % nb == b]   # brute force
+        assert sched == want
+        prod = list(range(b, n, step))
+        assert prod == want
+        for p in (0, 1):
+            mine = list(range(b + p * off, n, step2))
+            assert mine == want[p::2]
+            # the group's g0 per tile: the k tiles of the block's tiles before it
+            assert [g0c0 * p + g0c * i for i in range(len(mine))] == [
+                want.index(x) * g0p for x in mine]
+    cons = src[src.index("return;"):]
+    assert "merit_mb_init(mbar + 32 + 8 * s, 128);" in src   # one group releases each k tile
+    assert cons.index("if (pp == 1 || g0 > 0) merit_bar_sync(1 + pp, 256);") < cons.index(
+        "for (int kt = 0")
+    arrive = cons.index("if (t + 5 < 16) merit_bar_arrive(2 - pp, 256);")
+    assert cons.rindex("merit_wg_wait1();") < arrive < cons.index("merit_wg_wait();") < \
+        cons.index("float4")
+    assert "const int wm = warp & 3, wn = 0, pp = (warp >> 2) & 1;" in src
+    for kt in range(1, 10):
+        for stages in (3, 4):
+            for ntl in range(1, 8):
+                errs, read, stuck, bar = _simulate_pingpong(list(range(ntl)), kt, stages)
+                assert not errs and not stuck and bar == {1: 0, 2: 0}, (kt, stages, ntl)
+                for p in (0, 1):
+                    assert read[p] == [i * kt + k for i in range(p, ntl, 2) for k in range(kt)]
+    # the check can fail: groups that do not wait for each other's k loops alias (group 1's
+    # first wait, k tile 8 of buffer 2, returns on that buffer's first fill, for group 0)
+    errs = _simulate_pingpong(list(range(4)), 8, 3, ordered=False)[0]
+    assert ("aliased full wait", 1, 8, 1) in errs
+
+
+def test_pingpong_candidates_refusals_and_compile(tmp_path, monkeypatch):
+    """With ``PINGPONG_TUNED`` (off by default: measured slower) the autotuner times the
+    ping-pong form (64-row box, warps (4, 1), persistent) beside each FP16 / BF16 producer tile
+    with bulk copies whose two warpgroups split 128 rows, none with ``PERSIST_TUNED`` off;
+    refusals: not persistent, more than one warpgroup per group.  The 4096^3 tile builds for
+    sm_90a without spills."""
+    from merit.gpu import tiling
+
+    spec = spec_of(W.gemm(4096, 4096, 4096), "float32", "fp16", operands="float16")
+    assert not tiling.PINGPONG_TUNED and not any(t.pingpong for t in rank(spec, count=16))
+    monkeypatch.setattr(tiling, "PINGPONG_TUNED", True)
+    ranked = rank(spec, count=16)
+    pps = [t for t in ranked if t.pingpong]
+    src = [t for t in ranked if t.producer and t.tma and not t.persist and t.warps == (8, 1)]
+    assert pps and len(pps) == len(src)
+    for t in pps:
+        assert t.warps == (4, 1) and t.regs == (64, 256) and t.persist == 132
+        assert t.label().endswith("_g132_pp") and t.nthreads == 384
+    monkeypatch.setattr(tiling, "PERSIST_TUNED", False)
+    assert not any(t.pingpong for t in rank(spec, count=16))
+    monkeypatch.setattr(tiling, "PERSIST_TUNED", True)
+    for kw in (dict(persist=0), dict(regs=(128, 256), warps=(8, 1))):
+        with pytest.raises(ValueError, match="tile.pingpong"):
+            _mn(W.gemm(512, 384, 256), **{**dict(regs=(64, 256), warps=(4, 1), frags=(1, 32),
+                                                chunk=64, producer=True, tma=True, persist=4,
+                                                pingpong=True), **kw})
+    if shutil.which("nvcc"):
+        _assert_compiles_without_spills(spec, pps[0], tmp_path)
+
+
 def _eval_exchange(lines, lane_sums):
     """Evaluate the generated exchange statements of one fragment (``const float a = b ? c : d``
     and ``__shfl_xor_sync(mask, value, m)``) for the 32 lanes of a warp; ``lane_sums``: per lane
@@ -1532,7 +1693,7 @@ def test_persistent_candidates_and_refusals():
     spec = spec_of(W.gemm(4096, 4096, 4096), "float32", "fp16", operands="float16")
     ranked = rank(spec, count=16)
     ws = [t for t in ranked if t.producer and not t.persist]
-    ps = [t for t in ranked if t.persist]
+    ps = [t for t in ranked if t.persist and not t.pingpong]
     assert ws and {dataclasses.replace(t, persist=0) for t in ps} == set(ws)
     for t in ps:
         per = tiling.H100.smem_sm // (tiling._smem_bytes(spec, t) + 1024)

@@ -567,6 +567,52 @@ def test_wgmma_persistent_grid():
             _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
 
 
+def test_wgmma_pingpong():
+    """Ping-pong tiles (``Tile.pingpong``): two consumer warpgroups per block taking its output
+    tiles in turn (one stores while the other's products run), the producer filling the ring for
+    both in order, the groups' k loops ordered by two named barriers.  Ragged GEMMs (tiles past
+    the edge, K not a multiple of the k tile, 2 to 32 k tiles per output tile), blocks with an
+    odd and an even number of output tiles, a one-block grid (every tile in turn), a grid larger
+    than the tiles (group 1 idle), a convolution with a padded image through the producer's
+    registers; FP16 / BF16 on half arrays and TF32 on float32 arrays; twice each, against
+    float64 on the rounded operands."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (64, 128), "warps": (4, 1), "frags": (1, 16)}, 4),
+        (W.gemm(1000, 520, 200), {"regs": (64, 128), "warps": (4, 1), "frags": (1, 16)}, 7),
+        (W.gemm(300, 260, 520), {"regs": (64, 256), "warps": (4, 1), "frags": (1, 32)}, 5),
+        (W.gemm(520, 300, 96), {"regs": (64, 256), "warps": (4, 1), "frags": (1, 32)}, 1),
+        (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
+         {"regs": (1, 64, 4, 16), "warps": (4, 1), "frags": (1, 8)}, 3),
+    ]
+    seen = set()
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=53):
+        grid = next(g for p, _, g in cases if p is problem)
+        for chunk, stages, persist in ((64, 4, grid), (32, 3, grid), (64, 3, 1000)):
+            tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=True, chunk=chunk, half=True,
+                        stages=stages, producer=True, persist=persist, pingpong=True)
+            if any(ldsm.tma_ops(spec, check_tile(spec, tile))):
+                tile["tma"] = True
+            n, launched = ldsm.grid_blocks(spec, check_tile(spec, tile))
+            seen.add(tuple(sorted({len(b) % 2 for b in ldsm.schedule(n, launched)})))
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref)
+    assert seen >= {(0, 1), (1,)}
+    rng = np.random.default_rng(59)
+    for problem, shape, grid in cases[:3]:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=32,
+                                     stages=3, producer=True, persist=grid, pingpong=True))
+        if any(ldsm.tma_ops(spec, tile)):
+            tile = dataclasses.replace(tile, tma=True)
+        ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+        for _ in range(2):
+            _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
+
+
 def test_wgmma_tf32_areg():
     """TF32 tiles taking wgmma's A from registers (``Tile.areg``): GEMM's B, columns contiguous,
     in A's place (the roles exchanged), copied MN-major by the bulk copy engine and loaded by
