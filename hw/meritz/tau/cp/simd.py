@@ -323,9 +323,13 @@ class SimdArray(wiring.Component):
         w2 = s2.word
         s3_free = ~s3.valid | s3_fire
         # LOOKUP stays two cycles in E1: the first registers the clamped index of every lane
-        # (``lu2``), the second reads the tables with it (``lut_second`` marks it)
+        # (``lu2``) and which table entries it reads (one-hot), the second reads the table with
+        # them (``lut_second`` marks it)
         lut_second = Signal()
         lu2 = Signal(data.ArrayLayout(unsigned(14), n), name="lu2")
+        n_even, n_odd = len(range(0, LUT_ENTRIES, 2)), len(range(1, LUT_ENTRIES, 2))
+        even2 = Signal(data.ArrayLayout(n_even, n), name="lut_even2")
+        odd2 = Signal(data.ArrayLayout(n_odd, n), name="lut_odd2")
         s2_lookup = s2.valid & (s2.kind == Command.EXEC) & (w2.op == Opcode.LOOKUP)
         s2_hold = s2_lookup & ~lut_second
         s2_move = s2.valid & s3_free & ~s2_hold
@@ -371,29 +375,46 @@ class SimdArray(wiring.Component):
             # (x > 8192: a bit above bit 13 set, or bit 13 and a bit below it), not a carry chain
             x = Signal(signed(33), name=f"lutx{lane}")
             lu = Signal(unsigned(14), name=f"lutu{lane}")
+            neg = x[-1]
             over = x[14:32].any() | (x[13] & x[:13].any())
             m.d.comb += [
                 x.eq(diff >> w2.s),
-                lu.eq(Mux(x[-1], 0, Mux(over, 8192, x[:14]))),
+                lu.eq(Mux(neg, 0, Mux(over, 8192, x[:14]))),
             ]
+            # entries i and i + 1 (y0, y1; i = u >> 8) are one even and one odd entry: the even
+            # one is E[(i + 1) >> 1], the odd one O[i >> 1]. Which, one-hot, decoded from x's
+            # bits beside the clamp (a clamped u reads E[0] or E[16] alone, its fraction 0)
+            raw = x[8:14]
+            inside = ~neg & ~over
             with m.If(s2_hold):
                 m.d.sync += lu2[lane].eq(lu)
-            # second cycle: entries i and i + 1 (y0, y1) are one even and one odd entry, each
-            # weighed by the multiplier of its own: 256 * y(u) = y0 * (256 - f) + y1 * f. With
-            # k = i >> 1, the odd entry is O[k] (weight f for even i, 256 - f for odd i), the
-            # even one E[k] or E[k + 1] (the other weight), selected by i's low bit after two
-            # multiplexers indexed by k alone (no increment of i in front of them). At i = 32
-            # (u = 8192) f is 0, so the odd entry (k = 16, out of range) weighs nothing.
-            # Both products are registered (the odd one in v3, from the MAC multiplier), and E2
-            # adds them to 256 * a: no subtraction or multiplication in E2.
+                for k in range(n_even):
+                    m.d.sync += even2[lane][k].eq(
+                        (inside & ((raw == 2 * k) | (raw == 2 * k - 1)))
+                        | (neg if k == 0 else 0) | (~neg & over if k == n_even - 1 else 0))
+                for k in range(n_odd):
+                    m.d.sync += odd2[lane][k].eq(inside & ((raw == 2 * k) | (raw == 2 * k + 1)))
+            # second cycle: y0 and y1 are weighed by a multiplier each, 256 * y(u) = y0 * (256 -
+            # f) + y1 * f: the odd entry by f for even i, by 256 - f for odd i, the even one by
+            # the other weight. The entries are read as AND-OR over the one-hot selections (no
+            # index decoded in this cycle). At u = 8192 (i = 32) f is 0 and no odd entry is
+            # selected. Both products are registered (the odd one in v3, from the MAC
+            # multiplier), and E2 adds them to 256 * a: no subtraction or multiplication in E2.
             i = lu2[lane][8:14]
             f = lu2[lane][:8]
-            k = i[1:6]
             y_even = Signal(signed(16), name=f"lutye{lane}")
             y_odd = Signal(signed(16), name=f"lutyo{lane}")
+
+            def one_hot_read(select, values):
+                terms = [Mux(select[k], v, 0) for k, v in enumerate(values)]
+                while len(terms) > 1:
+                    terms = [terms[j] | terms[j + 1] if j + 1 < len(terms) else terms[j]
+                             for j in range(0, len(terms), 2)]
+                return terms[0]
+
             m.d.comb += [
-                y_even.eq(Mux(i[0], Array(entries[2::2])[k], Array(entries[0::2])[k])),
-                y_odd.eq(Array(entries[1::2])[k]),
+                y_even.eq(one_hot_read(even2[lane], entries[0::2])),
+                y_odd.eq(one_hot_read(odd2[lane], entries[1::2])),
             ]
             w_f = Cat(f, Const(0, 1))
             w_rest = Signal(9, name=f"lutw{lane}")          # 256 - f: 1 .. 256
