@@ -13,11 +13,13 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
 2. **E1** computes everything that does not need the accumulator operand ``a``: ``b + c``,
    ``b - c``, ``|b - c|``, the MAC product (not shifted yet), the LOOKUP clamp and table read;
    ``STORE`` writes the SRAM here. ``LOOKUP`` stays two cycles in E1: the first registers the
-   clamped index ``clamp((b - c) >> s)``, the second reads the two table entries with it and
-   forms their difference;
+   clamped index ``u = clamp((b - c) >> s)`` (and the table it reads), the second reads the two
+   table entries ``y0``, ``y1`` with it and weighs each by a multiplier of its own (the odd
+   entry's is the MAC multiplier): ``y0 * (256 - f)`` and ``y1 * f``, ``f`` the fraction;
 3. **E2** shifts E1's value right by ``s`` (the product, the sum, the difference; ``b`` of
-   LOGIC), interpolates LOOKUP, adds ``a`` (or applies the LOGIC function to ``a``), writes the
-   lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
+   LOGIC), adds ``a`` (or applies the LOGIC function to ``a``; for LOOKUP, adds the two
+   products to ``256 * a`` and drops the low 8 bits, which is ``a + y0 + ((y1 - y0) * f >> 8)``
+   exactly), writes the lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
 
 A register written by one instruction is forwarded to the next ones, so programs need no ``nop``:
 an instruction two or more behind reads the result from E2 (or the register file), and an
@@ -40,7 +42,9 @@ multiplexer in front of the E1 registers (the other sources of an operand are se
 it), the MAC product by the last one in front of E2's register (E1 ends at the multiplier; the
 shift is E2's first step, in front of its adder),
 and the sum by the last one in front of the result; ``sat16`` tests the bits above bit 15 instead
-of comparing with the limits.
+of comparing with the limits. E2 has no multiplier: LOOKUP's products are registered at the end
+of E1 and E2 reduces ``256 * a`` and them to two terms (carry-save, one LUT level) in front of
+one carry chain.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -130,6 +134,10 @@ def sram_depth(lanes, sram_bytes):
         raise ValueError(f"sram_bytes must hold at least one group of {N_REGS} registers "
                          f"({lanes * 4 * N_REGS} bytes for {lanes} lanes), not {sram_bytes}")
     return sram_bytes * 8 // (lanes * 32)
+
+
+#: bits of a LOOKUP product, an int16 entry times a weight of 0 .. 256 (signed)
+_LUT_PRODUCT = 25
 
 
 def _sat16(v):
@@ -230,9 +238,9 @@ class SimdArray(wiring.Component):
         a3, u3 = (Signal(vec32, name=f"{x}3") for x in "au")
         # ``v`` unshifted: 34 bits (b + c, |b - c|); E2 shifts it
         v3 = Signal(data.ArrayLayout(signed(34), n), name="v3")
-        # LOOKUP: the two table entries and the fraction, interpolated in E2
-        lut_layout = data.StructLayout({"y0": signed(16), "dy": signed(17), "frac": unsigned(8)})
-        lut3 = Signal(data.ArrayLayout(lut_layout, n), name="lut3")
+        # LOOKUP: the two weighted table entries, 256 * y(u) = y0 * (256 - f) + y1 * f, one
+        # product in ``v3`` (from the MAC multiplier), the other here; E2 adds them to 256 * a
+        lp3 = Signal(data.ArrayLayout(signed(_LUT_PRODUCT), n), name="lp3")
         w3 = s3.word
         s3_out = (s3.kind == Command.EXEC) & (w3.op == Opcode.OUT)
         s3_fire = s3.valid & (~s3_out | self.out.ready)
@@ -255,14 +263,22 @@ class SimdArray(wiring.Component):
             raw = v3[lane][:32].as_signed()
             v = Signal(signed(32), name=f"vsh{lane}")
             m.d.comb += v.eq(v3[lane] >> w3.s)
-            # LOOKUP interpolates here: ``a + y0`` beside the multiply, its product added last.
-            # out has its own adder: the LOOKUP value does not run into out's shift and
-            # saturation (a path that no instruction uses but timing analysis sees)
-            y = lut3[lane]
-            frac = Signal(signed(18), name=f"frac{lane}")
-            m.d.comb += frac.eq((y.dy * Cat(y.frac, Const(0, 1)).as_signed()) >> 8)
+            # LOOKUP: a + y(u) = (256 * a + p0 + p1) >> 8 (256 * a is a multiple of 256, so
+            # the floor of the interpolation is exact), the two products registered in E1; the
+            # three terms are reduced to two by a carry-save step (one LUT level), then one
+            # carry chain, no multiplier in E2. out has its own adder: its shift and saturation
+            # do not follow the other sums (a path no instruction uses but timing sees)
+            lk = [Signal(signed(40), name=f"lk{x}{lane}") for x in "xyz"]
+            m.d.comb += [lk[0].eq(Cat(Const(0, 8), a).as_signed()),
+                         lk[1].eq(v3[lane][:_LUT_PRODUCT].as_signed()),
+                         lk[2].eq(lp3[lane])]
+            x_, y_, z_ = (t.as_unsigned() for t in lk)
+            carries = Signal(40, name=f"lkc{lane}")
+            m.d.comb += carries.eq((x_ & y_) | (x_ & z_) | (y_ & z_))
+            lsum = Signal(40, name=f"lks{lane}")
+            m.d.comb += lsum.eq((x_ ^ y_ ^ z_) + Cat(Const(0, 1), carries[:39]))
             total = Signal(signed(33), name=f"sum{lane}")
-            m.d.comb += total.eq(Mux(w3.op == Opcode.LOOKUP, (a + y.y0) + frac, a + v))
+            m.d.comb += total.eq(Mux(w3.op == Opcode.LOOKUP, lsum[8:40].as_signed(), a + v))
             osum = Signal(signed(33), name=f"osum{lane}")
             m.d.comb += osum.eq(a + raw)
             sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
@@ -307,21 +323,32 @@ class SimdArray(wiring.Component):
         w2 = s2.word
         s3_free = ~s3.valid | s3_fire
         # LOOKUP stays two cycles in E1: the first registers the clamped index of every lane
-        # (``lu2``), the second reads the tables with it (``lut_second`` marks it)
+        # (``lu2``) and which table entries it reads (one-hot), the second reads the table with
+        # them (``lut_second`` marks it)
         lut_second = Signal()
         lu2 = Signal(data.ArrayLayout(unsigned(14), n), name="lu2")
+        n_even, n_odd = len(range(0, LUT_ENTRIES, 2)), len(range(1, LUT_ENTRIES, 2))
+        even2 = Signal(data.ArrayLayout(n_even, n), name="lut_even2")
+        odd2 = Signal(data.ArrayLayout(n_odd, n), name="lut_odd2")
         s2_lookup = s2.valid & (s2.kind == Command.EXEC) & (w2.op == Opcode.LOOKUP)
         s2_hold = s2_lookup & ~lut_second
         s2_move = s2.valid & s3_free & ~s2_hold
         s2_writer = s2.valid & (s2.kind == Command.EXEC) & (w2.op != Opcode.OUT)
         a_in = Signal(vec32)
         m.d.comb += a_in.eq(Mux(a_fwd, result, a2))
+        # LOOKUP's table (``fn``), registered in its first E1 cycle: the second cycle's table
+        # read is a multiplexer over one table's entries, not over both tables'
         luts = self.config.luts
-        entries = [Mux(w2.fn[0], luts[1][k], luts[0][k]) for k in range(LUT_ENTRIES)]
+        table = Signal(data.ArrayLayout(signed(16), LUT_ENTRIES), name="lut_table")
+        with m.If(s2_hold):
+            m.d.sync += table.eq(Mux(w2.fn[0], luts[1], luts[0]))
+        entries = [table[k] for k in range(LUT_ENTRIES)]
         v_next = Signal.like(v3)
-        s2_mac = (s2.kind != Command.LOAD) & (w2.op == Opcode.MAC)
+        # the product (MAC's, or LOOKUP's odd entry's) enters the last multiplexer in front of v3
+        s2_lookup_op = w2.op == Opcode.LOOKUP
+        s2_prod = (s2.kind != Command.LOAD) & ((w2.op == Opcode.MAC) | s2_lookup_op)
         u_next = Signal(vec32)
-        lut_next = Signal.like(lut3)
+        lp_next = Signal.like(lp3)
         for lane in range(n):
             b, c = b2[lane], c2[lane]
             # every operation but LOGIC and out adds ``a`` to a value shifted right by ``s``:
@@ -330,7 +357,10 @@ class SimdArray(wiring.Component):
             diff = Signal(signed(33), name=f"diff{lane}")
             pre_other = Signal(signed(34), name=f"pre_other{lane}")
             prod = Signal(signed(32), name=f"prod{lane}")
-            m.d.comb += [diff.eq(b - c), prod.eq(_sat16(b) * _sat16(c))]
+            # the MAC multiplier also weighs LOOKUP's odd table entry (second E1 cycle)
+            mul_x = Signal(signed(16), name=f"mulx{lane}")
+            mul_y = Signal(signed(16), name=f"muly{lane}")
+            m.d.comb += [diff.eq(b - c), prod.eq(mul_x * mul_y)]
             with m.Switch(w2.op):
                 with m.Case(Opcode.ADD):
                     m.d.comb += pre_other.eq(b + c)
@@ -345,29 +375,55 @@ class SimdArray(wiring.Component):
             # (x > 8192: a bit above bit 13 set, or bit 13 and a bit below it), not a carry chain
             x = Signal(signed(33), name=f"lutx{lane}")
             lu = Signal(unsigned(14), name=f"lutu{lane}")
+            neg = x[-1]
             over = x[14:32].any() | (x[13] & x[:13].any())
             m.d.comb += [
                 x.eq(diff >> w2.s),
-                lu.eq(Mux(x[-1], 0, Mux(over, 8192, x[:14]))),
+                lu.eq(Mux(neg, 0, Mux(over, 8192, x[:14]))),
             ]
+            # entries i and i + 1 (y0, y1; i = u >> 8) are one even and one odd entry: the even
+            # one is E[(i + 1) >> 1], the odd one O[i >> 1]. Which, one-hot, decoded from x's
+            # bits beside the clamp (a clamped u reads E[0] or E[16] alone, its fraction 0)
+            raw = x[8:14]
+            inside = ~neg & ~over
             with m.If(s2_hold):
                 m.d.sync += lu2[lane].eq(lu)
-            # second cycle: entries i and i + 1 are one even and one odd entry: one multiplexer
-            # over the 17 even entries and one over the 16 odd ones, not two over all 33. At
-            # i = 32 (u = 8192) frac is 0, so y1 (the odd entry, its index wrapped to 0) is not
-            # used. y1 - y0 is formed here, so E2 starts the interpolation at the multiplier.
+                for k in range(n_even):
+                    m.d.sync += even2[lane][k].eq(
+                        (inside & ((raw == 2 * k) | (raw == 2 * k - 1)))
+                        | (neg if k == 0 else 0) | (~neg & over if k == n_even - 1 else 0))
+                for k in range(n_odd):
+                    m.d.sync += odd2[lane][k].eq(inside & ((raw == 2 * k) | (raw == 2 * k + 1)))
+            # second cycle: y0 and y1 are weighed by a multiplier each, 256 * y(u) = y0 * (256 -
+            # f) + y1 * f: the odd entry by f for even i, by 256 - f for odd i, the even one by
+            # the other weight. The entries are read as AND-OR over the one-hot selections (no
+            # index decoded in this cycle). At u = 8192 (i = 32) f is 0 and no odd entry is
+            # selected. Both products are registered (the odd one in v3, from the MAC
+            # multiplier), and E2 adds them to 256 * a: no subtraction or multiplication in E2.
             i = lu2[lane][8:14]
-            y_even = Array(entries[0::2])[(i + 1)[1:]]
-            y_odd = Array(entries[1::2])[i[1:5]]
-            y0 = Signal(signed(16), name=f"luty0_{lane}")
-            y1 = Signal(signed(16), name=f"luty1_{lane}")
+            f = lu2[lane][:8]
+            y_even = Signal(signed(16), name=f"lutye{lane}")
+            y_odd = Signal(signed(16), name=f"lutyo{lane}")
+
+            def one_hot_read(select, values):
+                terms = [Mux(select[k], v, 0) for k, v in enumerate(values)]
+                while len(terms) > 1:
+                    terms = [terms[j] | terms[j + 1] if j + 1 < len(terms) else terms[j]
+                             for j in range(0, len(terms), 2)]
+                return terms[0]
+
             m.d.comb += [
-                y0.eq(Mux(i[0], y_odd, y_even)),
-                y1.eq(Mux(i[0], y_even, y_odd)),
-                lut_next[lane].y0.eq(y0),
-                lut_next[lane].dy.eq(y1 - y0),
-                lut_next[lane].frac.eq(lu2[lane][:8]),
-                v_next[lane].eq(Mux(s2_mac, prod,
+                y_even.eq(one_hot_read(even2[lane], entries[0::2])),
+                y_odd.eq(one_hot_read(odd2[lane], entries[1::2])),
+            ]
+            w_f = Cat(f, Const(0, 1))
+            w_rest = Signal(9, name=f"lutw{lane}")          # 256 - f: 1 .. 256
+            m.d.comb += w_rest.eq(256 - f)
+            m.d.comb += [
+                mul_x.eq(Mux(s2_lookup_op, y_odd, _sat16(b))),
+                mul_y.eq(Mux(s2_lookup_op, Mux(i[0], w_rest, w_f), _sat16(c))),
+                lp_next[lane].eq(y_even * Mux(i[0], w_f, w_rest)),
+                v_next[lane].eq(Mux(s2_prod, prod,
                                     Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT),
                                         pre_other,
                                         Mux(s2.kind == Command.LOAD, rd.data[lane],
@@ -381,7 +437,7 @@ class SimdArray(wiring.Component):
             wr.en.eq(Mux(s2_move & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
         ]
         with m.If(s2_move):
-            m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lut3.eq(lut_next)]
+            m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next)]
         with m.Elif(s3_fire):
             m.d.sync += s3.valid.eq(0)
         # LOOKUP's first cycle: E2 may finish meanwhile, so a forwarded ``a`` is taken now

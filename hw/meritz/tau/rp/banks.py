@@ -439,6 +439,16 @@ class TileFifo(wiring.Component):
         live = Signal(slot_bits + 1)
         m.d.comb += live.eq(alloc_no - free_no)
 
+        # free (the handshake; its bookkeeping below)
+        free_size = sizes[slot(free_no)]
+        m.d.comb += self.free.ready.eq(free_no != announce_no)
+        free_go = Signal()
+        misfree = self.free.valid & self.free.ready & (self.free.payload != tail_row)
+        m.d.comb += [
+            free_go.eq(self.free.valid & self.free.ready & (self.free.payload == tail_row)),
+            self.misfree.eq(misfree),
+        ]
+
         # allocate
         request = self.alloc.payload
         refused = (request == 0) | (request > depth)
@@ -463,51 +473,63 @@ class TileFifo(wiring.Component):
             ]
 
         # fill and commit. The size of the tile being filled and ``fill.rows`` are registers,
-        # loaded with their next value (the slot after a commit, or a grant into the fill slot),
-        # so that the write checks and the commit start from flip-flops
+        # loaded with their next value (the slot after a commit, or a grant into the slot being
+        # filled), so that the write checks and the commit start from flip-flops. Everything
+        # that follows the cycle's writes (the commit, and what follows a commit and a grant)
+        # is formed from registers and the request for both answers of the write checks
+        # (``filled_valid``: the words counted, or none), and the answer selects, last, in
+        # front of each register: the checks reach the registers through one multiplexer
         fill_size = Signal(range(depth + 1))
         fill_rows = Signal(range(depth + 1))
+        fill_end = Signal(row_bits)     # fill_row + fill_size (modulo depth), a register
         filling = fill_no != alloc_no
-        total = words + Mux(self.filled_valid, self.filled, 0)
         # words still missing (computed from registers only): commit when exactly they arrive
         need = Signal(signed(len(words) + 2))
         m.d.comb += need.eq(fill_size * self._lanes - words)
-        commit = Signal()
-        m.d.comb += commit.eq(filling & Mux(self.filled_valid, self.filled == need, need == 0))
         m.d.comb += [
             self.fill.base.eq(fill_row),
             self.fill.rows.eq(fill_rows),
+            self.fill_end.eq(fill_end),
         ]
-        # what follows a commit and a grant, each formed from registers for both answers of
-        # the (late) commit and selected by it
         next_no = (fill_no + 1)[:slot_bits + 1]
-
-        def after(if_commit, if_not):
-            return Mux(commit, if_commit, if_not)
-
         alloc_next = Mux(granted, alloc_no + 1, alloc_no)[:slot_bits + 1]
-        into_fill = (granted & after(slot(alloc_no) == slot(next_no),
-                                     slot(alloc_no) == slot(fill_no))
-                     if slot_bits else granted)
-        size_next = Mux(into_fill, request,
-                        after(sizes[slot(fill_no + 1)], fill_size))
-        m.d.sync += [fill_size.eq(size_next),
-                     fill_rows.eq(Mux(after(next_no != alloc_next, fill_no != alloc_next),
-                                      size_next, 0))]
-        # the row after the tile being filled, ``fill_row + fill_size`` (modulo depth), kept as a
-        # register: its candidates are sums of registers and of the request, the FSM selects
-        fill_end = Signal(row_bits)
-        with m.If(commit):      # fill_row moves to fill_end
-            m.d.sync += fill_end.eq(Mux(into_fill, fill_end + request,
-                                        fill_end + sizes[slot(fill_no + 1)])[:row_bits])
-        with m.Elif(into_fill):
-            m.d.sync += fill_end.eq((fill_row + request)[:row_bits])
-        m.d.comb += self.fill_end.eq(fill_end)
-        with m.If(commit):
-            m.d.sync += [fill_no.eq(fill_no + 1), fill_row.eq(fill_row + fill_size),
-                         words.eq(0)]
-        with m.Elif(filling):
-            m.d.sync += words.eq(total)
+        size_after = sizes[slot(fill_no + 1)]
+
+        def following(counted):
+            """The next values of the fill registers and of ``committed_rows`` if the cycle's
+            writes count (``counted``) or not."""
+            commit = Signal(name=f"commit_{int(counted)}")
+            m.d.comb += commit.eq(filling & ((self.filled == need) if counted else (need == 0)))
+
+            def after(if_commit, if_not):
+                return Mux(commit, if_commit, if_not)
+
+            into_fill = (granted & after(slot(alloc_no) == slot(next_no),
+                                         slot(alloc_no) == slot(fill_no))
+                         if slot_bits else granted)
+            size_next = Mux(into_fill, request, after(size_after, fill_size))
+            added = self.filled if counted else 0
+            return [
+                (fill_size, size_next),
+                (fill_rows, Mux(after(next_no != alloc_next, fill_no != alloc_next),
+                                size_next, 0)),
+                # fill_row moves to fill_end on a commit; a grant into the slot being filled
+                # sets the end from the request
+                (fill_end, Mux(commit,
+                               Mux(into_fill, fill_end + request, fill_end + size_after),
+                               Mux(into_fill, fill_row + request, fill_end))),
+                (fill_no, after(fill_no + 1, fill_no)),
+                (fill_row, after(fill_row + fill_size, fill_row)),
+                (words, after(0, Mux(filling, words + added, words))),
+                (committed_rows, (committed_rows + after(fill_size, 0)
+                                  - Mux(free_go, free_size, 0))),
+            ]
+
+        for (reg, if_counted), (_, if_not) in zip(following(True), following(False),
+                                                  strict=True):
+            value = Signal.like(reg, name=f"{reg.name}_next")
+            m.d.comb += value.eq(Mux(self.filled_valid, if_counted, if_not))
+            m.d.sync += reg.eq(value)
 
         # announce
         announce_size = sizes[slot(announce_no)]
@@ -521,23 +543,11 @@ class TileFifo(wiring.Component):
                          announce_row.eq(announce_row + announce_size)]
 
         # free
-        free_size = sizes[slot(free_no)]
-        m.d.comb += self.free.ready.eq(free_no != announce_no)
-        free_go = Signal()
-        misfree = self.free.valid & self.free.ready & (self.free.payload != tail_row)
-        m.d.comb += [
-            free_go.eq(self.free.valid & self.free.ready & (self.free.payload == tail_row)),
-            self.misfree.eq(misfree),
-        ]
         with m.If(free_go):
             m.d.sync += [free_no.eq(free_no + 1), tail_row.eq(tail_row + free_size)]
 
         used = Signal(range(depth + 1))
-        m.d.sync += [
-            used.eq(used + Mux(granted, request, 0) - Mux(free_go, free_size, 0)),
-            committed_rows.eq(committed_rows + Mux(commit, fill_size, 0)
-                              - Mux(free_go, free_size, 0)),
-        ]
+        m.d.sync += used.eq(used + Mux(granted, request, 0) - Mux(free_go, free_size, 0))
         m.d.comb += [
             self.used.eq(used),
             self.readable.base.eq(tail_row),
@@ -637,7 +647,6 @@ class TileBuffer(wiring.Component):
                                               bank_macro=self._bank_macro)
         m.submodules.fifo = fifo = TileFifo(lanes=self._lanes, depth=self._depth,
                                             max_tiles=self._max_tiles)
-        row_bits = (self._depth - 1).bit_length()
         lanes = range(self._lanes)
 
         wiring.connect(m, wiring.flipped(self.alloc), fifo.alloc)
