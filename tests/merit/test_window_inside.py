@@ -2,6 +2,9 @@
 results as the fused kernel with the window outside, on the golden model and bit-exact on the
 ISA; the compiler takes it where the model predicts it faster."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -81,3 +84,31 @@ def test_compiler_takes_the_window_inside_only_when_predicted_faster(problem):
         assert predict(kernel).cycles < (1 - MARGIN) * predict(before).cycles
     else:
         assert kernel.config == before.config
+
+
+POOL_WINDOW = json.loads((Path(__file__).resolve().parents[2] / "docs" / "results"
+                          / "pool_window.json").read_text())
+#: rows whose measured run is a whole layer (compiling it takes tens of seconds)
+WHOLE = {n for n, r in POOL_WINDOW["rows"].items() if r.get("simulated") == "full"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow if n in WHOLE else ())
+                                  for n in sorted(POOL_WINDOW["rows"])])
+def test_model_within_five_percent_of_the_window_inside_rtl(name):
+    """The CONV+Pool rows measured on the 4 x 32-lane RTL with the compiler's choice
+    (``docs/results/pool_window.json``): compiled as ``bench.top`` does, the window inside, the
+    measured tiling, and ``merit.perf`` within 5 % of the cycles and exact on the DRAM beats."""
+    from merit.paper import row
+    r, setup = POOL_WINDOW["rows"][name], POOL_WINDOW["setup"]
+    problems = ([p for p, _ in row(name).full()] if r["simulated"] == "full"
+                else row(name).slice_problems())
+    kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24)
+               for p in problems]
+    assert all(k.problem.strategy.inside for k in kernels)
+    assert " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels) == r["tiling"]
+    preds = [predict(k, taus=setup["taus"], dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
+                     latency=setup["latency"]) for k in kernels]
+    cycles = sum(p.cycles for p in preds)
+    assert abs(cycles - r["cycles"]) <= 0.05 * r["cycles"], (cycles, r["cycles"])
+    assert (sum(p.read_bytes for p in preds), sum(p.write_bytes for p in preds)) == (
+        8 * r["read_beats"], 8 * r["write_beats"])

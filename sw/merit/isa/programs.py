@@ -258,7 +258,8 @@ def _dot_pool_inside(problem, shift):
     else:
         start = ["add r0, 0, k1, 0"] if st.pool == "max" else ["add r0, 0, 0, 0"]
         pre, post = [start, zero, [], []], [fin, fold, [], []]
-    return ProgramParts(pre, loop, post, ("i0", "i1"), (k0, init), (),
+    consts = (k0,) if whole or st.pool == "avg" else (k0, init)
+    return ProgramParts(pre, loop, post, ("i0", "i1"), consts, (),
                         xstride=tuple(xstride), xspan=n)
 
 
