@@ -61,7 +61,8 @@ class Scenario:
     def __init__(self, cfg, rand):
         self.cfg = cfg
         p = cfg["program"]
-        self.program = Program(p["words"], p["begs"], p["ends"], p["consts"], p["luts"])
+        self.program = Program(p["words"], p["begs"], p["ends"], p["consts"], p["luts"],
+                               xstride=p.get("xstride", ()), xspan=p.get("xspan", 1))
         self.a_shape = tuple(cfg["a_shape"])
         self.prog = self.program.with_levels(len(self.a_shape))
         self.lanes = cfg["lanes"]
@@ -318,6 +319,14 @@ def _random_program(seed, levels=3, pdims=2):
     return Program(words, begs, ends, consts, luts)
 
 
+def _window_program(problem, inside, shift=0):
+    """(program, accumulation space) of ``problem`` with ``inside`` window indices inside its
+    channel passes (:func:`merit.compile.window_inside`)."""
+    from merit.compile import window_inside
+    q = window_inside(problem, inside)
+    return program_for(q, shift=shift), tuple(q.a_shape)
+
+
 def _programs():
     return {
         "random": (_random_program(5), (2, 2, 3)),
@@ -327,6 +336,12 @@ def _programs():
         "bilateral": (program_for(W.bilateral(6, 6, sigma_s=1.0, sigma_r=300.0, radius=2)),
                       (5, 5)),
         "mean": (program_for(W.avg_pool2d(1, 1, 6, 6, 3)), (3, 3)),
+        # the pooling window inside the channel passes (the indexed register r0+x / r1+x)
+        "pool_inside": _window_program(W.conv_pool2d(1, 4, 7, 7, 2, 3, pool=2), 2),
+        "pool3_inside": _window_program(W.conv_pool2d(1, 3, 9, 9, 2, 2, pool=3, pool_stride=2,
+                                                      relu=True), 1),
+        "avg_inside": _window_program(W.conv_pool2d(1, 3, 6, 6, 2, 3, pool=2, pool_kind="avg",
+                                                    relu=True), 2, shift=2),
         "nested": (assemble(NESTED), (2, 3, 4)),
     }
 
@@ -340,6 +355,11 @@ CASES = {
     "nested_n8": ("nested", 8, [1, 1], [2, 2], [2, 1], 2),
     "random_n8": ("random", 8, [1, 1], [1, 2], [2, 1], 1),
     "conv_n32_smoke": ("conv", 32, [1, 3], [2, 1], [3, 2], 1),
+    # channels (the outermost index) in two accumulation tiles, window sums kept across them
+    "pool_inside_n8": ("pool_inside", 8, [1, 3], [2, 1], [2, 1], 2),
+    # the window row outside (three tiles), its column inside, one running sum per column
+    "pool3_inside_n8": ("pool3_inside", 8, [1, 1, 1], [1, 2], [2, 1], 1),
+    "avg_inside_n8": ("avg_inside", 8, [2, 1], [1], [3], 2),
 }
 
 
@@ -351,7 +371,8 @@ def _scenario(case):
         "group_shape": group_shape, "lane_bits": lane_bits, "p_tiles": p_tiles,
         "program": {"words": list(program.words), "begs": list(program.begs),
                     "ends": list(program.ends), "consts": list(program.consts),
-                    "luts": [list(t) for t in program.luts]},
+                    "luts": [list(t) for t in program.luts],
+                    "xstride": list(program.xstride), "xspan": program.xspan},
     }
 
 
@@ -506,3 +527,40 @@ def test_sequencer_drops_bad_jobs_with_error(change, job_change):
     job.update(job_change)
     issued, error = _simulate_sequencer(cfg, job)
     assert issued == [] and error == 1
+
+
+def test_sequencer_resolves_indexed_registers():
+    """An instruction with ``x`` leaves with ``d`` and a register ``a`` moved up by its step's
+    offset ``sum_j a_j xstride_j`` and ``x`` clear (the words of merit.isa's
+    ``Instruction.indexed``), also in a tile that starts inside the space; plain words pass
+    unchanged."""
+    from merit.isa import decode
+    program = assemble(".levels 3\n.xstride 0 2 1\n.xspan 6\nloop:\n"
+                       "    mac r1+x, r1+x, i0, i1\n    add r0+x, 3, 0, 0\n"
+                       "    out r2+x, r0\npost1:\n    max r0, r0, r1\n")
+    a_shape = (2, 3, 2)
+    cfg = sequencer_config(program, a_shape, group_shape=[1], lane_bits=[3])
+    cfg["program"] += [0] * (32 - len(cfg["program"]))
+    job = {"a_origin": [1, 0, 0, 0, 0, 0], "a_extent": [1, 3, 2, 1, 1, 1],
+           "p_origin": [0] * 6, "p_groups": [1] + [1] * 5}
+    issued, error = _simulate_sequencer(cfg, job, max_cycles=400)
+    prog = program.with_levels(3)
+    want = []
+    for index in itertools.product(range(1, 2), range(3), range(2)):
+        kf, kl = range_select(index, a_shape)
+        x = prog.xoffset(index)
+        want += [encode(decode(prog.words[a]).indexed(x))
+                 for a in range(prog.begs[kf], prog.ends[kl])]
+    got = [w for k, w, _ in issued if k == Command.EXEC]
+    assert got == want and not error
+    assert any(w >> 17 & 7 == 6 for w in got)      # r1 + 5: the last step's offset reached
+
+
+def test_sequencer_flags_an_indexed_register_past_r7():
+    program = assemble(".levels 1\n.xstride 1\n.xspan 4\nloop:\n    mac r4+x, r4+x, i0, i1\n")
+    cfg = sequencer_config(program, (5,), group_shape=[1], lane_bits=[3])
+    cfg["program"] += [0] * (32 - len(cfg["program"]))
+    job = {"a_origin": [0] * 6, "a_extent": [5, 1, 1, 1, 1, 1], "p_origin": [0] * 6,
+           "p_groups": [1] * 6}
+    _, error = _simulate_sequencer(cfg, job)
+    assert error == 1

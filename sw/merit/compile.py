@@ -592,7 +592,7 @@ def swapped_operands(problem):
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None, taus=1, swap=True, share_dims=1, share_counts=(1, 2),
-                    hold=False):
+                    hold=False, window=True):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -608,6 +608,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     ``share_counts``: how many operands that choice may share (``(2,)``: two, ``(1,)``: one).
     ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
     built): the tiles are chosen by the model with it.
+    ``window``: also compile a fused convolution and pooling with its window indices inside the
+    channel passes (:func:`window_inside`, the innermost one, then both) and keep such a kernel
+    when :func:`merit.perf.predict` finds it MARGIN faster (its ``problem`` is then the
+    reordered one: same tensors, outputs and results).
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
@@ -762,6 +766,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             "ends": list(prog6.ends),
             "consts": list(prog6.consts),
             "regs": regs,
+            "xstride": list(prog6.xstride),
             "rp0": rp[0],
             "rp1": rp[1],
             "out_base": pad(out_bases, 0, outputs),
@@ -831,11 +836,29 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   outputs=outputs, instructions=instructions,
                                   dram_base=dram_base, max_outputs=max_outputs, taus=taus,
                                   swap=False, share_dims=share_dims,
-                                  share_counts=share_counts, hold=hold)
+                                  share_counts=share_counts, hold=hold, window=window)
         except (CompileError, NoMapping):
             alt = None
         if alt is not None and _predicted(alt, taus, rp_bytes) < (1 - MARGIN) * best:
-            return alt
+            kernel, best = alt, _predicted(alt, taus, rp_bytes)
+    for inside in range(1, A_INDICES) if window else ():
+        other = window_inside(problem, inside)
+        if other is None or best is None:
+            continue
+        try:
+            # the caller's cap on outputs, within what the CP holds at this program's registers
+            cap = None if max_outputs is None else min(
+                max_outputs, lanes * (cp_rows // max(program_for(other, shift=shift).regs, 1)))
+            alt = compile_problem(other, lanes=lanes, shift=shift, rp_bytes=rp_bytes,
+                                  cp_bytes=cp_bytes, rp0_slots=rp0_slots, rp1_slots=rp1_slots,
+                                  outputs=outputs, instructions=instructions,
+                                  dram_base=dram_base, max_outputs=cap, taus=taus, swap=swap,
+                                  share_dims=share_dims, share_counts=share_counts, hold=hold)
+        except (CompileError, NoMapping, IsaError):
+            continue
+        cycles = _predicted(alt, taus, rp_bytes)
+        if cycles < (1 - MARGIN) * best:
+            kernel, best = alt, cycles
     return kernel
 
 
@@ -870,3 +893,36 @@ def _jobs(kernel):
     a_tiles = int(np.prod([-(-a // t) for a, t in zip(kernel.config["a_size"],
                                                        kernel.config["a_tile"], strict=True)]))
     return len(kernel.tiles) * a_tiles
+
+
+def window_inside(problem, inside):
+    """``problem`` (a fused convolution and pooling, :class:`merit.strategies.DotPool` with its
+    window outside the channels: accumulation (window | channel, taps)) with its last
+    ``inside`` window indices walked inside the channel passes: accumulation (outer window |
+    channel | inner window | taps), strategy ``DotPool(inside=inside)``. The same tensors,
+    transforms (their accumulation entries reordered) and results; an accumulation tile that
+    splits the channels then reads each channel tile's footprint over the inner window once
+    instead of once per window position (``docs/decisions.md``, Compiler). None when
+    ``problem`` is not such a kernel or ``inside`` is not 1 .. its window indices."""
+    from .problem import Problem
+    from .strategies import DotPool
+    from .transform import Transform
+    st = problem.strategy
+    if type(st) is not DotPool or st.inside or len(problem.levels) != 2:
+        return None
+    nw, rest = problem.levels
+    if not 1 <= inside <= nw or rest < 1:
+        return None
+    order = list(range(nw - inside)) + [nw] + list(range(nw - inside, nw)) + \
+        list(range(nw + 1, nw + rest))
+    ops = []
+    for op in problem.operands:
+        tr = op.transform
+        ops.append(Transform(tr.source_shape, list(tr.p), [tr.a[j] for j in order],
+                             boundary=tr.boundary, name=tr.name if tr.named else None))
+    out = Problem(problem.name, DotPool(st.pool, relu=st.relu, inside=inside), problem.p_shape,
+                  tuple(problem.a_shape[j] for j in order), ops,
+                  levels=(nw - inside, 1, inside, rest - 1), outputs=problem.outputs,
+                  values={t.name: t.value for t in problem.tensors if t.value is not None},
+                  ops=problem.ops)
+    return out

@@ -116,6 +116,8 @@ def fields(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         Field("share2_slot", _u(2), None, "the second shared slot (2-D sharing, other RP)"),
         Field("share2_log2", _u(3), None, "log2 of its group, on the TAU-index bits above "
                                           "share_log2's (0 = 1-D sharing)"),
+        Field("xstride", _u(3), A_INDICES, "register stride of each accumulation index for "
+                                           "the indexed register rN+x (Program.xstride)"),
     )
 
 

@@ -245,7 +245,8 @@ def _interlocks(program):
     right behind instruction ``i``."""
     from .isa import decode
 
-    ins = [decode(w) for w in program.words]
+    # an indexed register (``rN+x``) as at the last offset, where the steps before a Post end
+    ins = [decode(w).indexed(program.xspan - 1) for w in program.words]
     n = len(ins)
     table = np.zeros((max(n, 1), max(n, 1)), dtype=np.int64)
     for i, first in enumerate(ins):

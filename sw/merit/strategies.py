@@ -253,6 +253,12 @@ class DotPool(Strategy):
     ``out = max over the window of (sum x * w)`` (``pool="max"``) or the window's mean
     (``pool="avg"``). ``relu=True`` applies ReLU to each convolution output first (for max
     pooling, ``max(0, ...)``: the running maximum starts at 0).
+
+    ``inside=k`` (k >= 1) is the same result with the last ``k`` window indices walked inside
+    the channel passes (:func:`merit.compile.window_inside`): four levels, (the window indices
+    outside | the channel | the ``k`` window indices inside | the taps), with one running
+    convolution sum per inner window position kept across the channels; the maximum (or sum)
+    over them is taken after the last channel.
     """
 
     levels = 2
@@ -260,11 +266,15 @@ class DotPool(Strategy):
     chunk_by = "inputs"
     commutes = True
 
-    def __init__(self, pool="max", relu=False):
+    def __init__(self, pool="max", relu=False, inside=0):
         if pool not in _POOLS:
             raise ValueError(f"DotPool pool must be one of {_POOLS}, not {pool!r}")
+        if isinstance(inside, bool) or not isinstance(inside, int) or inside < 0:
+            raise ValueError(f"DotPool inside must be an integer >= 0, not {inside!r}")
         self.pool = pool
         self.relu = bool(relu)
+        self.inside = inside
+        self.levels = 4 if inside else 2
         if pool == "max":
             init = "(T)0" if relu else "T_LOWEST"
             pre0, post1, post0 = f"best = {init};", "best = max(best, acc);", "out0 = best;"
@@ -274,36 +284,68 @@ class DotPool(Strategy):
             post0 = "out0 = best / (float)n;"
         self.c_body = {"state": "T acc; T best; int n;", "pre": [pre0, "acc = 0;"],
                        "loop": "acc += in0 * in1;", "post": [post0, post1]}
+        if inside:
+            # one sum per inner window position (at most the CP's 8 registers)
+            fold = "best = max(best, part[i]);" if pool == "max" else (
+                f"best += {'max(part[i], (T)0)' if relu else 'part[i]'}; n += 1;")
+            self.c_body = {"state": "T part[8]; T best; int n; int pos; int i;",
+                           "pre": [pre0, "for (i = 0; i < 8; i++) part[i] = 0;", "pos = 0;",
+                                   ""],
+                           "loop": "part[pos] += in0 * in1;",
+                           "post": [post0, f"for (i = 0; i < 8; i++) {{ {fold} }}", "",
+                                    "pos += 1;"]}
 
     def output_dtype(self, work_dtype):
         if self.pool == "avg" and work_dtype.kind != "f":
             return np.result_type(work_dtype, np.float64)
         return work_dtype
 
+    def _fold(self, s, v):
+        if self.relu and self.pool == "avg":
+            v = np.maximum(v, 0)
+        s.best = np.maximum(s.best, v) if self.pool == "max" else s.best + v
+        s.window += 1
+
     def pre(self, s, level):
-        if level == 1:
+        if self.inside and level == 1:
+            s.parts = []
+        elif self.inside and level == 2:
+            s.pos = 0
+        elif level == (3 if self.inside else 1):
             s.acc = s.dtype.type(0)
-        elif self.pool == "max" and not self.relu:
+        elif level == 0 and self.pool == "max" and not self.relu:
             s.best, s.window = s.lowest, 0
-        else:
+        elif level == 0:
             s.best, s.window = s.dtype.type(0), 0
 
+    def _add(self, s, v):
+        if not self.inside:
+            s.acc = s.acc + v
+        elif s.pos == len(s.parts):
+            s.parts.append(s.dtype.type(0) + v)
+        else:
+            s.parts[s.pos] = s.parts[s.pos] + v
+
     def loop(self, s, x, w):
-        s.acc = s.acc + x * w
+        self._add(s, x * w)
 
     def loop_chunk(self, s, x, w):
-        s.acc = s.acc + _contract(x, w)
+        self._add(s, _contract(x, w))
 
     def post(self, s, level):
-        if level == 1:
-            v = np.maximum(s.acc, 0) if self.relu and self.pool == "avg" else s.acc
-            s.best = np.maximum(s.best, v) if self.pool == "max" else s.best + v
-            s.window += 1
-        else:
+        if self.inside and level == 3:
+            s.pos += 1
+        elif self.inside and level == 1:
+            for v in s.parts:
+                self._fold(s, v)
+        elif not self.inside and level == 1:
+            self._fold(s, s.acc)
+        elif level == 0:
             s.out[0] = s.best if self.pool == "max" else s.best / s.window
 
     def __repr__(self):
-        return f"DotPool(pool={self.pool!r}, relu={self.relu})"
+        extra = f", inside={self.inside}" if self.inside else ""
+        return f"DotPool(pool={self.pool!r}, relu={self.relu}{extra})"
 
 
 class SeparableDot(Strategy):

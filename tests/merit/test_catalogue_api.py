@@ -285,7 +285,7 @@ CASES = [
     ('asm_levels', lambda: isa.assemble(".levels 9\nloop:\nadd r0, 0, 0, 0"),
      'AsmError', 'line 1: levels must be in 1..6, not 9'),
     ('asm_directive', lambda: isa.assemble(".bogus\nloop:\nadd r0, 0, 0, 0"),
-     'AsmError', "line 1: unknown directive '.bogus' (expected .levels, .const or .lut)"),
+     'AsmError', "line 1: unknown directive '.bogus' (expected .levels, .const, .lut, .xstride or .xspan)"),
     ('asm_imm', lambda: isa.assemble("add r0, 0, 99, 0"),
      'AsmError', 'line 1: immediate 99 out of range -8..7 (put larger values in a constant k0..k3)'),
     ('asm_shift', lambda: isa.assemble("add r0, 0, 0, 0 >> 40"),

@@ -194,6 +194,7 @@ class Tau(wiring.Component):
         m.d.comb += [seq.begs[k].eq(cfg.begs[k]) for k in range(A + 1)]
         m.d.comb += [seq.ends[k].eq(cfg.ends[k]) for k in range(A + 1)]
         m.d.comb += [seq.a_shape[j].eq(cfg.a_size[j]) for j in range(A)]
+        m.d.comb += [seq.xstride[j].eq(cfg.xstride[j]) for j in range(A)]
         bits = lanes.bit_length() - 1
         for j in range(P):
             first_bit = Signal(range(bits + 1), name=f"lane_shift{j}")

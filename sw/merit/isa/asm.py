@@ -68,7 +68,10 @@ def _parse_int(text, what, lineno):
 
 
 def _operand(text, lineno):
-    t = text.lower()
+    t = text.lower().replace(" ", "")
+    if t.endswith("+x"):
+        raise AsmError(f"line {lineno}: an indexed register {text!r} is the destination or the "
+                       f"operand a only")
     if t.startswith("r") and t[1:].isdigit():
         n = int(t[1:])
         if n >= N_REGS:
@@ -114,6 +117,20 @@ def _instruction(body, lineno):
         raise AsmError(f"line {lineno}: {mnemonic} expects {len(names)} operands "
                        f"({', '.join(names)}), got {len(args)}")
     fields = {"op": op, "s": shift}
+    # ``rN+x``: the indexed accumulator (bit x), on the destination and a register ``a`` alike
+    marked = {}
+    for i, (name, arg) in enumerate(zip(names, args, strict=True)):
+        if name in ("rd", "a"):
+            plain = re.sub(r"\s*\+\s*x$", "", arg, flags=re.I)
+            marked[name] = plain != arg
+            args[i] = plain
+    if any(marked.values()):
+        fields["x"] = 1
+        for name, m in marked.items():
+            reg = args[names.index(name)].lower()
+            if not m and reg.startswith("r") and reg[1:].isdigit():
+                raise AsmError(f"line {lineno}: with an indexed register every register among "
+                               f"the destination and a is indexed: write {reg}+x")
     if fn is not None:
         fields["fn"] = fn
     for name, arg in zip(names, args, strict=True):
@@ -156,6 +173,7 @@ def assemble(text, *, consts=None, luts=None):
     k = [0] * N_CONSTS
     tables = {}
     levels = None
+    xstride, xspan = (), 1
     current = implicit = None
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = re.split(r"[;#]", raw, maxsplit=1)[0].strip()
@@ -177,6 +195,11 @@ def assemble(text, *, consts=None, luts=None):
                 if not -(1 << 31) <= value < (1 << 31):
                     raise AsmError(f"line {lineno}: constant {value} is not a signed 32-bit value")
                 k[int(m[1])] = value
+            elif directive == ".xstride":
+                xstride = [_parse_int(v, "a register stride", lineno)
+                           for v in rest.replace(",", " ").split()]
+            elif directive == ".xspan":
+                xspan = _parse_int(rest.strip(), "a register span 1..8", lineno)
             elif directive == ".lut":
                 m = re.fullmatch(r"t([0-9])\s*=\s*(.*)", rest.strip())
                 if not m or int(m[1]) >= N_LUTS:
@@ -190,7 +213,7 @@ def assemble(text, *, consts=None, luts=None):
                 tables[int(m[1])] = values
             else:
                 raise AsmError(f"line {lineno}: unknown directive {directive!r} (expected "
-                               f".levels, .const or .lut)")
+                               f".levels, .const, .lut, .xstride or .xspan)")
             continue
         if line.endswith(":"):
             name = line[:-1].strip().lower()
@@ -229,7 +252,10 @@ def assemble(text, *, consts=None, luts=None):
             raise AsmError(f"lookup tables must be numbered from t0 without gaps, got "
                            f"{sorted(tables)}")
         luts = [tables[t] for t in sorted(tables)]
-    return Program(words, begs, ends, k, luts)
+    try:
+        return Program(words, begs, ends, k, luts, xstride=xstride, xspan=xspan)
+    except IsaError as e:
+        raise AsmError(str(e)) from None
 
 
 def _range_table(sections, levels):
@@ -269,7 +295,9 @@ def disassemble_word(word):
     args = []
     for name in names:
         if name == "rd":
-            args.append(f"r{ins.d}")
+            args.append(f"r{ins.d}" + ("+x" if ins.x else ""))
+        elif name == "a" and ins.x and ins.a < N_REGS:
+            args.append(f"r{ins.a}+x")
         elif name == "index":
             args.append(("a" if ins.b == IndexKind.ACC else "p") + str(ins.fn))
         elif name == "table":
@@ -286,6 +314,9 @@ def disassemble(program):
     lines = [f".levels {d}"]
     lines += [f".const k{i} = {v}" for i, v in enumerate(program.consts) if v]
     lines += [f".lut t{i} = " + " ".join(str(v) for v in t) for i, t in enumerate(program.luts)]
+    if any(program.xstride) or program.xspan != 1:
+        lines += [".xstride " + " ".join(str(v) for v in program.xstride),
+                  f".xspan {program.xspan}"]
     begs, ends = program.begs, program.ends
     spans = [(f"pre{lv}", begs[d - lv + 1], begs[d - lv]) for lv in range(1, d + 1)]
     spans.append(("loop", begs[0], ends[0]))

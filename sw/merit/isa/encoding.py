@@ -3,15 +3,19 @@
 One instruction is a 32-bit word::
 
     31    28 27  25 24    20 19  17 16 15 14    10 9      5 4      0
-    +-------+------+--------+------+-----+--------+--------+--------+
-    |  op   |  fn  |   s    |  d   |  0  |   a    |   b    |   c    |
-    +-------+------+--------+------+-----+--------+--------+--------+
+    +-------+------+--------+------+--+--+--------+--------+--------+
+    |  op   |  fn  |   s    |  d   |x |0 |   a    |   b    |   c    |
+    +-------+------+--------+------+--+--+--------+--------+--------+
 
+``x`` (bit 16) indexes the accumulator: the destination ``d`` and the operand ``a``, when ``a``
+is a register, become ``d + x_step`` and ``a + x_step``, where ``x_step = sum_j a_j *
+xstride_j`` is the step's register offset (:attr:`merit.isa.Program.xstride`); the sequencer
+resolves it when it forms each command, so the SIMD array never sees bit 16 set.
 ``docs/isa.md`` is the prose version of this module; the two must agree.
 """
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "Op", "Logic", "IndexKind", "IsaError",
@@ -76,6 +80,20 @@ class Instruction:
     a: int = OPERAND_IMM
     b: int = OPERAND_IMM
     c: int = OPERAND_IMM
+    x: int = 0
+
+    def indexed(self, offset):
+        """The instruction the sequencer issues at a step whose register offset is ``offset``:
+        with ``x`` set, ``d`` and a register ``a`` moved up by ``offset`` and ``x`` cleared
+        (itself when ``x`` is clear). IsaError when a register leaves r0..r7."""
+        if not self.x:
+            return self
+        d = self.d + offset if self.writes_reg else self.d
+        a = self.a + offset if self.a < N_REGS else self.a
+        if d >= N_REGS or a >= N_REGS > self.a or offset < 0:
+            raise IsaError(f"indexed register r{self.d if self.writes_reg else self.a}+x at "
+                           f"offset {offset} leaves r0..r{N_REGS - 1}")
+        return replace(self, d=d, a=a, x=0)
 
     def reads(self):
         """Operand codes this instruction reads (the raw ``b`` of INDEX is not an operand)."""
@@ -94,7 +112,7 @@ class Instruction:
         return self.op != Op.OUT
 
 
-_FIELDS = (("op", 28, 4), ("fn", 25, 3), ("s", 20, 5), ("d", 17, 3),
+_FIELDS = (("op", 28, 4), ("fn", 25, 3), ("s", 20, 5), ("d", 17, 3), ("x", 16, 1),
            ("a", 10, 5), ("b", 5, 5), ("c", 0, 5))
 
 
@@ -118,16 +136,21 @@ def decode(word, *, check=True):
         raise IsaError(f"instruction word must be a 32-bit unsigned integer, not {word}")
     ins = Instruction(**{name: (word >> lo) & ((1 << width) - 1) for name, lo, width in _FIELDS})
     if check:
-        why = _illegal(ins, reserved=(word >> 15) & 3)
+        why = _illegal(ins, reserved=(word >> 15) & 1)
         if why:
             raise IsaError(f"illegal instruction word 0x{word:08x}: {why}")
     return ins
 
 
-def is_legal(word):
-    """Whether the hardware executes ``word`` (otherwise it raises its error output)."""
+def is_legal(word, *, program=False):
+    """Whether the SIMD array executes ``word`` as a command (otherwise it raises its error
+    output). A command never has ``x`` (bit 16) set: the sequencer resolves it. With
+    ``program=True``: whether ``word`` is a legal program word (``x`` allowed, as
+    :func:`decode` checks)."""
     ins = decode(word, check=False)
-    return not _illegal(ins, reserved=(word >> 15) & 3)
+    if ins.x and not program:
+        return False
+    return not _illegal(ins, reserved=(word >> 15) & 1)
 
 
 def _illegal(ins, reserved=0):
@@ -135,7 +158,7 @@ def _illegal(ins, reserved=0):
     if ins.op not in list(Op):
         return f"unknown opcode {ins.op}"
     if reserved:
-        return "bits 16..15 must be zero"
+        return "bit 15 must be zero"
     for name in "abc":
         code = getattr(ins, name)
         if code in (14, 15):

@@ -141,10 +141,15 @@ def execute(program: Program, acc_shape, *, rp0=(), rp1=(), pindex=None, lanes=N
     regs = np.zeros((N_REGS, lanes), dtype=np.int64)
     consts = np.asarray(program.consts, dtype=np.int64)
     ops = 0
+    indexed = any(ins.x for ins in code)
 
     for index, start, end in step_ranges(program, acc_shape):
+        x = program.xoffset(index) if indexed else 0
         for addr in range(start, end):
-            ins = code[addr]
+            try:
+                ins = code[addr].indexed(x)
+            except IsaError as e:
+                raise IsaError(f"address {addr}: {e}") from None
             i0 = rps[0][slot[(0, addr)]][index] if (0, addr) in slot else None
             i1 = rps[1][slot[(1, addr)]][index] if (1, addr) in slot else None
             idx = None

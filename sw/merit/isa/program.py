@@ -22,6 +22,7 @@ from .encoding import (
     MAX_LEVELS,
     N_CONSTS,
     N_LUTS,
+    N_REGS,
     IsaError,
     Op,
     decode,
@@ -49,6 +50,13 @@ class Program:
         ``i0`` reads tensor ``rp0[k]``; empty when unnamed.
     outputs : tuple of str
         Names bound to the ``out`` instructions in address order.
+    xstride : tuple of int
+        Register stride of each level (outermost first; empty or missing: 0): at a step of
+        accumulation index ``(a_0, ..., a_{D-1})`` an instruction with ``x`` set addresses
+        ``d + x`` and ``a + x`` with ``x = sum_j a_j * xstride[j]`` (``docs/isa.md``).
+    xspan : int
+        The register offsets the program is written for: ``x`` runs over ``0 .. xspan - 1``
+        (:attr:`regs` counts them; :func:`merit.isa.execute` refuses a space that goes past).
     """
     words: tuple
     begs: tuple
@@ -58,6 +66,8 @@ class Program:
     rp0: tuple = field(default=())
     rp1: tuple = field(default=())
     outputs: tuple = field(default=())
+    xstride: tuple = field(default=())
+    xspan: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "words", tuple(int(w) for w in self.words))
@@ -65,6 +75,15 @@ class Program:
         object.__setattr__(self, "ends", tuple(int(v) for v in self.ends))
         object.__setattr__(self, "consts", tuple(int(v) for v in self.consts))
         object.__setattr__(self, "luts", tuple(tuple(int(v) for v in t) for t in self.luts))
+        xstride = tuple(int(v) for v in self.xstride)
+        if len(xstride) > len(self.begs) - 1 or any(not 0 <= v < N_REGS for v in xstride):
+            raise IsaError(f"xstride must give at most one register stride 0..{N_REGS - 1} per "
+                           f"level ({len(self.begs) - 1}), not {list(xstride)}")
+        xstride += (0,) * (len(self.begs) - 1 - len(xstride))
+        object.__setattr__(self, "xstride", xstride)
+        if isinstance(self.xspan, bool) or not 1 <= int(self.xspan) <= N_REGS:
+            raise IsaError(f"xspan must be 1..{N_REGS}, not {self.xspan!r}")
+        object.__setattr__(self, "xspan", int(self.xspan))
         check_range_table(self.begs, self.ends, len(self.words))
         for i, w in enumerate(self.words):
             try:
@@ -116,10 +135,21 @@ class Program:
         """Registers used (highest register number read or written, plus one)."""
         used = [-1]
         for ins in self.instructions:
+            top = self.xspan - 1 if ins.x else 0
             if ins.writes_reg:
-                used.append(ins.d)
-            used += [code for code in ins.reads() if code < 8]
+                used.append(ins.d + top)
+            used += [code + (top if n == 0 else 0) for n, code in enumerate(ins.reads())
+                     if code < N_REGS]
         return max(used) + 1
+
+    def xoffset(self, index):
+        """The register offset ``x`` of the step at accumulation ``index`` (one entry per level,
+        outermost first; IsaError beyond ``xspan``)."""
+        x = sum(int(i) * s for i, s in zip(index, self.xstride, strict=True))
+        if x >= self.xspan:
+            raise IsaError(f"register offset x = {x} at accumulation index {tuple(index)}: the "
+                           f"program's xspan is {self.xspan} (xstride {list(self.xstride)})")
+        return x
 
     def with_levels(self, levels):
         """The same program for ``levels`` >= D accumulation levels (empty inner Pre/Post)."""
@@ -129,7 +159,7 @@ class Program:
         begs = (self.begs[0],) * extra + self.begs
         ends = (self.ends[0],) * extra + self.ends
         return Program(self.words, begs, ends, self.consts, self.luts, self.rp0, self.rp1,
-                       self.outputs)
+                       self.outputs, self.xstride + (0,) * extra, self.xspan)
 
 
 def check_range_table(begs, ends, length):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .asm import assemble
-from .encoding import LUT_ENTRIES, LUT_FRAC, N_CONSTS, N_LUTS, IsaError
+from .encoding import LUT_ENTRIES, LUT_FRAC, N_CONSTS, N_LUTS, N_REGS, IsaError
 from .interp import execute
 
 __all__ = ["ProgramParts", "register_program", "check_golden", "GoldenCheck", "tolerance",
@@ -54,6 +54,10 @@ class ProgramParts:
         The program matches the golden model while ``strategy.int_bound`` of the inputs is
         below this (default 2**31: no 32-bit register wraps); e.g. the separable filter's row
         sums pass through the 16-bit multiplier, so 2**15 there.
+    xstride, xspan : tuple of int, int
+        The register stride of each accumulation index of the problem (outermost first) and the
+        register offsets the program uses, for instructions with an indexed register ``rN+x``
+        (:class:`merit.isa.Program`); default: none.
     value_frac : int
         Fraction bits of the tensors whose value is part of the problem (``Tensor.value``): the
         TAU reads ``round(value * 2**value_frac)`` as int16 (:func:`fixed_values`); e.g. the
@@ -70,6 +74,8 @@ class ProgramParts:
     domain: tuple = (-32768, 32767)
     exact_below: int = 1 << 31
     value_frac: int = 0
+    xstride: tuple = ()
+    xspan: int = 1
 
 
 # strategy class name -> builder(problem, shift) -> ProgramParts (or the same six fields as a tuple)
@@ -182,25 +188,79 @@ def _dot_residual(problem, shift):
 
 @_builder("DotPool")
 def _dot_pool(problem, shift):
-    # r0: the pooled value (running max or sum), r1: one convolution output
     strategy = problem.strategy
-    if problem.levels[0] == 0:
+    if problem.levels[0] == 0 and not strategy.inside:
         raise IsaError("DotPool programs need the pooling window in level 0")
+    window = int(np.prod(problem.a_shape[:problem.levels[0]], dtype=np.int64))
+    if strategy.inside:
+        return _dot_pool_inside(problem, shift)
+    # r0: the pooled value (running max or sum), r1: one convolution output
     if strategy.pool == "max":
         init = 0 if strategy.relu else -(1 << 31)
         k0, rnd = _round(shift)
         post = [[f"out r0, {rnd} >> {shift}"], ["max r0, r0, r1"]]
         return ([["add r0, 0, k1, 0"], ["add r1, 0, 0, 0"]], ["mac r1, r1, i0, i1"], post,
                 ["i0", "i1"], [k0, init], [])
-    window = int(np.prod(problem.a_shape[:problem.levels[0]], dtype=np.int64))
-    e = window.bit_length() - 1
-    if window != 1 << e:
-        raise IsaError(f"average pooling over {window} values: MERIT-z's DotPool program divides "
-                       f"by powers of two only")
+    e = _pow2_window(window)
     k0, rnd = _round(e + shift)
     inner = (["max r1, r1, 0"] if strategy.relu else []) + ["add r0, r0, r1, 0"]
     return ([["add r0, 0, 0, 0"], ["add r1, 0, 0, 0"]], ["mac r1, r1, i0, i1"],
             [[f"out r0, {rnd} >> {e + shift}"], inner], ["i0", "i1"], [k0], [])
+
+
+def _pow2_window(window):
+    e = window.bit_length() - 1
+    if window != 1 << e:
+        raise IsaError(f"average pooling over {window} values: MERIT-z's DotPool program divides "
+                       f"by powers of two only")
+    return e
+
+
+def _dot_pool_inside(problem, shift):
+    """The window inside the channel passes (levels: outer window | channel | inner window |
+    taps): one running convolution sum per inner window position, in r0.. (the whole window
+    inside) or r1.. (r0 the pooled value over the outer window positions), addressed by the
+    indexed accumulator ``rN+x`` of the loop's ``mac``; the max or sum over them after the last
+    channel."""
+    st = problem.strategy
+    lv = problem.levels
+    first = np.cumsum((0,) + tuple(lv))
+    shape = problem.a_shape
+    inner = shape[first[2]:first[3]]
+    n = int(np.prod(inner, dtype=np.int64))
+    window = int(np.prod(shape[:first[1]], dtype=np.int64)) * n
+    whole = lv[0] == 0                  # no window index outside: no pooled register
+    base = 0 if whole else 1
+    if base + n > N_REGS:
+        raise IsaError(f"DotPool with {n} window positions inside the channel passes needs "
+                       f"{base + n} registers (one running sum per position"
+                       f"{'' if whole else ' and the pooled value'}); the CP holds {N_REGS} per "
+                       f"output")
+    xstride, stride = [0] * len(shape), 1
+    for j in reversed(range(first[2], first[3])):
+        xstride[j], stride = stride, stride * shape[j]
+    parts = [f"r{base + i}" for i in range(n)]
+    zero = [f"add {r}, 0, 0, 0" for r in parts]
+    e = _pow2_window(window) if st.pool == "avg" else 0
+    k0, rnd = _round(e + shift)
+    fin = [f"out r0, {rnd} >> {e + shift}"]
+    if st.pool == "max":
+        fold = [f"max r0, r0, {r}" for r in parts[1 if whole else 0:]]
+        if whole and st.relu:
+            fold.append("max r0, r0, 0")
+    else:
+        fold = ([f"max {r}, {r}, 0" for r in parts] if st.relu else []) + \
+            [f"add r0, r0, {r}, 0" for r in parts[1 if whole else 0:]]
+    loop = [f"mac r{base}+x, r{base}+x, i0, i1"]
+    init = 0 if st.relu else -(1 << 31)
+    if whole:
+        pre, post = [zero, [], [], []], [fold + fin, [], [], []]
+    else:
+        start = ["add r0, 0, k1, 0"] if st.pool == "max" else ["add r0, 0, 0, 0"]
+        pre, post = [start, zero, [], []], [fin, fold, [], []]
+    consts = (k0,) if whole or st.pool == "avg" else (k0, init)
+    return ProgramParts(pre, loop, post, ("i0", "i1"), consts, (),
+                        xstride=tuple(xstride), xspan=n)
 
 
 @_builder("DotThreshold")
@@ -417,6 +477,9 @@ def program_for(problem, *, shift=0):
         else:
             sections.setdefault(f"post{j + 1}", []).extend(post[lv])
     text = [f".levels {max(ndim, 1)}"] if ndim else []
+    if parts.xspan != 1 or any(parts.xstride):
+        text += [".xstride " + " ".join(str(int(v)) for v in parts.xstride),
+                 f".xspan {int(parts.xspan)}"]
     for j in range(1, ndim + 1):
         text += [f"pre{j}:"] + sections.get(f"pre{j}", [])
     text += ["loop:"] + loop_lines

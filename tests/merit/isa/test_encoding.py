@@ -67,7 +67,7 @@ def test_assembled_words_disassemble_and_reassemble():
     ((7 << 28) | (2 << 25) | (16 << 10) | (16 << 5) | 16, "lookup table must be below 2, not 2"),
     ((8 << 28) | (1 << 17) | (16 << 10) | (16 << 5) | 16, "out has no destination register"),
     ((1 << 28) | (1 << 25) | (16 << 10) | (16 << 5) | 16, "add has no function field"),
-    ((1 << 28) | (1 << 15) | (16 << 10) | (16 << 5) | 16, "bits 16..15 must be zero"),
+    ((1 << 28) | (1 << 15) | (16 << 10) | (16 << 5) | 16, "bit 15 must be zero"),
 ])
 def test_illegal_words_are_rejected_with_the_reason(word, match):
     assert not is_legal(word)

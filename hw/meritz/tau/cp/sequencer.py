@@ -21,6 +21,11 @@ formed): the first takes the command formed from the program word with a copy of
 the second selects the index that an ``index`` instruction reads by the word's ``j``, so that
 the program memory's read and that selection are in different cycles.
 
+An instruction with ``x`` set (the indexed register ``rN+x``, ``docs/isa.md``) leaves with its
+``d`` and its register ``a`` moved up by the step's register offset ``x = sum_j a_j * xstride_j``
+(a configuration value per accumulation index) and ``x`` cleared: the offset is formed from the
+indices' registers with the command and added in the output register.
+
 Accumulation tiles of one parallel tile must come in order and may split only the outermost
 accumulation index (inner indices whole), so that every group sees its steps in the order of the
 nested loops. A job with an empty extent or a range past the program is dropped with ``error``.
@@ -32,7 +37,7 @@ from amaranth.lib.wiring import In, Out
 
 from merit.checks import check_lanes, check_range
 from merit.isa import MAX_LEVELS, N_REGS
-from meritz.tau.cp.simd import Command, cmd_layout, instruction_layout, sram_depth
+from meritz.tau.cp.simd import Command, Opcode, cmd_layout, instruction_layout, sram_depth
 
 __all__ = ["Sequencer", "job_layout", "sequencer_config_layout",
            "sequencer_config"]
@@ -64,6 +69,7 @@ def sequencer_config_layout(program_depth):
         "lane_bits": data.ArrayLayout(range(8), DIMS),  # log2 lanes along each parallel dim
         "lane_shift": data.ArrayLayout(range(8), DIMS),  # lane-number bit of each dim's lanes
         "regs": range(N_REGS + 1),                      # registers saved per group
+        "xstride": data.ArrayLayout(range(N_REGS), DIMS),  # register stride of each a_j (x)
     })
 
 
@@ -91,6 +97,7 @@ def sequencer_config(program, a_shape, group_shape, lane_bits):
         "lane_bits": list(lane_bits) + [0] * pad,
         "lane_shift": shifts + [0] * pad,
         "regs": prog.regs,
+        "xstride": list(prog.xstride),
     }
 
 
@@ -275,6 +282,13 @@ class Sequencer(wiring.Component):
         form_valid = Signal()
         form_a = Array(Signal(INDEX, name=f"form_a{j}") for j in range(DIMS))
         form_par = Array(Signal(INDEX, name=f"form_par{j}") for j in range(DIMS))
+        # the step's register offset x = sum_j a_j * xstride_j (mod 8: a program whose offsets
+        # leave r0..r7 is refused by merit.isa; here the overflow sets ``error``), taken into
+        # ``form`` with the command, added to ``d`` and a register ``a`` of an instruction with
+        # ``x`` set in the output register, which clears ``x``: the SIMD array sees plain words
+        form_x = Signal(range(N_REGS), name="form_x")
+        x_now = Signal(range(N_REGS))
+        m.d.comb += x_now.eq(sum((a_cur[jj][:3] * cfg.xstride[jj])[:3] for jj in range(DIMS)))
         take_out = ~out.valid | out.ready
         take = ~form_valid | take_out    # ``form`` takes a command this cycle
         emit = Signal()
@@ -283,19 +297,36 @@ class Sequencer(wiring.Component):
             m.d.sync += [form_valid.eq(emit), form.eq(cmd)]
             m.d.sync += [form_a[jj].eq(a_cur[jj]) for jj in range(DIMS)]
             m.d.sync += [form_par[jj].eq(par[jj]) for jj in range(DIMS)]
+            m.d.sync += form_x.eq(x_now)
         f_exec = form.kind == Command.EXEC
+        f_word = form.word
+        f_indexed = f_exec & f_word.zero[1]
+        f_areg = f_word.a < N_REGS
+        f_d = f_word.d + form_x
+        f_a = f_word.a[:3] + form_x
+        issued = Signal(instruction_layout, name="issued")
+        m.d.comb += issued.eq(f_word)
+        with m.If(f_indexed):
+            m.d.comb += issued.zero.eq(f_word.zero[0])
+            with m.If(f_word.op != Opcode.OUT):
+                m.d.comb += issued.d.eq(f_d[:3])
+            with m.If(f_areg):
+                m.d.comb += issued.a.eq(f_a[:3])
         f_j = form.word.as_value()[25:28]
         f_par = form.word.as_value()[5]
         with m.If(take_out):
             m.d.sync += [
                 out.valid.eq(form_valid),
                 out.payload.kind.eq(form.kind),
-                out.payload.word.eq(form.word),
+                out.payload.word.eq(issued),
                 out.payload.row.eq(form.row),
                 out.payload.index.eq(Mux(f_exec, Mux(f_par, form_par[f_j], form_a[f_j]), 0)),
                 out.payload.lane_shift.eq(Mux(f_exec, cfg.lane_shift[f_j], 0)),
                 out.payload.lane_bits.eq(Mux(f_exec, cfg.lane_bits[f_j], 0)),
             ]
+            with m.If(form_valid & f_indexed & ((f_d[3] & (f_word.op != Opcode.OUT))
+                                                | (f_a[3] & f_areg))):
+                m.d.sync += self.error.eq(1)    # an indexed register past r7
         m.d.comb += [
             cmd.row.eq(row_base + reg),
             cmd.word.d.eq(reg),
