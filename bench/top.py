@@ -174,6 +174,13 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
                              progress=lambda line: print(line, flush=True), **extra))
     cycles = sum(m["cycles"] for m in runs)
     ops = sum(p.ops.count for p in problems)
+    sharing = None
+    if taus is not None:            # the kernel's operand sharing, as the run compiled it
+        from bench.share2d import _sharing
+        from merit.compile import compile_problem, program_slots
+        sharing = " + ".join(_sharing(compile_problem(
+            p, lanes=lanes, taus=taus, cp_bytes=cp_bytes, instructions=program_slots(p, 0)))
+            for p in problems)
     std = ops / (cycles * lanes * (taus or 1))
 
     def total(key):
@@ -189,6 +196,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "utilization_std": round(std, 4),
              "tiles": total("tiles"),
              "tiling": " + ".join(str(m.get("tiling")) for m in runs),
+             "sharing": sharing,
              "dram_busy": (round(sum(b * m["cycles"] for b, m in zip(busy, runs, strict=True))
                                  / cycles, 4)
                            if None not in busy else None),

@@ -25,7 +25,10 @@ PROBLEMS = {
     "conv3x3": lambda: W.conv2d(1, 3, 9, 13, 4, 3, padding=1),
     "gemm_24x40": lambda: W.gemm(24, 40, 16),
     "gemm_voids": lambda: W.gemm(36, 24, 16),
+    "dilated": lambda: W.conv2d(1, 8, 16, 16, 8, 3, dilation=2, padding=2),
 }
+#: ``merit.perf``'s cycles against the RTL's on the runs of the compiler's default choice
+MODEL_TOLERANCE = 0.05
 
 
 def _kernel(name, taus):
@@ -105,3 +108,20 @@ def test_the_compiler_refuses_a_plan_the_processor_cannot_deal():
     with pytest.raises(CompileError, match="slot 1 must be an enabled slot"):
         _check_sharing(cfg, ((first, l1), (1, l2)), 4)
     _check_sharing(cfg, kernel.sharing, 4)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+@pytest.mark.parametrize("name,taus", [("dilated", 8), ("conv3x3", 8)])
+def test_top_share2d_default_choice_and_model(name, taus):
+    """The compiler's default on 8 TAUs shares two operands for these kernels (the model finds
+    it faster than 1-D); the RTL runs that kernel bit-exact, and ``merit.perf`` predicts its
+    cycles within MODEL_TOLERANCE."""
+    kernel = compile_problem(PROBLEMS[name](), taus=taus, **SMALL)
+    assert kernel.sharing is not None and len(kernel.sharing) == 2, kernel.sharing
+    metrics = simulate(PROBLEMS[name](), taus=taus, seed=7, **SMALL)
+    assert metrics["tiling"] == f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}"
+    assert metrics["read_beats"] == _fetch_beats(kernel, taus)
+    predicted = perf.predict(kernel, taus=taus, rp_bytes=SMALL["rp_bytes"]).cycles
+    assert abs(predicted / metrics["cycles"] - 1) <= MODEL_TOLERANCE, (predicted,
+                                                                       metrics["cycles"])

@@ -46,7 +46,7 @@ PREFIX_JOBS = 512
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
            "lane_coords", "program_slots", "search_caps", "share_choice", "share_plan",
-           "share_walk", "estimate_time",
+           "share_plans", "share_walk", "estimate_time",
            "slot_config", "tile_words", "hw_index"]
 
 
@@ -247,7 +247,8 @@ class Kernel:
         ALU operations of the problem (instructions executed x outputs), the utilization
         numerator of the utilization (``docs/perf.md``).
     sharing : tuple of (int, int), or None
-        Two-dimensional operand sharing chosen by ``compile_problem(share_dims=2)``:
+        Two-dimensional operand sharing chosen by ``compile_problem`` (by default where
+        :func:`merit.perf.predict` finds it faster than 1-D; always with ``share_dims=2``):
         ``((slot, log2 of its group), (slot, log2))``, the first on the low TAU-index bits
         (:func:`share_plan`), in ``config`` as ``share_slot`` / ``share_log2`` and
         ``share2_slot`` / ``share2_log2``: the processor deals the block walk of
@@ -463,6 +464,45 @@ def _share_candidates(n_p, deps, alone, taus, sizes_ok, counts=(1, 2)):
     return out
 
 
+def _plan_inputs(config, n_p):
+    """``(slots, words, deps, alone)`` of a kernel's configuration for :func:`share_plan`: the
+    slots as ``(RP, slot config)``, the 8-byte beats of each enabled slot's footprint rows over
+    the accumulation tiles, the parallel indices each moves along, the slots alone in their
+    RP."""
+    slots = [(0, s) for s in config["rp0"]] + [(1, s) for s in config["rp1"]]
+    a_tiles = int(np.prod([-(-a // t) for a, t in zip(config["a_size"], config["a_tile"],
+                                                       strict=True)]))
+    words, deps = {}, {}
+    for n, (_, s) in enumerate(slots):
+        if s and s.get("enable"):
+            words[n] = int(np.prod(s["box"][:-1])) * (s["box"][-1] + 3) * a_tiles
+            deps[n] = {j for j in range(n_p) if s["stride"][j] != 0}
+    alone = [n for n in words if sum(1 for k in words if slots[k][0] == slots[n][0]) == 1]
+    return slots, words, deps, alone
+
+
+def _sizes_ok(config):
+    """Whether void origins fit the parallel indices ``ix`` (a tile past the end of a walk)."""
+    return lambda ix: all(config["p_size"][j] + config["p_tile"][j] < 1 << 16 for j in ix)
+
+
+def share_plans(config, n_p, taus):
+    """Every two-slot plan ``((slot, log2), (slot, log2))`` of :func:`share_plan`'s candidates
+    that the processor deals (:func:`_check_sharing`) on ``taus`` TAUs, for a kernel of ``n_p``
+    parallel indices: the plans ``compile_problem``'s default weighs with
+    :func:`merit.perf.predict`."""
+    _, _, deps, alone = _plan_inputs(config, n_p)
+    out = []
+    for ns, log2s in _share_candidates(n_p, deps, alone, taus, _sizes_ok(config), (2,)):
+        plan = tuple(zip(ns, log2s, strict=True))
+        try:
+            _check_sharing(config, plan, taus)
+        except CompileError:
+            continue
+        out.append(plan)
+    return out
+
+
 def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, counts=(1, 2)):
     """Two-dimensional operand sharing: ``((slot, log2), ...)``, at most one slot per RP.
 
@@ -476,19 +516,11 @@ def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, coun
     ``(1,)``: 1-D on the block walk)."""
     if taus < 2 or not tiles:
         return ()
-    slots = [(0, s) for s in config["rp0"]] + [(1, s) for s in config["rp1"]]
-    a_tiles = int(np.prod([-(-a // t) for a, t in zip(config["a_size"], config["a_tile"],
-                                                       strict=True)]))
-    words, deps = {}, {}
     n_p = len(tiles[0])
-    for n, (_, s) in enumerate(slots):
-        if s and s.get("enable"):
-            words[n] = int(np.prod(s["box"][:-1])) * (s["box"][-1] + 3) * a_tiles
-            deps[n] = {j for j in range(n_p) if s["stride"][j] != 0}
-    alone = [n for n in words if sum(1 for k in words if slots[k][0] == slots[n][0]) == 1]
+    _, words, deps, alone = _plan_inputs(config, n_p)
     grid = [len(range(0, config["p_size"][j], config["p_tile"][j])) for j in range(n_p)]
     total = sum(words.values())
-    ok = lambda ix: all(config["p_size"][j] + config["p_tile"][j] < 1 << 16 for j in ix)  # noqa: E731
+    ok = _sizes_ok(config)
     best = (round(max(len(tiles) / taus * compute_per_tile,
                       2 * len(tiles) * total / bytes_per_cycle), 6),
             2 * len(tiles) * total / bytes_per_cycle)
@@ -591,7 +623,7 @@ def swapped_operands(problem):
 
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
-                    max_outputs=None, taus=1, swap=True, share_dims=1, share_counts=(1, 2),
+                    max_outputs=None, taus=1, swap=True, share_dims=None, share_counts=(1, 2),
                     hold=False, window=True):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
@@ -599,13 +631,18 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     (:func:`swapped_operands`) and keep that kernel when :func:`merit.perf.predict` finds it
     MARGIN faster (its ``problem`` is then the swapped one: same tensors, outputs and results).
 
-    ``taus`` TAUs (the processor, ``meritz.top``) may share one operand's fetches
-    (:func:`share_choice`); one TAU (the default) never does. ``share_dims=2`` ranks the tiles
-    with two-dimensional sharing and, when its choice (:func:`share_plan`) shares two operands,
-    puts it in ``Kernel.sharing`` and in ``config`` (``share_slot`` / ``share_log2``,
-    ``share2_slot`` / ``share2_log2``: the processor's 2-D dealing); otherwise ``config`` keeps
-    the 1-D choice.
+    ``taus`` TAUs (the processor, ``meritz.top``) may share operands' fetches; one TAU (the
+    default) never does. ``share_dims=1``: one operand per TAU group (:func:`share_choice`).
+    ``share_dims=2`` ranks the tiles with two-dimensional sharing and, when its choice
+    (:func:`share_plan`) shares two operands, puts it in ``Kernel.sharing`` and in ``config``
+    (``share_slot`` / ``share_log2``, ``share2_slot`` / ``share2_log2``: the processor's 2-D
+    dealing); otherwise ``config`` keeps the 1-D choice.
     ``share_counts``: how many operands that choice may share (``(2,)``: two, ``(1,)``: one).
+    ``share_dims=None`` (the default) chooses by the model: on more than one TAU it compiles
+    the 1-D kernel (``share_dims=1``) and the 2-D one (``share_dims=2, share_counts=(2,)``),
+    weighs every two-slot plan the processor deals on the 2-D kernel's tiles
+    (:func:`share_plans`: slots and group sizes) with :func:`merit.perf.predict`, and keeps the
+    fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel.
     ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
     built): the tiles are chosen by the model with it.
     ``window``: also compile a fused convolution and pooling with its window indices inside the
@@ -616,8 +653,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
     check_taus(taus)
-    if share_dims not in (1, 2) or isinstance(share_dims, bool):
-        raise ValueError(f"share_dims must be 1 or 2, not {share_dims!r}")
+    if share_dims not in (None, 1, 2) or isinstance(share_dims, bool):
+        raise ValueError(f"share_dims must be None, 1 or 2, not {share_dims!r}")
     if not isinstance(hold, bool):
         raise TypeError(f"hold must be True or False, not {hold!r}")
     from .isa import IsaError, Program, step_ranges
@@ -628,6 +665,14 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a merit.Problem, not {type(problem).__name__}")
     lanes, rp_bytes, cp_bytes = _check_hardware(lanes, rp_bytes, cp_bytes, dram_base)
+    if share_dims is None:
+        if taus > 1:
+            return _share_by_model(problem, taus, dict(
+                lanes=lanes, shift=shift, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
+                rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
+                instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
+                taus=taus, swap=swap, hold=hold, window=window))
+        share_dims = 1
     fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                               instructions=instructions)
     n_p, n_a = len(problem.p_shape), len(problem.a_shape)
@@ -860,6 +905,38 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         if cycles < (1 - MARGIN) * best:
             kernel, best = alt, cycles
     return kernel
+
+
+def _share_by_model(problem, taus, options):
+    """``compile_problem``'s default on ``taus`` > 1 TAUs: the 1-D kernel, or the fastest 2-D
+    plan on the 2-D kernel's tiles where :func:`merit.perf.predict` finds it MARGIN faster."""
+    import dataclasses
+
+    from .isa.programs import operand_ports
+    from .mapping.search import NoMapping
+    one = compile_problem(problem, share_dims=1, **options)
+    ports = [r for r, _ in operand_ports(problem, shift=options["shift"])]
+    if sorted(ports) != [0, 1]:         # two shared slots: each alone in its own RP
+        return one
+    try:
+        two = compile_problem(problem, share_dims=2, share_counts=(2,), **options)
+    except (CompileError, NoMapping):
+        return one
+    if not two.sharing:
+        return one
+    rp_bytes = options["rp_bytes"]
+    best, cycles = two, _predicted(two, taus, rp_bytes)
+    for plan in share_plans(two.config, len(two.problem.p_shape), taus):
+        if plan == two.sharing:
+            continue
+        config = dict(two.config)
+        (config["share_slot"], config["share_log2"]), \
+            (config["share2_slot"], config["share2_log2"]) = plan
+        other = dataclasses.replace(two, config=config, sharing=plan)
+        c = _predicted(other, taus, rp_bytes)
+        if c < cycles:
+            best, cycles = other, c
+    return best if cycles < (1 - MARGIN) * _predicted(one, taus, rp_bytes) else one
 
 
 def search_caps(max_outputs, lanes):

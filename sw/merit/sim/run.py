@@ -118,7 +118,7 @@ def bench_kernel(cfg):
                              max_outputs=cfg.get("max_outputs"),
                              instructions=cfg.get("instructions", 16),
                              taus=cfg.get("compile_taus") or cfg.get("taus") or 1,
-                             share_dims=cfg.get("share_dims", 1),
+                             share_dims=cfg.get("share_dims"),
                              share_counts=tuple(cfg.get("share_counts", (1, 2))))
     return problem, kernel
 
@@ -144,7 +144,7 @@ class _Tail(threading.Thread):
 def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20, shift=0,
              seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=CP_BYTES, max_outputs=None,
              instructions=None, waves=None, progress=None, register_writes=None, dram=None,
-             build_options=None, share_dims=1, share_counts=(1, 2), compile_taus=None):
+             build_options=None, share_dims=None, share_counts=(1, 2), compile_taus=None):
     """Run ``problem`` on one TAU (``taus=None``) or on the processor with ``taus`` TAUs.
 
     Parameters
@@ -184,9 +184,9 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         (``W OFFSET VALUE`` lines in hexadecimal, as the C driver's host shim prints them; the
         writes up to CTRL.start, then those after done).
     share_dims, share_counts : optional
-        With ``taus``: as for :func:`merit.compile.compile_problem` (``share_dims=2``: the
-        processor's two-dimensional operand sharing where the compiler's plan shares two
-        operands).
+        With ``taus``: as for :func:`merit.compile.compile_problem` (None: the compiler's
+        choice by the model; 1: one operand per group; 2: the processor's two-dimensional
+        operand sharing where the compiler's plan shares two operands).
     compile_taus : int, optional
         With ``taus``: compile for this many TAUs instead (its sharing groups; the processor
         cuts groups larger than it has, ``meritz.dispatcher.share_shape``).
@@ -223,7 +223,7 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
               "bytes_per_cycle": dram_bytes_per_cycle, "latency": latency, "shift": shift,
               "backpressure": backpressure, "rp_bytes": list(rp_bytes), "cp_bytes": cp_bytes,
               "max_outputs": max_outputs, "instructions": instructions}
-    if share_dims != 1:
+    if share_dims is not None:
         config.update(share_dims=share_dims, share_counts=list(share_counts))
     if compile_taus is not None:
         config["compile_taus"] = compile_taus

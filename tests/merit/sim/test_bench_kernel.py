@@ -19,8 +19,11 @@ def test_the_processor_bench_compiles_for_its_taus_and_shares():
     ran, kernel = bench_kernel(_cfg(problem, taus=4))
     assert ran.name == problem.name
     expected = compile_problem(problem, taus=4, instructions=16, **SMALL)
-    assert kernel.config == expected.config
-    assert kernel.config["share_log2"] == 2      # the weights fetched once per group of 4
+    assert kernel.config == expected.config and kernel.sharing == expected.sharing
+    assert kernel.config["share_log2"] >= 1      # the compiler's default shares
+    # an explicit share_dims reaches the compiler: 1-D, the weights once per group of 4
+    _, one = bench_kernel(_cfg(problem, taus=4, share_dims=1))
+    assert one.sharing is None and one.config["share_log2"] == 2
 
 
 def test_a_tau_bench_never_shares():
