@@ -220,6 +220,10 @@ class TB:
 
     # stimulus
     def make_alloc(self):
+        if not self.count["grants"] and "whole" in self.cfg.get("cover", ["whole"]):
+            # a run that must cover whole-SRAM tiles starts with one, granted on the empty SRAM:
+            # later ones wait for every tile to be freed, which a random run may never see
+            return self.depth
         r = self.rand.random()
         if r < 0.03:
             return 0

@@ -76,7 +76,11 @@ def test_a_larger_partial_result_store_is_not_slower(make):
     problem = make()
     cycles = []
     for cp in (2048, 4096, 5120, 8192):
-        kernel = compile_problem(problem, lanes=32, taus=4, cp_bytes=cp, instructions=24)
+        # the tile search's property: the window-inside alternatives of a fused pooling
+        # (``window``) hold fewer outputs per register and are not monotone in the CP's size
+        # (docs/decisions.md, Compiler)
+        kernel = compile_problem(problem, lanes=32, taus=4, cp_bytes=cp, instructions=24,
+                                 window=False)
         cycles.append(perf.predict(kernel, taus=4).cycles)
     for small, large in zip(cycles, cycles[1:], strict=False):
         assert large <= small * (1 + MARGIN), cycles
