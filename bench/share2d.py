@@ -22,15 +22,6 @@ OUT = RESULTS / "share2d"
 ROWS = ("gemm", "alexnet_conv1")
 
 
-def _sharing(kernel):
-    cfg = kernel.config
-    if kernel.sharing:
-        return " x ".join(f"slot {s} / 2^{v}" for s, v in kernel.sharing)
-    if cfg.get("share_log2"):
-        return f"slot {cfg['share_slot']} / 2^{cfg['share_log2']}"
-    return "none"
-
-
 def run_row(name, *, dims, lanes, taus, bandwidth, latency, seed, whole_under, command=""):
     """Simulate and predict row ``name`` with ``share_dims=dims``; return its entry."""
     from bench.top import simulated, standard_ops
@@ -51,7 +42,7 @@ def run_row(name, *, dims, lanes, taus, bandwidth, latency, seed, whole_under, c
         assert m["tiling"] == f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}", m["tiling"]
         runs.append({"problem": p.name, "cycles": m["cycles"], "model_cycles": model.cycles,
                      "read_beats": m["read_beats"], "write_beats": m["write_beats"],
-                     "tiling": m["tiling"], "sharing": _sharing(kernel),
+                     "tiling": m["tiling"], "sharing": m["sharing"],
                      "utilization": m["utilization"]})
     cycles = sum(r["cycles"] for r in runs)
     model = sum(r["model_cycles"] for r in runs)

@@ -174,13 +174,8 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
                              progress=lambda line: print(line, flush=True), **extra))
     cycles = sum(m["cycles"] for m in runs)
     ops = sum(p.ops.count for p in problems)
-    sharing = None
-    if taus is not None:            # the kernel's operand sharing, as the run compiled it
-        from bench.share2d import _sharing
-        from merit.compile import compile_problem, program_slots
-        sharing = " + ".join(_sharing(compile_problem(
-            p, lanes=lanes, taus=taus, cp_bytes=cp_bytes, instructions=program_slots(p, 0)))
-            for p in problems)
+    # the kernels' operand sharing, as the runs compiled them
+    sharing = None if taus is None else " + ".join(m["sharing"] for m in runs)
     std = ops / (cycles * lanes * (taus or 1))
 
     def total(key):

@@ -69,6 +69,7 @@ def test_top_share2d_exact(name, taus):
                        **SMALL)
     assert metrics["tiling"] == f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}"
     assert metrics["tiles"] == len(kernel.tiles)
+    assert metrics["sharing"] == " x ".join(f"slot {s} / 2^{v}" for s, v in kernel.sharing)
     assert metrics["read_beats"] == _fetch_beats(kernel, taus)
     assert metrics["cycles"] <= metrics["cycles_register"] <= metrics["cycles"] + 32
 

@@ -277,6 +277,16 @@ class Kernel:
     sharing: tuple = None
     hold: bool = False
 
+    @property
+    def shares(self):
+        """The operand sharing the processor deals, as text: ``"slot S / 2^L"`` for each shared
+        slot and its group's log2 size (`` x `` between the two of 2-D sharing), ``"none"``."""
+        if self.sharing:
+            return " x ".join(f"slot {s} / 2^{v}" for s, v in self.sharing)
+        if self.config.get("share_log2"):
+            return f"slot {self.config['share_slot']} / 2^{self.config['share_log2']}"
+        return "none"
+
 
 def _lane_index(grouping, n_par):
     """The TAU's lane map of a mapping lane grouping, or CompileError if it has none."""

@@ -50,7 +50,8 @@ def _fake_simulate(calls):
     def simulate(problem, **kw):
         calls.append(kw)
         return {"cycles": 1000, "utilization": 0.5, "tiling": "p=(64, 32)", "tiles": 8,
-                "dram_busy": 0.9, "useful_ops": 1, "read_beats": 2, "write_beats": 3}
+                "dram_busy": 0.9, "useful_ops": 1, "read_beats": 2, "write_beats": 3,
+                "sharing": "none"}
     return simulate
 
 

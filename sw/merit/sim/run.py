@@ -196,7 +196,8 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         measures each option with it. Results do not depend on them.
 
     Returns ``{"cycles", "utilization", "useful_ops", "read_beats", "write_beats", "dram_busy",
-    "compute_bound_cycles", "tiling", "tiles", "sim_seconds", "sim_cycles", "isa_vs_golden"}``
+    "compute_bound_cycles", "tiling", "tiles", "sharing", "sim_seconds", "sim_cycles",
+    "isa_vs_golden"}``
     (the top adds ``cycles_register``, the CYCLES register; ``dram_sha1`` is a digest of the
     DRAM image after the run, ``sim_cpu_seconds`` the simulator's CPU time, ``build`` the model's
     folder and build time). Three ways are
@@ -366,6 +367,7 @@ def record_run(dram, kernel, cfg, *, alus, seconds, cpu_seconds=None):
     record_metric("compute_bound_cycles", -(-kernel.useful_ops // alus))
     record_metric("tiling", f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}")
     record_metric("tiles", len(kernel.tiles))
+    record_metric("sharing", kernel.shares)
     record_metric("sim_cycles", dram.cycle)
     # the whole DRAM image after the run: both DRAM models must leave the same bytes
     record_metric("dram_sha1", hashlib.sha1(bytes(dram.read(0, kernel.dram_bytes))).hexdigest())

@@ -9,18 +9,12 @@ right behind a ``STORE``) and what follows it; the commands still in the pipelin
 stream ends; and that ``cmd.ready`` does not follow the issue stage's inputs within a cycle.
 """
 
-from collections import deque
-
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
+from simd_stream import LANES, run_stream
 
 from merit.isa import LUT_ENTRIES, assemble, decode
-from meritz.tau.cp.simd import Command, SimdArray, sram_depth
-from simd_model import SimdModel
-
-LANES = 8
-CONSTS = (-7, 1 << 20, 300, -(1 << 31))
+from meritz.tau.cp.simd import Command, sram_depth
 
 
 def _exec(line, luts):
@@ -29,93 +23,6 @@ def _exec(line, luts):
 
 def _word_d(d):
     return d << 17          # field d of an instruction word (LOAD / STORE name the register)
-
-
-def _stream(commands, luts, *, seed=0, gap=0.0, out_gap=0.0, probe_ready=False):
-    """Run ``commands``; returns (outs, golden outs, the cycles at which a command was accepted,
-    the cycles an out vector left, the cycle busy fell)."""
-    rng = np.random.default_rng(seed)
-    golden = SimdModel(LANES, CONSTS, luts)
-    rp = ([], [])
-    for cmd in commands:
-        for k, need in enumerate(golden.needs(cmd)):
-            if need:
-                v = rng.integers(-32768, 32768, LANES)
-                v[:2] = (-32768, 32767)
-                rp[k].append([int(x) for x in v])
-    dut = SimdArray(lanes=LANES)
-    got, want, accepted, outs, end = [], [], [], [], []
-
-    async def bench(ctx):
-        ctx.set(dut.config.consts, list(CONSTS))
-        ctx.set(dut.config.luts, luts)
-        pending = deque(commands)
-        queues = (deque(rp[0]), deque(rp[1]))
-        in_flight, taken = deque(), (deque(), deque())
-        for cycle in range(40 * len(commands) + 40):
-            offer = bool(pending) and rng.random() >= gap
-            ctx.set(dut.cmd.valid, offer)
-            if offer:
-                kind, word, row, index, lane_shift, lane_bits = pending[0]
-                p = dut.cmd.payload
-                ctx.set(p.kind, kind)
-                ctx.set(p.word.as_value(), word)
-                ctx.set(p.row, row)
-                ctx.set(p.index, index)
-                ctx.set(p.lane_shift, lane_shift)
-                ctx.set(p.lane_bits, lane_bits)
-            offered = []
-            for k in (0, 1):
-                on = bool(queues[k]) and rng.random() >= gap
-                offered.append(on)
-                port = getattr(dut, f"rp{k}")
-                ctx.set(port.valid, on)
-                if on:
-                    ctx.set(port.payload, queues[k][0])
-            ctx.set(dut.out.ready, int(rng.random() >= out_gap))
-            await ctx.delay(1e-9)
-            if probe_ready:     # cmd.ready is a flip-flop: the other inputs do not move it
-                ready = ctx.get(dut.cmd.ready)
-                for k in (0, 1):
-                    ctx.set(getattr(dut, f"rp{k}").valid, not offered[k])
-                ctx.set(dut.out.ready, 1 - ctx.get(dut.out.ready))
-                await ctx.delay(1e-9)
-                assert ctx.get(dut.cmd.ready) == ready, f"cycle {cycle}"
-                for k in (0, 1):
-                    ctx.set(getattr(dut, f"rp{k}").valid, offered[k])
-                ctx.set(dut.out.ready, 1 - ctx.get(dut.out.ready))
-                await ctx.delay(1e-9)
-            if ctx.get(dut.out.valid) and ctx.get(dut.out.ready):
-                got.append([int(x) for x in ctx.get(dut.out.payload)])
-                outs.append(cycle)
-            if offer and ctx.get(dut.cmd.ready):
-                cmd = pending.popleft()
-                in_flight.append((cmd, golden.needs(cmd)))
-                accepted.append(cycle)
-            for k in (0, 1):
-                if ctx.get(getattr(dut, f"rp{k}").ready):
-                    assert offered[k], f"cycle {cycle}: rp{k} taken while not offered"
-                    taken[k].append(queues[k].popleft())
-            while in_flight and all(taken[k] or not in_flight[0][1][k] for k in (0, 1)):
-                cmd, need = in_flight.popleft()
-                out = golden.apply(cmd, *[np.array(taken[k].popleft()) if need[k] else None
-                                          for k in (0, 1)])
-                if out is not None:
-                    want.append(out)
-            assert not taken[0] and not taken[1], f"cycle {cycle}: an RP element taken early"
-            busy = ctx.get(dut.busy)
-            await ctx.tick()
-            if not pending and not in_flight and not busy:
-                end.append(cycle)
-                break
-        assert not pending and not in_flight, "the stream did not drain"
-        assert not ctx.get(dut.error)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return got, want, accepted, outs, end[0]
 
 
 def _tables(rng):
@@ -141,7 +48,7 @@ def test_the_partial_store_stall_and_the_commands_around_it():
             (Command.LOAD, _word_d(7), 5, 0, 0, 0),
             _exec("mac r6, r6, r7, r7 >> 4", luts),        # b, c = r7 (the LOAD right before)
             _exec("out r6, r7", luts)]
-    got, want, accepted, outs, end = _stream(cmds, luts)
+    got, want, accepted, outs, end = run_stream(cmds, luts)
     assert got == want and len(want) == 4
     # one cycle for the stall; the issue cycles are the commands plus it
     first_issue, last_issue = accepted[0] + 1, outs[-1] - 2
@@ -168,7 +75,7 @@ def test_back_to_back_dependent_lookups_and_index(seed):
         word = assemble(f"loop:\nindex r5, r6, {'p' if par else 'a'}{j}", luts=luts).words[0]
         cmds += [(Command.EXEC, word, 0, 1000 + 77 * j, 1, 2),
                  _exec("mac r6, r5, r5, i0 >> 1", luts), _exec("out r6, r5", luts)]
-    got, want, accepted, outs, _ = _stream(cmds, luts, seed=seed)
+    got, want, accepted, outs, _ = run_stream(cmds, luts, seed=seed)
     assert got == want
     ins = [decode(c[1]) for c in cmds]
     waits = sum(interlocked(x, y) for x, y in zip(ins, ins[1:], strict=False))
@@ -223,6 +130,6 @@ def test_random_streams_with_gaps_and_backpressure(seed, gap, out_gap):
     luts = _tables(rng)
     depth = sram_depth(LANES, 5120)
     cmds = _random_commands(rng, luts, 120, depth)
-    got, want, *_ = _stream(cmds, luts, seed=seed, gap=gap, out_gap=out_gap, probe_ready=True)
+    got, want, *_ = run_stream(cmds, luts, seed=seed, gap=gap, out_gap=out_gap, probe_ready=True)
     assert len(want) > 5
     assert got == want

@@ -14,19 +14,14 @@ on the command and RP streams, and a stream that ends with a LOOKUP. Without gap
 are the commands plus :func:`merit.perf.interlocked`'s waits.
 """
 
-from collections import deque
-
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
+from simd_stream import CONSTS, LANES, random_vectors, run_stream
 
 from merit.isa import LUT_ENTRIES, Op, assemble, decode
 from merit.perf import interlocked
-from meritz.tau.cp.simd import Command, SimdArray
+from meritz.tau.cp.simd import Command
 from simd_model import SimdModel
-
-LANES = 8
-CONSTS = (-7, 1 << 20, 300, -(1 << 31))
 
 # values of (b - c) >> s around every edge of the clamp and of the segments (u = x clamped to
 # [0, 8192]; segment i = u >> 8, fraction f = u & 255)
@@ -45,70 +40,6 @@ def _tables():
     t0[-1] = 32767
     t1 = [int(v) for v in rng.integers(-32768, 32768, LUT_ENTRIES)]
     return [t0, t1]
-
-
-def _run(cmds, luts, rp, *, seed=0, gap=0.0, out_gap=0.0):
-    """Run ``cmds`` ((kind, word, row) each) with the RP vectors ``rp`` (two lists, consumed
-    in order); returns (outs, golden outs, accepting cycles, out cycles)."""
-    rng = np.random.default_rng(seed)
-    golden = SimdModel(LANES, CONSTS, luts)
-    dut = SimdArray(lanes=LANES)
-    got, want, accepted, outs = [], [], [], []
-
-    def needs(cmd):
-        return golden.needs((*cmd, 0, 0, 0))
-
-    async def bench(ctx):
-        ctx.set(dut.config.consts, list(CONSTS))
-        ctx.set(dut.config.luts, luts)
-        pending, queues = deque(cmds), (deque(rp[0]), deque(rp[1]))
-        in_flight, taken = deque(), (deque(), deque())
-        for cycle in range(20 * len(cmds) + 40):
-            offer = bool(pending) and rng.random() >= gap
-            ctx.set(dut.cmd.valid, offer)
-            if offer:
-                kind, word, row = pending[0]
-                ctx.set(dut.cmd.payload.kind, kind)
-                ctx.set(dut.cmd.payload.word.as_value(), word)
-                ctx.set(dut.cmd.payload.row, row)
-            offered = []
-            for k in (0, 1):
-                on = bool(queues[k]) and rng.random() >= gap
-                offered.append(on)
-                ctx.set(getattr(dut, f"rp{k}").valid, on)
-                if on:
-                    ctx.set(getattr(dut, f"rp{k}").payload, queues[k][0])
-            ctx.set(dut.out.ready, int(rng.random() >= out_gap))
-            await ctx.delay(1e-9)
-            if ctx.get(dut.out.valid) and ctx.get(dut.out.ready):
-                got.append([int(x) for x in ctx.get(dut.out.payload)])
-                outs.append(cycle)
-            if offer and ctx.get(dut.cmd.ready):
-                cmd = pending.popleft()
-                in_flight.append((cmd, needs(cmd)))
-                accepted.append(cycle)
-            for k in (0, 1):
-                if ctx.get(getattr(dut, f"rp{k}").ready):
-                    assert offered[k]
-                    taken[k].append(queues[k].popleft())
-            while in_flight and all(taken[k] or not in_flight[0][1][k] for k in (0, 1)):
-                cmd, need = in_flight.popleft()
-                out = golden.apply((*cmd, 0, 0, 0), *[taken[k].popleft() if need[k] else None
-                                                      for k in (0, 1)])
-                if out is not None:
-                    want.append(out)
-            busy = ctx.get(dut.busy)
-            await ctx.tick()
-            if not pending and not in_flight and not busy:
-                break
-        assert not pending and not in_flight, "the stream did not drain"
-        assert not ctx.get(dut.error)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return got, want, accepted, outs
 
 
 def _waits(cmds):
@@ -158,7 +89,7 @@ def test_lookup_values_at_every_edge_of_clamp_and_segments(s):
                      _exec("out r2, k3 >> 1", luts)]
             e0 += [v0, v0, v0]
             e1 += [v1, v1, v1]
-    got, want, accepted, outs = _run(cmds, luts, (e0, e1))
+    got, want, accepted, outs, _ = run_stream(cmds, luts, rp=(e0, e1))
     assert len(want) == 5 * len(rp0) * 2
     assert got == want
     assert _issue_cycles(accepted, outs) == len(cmds) + _waits(cmds)
@@ -208,15 +139,6 @@ def _stored_program(luts):
             _exec("out r0, k3", luts)]
 
 
-def _random_vectors(rng, count):
-    out = []
-    for _ in range(count):
-        v = rng.integers(-32768, 32768, LANES)
-        v[:2] = (-32768, 32767)
-        out.append([int(x) for x in v])
-    return out
-
-
 @pytest.mark.parametrize("program", [_hazard_program, _stored_program])
 def test_lookup_hazards_and_cycles(program):
     luts = _tables()
@@ -224,8 +146,8 @@ def test_lookup_hazards_and_cycles(program):
     rng = np.random.default_rng(8)
     golden = SimdModel(LANES, CONSTS, luts)
     need = [golden.needs((*c, 0, 0, 0)) for c in cmds]
-    rp = tuple(_random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
-    got, want, accepted, outs = _run(cmds, luts, rp)
+    rp = tuple(random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
+    got, want, accepted, outs, _ = run_stream(cmds, luts, rp=rp)
     assert len(want) >= 4
     assert got == want
     ins = [decode(c[1]) if c[0] == Command.EXEC else None for c in cmds]
@@ -247,13 +169,13 @@ def test_lookups_under_backpressure_and_gaps(seed, gap, out_gap):
     golden = SimdModel(LANES, CONSTS, luts)
     need = [golden.needs((*c, 0, 0, 0)) for c in cmds]
     rng = np.random.default_rng(seed)
-    rp = tuple(_random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
+    rp = tuple(random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
     e0, e1 = _edge_vectors(2)
     for v0, v1 in zip(e0, e1, strict=True):
         cmds += [_exec("lut r1, r1, i0, i1, t0 >> 2", luts), _exec("out r1, i1", luts)]
         rp[0].append(v0)
         rp[1].append(v1)
         rp[1].append(v1)
-    got, want, *_ = _run(cmds, luts, rp, seed=seed, gap=gap, out_gap=out_gap)
+    got, want, *_ = run_stream(cmds, luts, rp=rp, seed=seed, gap=gap, out_gap=out_gap)
     assert len(want) > 10
     assert got == want
