@@ -414,6 +414,15 @@ def wgmma_fits(spec, tile):
         return (f"tile.pingpong (two consumer warpgroups taking output tiles in turn) needs a "
                 f"persistent producer tile of one warpgroup's box (warps (4, 1)) without "
                 f"tile.areg, not warps {tile.warps}, persist {tile.persist}")
+    if tile.cl:
+        t = tma_ops(spec, tile) if tile.tma else (None, None)
+        if not (tile.producer and tile.tma and tile.cluster == 1 and not tile.areg
+                and not tile.mn and not tile.pingpong and (tile.half or tile.mma == "tf32")
+                and t[0] and t[1]):
+            return ("tile.cl (channels-last copies, the image by one bulk copy per tap and "
+                    "channel block) is built for FP16 / BF16 (half) and TF32 producer tiles with "
+                    "bulk tensor copies of both operands, K-major, cluster 1, no areg / "
+                    "pingpong, on a problem ldsm.cl_layout rewrites")
     if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
         return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
                 "plain matrix in memory (see ldsm.tma_ops)")
@@ -715,6 +724,20 @@ __device__ __forceinline__ void merit_tma2(unsigned dst, const MeritTmap* map, i
                     "r"(bar) : "memory");
 }
 """
+def _tma_nd(n):
+    """The device function copying one box of an ``n``-D tensor map (coordinates innermost
+    first; zero fill outside the tensor) into shared memory, completing on an mbarrier."""
+    cs = ", ".join(f"int c{i}" for i in range(n))
+    regs = ", ".join(f"%{i + 2}" for i in range(n))
+    ins = ", ".join(f'"r"(c{i})' for i in range(n))
+    return (f"__device__ __forceinline__ void merit_tma{n}(unsigned dst, const MeritTmap* map, "
+            f"{cs}, unsigned bar) {{\n"
+            f'    asm volatile("cp.async.bulk.tensor.{n}d.shared::cluster.global.'
+            f'mbarrier::complete_tx::bytes [%0], [%1, {{{regs}}}], [%{n + 2}];\\n"\n'
+            f'                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), {ins}, '
+            f'"r"(bar) : "memory");\n}}\n')
+
+
 _PRELUDE_CLUSTER = r"""
 __device__ __forceinline__ unsigned merit_mapa(unsigned addr, unsigned rank) {
     unsigned r;
@@ -852,6 +875,11 @@ def source(spec, tile):
     )
     from .mma import _decompose_code, emit_epilogue, header
 
+    if tile.cl:   # the kernel of the channels-last copies
+        spec2 = cl_spec(spec, tile)
+        if spec2 is None:
+            raise ValueError(wgmma_fits(spec, tile) or "tile.cl does not apply")
+        spec = spec2
     r = tile_roles(spec, tile)
     if r is None:
         raise ValueError(f"problem {spec.name!r} is not a dot product the tensor cores can run")
@@ -910,6 +938,7 @@ def source(spec, tile):
         out.append(_PRELUDE_PINGPONG)
     if tile.tma:
         out.append(_PRELUDE_TMA)
+        out += [_tma_nd(len(t["dims"])) for t in tma_ops(spec, tile) if t and t.get("cl")]
     asy = async_ops(spec, tile) if hv else (False, False)
     a4s = word_ops(spec, tile)
     if any(a4s):   # TF32 producer tiles: word copies, counted with the other cp.async slots
@@ -1220,7 +1249,7 @@ def source(spec, tile):
         if tile.producer:
             reg = any(not a and not t for a, t in zip(asy, tmas, strict=True))
             _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
-                                tmas, (0, b_off))
+                                tmas, (0, b_off), spec)
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
                          open_tiles if pers else None)
         emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers),
@@ -1556,6 +1585,187 @@ def schedule(ntiles, nblocks):
     return [list(range(b, ntiles, nblocks)) for b in range(nblocks)]
 
 
+#: Channels-last tiles (``Tile.cl``): the rewritten specializations, by (problem key, k tile).
+_CL = {}
+#: Marks a specialization rewritten by :func:`cl_layout` (its name ends so).
+CL_MARK = "~cl"
+
+
+def _cl_channel(tr, pos):
+    """The axis of transform ``tr`` that position ``pos`` moves alone, with unit stride and no
+    offset, or None."""
+    axes = [ax for ax, t in enumerate(tr.terms) if any(q == pos for q, _ in t)]
+    if len(axes) != 1 or tr.terms[axes[0]] != ((pos, 1),) or tr.offset[axes[0]]:
+        return None
+    return axes[0]
+
+
+def _cl_transform(tr, ax, cpad, newpos, P, A):
+    """``tr`` over a copy of its tensor with axis ``ax`` moved innermost (padded to ``cpad``, or
+    kept where ``ax`` is None) and positions renumbered by ``newpos``."""
+    from merit.transform import Index, Transform
+
+    nax = len(tr.source_shape)
+    axes = list(range(nax)) if ax is None else [a for a in range(nax) if a != ax] + [ax]
+    shape = tuple(tr.source_shape[a] for a in axes)
+    if ax is not None:
+        shape = shape[:-1] + (cpad,)
+    p, a = [None] * P, [None] * A
+    for nx, ox in enumerate(axes):
+        for n, (pos, s) in enumerate(tr.terms[ox]):
+            idx = Index(nx, s, tr.offset[ox] if n == 0 else 0)
+            q = newpos[pos]
+            if q < P:
+                p[q] = idx
+            else:
+                a[q - P] = idx
+    return Transform(shape, p, a, tuple(tr.boundary[x] for x in axes),
+                     name=tr.name if tr.named else None)
+
+
+def cl_layout(spec, bk):
+    """The channels-last form of a problem for k tiles of ``bk`` (``Tile.cl``): ``(spec2,
+    moves)``, or None where it does not apply.  It applies where the row operand (the image,
+    :func:`merit.gpu.mma.roles`' A) is no plain K-major matrix already (GEMM's A) and shares
+    with the column operand (the weights) a "channel" accumulation index ``c``, which moves each
+    of them alone on one axis with unit stride and no offset; where every other axis of the
+    image is moved by at most one row index (stride 1 to 8, the rows' axes in the rows' order)
+    besides any accumulation indices, and may leave the tensor only under a zero boundary; and
+    where the image has at most 5 axes.  ``spec2`` reads copies of both loop operands whose
+    channel axis is innermost and zero-padded to a multiple of ``bk``; its accumulation indices
+    are the problem's with ``c`` moved innermost (extent padded likewise).  ``moves``: per
+    loop input, ``(outer, C, inner, Cp)``: its copy is the ``(outer, C, inner)`` array as
+    ``(outer, inner, Cp)``, channels ``C .. Cp - 1`` zero."""
+    key = (spec.key(), bk)
+    if key in _CL:
+        return _CL[key]
+    _CL[key] = out = _cl_layout(spec, bk)
+    return out
+
+
+def _cl_layout(spec, bk):
+    r = roles(spec)
+    if r is None or spec.name.endswith(CL_MARK):
+        return None
+    P, A = spec.np, spec.na
+    img, wts = spec.inputs[r.a].transform, spec.inputs[r.b].transform
+    if len(img.source_shape) > 5:
+        return None
+    chan = None
+    for ac in range(A - 1, -1, -1):
+        ai, aw = _cl_channel(img, P + ac), _cl_channel(wts, P + ac)
+        if ai is not None and aw is not None:
+            chan = (ac, ai, aw)
+            break
+    if chan is None:
+        return None
+    ac, ai, aw = chan
+    plan = operand_plan(spec, r.a, r.rows)
+    checked = plan["checked"]
+    if len(r.rows) == 1 and not checked and not plan["const"] and plan["vector"]:
+        return None   # a plain K-major matrix already (GEMM's A): no copy needed
+    row_axes = []
+    for ax, terms in enumerate(img.terms):
+        rows = [(pos, s) for pos, s in terms if pos < P]
+        if ax == ai:
+            continue
+        if len(rows) > 1 or any(pos not in r.rows or not 1 <= s <= 8 for pos, s in rows):
+            return None
+        row_axes += [pos for pos, _ in rows]
+        if ax in checked and img.boundary[ax] != "zero":
+            return None
+    if row_axes != list(r.rows):
+        return None
+    order = [i for i in range(A) if i != ac] + [ac]
+    newpos = {j: j for j in range(P)}
+    newpos.update({P + i: P + n for n, i in enumerate(order)})
+    C = spec.ashape[ac]
+    cpad = -(-C // bk) * bk
+    inputs, moves = [], {}
+    for k, op in enumerate(spec.inputs):
+        ax = {r.a: ai, r.b: aw}.get(k)
+        tr = op.transform
+        inputs.append(dataclasses.replace(op, transform=_cl_transform(tr, ax, cpad, newpos, P, A)))
+        if ax is not None:
+            sh = tr.source_shape
+            moves[k] = (math.prod(sh[:ax]), sh[ax], math.prod(sh[ax + 1:]), cpad)
+    ashape = tuple(spec.ashape[i] for i in order[:-1]) + (cpad,)
+    spec2 = dataclasses.replace(spec, name=spec.name + CL_MARK, ashape=ashape,
+                                inputs=tuple(inputs))
+    return spec2, moves
+
+
+def cl_spec(spec, tile):
+    """The specialization a ``Tile.cl`` tile's kernel runs (:func:`cl_layout`), ``spec`` itself
+    for other tiles or one already rewritten; None where the form does not apply."""
+    if not getattr(tile, "cl", False) or spec.name.endswith(CL_MARK):
+        return spec
+    got = cl_layout(spec, tile.chunk)
+    return got[0] if got else None
+
+
+def _cl_box(spec, r, tile):
+    """The bulk copy of a channels-last image's k tile (``Tile.cl``, ``spec`` rewritten): one
+    box of ``chunk`` channels by the block's pixels, its dimensions innermost first: the
+    channels, then per image axis (innermost first) the block's extent of the row index moving
+    it times that index's stride (the box's traversal stride, so that ``block`` pixels are
+    copied), or 1.  ``coords``: per dimension ``(offset, row terms, accumulation terms)`` of its
+    start: ``offset + sum pb_j * s + sum a_i * d``, the accumulation digits of the k tile's tap
+    (the channel dimension starts at the k tile's channel block)."""
+    tr = spec.inputs[r.a].transform
+    P, A = spec.np, spec.na
+    es = ESIZE[tile.mma]
+    bk, blk = tile.chunk, tile.block
+    nax = len(tr.source_shape)
+    st = _gstrides(tr.source_shape)
+    if tr.terms[nax - 1] != ((P + A - 1, 1),) or tr.offset[nax - 1] or spec.ashape[-1] % bk:
+        return None
+    dims, box, est, coords = [], [], [], []
+    for ax in range(nax - 1, -1, -1):
+        rows = [(pos, s) for pos, s in tr.terms[ax] if pos < P]
+        accs = [(pos - P, s) for pos, s in tr.terms[ax] if pos >= P]
+        dims.append(tr.source_shape[ax])
+        if ax == nax - 1:
+            box.append(bk)
+            est.append(1)
+            coords.append((0, [], []))
+            continue
+        if rows:
+            (j, s), = rows
+            box.append(blk[j] * s)
+            est.append(s)
+        else:
+            box.append(1)
+            est.append(1)
+        coords.append((tr.offset[ax], rows, accs))
+    if max(box) > 256 or any(b < 1 for b in box):
+        return None
+    strides = tuple(st[ax] * es for ax in range(nax - 2, -1, -1))
+    return dict(dims=tuple(dims), strides=strides, box=tuple(box), estrides=tuple(est),
+                coords=coords, ncb=spec.ashape[-1] // bk, swizzle=bk * es, boxes=1)
+
+
+def cl_coords(spec, tile, t):
+    """C lines computing the start of a channels-last box (:func:`_cl_box` plan ``t``) for k
+    tile ``kt`` of the block at ``pb<j>``, and the list of its coordinates, innermost first."""
+    A = spec.na
+    lines = [f"int q = kt / {t['ncb']};"]
+    for i in range(A - 2, -1, -1):
+        lines.append(f"const int a{i} = q % {spec.ashape[i]}; q /= {spec.ashape[i]};"
+                     if i > 0 else "const int a0 = q;")
+    if A == 1:
+        lines.append("(void)q;")
+    out = []
+    for d, (off, rows, accs) in enumerate(t["coords"]):
+        if d == 0:
+            out.append(f"(kt % {t['ncb']}) * {t['box'][0]}")
+            continue
+        parts = [f"pb{j} * {s}" for j, s in rows] + [f"a{i} * {s}" for i, s in accs]
+        parts += [f"({off})"] if off or not parts else []
+        out.append(" + ".join(parts))
+    return lines, out
+
+
 def tma_ops(spec, tile):
     """Per operand (A, B) of a ``half`` or TF32 wgmma tile: how the bulk tensor copy engine
     copies it, or None where it cannot (a TF32 operand goes as fp32 bits, which wgmma reads
@@ -1572,6 +1782,9 @@ def tma_ops(spec, tile):
     per element)."""
     if not (tile.wgmma and (tile.half or tile.mma == "tf32")):
         return (None, None)
+    spec = cl_spec(spec, tile)
+    if spec is None:
+        return (None, None)
     r = tile_roles(spec, tile)
     bm, bn, bk, rb, _ = _geo(spec, tile)
     es = ESIZE[tile.mma]
@@ -1581,6 +1794,11 @@ def tma_ops(spec, tile):
     mns = mn_ops(spec, tile)
     out = []
     for (k, idxs), lines, mn in zip(((r.a, r.rows), (r.b, r.cols)), (bm, bn), mns, strict=True):
+        if tile.cl and k == r.a:   # the channels-last image: one box per tap and channels
+            t = _cl_box(spec, r, tile)
+            out.append(t and dict(t, k=k, j=None, mn=False, cl=True, bytes=lines * rb,
+                                  esize=es, dstep=0, cstep=0))
+            continue
         p = operand_plan(spec, k, idxs)
         coef = p["coef"]
         moving = [j for j in range(P) if coef[j] and ext[j] > 1]
@@ -1633,7 +1851,7 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
 
 
 def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
-                        tmas=(None, None), bases=(0, 0)):
+                        tmas=(None, None), bases=(0, 0), spec=None):
     """The producer's loop: per k tile, wait until the consumers have released its buffer (the
     ``kt // S - 1``-th phase of "empty"), issue its copies (``reg``: store its register slots,
     loaded one k tile earlier, a proxy fence, one plain arrival, then the next k tile's loads
@@ -1658,6 +1876,15 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
         w(f"merit_mb_expect(mbar + 8 * s, {sum(t['bytes'] for t in tmas if t)});")
         for oi, t in enumerate(tmas):
             if not t:
+                continue
+            if t.get("cl"):   # the channels-last image: the tap's digits, one N-D box
+                w.open("")
+                lines, coords = cl_coords(spec, tile, t)
+                for ln in lines:
+                    w(ln)
+                w(f"merit_tma{len(coords)}(sbase + s * {stage_bytes} + {bases[oi]}, &tm{oi}, "
+                  f"{', '.join(coords)}, mbar + 8 * s);")
+                w.close()
                 continue
             for g in range(t["boxes"]):
                 mc = tile.cluster > 1 and oi == 1   # B: half the boxes each, multicast

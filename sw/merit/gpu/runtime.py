@@ -131,11 +131,13 @@ _TMAP_UINT = {2: 1, 4: 2}
 _TMAP_SWIZZLE, _TMAP_L2_128 = {0: 0, 32: 1, 64: 2, 128: 3}, 2
 
 
-def tensor_map(array, dims, strides, box, swizzle, esize=2):
-    """A 2-D tiled tensor map (the driver's 128-byte ``CUtensorMap``) of a device array of
+def tensor_map(array, dims, strides, box, swizzle, esize=2, estrides=None):
+    """A tiled tensor map (the driver's 128-byte ``CUtensorMap``) of a device array of
     ``esize``-byte elements (2 or 4), made by ``cuTensorMapEncodeTiled`` through the driver
     library, as a NumPy value that CuPy passes by value (a kernel's ``__grid_constant__``
-    parameter).  ``dims`` / ``box`` innermost first, ``strides``: bytes between rows."""
+    parameter).  ``dims`` / ``box`` innermost first, ``strides``: bytes between rows (one per
+    dimension after the first); ``estrides``: the box's traversal stride per dimension (it copies
+    ``box / estride`` elements along each; all 1 when None)."""
     import ctypes
 
     import numpy as np
@@ -150,7 +152,7 @@ def tensor_map(array, dims, strides, box, swizzle, esize=2):
     rc = lib.cuTensorMapEncodeTiled(
         ctypes.c_void_p(out.ctypes.data), ctypes.c_int(_TMAP_UINT[esize]), u32(len(dims)),
         ctypes.c_void_p(ptr), (u64 * len(dims))(*dims), (u64 * len(strides))(*strides),
-        (u32 * len(box))(*box), (u32 * len(box))(*([1] * len(box))), ctypes.c_int(0),
+        (u32 * len(box))(*box), (u32 * len(box))(*(estrides or [1] * len(box))), ctypes.c_int(0),
         ctypes.c_int(_TMAP_SWIZZLE[swizzle]), ctypes.c_int(_TMAP_L2_128), ctypes.c_int(0))
     if rc != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed ({rc}): dims {dims}, strides "
@@ -169,15 +171,88 @@ def _libcuda():
     return _libcuda_handle[0]
 
 
+_RELAYOUT = r"""
+extern "C" __global__ void merit_cl_relayout(const T* __restrict__ src, T* __restrict__ dst,
+                                             int outer, int C, int inner, int Cp) {
+    // (outer, C, inner) -> (outer, inner, Cp), channels C .. Cp - 1 zero: 32 x 32 tiles through
+    // shared memory, read along inner and written along the channels
+    __shared__ T t[32][33];
+    const int i0 = blockIdx.x * 32, c0 = blockIdx.y * 32;
+    for (int o = blockIdx.z; o < outer; o += gridDim.z) {
+        const T* s = src + (long long)o * C * inner;
+        T* d = dst + (long long)o * inner * Cp;
+        for (int y = threadIdx.y; y < 32; y += 8) {
+            const int c = c0 + y, i = i0 + threadIdx.x;
+            t[y][threadIdx.x] = (c < C && i < inner) ? s[(long long)c * inner + i] : (T)0;
+        }
+        __syncthreads();
+        for (int y = threadIdx.y; y < 32; y += 8) {
+            const int i = i0 + y, c = c0 + threadIdx.x;
+            if (i < inner && c < Cp) d[(long long)i * Cp + c] = t[threadIdx.x][y];
+        }
+        __syncthreads();
+    }
+}
+"""
+_relayout_kernels = {}
+
+
+def relayout(src, dst, outer, C, inner, Cp):
+    """Launch the copy of ``src`` viewed as ``(outer, C, inner)`` into ``dst`` as ``(outer,
+    inner, Cp)`` (channels past ``C`` zero): the channels-last copies of ``Tile.cl`` tiles."""
+    cp = cupy()
+    es = src.dtype.itemsize
+    kern = _relayout_kernels.get(es)
+    if kern is None:
+        ctype = {2: "unsigned short", 4: "unsigned int"}[es]
+        kern = cp.RawKernel(f"typedef {ctype} T;\n" + _RELAYOUT, "merit_cl_relayout")
+        _relayout_kernels[es] = kern
+    grid = (-(-inner // 32), -(-Cp // 32), min(outer, 65535))
+    kern(grid, (32, 8), (src, dst, outer, C, inner, Cp))
+
+
+def _cl_inputs(spec, tile, inputs):
+    """A ``Tile.cl`` tile's specialization, its inputs (the channels-last copies, allocated
+    here, in place of the loop operands) and the function filling those copies."""
+    from .ldsm import cl_layout
+
+    cp = cupy()
+    spec2, moves = cl_layout(spec, tile.chunk)
+    inputs = list(inputs)
+    jobs = []
+    for k, (outer, C, inner, Cp) in sorted(moves.items()):
+        buf = cp.empty(outer * inner * Cp, dtype=inputs[k].dtype)
+        jobs.append((inputs[k], buf, outer, C, inner, Cp))
+        inputs[k] = buf
+
+    def fill():
+        for src, dst, *dims in jobs:
+            relayout(src, dst, *dims)
+
+    return spec2, inputs, fill
+
+
 def launcher(spec, tile, inputs, outputs):
-    """A no-argument function launching the kernel of (spec, tile) on these device arrays."""
+    """A no-argument function launching the kernel of (spec, tile) on these device arrays (a
+    ``Tile.cl`` tile: the channels-last copies of the loop operands first, in the same
+    function: timed with the kernel)."""
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
+    fill = None
+    if tile.cl:
+        spec, inputs, fill = _cl_inputs(spec, tile, inputs)
     args = tuple(inputs) + tuple(outputs)
     if tile.tma:   # the tensor maps of the operands the bulk copy engine takes, after the arrays
         from .ldsm import tma_ops
 
         args += tuple(tensor_map(inputs[t["k"]], t["dims"], t["strides"], t["box"],
-                                 t["swizzle"], t["esize"]) for t in tma_ops(spec, tile) if t)
+                                 t["swizzle"], t["esize"], t.get("estrides"))
+                      for t in tma_ops(spec, tile) if t)
+    if fill is not None:
+        def go():
+            fill()
+            kernel((nblocks,), (nthreads,), args, shared_mem=smem)
+
+        return go
     if tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
         cp = cupy()
         zero = [(o.data.ptr, o.nbytes) for o in outputs]
@@ -226,7 +301,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 13
+CACHE_VERSION = 14
 
 
 class TileCache:

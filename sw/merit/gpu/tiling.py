@@ -510,7 +510,7 @@ def _complete_mma(spec, tile, device):
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
-                    areg=tile.areg, pingpong=tile.pingpong)
+                    areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -784,6 +784,8 @@ def rank(spec, count=6, device=H100):
         out = out + _half_variants(spec, out, wg, device)
     elif spec.precision == "tf32" and count > 1 and TF32_PRODUCER_TUNED:
         out = out + _producer_variants(spec, out, wg, device)
+    if spec.precision != "fp32" and count > 1:
+        out = out + _cl_variants(spec, out, device)
     if sums and spec.precision == "fp32" and count > 1:
         have = {t for _, t in out}
         extra = [ct for ct in hedge if ct[1] not in have][:HEDGE]
@@ -929,6 +931,34 @@ def _producer_variants(spec, ranked, wg, device):
                 seen.add(a)
                 out.append((cost, a))
                 out += [(cost, p) for p in _persistent(spec, a, device)]
+    return out
+
+
+#: FP16 / BF16 (half arrays) and TF32 problems: the channels-last form (``Tile.cl``) of each
+#: producer tile with bulk copies, where the problem is convolution-like
+#: (:func:`merit.gpu.ldsm.cl_layout`), is timed beside it, the copies included.
+CL_TUNED = True
+
+
+def _cl_variants(spec, tiles, device):
+    """The ``Tile.cl`` forms (both operands K-major by bulk copies, the image one box per tap
+    and channel block from a channels-last copy) of the one-tile-per-block producer tiles with
+    bulk copies among ``tiles``, and their persistent forms."""
+    if not CL_TUNED or not (spec.operands != "float32" or spec.precision == "tf32"):
+        return []
+    cap = device.smem_block - 1024
+    seen = {t for _, t in tiles}
+    out = []
+    for cost, t in tiles:
+        if not (t.producer and t.tma) or t.persist or t.areg or t.pingpong or t.cluster != 1:
+            continue
+        f = _replace(t, cl=True, mn=False)
+        if f in seen or ldsm.cl_layout(spec, f.chunk) is None or ldsm.wgmma_fits(spec, f) \
+                or _smem_bytes(spec, f) > cap:
+            continue
+        seen.add(f)
+        out.append((cost, f))
+        out += [(cost, p) for p in _persistent(spec, f, device)]
     return out
 
 

@@ -648,3 +648,50 @@ def test_wgmma_tf32_areg():
                 _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
             ran += 1
     assert ran == 20
+
+
+def test_wgmma_channels_last_image_boxes():
+    """Channels-last producer tiles (``Tile.cl``): both loop operands copied channels-last in the
+    launch (channels zero-padded to the k tile), the image's k tile one bulk copy of a 4-D box
+    per tap and channel block whose zero fill is the padding, the weights one 2-D box.  Ragged
+    pixels, channels and filters; stride 2 (the box's traversal stride), dilation 3, k 1 / 3 /
+    9; one tile per block and persistent; FP16 / BF16 on half arrays, TF32 on float32 arrays
+    (truncated by wgmma); twice each, against float64 on the operands as the tile reads them."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
+         {"regs": (1, 64, 2, 64), "warps": (8, 1), "frags": (1, 8)}, 3),
+        (W.conv2d(3, 19, 23, 29, 40, 3, stride=2, padding=1),
+         {"regs": (1, 64, 4, 32), "warps": (8, 1), "frags": (1, 8)}, 5),
+        (W.conv2d(2, 40, 17, 21, 64, 3, padding=3, dilation=3),
+         {"regs": (1, 64, 8, 16), "warps": (8, 1), "frags": (1, 8)}, 4),
+        (W.conv2d(2, 32, 30, 30, 32, 9, padding=4),
+         {"regs": (2, 32, 2, 32), "warps": (8, 1), "frags": (1, 4)}, 7),
+        (W.conv2d(2, 32, 40, 36, 32, 9, stride=2, padding=4),
+         {"regs": (1, 32, 4, 32), "warps": (8, 1), "frags": (1, 4)}, 3),
+        (W.conv2d(3, 16, 9, 11, 24, 1, stride=2),
+         {"regs": (2, 32, 8, 8), "warps": (8, 1), "frags": (1, 4)}, 1),
+    ]
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=53):
+        grid = next(g for p, _, g in cases if p is problem)
+        for chunk, stages, persist in ((64, 4, 0), (32, 3, grid)):
+            tile = check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True, chunk=chunk,
+                                         half=True, stages=stages, producer=True, tma=True,
+                                         cl=True, persist=persist))
+            assert ldsm.tma_ops(spec, tile)[0]["cl"]
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                # (fp32 sums over K up to 81 x 64: a few 1e-6 of rounding)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref, tol=1e-5)
+    rng = np.random.default_rng(59)
+    for problem, shape, grid in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        for chunk, stages, persist in ((32, 4, 0), (16, 3, grid)):
+            tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
+                                         stages=stages, producer=True, tma=True, cl=True,
+                                         persist=persist))
+            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+            for _ in range(2):
+                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
