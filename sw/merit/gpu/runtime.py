@@ -194,21 +194,87 @@ extern "C" __global__ void merit_cl_relayout(const T* __restrict__ src, T* __res
     }
 }
 """
+_RELAYOUT_E = r"""
+extern "C" __global__ void merit_cl_relayout_e(const T* __restrict__ src, T* __restrict__ dst,
+                                               int outer, int C, int inner, int Cp) {
+    // the same copy one destination element per thread (a short inner axis, such as a filter's
+    // taps, leaves most of a 32 x 32 tile idle): written in order, read a few lines apart
+    const long long n = (long long)outer * inner * Cp;
+    for (long long x = blockIdx.x * (long long)blockDim.x + threadIdx.x; x < n;
+         x += (long long)gridDim.x * blockDim.x) {
+        const int c = (int)(x % Cp);
+        const long long oi = x / Cp;
+        const int i = (int)(oi % inner);
+        const long long o = oi / inner;
+        dst[x] = c < C ? src[(o * C + c) * inner + i] : (T)0;
+    }
+}
+"""
+_RELAYOUT_V = r"""
+extern "C" __global__ void merit_cl_relayout_v(const T* __restrict__ src, T* __restrict__ dst,
+                                               int outer, int C, int inner, int Cp) {
+    // the same copy in 16-byte pieces (V elements; inner and Cp multiples of V, 16-byte aligned
+    // arrays), 64 x 64 tiles: pieces of V pixels of a channel read and stored transposed
+    // (pixel-major, rows padded by one word), then pieces of V channels of a pixel written
+    __shared__ T t[64][64 + 4 / sizeof(T)];
+    const int i0 = blockIdx.x * 64, c0 = blockIdx.y * 64, per = 64 / V;
+    for (int o = blockIdx.z; o < outer; o += gridDim.z) {
+        const T* s = src + (long long)o * C * inner;
+        T* d = dst + (long long)o * inner * Cp;
+        for (int v = threadIdx.x; v < 64 * per; v += blockDim.x) {
+            const int r = v / per, e = (v % per) * V, c = c0 + r, i = i0 + e;
+            uint4 x = make_uint4(0u, 0u, 0u, 0u);
+            if (c < C && i < inner)
+                x = *reinterpret_cast<const uint4*>(s + (long long)c * inner + i);
+            const T* xe = reinterpret_cast<const T*>(&x);
+            #pragma unroll
+            for (int k = 0; k < V; ++k) t[e + k][r] = xe[k];
+        }
+        __syncthreads();
+        for (int v = threadIdx.x; v < 64 * per; v += blockDim.x) {
+            const int r = v / per, e = (v % per) * V, i = i0 + r, c = c0 + e;
+            if (i < inner && c < Cp) {
+                uint4 x;
+                T* xe = reinterpret_cast<T*>(&x);
+                #pragma unroll
+                for (int k = 0; k < V; ++k) xe[k] = t[r][e + k];
+                *reinterpret_cast<uint4*>(d + (long long)i * Cp + c) = x;
+            }
+        }
+        __syncthreads();
+    }
+}
+"""
 _relayout_kernels = {}
 
 
 def relayout(src, dst, outer, C, inner, Cp):
     """Launch the copy of ``src`` viewed as ``(outer, C, inner)`` into ``dst`` as ``(outer,
-    inner, Cp)`` (channels past ``C`` zero): the channels-last copies of ``Tile.cl`` tiles."""
+    inner, Cp)`` (channels past ``C`` zero): the channels-last copies of ``Tile.cl`` tiles; in
+    16-byte pieces both ways where ``inner`` and ``Cp`` are multiples of a piece, else through 32
+    x 32 tiles element by element, or one element per thread where ``inner`` is under 32."""
     cp = cupy()
     es = src.dtype.itemsize
-    kern = _relayout_kernels.get(es)
+    vec = 16 // es
+    v = (inner % vec == 0 and Cp % vec == 0 and src.data.ptr % 16 == 0
+         and dst.data.ptr % 16 == 0)
+    form = "v" if v else "e" if inner < 32 else ""
+    kern = _relayout_kernels.get((es, form))
     if kern is None:
         ctype = {2: "unsigned short", 4: "unsigned int"}[es]
-        kern = cp.RawKernel(f"typedef {ctype} T;\n" + _RELAYOUT, "merit_cl_relayout")
-        _relayout_kernels[es] = kern
-    grid = (-(-inner // 32), -(-Cp // 32), min(outer, 65535))
-    kern(grid, (32, 8), (src, dst, outer, C, inner, Cp))
+        head = f"typedef {ctype} T;\n" + (f"#define V {vec}\n" if v else "")
+        code = {"v": _RELAYOUT_V, "e": _RELAYOUT_E, "": _RELAYOUT}[form]
+        kern = cp.RawKernel(head + code, f"merit_cl_relayout{'_' + form if form else ''}")
+        _relayout_kernels[es, form] = kern
+    if form == "e":   # one element per thread
+        n = outer * inner * Cp
+        kern((min(-(-n // 256), 65535 * 4),), (256,), (src, dst, outer, C, inner, Cp))
+    elif v:   # 16-byte pieces both ways
+        kern((-(-inner // 64), -(-Cp // 64), min(outer, 65535)), (256,),
+             (src, dst, outer, C, inner, Cp))
+    else:
+        kern((-(-inner // 32), -(-Cp // 32), min(outer, 65535)), (32, 8),
+             (src, dst, outer, C, inner, Cp))
 
 
 def _cl_inputs(spec, tile, inputs):

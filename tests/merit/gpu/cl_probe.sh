@@ -11,7 +11,7 @@ layers=${2:-vgg,k9,k9s2}
 precs=${3:-fp16,bf16,tf32}
 mkdir -p "$out"
 export PYTHONPATH=sw
-timeout "${4:-200}" python -m pytest -q -x tests/merit/gpu/test_device.py -k channels_last \
+timeout "${4:-200}" python -m pytest -q -x tests/merit/gpu/test_device.py -k "channels_last or cl_relayout" \
     >"$out/device_tests.txt" 2>&1
 rc=$?
 tail -5 "$out/device_tests.txt"

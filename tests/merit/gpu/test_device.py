@@ -695,3 +695,21 @@ def test_wgmma_channels_last_image_boxes():
             ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
             for _ in range(2):
                 _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
+
+
+def test_cl_relayout_copies():
+    """The channels-last copies (``runtime.relayout``), element by element and in 16-byte
+    pieces, 2- and 4-byte elements: ``(outer, C, inner)`` as ``(outer, inner, Cp)`` with the
+    padding channels zero, against NumPy; the destination poisoned first."""
+    from merit.gpu.runtime import relayout
+
+    rng = np.random.default_rng(61)
+    for dt, (outer, C, inner, Cp) in itertools.product(
+            (np.uint16, np.uint32), ((2, 24, 208, 32), (3, 19, 667, 64), (72, 40, 9, 64),
+                                     (4, 128, 3136, 128), (1, 5, 64, 16))):
+        src = rng.integers(1, 60000, size=(outer, C, inner)).astype(dt)
+        want = np.zeros((outer, inner, Cp), dtype=dt)
+        want[:, :, :C] = src.transpose(0, 2, 1)
+        dst = cp.full(outer * inner * Cp, 65535, dtype=dt)
+        relayout(cp.asarray(src).reshape(-1), dst, outer, C, inner, Cp)
+        np.testing.assert_array_equal(cp.asnumpy(dst).reshape(want.shape), want)
