@@ -726,11 +726,12 @@ __device__ __forceinline__ void merit_tma2(unsigned dst, const MeritTmap* map, i
 """
 def _tma_nd(n):
     """The device function copying one box of an ``n``-D tensor map (coordinates innermost
-    first; zero fill outside the tensor) into shared memory, completing on an mbarrier."""
+    first; zero fill outside the tensor) into shared memory, completing on an mbarrier: the
+    channels-last image's box (``merit_tmac<n>``, beside the 2-D boxes' ``merit_tma2``)."""
     cs = ", ".join(f"int c{i}" for i in range(n))
     regs = ", ".join(f"%{i + 2}" for i in range(n))
     ins = ", ".join(f'"r"(c{i})' for i in range(n))
-    return (f"__device__ __forceinline__ void merit_tma{n}(unsigned dst, const MeritTmap* map, "
+    return (f"__device__ __forceinline__ void merit_tmac{n}(unsigned dst, const MeritTmap* map, "
             f"{cs}, unsigned bar) {{\n"
             f'    asm volatile("cp.async.bulk.tensor.{n}d.shared::cluster.global.'
             f'mbarrier::complete_tx::bytes [%0], [%1, {{{regs}}}], [%{n + 2}];\\n"\n'
@@ -1749,12 +1750,10 @@ def cl_coords(spec, tile, t):
     """C lines computing the start of a channels-last box (:func:`_cl_box` plan ``t``) for k
     tile ``kt`` of the block at ``pb<j>``, and the list of its coordinates, innermost first."""
     A = spec.na
-    lines = [f"int q = kt / {t['ncb']};"]
+    lines = [f"int q = kt / {t['ncb']};"] if A > 1 else []
     for i in range(A - 2, -1, -1):
         lines.append(f"const int a{i} = q % {spec.ashape[i]}; q /= {spec.ashape[i]};"
                      if i > 0 else "const int a0 = q;")
-    if A == 1:
-        lines.append("(void)q;")
     out = []
     for d, (off, rows, accs) in enumerate(t["coords"]):
         if d == 0:
@@ -1882,7 +1881,7 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
                 lines, coords = cl_coords(spec, tile, t)
                 for ln in lines:
                     w(ln)
-                w(f"merit_tma{len(coords)}(sbase + s * {stage_bytes} + {bases[oi]}, &tm{oi}, "
+                w(f"merit_tmac{len(coords)}(sbase + s * {stage_bytes} + {bases[oi]}, &tm{oi}, "
                   f"{', '.join(coords)}, mbar + 8 * s);")
                 w.close()
                 continue

@@ -36,6 +36,8 @@ CASES = [
     (W.conv2d(2, 32, 40, 36, 32, 9, stride=2, padding=4), "fp16", (1, 32, 4, 32), (8, 1),
      (1, 4), 32),
     (W.conv2d(3, 16, 9, 11, 24, 1, stride=2), "fp16", (2, 32, 8, 8), (8, 1), (1, 4), 32),
+    # a GEMM whose A rows are no 16-byte multiple (37 k): copied padded to the k tile
+    (W.gemm(50, 40, 37), "fp16", (64, 64), (4, 1), (1, 8), 64),
 ]
 
 
@@ -72,7 +74,7 @@ def _value(tr, array, pos):
 
 def _tma_calls(src):
     """The producer's channels-last box: (digit lines, coordinate expressions)."""
-    m = re.search(r"\{\s*\n((?:\s*(?:const )?int [^\n]*\n|\s*\(void\)q;\n)+)\s*merit_tma(\d)\("
+    m = re.search(r"\{\s*\n((?:\s*(?:const )?int [^\n]*\n)*)\s*merit_tmac(\d)\("
                   r"[^,]+, &tm0, (.*), mbar \+ 8 \* s\);", src)
     assert m, "no channels-last bulk copy in the producer"
     return m.group(1).strip().splitlines(), m.group(3).split(", ")
@@ -82,8 +84,6 @@ def _eval_coords(lines, coords, kt, pb):
     env = dict(kt=kt, **{f"pb{j}": v for j, v in enumerate(pb)})
     for ln in lines:
         ln = ln.strip().removeprefix("const ").removeprefix("int ").rstrip(";")
-        if ln == "(void)q":
-            continue
         for part in ln.split(";"):
             part = part.strip().replace("/=", "//=").replace(" / ", " // ")
             exec(part, {}, env)   # noqa: S102 - integer arithmetic of the generated source
@@ -130,7 +130,7 @@ def test_cl_box_matches_brute_force_im2col(case):
     flat = _relaid(img, moves[r.a])
     tr = spec.inputs[r.a].transform
     P, A = spec.np, spec.na
-    ac = 0   # conv2d's accumulation indices: (c, ky, kx)
+    ac = 0   # conv2d's accumulation indices: (c, ky, kx); GEMM's: (k,)
     order = [i for i in range(A) if i != ac] + [ac]
     grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
     blocks = [(0,) * P, tuple(g - 1 for g in grid), tuple(g // 2 for g in grid)]
@@ -174,9 +174,10 @@ def test_cl_weights_are_a_plain_matrix_in_the_new_order():
 
 
 def test_cl_refusals_and_candidates():
-    """The form is refused where it does not apply (a GEMM: no window; FP16 on float32 arrays,
-    which a copy cannot convert; a stride over 8; clamped borders) and offered beside the
-    producer tiles of a padded convolution in FP16 / BF16 / TF32, persistent forms too."""
+    """The form is refused where it does not apply (a GEMM whose A is a plain K-major matrix
+    already; FP16 on float32 arrays, which a copy cannot convert; a stride over 8) and offered
+    beside the producer tiles of a padded convolution in FP16 / BF16 / TF32, persistent forms
+    too."""
     gemm = _spec(W.gemm(300, 260, 520), "fp16")
     t = dict(regs=(128, 128), warps=(8, 1), frags=(1, 16), mma="fp16", ldsm=True, wgmma=True,
              chunk=64, stages=3, producer=True, tma=True, half=True, cl=True)
@@ -201,17 +202,19 @@ def test_cl_sources_of_other_tiles_unchanged():
     spec = _spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), "fp16")
     for t in rank(spec, count=8, device=H100):
         if t.ldsm and not t.cl:
-            assert "merit_tma4" not in source(spec, t)[1]
+            assert "merit_tmac" not in source(spec, t)[1]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 @pytest.mark.parametrize("prec", ["fp16", "tf32"])
 def test_cl_source_compiles_for_sm90a(prec, tmp_path):
-    """The channels-last producer tile (one-tile and persistent) compiles for sm_90a without
-    spills."""
-    spec = _spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), prec)
-    cl = [x for x in rank(spec, count=8, device=H100) if x.cl]
-    for t in (cl[0], next(x for x in cl if x.persist)):
+    """The channels-last producer tile (one-tile and persistent, and a GEMM's 2-D box beside
+    the weights') compiles for sm_90a without spills."""
+    vgg = _spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), prec)
+    cl = [x for x in rank(vgg, count=8, device=H100) if x.cl]
+    gemm = _spec(W.gemm(50, 40, 37), prec)   # a 2-D box beside the weights' 2-D box
+    odd = _tile(gemm, prec, (64, 64), (4, 1), (1, 8), 64 if prec != "tf32" else 32)
+    for spec, t in ((vgg, cl[0]), (vgg, next(x for x in cl if x.persist)), (gemm, odd)):
         cu = tmp_path / "k.cu"
         cu.write_text("typedef float T;\n" + source(spec, t)[1])
         res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
