@@ -510,7 +510,7 @@ def _complete_mma(spec, tile, device):
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
-                    areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl)
+                    areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl, halo=tile.halo)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -959,7 +959,35 @@ def _cl_variants(spec, tiles, device):
         seen.add(f)
         out.append((cost, f))
         out += [(cost, p) for p in _persistent(spec, f, device)]
+        if not HALO_TUNED:
+            continue
+        h = _trim_columns(spec, _replace(f, halo=True))
+        if h not in seen and not ldsm.wgmma_fits(spec, h) and _smem_bytes(spec, h) <= cap:
+            seen.add(h)
+            out.append((cost, h))
+            out += [(cost, p) for p in _persistent(spec, h, device)]
     return out
+
+
+def _trim_columns(spec, tile):
+    """``tile`` with its box of columns cut to the problem's extent along its one column index
+    (rounded up to wgmma's 8 per warp), where it is wider: a ``Tile.halo`` buffer holds the
+    weights of a whole row of taps, whose lines past the extent would be copied as zeros."""
+    r = ldsm.tile_roles(spec, tile)
+    if r is None or len(r.cols) != 1:
+        return tile
+    j = r.cols[0]
+    wn = tile.warps[1]
+    fn = -(-spec.pshape[j] // (8 * wn))
+    if fn >= tile.frags[1]:
+        return tile
+    regs = tuple(8 * wn * fn if i == j else n for i, n in enumerate(tile.regs))
+    return _replace(tile, regs=regs, frags=(tile.frags[0], fn))
+
+
+#: ... and their row-of-taps forms (``Tile.halo``: one widened image box per row of taps and
+#: tap phase, the taps read at shifted descriptor starts) where they apply.
+HALO_TUNED = True
 
 
 #: SIMT sums: the autotuner also times the best tiles of the cost model with ``tail="sm"`` (see

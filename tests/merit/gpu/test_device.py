@@ -697,6 +697,48 @@ def test_wgmma_channels_last_image_boxes():
                 _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
 
 
+def test_wgmma_halo_rows_of_taps():
+    """Row-of-taps tiles (``Tile.halo``): per ring buffer one bulk copy of the block's pixels
+    widened by the window's halo per tap phase and the weights of a row of taps; the consumers
+    read each tap at a descriptor start moved by whole lines.  k 9 / 5 / 3, dilation 2 and 3,
+    stride 2 (two tap phases), ragged pixels and channels, two channel blocks, 64- and 128-byte
+    lines; one tile per block and persistent; FP16 / BF16 on half arrays, TF32 on float32
+    arrays; twice each, against float64 on the operands as the tile reads them."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.conv2d(2, 24, 6, 100, 16, 9, padding=4),
+         {"regs": (1, 16, 2, 64), "warps": (8, 1), "frags": (1, 2)}, 3),
+        (W.conv2d(2, 40, 5, 70, 8, 5, padding=4, dilation=2),
+         {"regs": (1, 8, 1, 64), "warps": (4, 1), "frags": (1, 1)}, 5),
+        (W.conv2d(2, 32, 20, 140, 32, 9, stride=2, padding=4),
+         {"regs": (1, 32, 1, 64), "warps": (4, 1), "frags": (1, 4)}, 7),
+        (W.conv2d(2, 16, 9, 150, 16, 3, stride=2, padding=3, dilation=3),
+         {"regs": (1, 16, 1, 64), "warps": (4, 1), "frags": (1, 2)}, 4),
+    ]
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=61):
+        grid = next(g for p, _, g in cases if p is problem)
+        for chunk, stages, persist in ((64, 3, 0), (32, 4, grid)):
+            tile = check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True, chunk=chunk,
+                                         half=True, stages=stages, producer=True, tma=True,
+                                         cl=True, halo=True, persist=persist))
+            assert ldsm.tma_ops(spec, tile)[0]["halo"]
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref, tol=1e-5)
+    rng = np.random.default_rng(67)
+    for problem, shape, grid in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        for chunk, stages, persist in ((32, 3, 0), (16, 4, grid)):
+            tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
+                                         stages=stages, producer=True, tma=True, cl=True,
+                                         halo=True, persist=persist))
+            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+            for _ in range(2):
+                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
+
+
 def test_cl_relayout_copies():
     """The channels-last copies (``runtime.relayout``), element by element and in 16-byte
     pieces, 2- and 4-byte elements: ``(outer, C, inner)`` as ``(outer, inner, Cp)`` with the
