@@ -130,12 +130,12 @@ class Stimulus:
 
 def interlocked(first, second):
     """Cycles command ``second`` waits behind ``first``: :func:`merit.perf.interlocked` of two
-    legal instructions; behind a legal ``LOOKUP`` (two cycles in the first execute stage) any
-    other command waits one cycle."""
+    legal instructions; behind a legal ``LOOKUP`` (``perf.LOOKUP_E1_CYCLES`` cycles in the first
+    execute stage) any other command waits all but one of them."""
     if first[0] != Command.EXEC or not is_legal(first[1]):
         return 0
     if second[0] != Command.EXEC or not is_legal(second[1]):
-        return int(decode(first[1]).op == Op.LOOKUP)
+        return (perf.LOOKUP_E1_CYCLES - 1) * int(decode(first[1]).op == Op.LOOKUP)
     return perf.interlocked(decode(first[1]), decode(second[1]))
 
 
