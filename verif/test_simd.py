@@ -304,13 +304,18 @@ async def random_program_no_backpressure(dut):
     stalls = sum(a[0] == Command.STORE and b[0] == Command.LOAD
                  for a, b in zip(commands, commands[1:], strict=False))
     interlocks = sum(interlocked(a, b) for a, b in zip(commands, commands[1:], strict=False))
+    # a LOOKUP at the end drains its E1 cycles beyond the two the margin below allows
+    last = commands[-1]
+    tail = (max(0, perf.LOOKUP_E1_CYCLES - 2)
+            if last[0] == Command.EXEC and is_legal(last[1]) and decode(last[1]).op == Op.LOOKUP
+            else 0)
     cycles = await tb.run(20 * cfg["commands"])
     dut._log.info("coverage %s", dict(tb.count))
     for op in Op:
         assert any(k.startswith(op.name) for k in tb.count), f"no {op.name}: {tb.count}"
     assert tb.count["raw_back_to_back"] > 0 and tb.count["STORE"] and tb.count["LOAD"]
     assert tb.count["interlocked"] and tb.count["a_forwarded"] and tb.count["swapped"], tb.count
-    assert cycles <= cfg["commands"] + stalls + interlocks + 4, \
+    assert cycles <= cfg["commands"] + stalls + interlocks + 4 + tail, \
         f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls, " \
         f"{interlocks} interlocks)"
     record_metric("commands_per_cycle",
