@@ -19,7 +19,7 @@ import pytest
 from simd_stream import CONSTS, LANES, random_vectors, run_stream
 
 from merit.isa import LUT_ENTRIES, Op, assemble, decode
-from merit.perf import interlocked
+from merit.perf import LOOKUP_E1_CYCLES, interlocked
 from meritz.tau.cp.simd import Command
 from simd_model import SimdModel
 
@@ -152,7 +152,7 @@ def test_lookup_hazards_and_cycles(program):
     assert got == want
     ins = [decode(c[1]) if c[0] == Command.EXEC else None for c in cmds]
     waits = sum(interlocked(x, y) if x is not None and y is not None else
-                int(x is not None and x.op == Op.LOOKUP)          # a lut before a command
+                (LOOKUP_E1_CYCLES - 1) * int(x is not None and x.op == Op.LOOKUP)
                 for x, y in zip(ins, ins[1:], strict=False))
     stalls = sum(1 for x, y in zip(cmds, cmds[1:], strict=False)
                  if x[0] == Command.STORE and y[0] == Command.LOAD)
