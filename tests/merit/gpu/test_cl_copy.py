@@ -17,6 +17,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from clref import relaid, spec_at, value
 
 from merit import workloads as W
 from merit.gpu.ldsm import cl_layout, source, tma_ops
@@ -41,35 +42,10 @@ CASES = [
 ]
 
 
-def _spec(problem, prec):
-    return spec_of(problem, "float32", prec,
-                   operands={"fp16": "float16", "bf16": "bfloat16"}.get(prec, "float32"))
-
-
 def _tile(spec, prec, regs, warps, frags, bk):
     return check_tile(spec, dict(regs=regs, warps=warps, frags=frags, mma=prec, ldsm=True,
                                  wgmma=True, chunk=bk, stages=3, producer=True, tma=True,
                                  half=prec != "tf32", cl=True))
-
-
-def _relaid(array, move):
-    outer, C, inner, Cp = move
-    a = array.reshape(outer, C, inner).transpose(0, 2, 1)
-    out = np.zeros((outer, inner, Cp), dtype=array.dtype)
-    out[:, :, :C] = a
-    return out.reshape(-1)
-
-
-def _value(tr, array, pos):
-    """The element of ``array`` that transform ``tr`` reads at positions ``pos`` (p then a),
-    zero outside the tensor (the problems' boundary is zero)."""
-    idx = []
-    for ax, n in enumerate(tr.source_shape):
-        x = tr.offset[ax] + sum(s * pos[q] for q, s in tr.terms[ax])
-        if not 0 <= x < n:
-            return 0.0
-        idx.append(x)
-    return array[tuple(idx)]
 
 
 def _tma_calls(src):
@@ -113,7 +89,7 @@ def test_cl_box_matches_brute_force_im2col(case):
     the real channels), zero where the window leaves the image (stride 2, dilation 3, k 1/3/9,
     ragged channels and pixels)."""
     problem, prec, regs, warps, frags, bk = CASES[case]
-    spec = _spec(problem, prec)
+    spec = spec_at(problem, prec)
     tile = _tile(spec, prec, regs, warps, frags, bk)
     spec2, moves = cl_layout(spec, bk)
     r = roles(spec)
@@ -127,7 +103,7 @@ def test_cl_box_matches_brute_force_im2col(case):
     arrays = problem.random_inputs(rng, np.float32)
     by = dict(zip([t.name for t in problem.tensors], arrays, strict=True))
     img = by[problem.operands[r.a].tensor]
-    flat = _relaid(img, moves[r.a])
+    flat = relaid(img, moves[r.a])
     tr = spec.inputs[r.a].transform
     P, A = spec.np, spec.na
     ac = 0   # conv2d's accumulation indices: (c, ky, kx); GEMM's: (k,)
@@ -152,7 +128,7 @@ def test_cl_box_matches_brute_force_im2col(case):
                     a = [0] * A
                     for n, i in enumerate(order):
                         a[i] = a2[n]
-                    want = 0.0 if a[ac] >= spec.ashape[ac] else _value(tr, img, pos + a)
+                    want = 0.0 if a[ac] >= spec.ashape[ac] else value(tr, img, pos + a)
                     assert got[ln, kk] == want, (gb, kt, ln, kk)
 
 
@@ -160,11 +136,11 @@ def test_cl_weights_are_a_plain_matrix_in_the_new_order():
     """The weights' copy is the plain K-major matrix of the reordered k (taps, then channels
     padded to the k tile): every element against the original weights."""
     problem = W.conv2d(2, 40, 17, 21, 64, 3, padding=3, dilation=3)
-    spec = _spec(problem, "fp16")
+    spec = spec_at(problem, "fp16")
     spec2, moves = cl_layout(spec, 32)
     r = roles(spec)
     wts = problem.random_inputs(np.random.default_rng(5), np.float32)[1]
-    flat = _relaid(wts, moves[r.b]).reshape(64, -1)
+    flat = relaid(wts, moves[r.b]).reshape(64, -1)
     assert spec2.ashape == (3, 3, 64) and flat.shape == (64, 9 * 64)
     for m, ky, kx, c in np.ndindex(64, 3, 3, 64):
         want = wts[m, c, ky, kx] if c < 40 else 0.0
@@ -178,7 +154,7 @@ def test_cl_refusals_and_candidates():
     already; FP16 on float32 arrays, which a copy cannot convert; a stride over 8) and offered
     beside the producer tiles of a padded convolution in FP16 / BF16 / TF32, persistent forms
     too."""
-    gemm = _spec(W.gemm(300, 260, 520), "fp16")
+    gemm = spec_at(W.gemm(300, 260, 520), "fp16")
     t = dict(regs=(128, 128), warps=(8, 1), frags=(1, 16), mma="fp16", ldsm=True, wgmma=True,
              chunk=64, stages=3, producer=True, tma=True, half=True, cl=True)
     with pytest.raises(ValueError):
@@ -187,9 +163,9 @@ def test_cl_refusals_and_candidates():
     with pytest.raises(ValueError):
         check_tile(spec_of(conv, "float32", "fp16"), dict(t, regs=(1, 64, 2, 64), warps=(4, 1),
                                                            frags=(1, 8), half=False))
-    assert cl_layout(_spec(W.conv2d(1, 8, 64, 64, 16, 3, stride=9), "fp16"), 32) is None
+    assert cl_layout(spec_at(W.conv2d(1, 8, 64, 64, 16, 3, stride=9), "fp16"), 32) is None
     for prec in ("fp16", "bf16", "tf32"):
-        spec = _spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), prec)
+        spec = spec_at(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), prec)
         tiles = rank(spec, count=8, device=H100)
         cl = [x for x in tiles if x.cl]
         assert cl and all(x.producer and x.tma and not x.mn and not x.areg for x in cl)
@@ -199,7 +175,7 @@ def test_cl_refusals_and_candidates():
 
 def test_cl_sources_of_other_tiles_unchanged():
     """Tiles without the field generate no channels-last copy (the form is opt-in)."""
-    spec = _spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), "fp16")
+    spec = spec_at(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), "fp16")
     for t in rank(spec, count=8, device=H100):
         if t.ldsm and not t.cl:
             assert "merit_tmac" not in source(spec, t)[1]
@@ -210,9 +186,9 @@ def test_cl_sources_of_other_tiles_unchanged():
 def test_cl_source_compiles_for_sm90a(prec, tmp_path):
     """The channels-last producer tile (one-tile and persistent, and a GEMM's 2-D box beside
     the weights') compiles for sm_90a without spills."""
-    vgg = _spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), prec)
+    vgg = spec_at(W.conv2d(16, 128, 56, 56, 256, 3, padding=1), prec)
     cl = [x for x in rank(vgg, count=8, device=H100) if x.cl]
-    gemm = _spec(W.gemm(50, 40, 37), prec)   # a 2-D box beside the weights' 2-D box
+    gemm = spec_at(W.gemm(50, 40, 37), prec)   # a 2-D box beside the weights' 2-D box
     odd = _tile(gemm, prec, (64, 64), (4, 1), (1, 8), 64 if prec != "tf32" else 32)
     for spec, t in ((vgg, cl[0]), (vgg, next(x for x in cl if x.persist)), (gemm, odd)):
         cu = tmp_path / "k.cu"

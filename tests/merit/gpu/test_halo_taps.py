@@ -18,12 +18,12 @@ import subprocess
 
 import numpy as np
 import pytest
+from clref import relaid, spec_at, value
 
 from merit import workloads as W
 from merit.gpu import ldsm
 from merit.gpu.ldsm import cl_layout, halo_plan, source, tma_ops
 from merit.gpu.mma import KSTEP, roles
-from merit.gpu.spec import spec_of
 from merit.gpu.tiling import H100, check_tile, rank
 
 # (problem, precision, tile box over (n, m, ho, wo), warps, frags, k tile)
@@ -44,34 +44,10 @@ CASES = [
 ]
 
 
-def _spec(problem, prec):
-    return spec_of(problem, "float32", prec,
-                   operands={"fp16": "float16", "bf16": "bfloat16"}.get(prec, "float32"))
-
-
 def _tile(spec, prec, regs, warps, frags, bk, **kw):
     return check_tile(spec, dict(dict(regs=regs, warps=warps, frags=frags, mma=prec, ldsm=True,
                                       wgmma=True, chunk=bk, stages=3, producer=True, tma=True,
                                       half=prec != "tf32", cl=True, halo=True), **kw))
-
-
-def _relaid(array, move):
-    outer, C, inner, Cp = move
-    a = array.reshape(outer, C, inner).transpose(0, 2, 1)
-    out = np.zeros((outer, inner, Cp), dtype=array.dtype)
-    out[:, :, :C] = a
-    return out.reshape(-1)
-
-
-def _value(tr, array, pos):
-    """The element that transform ``tr`` reads at positions ``pos`` (p then a), zero outside."""
-    idx = []
-    for ax, n in enumerate(tr.source_shape):
-        x = tr.offset[ax] + sum(s * pos[q] for q, s in tr.terms[ax])
-        if not 0 <= x < n:
-            return 0.0
-        idx.append(x)
-    return array[tuple(idx)]
 
 
 def _simulate(flat, dims, strides, box, est, start):
@@ -136,7 +112,7 @@ def test_halo_rows_match_brute_force_im2col(case):
     step's channels, zero in the padding and past the real channels) and B lines (the filters'
     weights at that tap); every k index of the problem is read exactly once."""
     problem, prec, regs, warps, frags, bk = CASES[case]
-    spec = _spec(problem, prec)
+    spec = spec_at(problem, prec)
     tile = _tile(spec, prec, regs, warps, frags, bk)
     hp = halo_plan(spec, tile)
     assert hp is not None and tile.label().endswith("_cl_halo")
@@ -160,7 +136,7 @@ def test_halo_rows_match_brute_force_im2col(case):
     arrays = problem.random_inputs(rng, np.float32)
     by = dict(zip([t.name for t in problem.tensors], arrays, strict=True))
     img, wts = by[problem.operands[r.a].tensor], by[problem.operands[r.b].tensor]
-    iflat, wflat = _relaid(img, moves[r.a]), _relaid(wts, moves[r.b])
+    iflat, wflat = relaid(img, moves[r.a]), relaid(wts, moves[r.b])
     tr_a, tr_b = spec.inputs[r.a].transform, spec.inputs[r.b].transform
     P, A = spec.np, spec.na
     order = [i for i in range(A) if i != 0] + [0]   # conv2d's (c, ky, kx): channels innermost
@@ -212,7 +188,7 @@ def test_halo_rows_match_brute_force_im2col(case):
                             # the k index this tap and step stand for, from the producer's k0
                             k = env["k0"] + kx * hp["kst"][hp["x"]] + kk * ks + e
                             pos, a = a_row(pb, line, k)
-                            want = 0.0 if a[0] >= spec.ashape[0] else _value(tr_a, img, pos + a)
+                            want = 0.0 if a[0] >= spec.ashape[0] else value(tr_a, img, pos + a)
                             assert got == want, (gb, kt, kx, kk, wm, m, e)
                             if wm == 0 and m == 0:
                                 seen[k] += 1
@@ -226,7 +202,7 @@ def test_halo_rows_match_brute_force_im2col(case):
                             _, a = a_row([0] * P, 0, k)
                             pos = [0] * P
                             pos[r.cols[0]] = pb[r.cols[0]] + col
-                            want = 0.0 if a[0] >= spec.ashape[0] else _value(tr_b, wts, pos + a)
+                            want = 0.0 if a[0] >= spec.ashape[0] else value(tr_b, wts, pos + a)
                             assert got == want, (gb, kt, kx, kk, wn, c, e)
         assert (seen == 1).all()
         assert bm == 64 * (tile.warps[0] // 4)
@@ -237,10 +213,10 @@ def test_halo_refusals_and_candidates():
     a warpgroup's 64 rows would cross a row of the box (block extent 32 along it) and without
     ``cl``; it is offered beside the ``cl`` tiles of the Table V k9 convolutions (stride 1 and
     2, FP16 / BF16 / TF32), persistent forms too, and not for a 1x1 convolution."""
-    k1 = _spec(W.conv2d(2, 32, 16, 128, 32, 1), "fp16")
+    k1 = spec_at(W.conv2d(2, 32, 16, 128, 32, 1), "fp16")
     with pytest.raises(ValueError):
         _tile(k1, "fp16", (1, 32, 1, 64), (4, 1), (1, 4), 32)
-    k3 = _spec(W.conv2d(2, 32, 16, 128, 32, 3, padding=1), "fp16")
+    k3 = spec_at(W.conv2d(2, 32, 16, 128, 32, 3, padding=1), "fp16")
     with pytest.raises(ValueError):
         _tile(k3, "fp16", (1, 32, 2, 32), (4, 1), (1, 4), 32)
     with pytest.raises(ValueError):
@@ -248,7 +224,7 @@ def test_halo_refusals_and_candidates():
     assert halo_plan(k3, _tile(k3, "fp16", (1, 32, 1, 64), (4, 1), (1, 4), 32, halo=False))
     for stride in (1, 2):
         for prec in ("fp16", "bf16", "tf32"):
-            spec = _spec(W.conv2d(16, 32, 128, 128, 32, 9, stride=stride, padding=4), prec)
+            spec = spec_at(W.conv2d(16, 32, 128, 128, 32, 9, stride=stride, padding=4), prec)
             tiles = rank(spec, count=8, device=H100)
             halo = [x for x in tiles if x.halo]
             assert halo and all(x.cl and x.producer and x.tma for x in halo), (stride, prec)
@@ -256,13 +232,13 @@ def test_halo_refusals_and_candidates():
             assert all(x.label().endswith(("_cl_halo",)) or "_cl_halo" in x.label()
                        for x in halo)
             assert all(ldsm.smem_bytes(spec, x) <= H100.smem_block for x in halo)
-    spec = _spec(W.conv2d(16, 32, 128, 128, 32, 1), "fp16")
+    spec = spec_at(W.conv2d(16, 32, 128, 128, 32, 1), "fp16")
     assert not any(x.halo for x in rank(spec, count=8, device=H100))
 
 
 def test_halo_off_leaves_cl_sources_unchanged():
     """Tiles without the field generate the per-tap ``cl`` source (one box per k tile)."""
-    spec = _spec(W.conv2d(16, 32, 128, 128, 32, 9, padding=4), "fp16")
+    spec = spec_at(W.conv2d(16, 32, 128, 128, 32, 9, padding=4), "fp16")
     for t in rank(spec, count=8, device=H100):
         if t.cl and not t.halo:
             src = source(spec, t)[1]
@@ -275,7 +251,7 @@ def test_halo_source_compiles_for_sm90a(prec, tmp_path):
     """The row-of-taps tiles of the k9 convolutions (stride 1 and 2, one tile per block and
     persistent) compile for sm_90a without spills."""
     for stride in (1, 2):
-        spec = _spec(W.conv2d(16, 32, 128, 128, 32, 9, stride=stride, padding=4), prec)
+        spec = spec_at(W.conv2d(16, 32, 128, 128, 32, 9, stride=stride, padding=4), prec)
         halo = [x for x in rank(spec, count=8, device=H100) if x.halo]
         for t in (halo[0], next(x for x in halo if x.persist)):
             cu = tmp_path / "k.cu"
