@@ -650,6 +650,39 @@ def test_wgmma_tf32_areg():
     assert ran == 20
 
 
+def _check_channels_last(cases, form, *, seeds, half_forms, tf32_forms):
+    """Run each ``(problem, shape, persistent grid)`` of ``cases`` on the channels-last tiles
+    ``form`` (``{"cl": True}``, with ``"halo": True`` for rows of taps): FP16 / BF16 on half
+    arrays at ``half_forms``, TF32 on float32 arrays at ``tf32_forms`` (``(chunk, stages)``: the
+    first one tile per block, the second persistent); twice each, against float64 on the
+    operands as the tile reads them (fp32 sums over K up to 81 x 64: a few 1e-6 of rounding)."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    flag = "halo" if form.get("halo") else "cl"
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases],
+                                                              seed=seeds[0]):
+        grid = next(g for p, _, g in cases if p is problem)
+        for (chunk, stages), persist in zip(half_forms, (0, grid), strict=True):
+            tile = check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True, chunk=chunk,
+                                         half=True, stages=stages, producer=True, tma=True,
+                                         persist=persist, **form))
+            assert ldsm.tma_ops(spec, tile)[0][flag]
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref, tol=1e-5)
+    rng = np.random.default_rng(seeds[1])
+    for problem, shape, grid in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        for (chunk, stages), persist in zip(tf32_forms, (0, grid), strict=True):
+            tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
+                                         stages=stages, producer=True, tma=True,
+                                         persist=persist, **form))
+            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+            for _ in range(2):
+                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
+
+
 def test_wgmma_channels_last_image_boxes():
     """Channels-last producer tiles (``Tile.cl``): both loop operands copied channels-last in the
     launch (channels zero-padded to the k tile), the image's k tile one bulk copy of a 4-D box
@@ -657,8 +690,6 @@ def test_wgmma_channels_last_image_boxes():
     pixels, channels and filters; stride 2 (the box's traversal stride), dilation 3, k 1 / 3 /
     9; one tile per block and persistent; FP16 / BF16 on half arrays, TF32 on float32 arrays
     (truncated by wgmma); twice each, against float64 on the operands as the tile reads them."""
-    from merit.gpu import ldsm
-    from merit.gpu.tiling import check_tile
 
     cases = [
         (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
@@ -674,27 +705,8 @@ def test_wgmma_channels_last_image_boxes():
         (W.conv2d(3, 16, 9, 11, 24, 1, stride=2),
          {"regs": (2, 32, 8, 8), "warps": (8, 1), "frags": (1, 4)}, 1),
     ]
-    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=53):
-        grid = next(g for p, _, g in cases if p is problem)
-        for chunk, stages, persist in ((64, 4, 0), (32, 3, grid)):
-            tile = check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True, chunk=chunk,
-                                         half=True, stages=stages, producer=True, tma=True,
-                                         cl=True, persist=persist))
-            assert ldsm.tma_ops(spec, tile)[0]["cl"]
-            for _ in range(2):   # twice: fresh poison, the same answer (no race)
-                # (fp32 sums over K up to 81 x 64: a few 1e-6 of rounding)
-                _run_checked(problem, half, tile, spec.pshape, prec, ref, tol=1e-5)
-    rng = np.random.default_rng(59)
-    for problem, shape, grid in cases:
-        arrays = problem.random_inputs(rng, np.float32)
-        spec = spec_of(problem, "float32", "tf32")
-        for chunk, stages, persist in ((32, 4, 0), (16, 3, grid)):
-            tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
-                                         stages=stages, producer=True, tma=True, cl=True,
-                                         persist=persist))
-            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
-            for _ in range(2):
-                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
+    _check_channels_last(cases, {"cl": True}, seeds=(53, 59), half_forms=((64, 4), (32, 3)),
+                         tf32_forms=((32, 4), (16, 3)))
 
 
 def test_wgmma_halo_rows_of_taps():
@@ -704,8 +716,6 @@ def test_wgmma_halo_rows_of_taps():
     stride 2 (two tap phases), ragged pixels and channels, two channel blocks, 64- and 128-byte
     lines; one tile per block and persistent; FP16 / BF16 on half arrays, TF32 on float32
     arrays; twice each, against float64 on the operands as the tile reads them."""
-    from merit.gpu import ldsm
-    from merit.gpu.tiling import check_tile
 
     cases = [
         (W.conv2d(2, 24, 6, 100, 16, 9, padding=4),
@@ -717,26 +727,8 @@ def test_wgmma_halo_rows_of_taps():
         (W.conv2d(2, 16, 9, 150, 16, 3, stride=2, padding=3, dilation=3),
          {"regs": (1, 16, 1, 64), "warps": (4, 1), "frags": (1, 2)}, 4),
     ]
-    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=61):
-        grid = next(g for p, _, g in cases if p is problem)
-        for chunk, stages, persist in ((64, 3, 0), (32, 4, grid)):
-            tile = check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True, chunk=chunk,
-                                         half=True, stages=stages, producer=True, tma=True,
-                                         cl=True, halo=True, persist=persist))
-            assert ldsm.tma_ops(spec, tile)[0]["halo"]
-            for _ in range(2):   # twice: fresh poison, the same answer (no race)
-                _run_checked(problem, half, tile, spec.pshape, prec, ref, tol=1e-5)
-    rng = np.random.default_rng(67)
-    for problem, shape, grid in cases:
-        arrays = problem.random_inputs(rng, np.float32)
-        spec = spec_of(problem, "float32", "tf32")
-        for chunk, stages, persist in ((32, 3, 0), (16, 4, grid)):
-            tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
-                                         stages=stages, producer=True, tma=True, cl=True,
-                                         halo=True, persist=persist))
-            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
-            for _ in range(2):
-                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
+    _check_channels_last(cases, {"cl": True, "halo": True}, seeds=(61, 67),
+                         half_forms=((64, 3), (32, 4)), tf32_forms=((32, 3), (16, 4)))
 
 
 def test_cl_relayout_copies():

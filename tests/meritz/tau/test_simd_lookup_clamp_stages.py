@@ -15,12 +15,11 @@ under gaps and ``out`` backpressure; and the cycles, without gaps, are the comma
 
 import numpy as np
 import pytest
-from simd_stream import CONSTS, LANES, random_vectors, run_stream
+from simd_stream import LANES, run_stream, stream_vectors
 
 from merit.isa import LUT_ENTRIES, Op, assemble, decode
 from merit.perf import LOOKUP_E1_CYCLES, interlocked
 from meritz.tau.cp.simd import Command
-from simd_model import SimdModel
 
 WRAP = 1 << 32
 
@@ -205,9 +204,7 @@ def test_random_lookup_streams_with_the_sram_cycles_and_backpressure(seed):
     luts = _luts()
     rng = np.random.default_rng(seed)
     cmds = _random_stream(rng, 70, luts)
-    golden = SimdModel(LANES, CONSTS, luts)
-    need = [golden.needs((*c, 0, 0, 0)) for c in cmds]
-    rp = tuple(random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
+    rp = stream_vectors(cmds, luts, rng)
     got, want, accepted, outs, _ = run_stream(cmds, luts, rp=rp)
     assert len(want) >= 8
     assert got == want
