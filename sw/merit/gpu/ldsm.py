@@ -302,6 +302,9 @@ def smem_bytes(spec, tile):
     # producer tile adds a "full" and an "empty" mbarrier (8 bytes each) per buffer
     hp = halo_plan(spec, tile) if getattr(tile, "halo", False) else None
     per = hp["stage"] if hp else (bm + bn) * rb
+    ep = epi_plan(spec, tile) if getattr(tile, "epi", 0) else None
+    if ep:   # the staged epilogue's buffers after the mbarriers, at a 1024-byte boundary
+        return WG_ALIGN + ep["top"] + ep["bytes"]
     return (_buffers(tile) * per + (WG_ALIGN if tile.wgmma else 0)
             + (16 * _buffers(tile) if tile.producer else 0))
 
@@ -430,6 +433,12 @@ def wgmma_fits(spec, tile):
                 "innermost pixel axis is moved by the innermost row index and one tap index "
                 "alone, a block extent along it that is a multiple of 64, and a box of at most "
                 "256 elements (ldsm.halo_plan)")
+    if getattr(tile, "epi", 0) and epi_plan(spec, tile) is None:
+        return (f"tile.epi (a staged epilogue by bulk tensor stores, {tile.epi} buffers per "
+                f"consumer warpgroup) needs a persistent producer tile with bulk copies (no "
+                f"areg / pingpong / cl), an fp32 output matrix of rows along parallel index 0 and "
+                f"unit-stride columns along index 1 (a multiple of 4), and warpgroup columns in "
+                f"chunks of {EPI_COLS} that tile.epi divides (ldsm.epi_plan)")
     if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
         return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
                 "plain matrix in memory (see ldsm.tma_ops)")
@@ -954,6 +963,9 @@ def source(spec, tile):
     if tile.tma:
         out.append(_PRELUDE_TMA)
         out += [_tma_nd(len(t["dims"])) for t in tma_ops(spec, tile) if t and t.get("cl")]
+    ep = epi_plan(spec, tile) if tile.epi else None
+    if ep:
+        out.append(_PRELUDE_EPI)
     asy = async_ops(spec, tile) if hv else (False, False)
     a4s = word_ops(spec, tile)
     if any(a4s):   # TF32 producer tiles: word copies, counted with the other cp.async slots
@@ -970,6 +982,8 @@ def source(spec, tile):
     if tile.tma:   # after the arrays: the tensor maps of the operands the copy engine takes
         params += [f"const __grid_constant__ MeritTmap tm{oi}"
                    for oi, t in enumerate(tma_ops(spec, tile)) if t]
+    if ep:   # the output's tensor map (bulk stores of the staged epilogue), last
+        params.append("const __grid_constant__ MeritTmap tmo")
     if cl > 1:
         out.append(_PRELUDE_CLUSTER.replace("MERIT_ST4X", _store_x(prec)))
     cdims = f"__cluster_dims__({cl}, 1, 1) " if cl > 1 else ""
@@ -1267,12 +1281,17 @@ def source(spec, tile):
                                 tmas, (0, b_off), spec)
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
                          open_tiles if pers else None)
-        emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers),
-                      rows=_areg_rows if tile.areg else None,
-                      rows_ok=AREG_VECTOR_ROWS if tile.areg else None)
+        if ep:
+            _emit_epilogue_staged(w, spec, tile, r, blk, ep)
+        else:
+            emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers),
+                          rows=_areg_rows if tile.areg else None,
+                          rows_ok=AREG_VECTOR_ROWS if tile.areg else None)
         if pers:
             w(f"g0 += {2 * ntiles if tile.pingpong else ntiles};")
             w.close()
+        if ep:   # the last bulk stores complete before the block leaves
+            w("if ((tid & 127) == 0) merit_bulk_wait_all();")
         out.append("\n".join(w.lines))
         out.append("}")
         return name, "\n".join(out) + "\n", nblocks, nt, smem
@@ -1905,6 +1924,51 @@ def stage_bytes(spec, tile):
     return (bm + bn) * rb
 
 
+#: A staged epilogue's chunk (``Tile.epi``): 64 rows (a consumer warpgroup's) x 32 fp32 columns,
+#: 128-byte lines in the output tensor map's 128-byte swizzle: 8 KB per staging buffer.
+EPI_COLS = 32
+EPI_BYTES = 64 * EPI_COLS * 4
+
+
+def epi_plan(spec, tile):
+    """The staged epilogue of a persistent producer tile (``Tile.epi`` staging buffers per
+    consumer warpgroup), or None where it does not apply: the output must be a plain fp32 matrix
+    whose rows are the tile's one row index (parallel index 0) and whose columns, innermost with
+    unit stride, its one column index (index 1), rows a multiple of 16 bytes apart (GEMM, FC);
+    the tile a persistent producer tile with bulk copies, not ``areg`` / ``pingpong`` / ``cl``,
+    each warpgroup's columns a multiple of :data:`EPI_COLS` whose chunks ``epi`` divides.
+    The dict: the output's 2-D tensor map (``dims`` (columns, rows), ``strides``, ``box`` (32,
+    64), ``swizzle`` 128, ``esize`` 4), ``top`` (byte offset of the staging buffers from the
+    aligned base: after the ring and its mbarriers, at a 1024-byte boundary), ``nwg`` (consumer
+    warpgroups), ``chunks`` (per warpgroup and output tile), ``bytes`` (all staging buffers)."""
+    epi = getattr(tile, "epi", 0)
+    if not epi or not (tile.persist and tile.producer and tile.tma and tile.wgmma
+                       and tile.cluster == 1 and not tile.areg and not tile.pingpong
+                       and not tile.cl and tile.split == 1):
+        return None
+    r = tile_roles(spec, tile)
+    if (r is None or spec.np != 2 or tuple(r.rows) != (0,) or tuple(r.cols) != (1,)
+            or spec.outputs != 1 or spec.out_dtype != "float32"):
+        return None
+    fn = tile.frags[1]
+    chunks = 8 * fn // EPI_COLS
+    M, N = spec.pshape
+    if (8 * fn) % EPI_COLS or chunks % epi or N * 4 % 16:
+        return None
+    nbuf = _buffers(tile)
+    top = -(-(nbuf * stage_bytes(spec, tile) + 16 * nbuf) // 1024) * 1024
+    nwg = math.prod(tile.warps) // 4
+    return dict(dims=(N, M), strides=(N * 4,), box=(EPI_COLS, 64), swizzle=128, esize=4,
+                top=top, nwg=nwg, chunks=chunks, bytes=nwg * epi * EPI_BYTES)
+
+
+def epi_offset(row, col):
+    """Byte offset of element (``row``, ``col``) of a staging buffer (64 rows x 32 fp32
+    columns) as the bulk copy engine reads the output's box with the 128-byte swizzle: rows of
+    128 bytes, 16-byte piece ``c`` of row ``r`` at piece ``c ^ r % 8``."""
+    return row * 128 + ((((col >> 2) ^ (row % 8))) << 4) + (col & 3) * 4
+
+
 def tma_ops(spec, tile):
     """Per operand (A, B) of a ``half`` or TF32 wgmma tile: how the bulk tensor copy engine
     copies it, or None where it cannot (a TF32 operand goes as fp32 bits, which wgmma reads
@@ -1969,6 +2033,102 @@ def tma_ops(spec, tile):
             got.update(bytes=hp["kw"] * lines * rb, halo=True)
         out.append(got)
     return tuple(out)
+
+
+_PRELUDE_EPI = r"""
+__device__ __forceinline__ void merit_sts2(unsigned addr, float a, float b) {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(a), "f"(b) : "memory");
+}
+__device__ __forceinline__ void merit_epi_sync(int id) {
+    // named barrier ``id`` of one consumer warpgroup (128 threads)
+    asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory");
+}
+__device__ __forceinline__ void merit_tma_store2(unsigned src, const MeritTmap* map, int c0,
+                                                 int c1) {
+    // one box of shared memory to the output's 2-D tensor map (clipped at its edges), in the
+    // thread's current bulk group
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+                 :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(src), "r"(c0), "r"(c1)
+                 : "memory");
+}
+__device__ __forceinline__ void merit_bulk_commit() {
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void merit_bulk_wait_read() {
+    // until at most N of this thread's bulk groups still read their shared memory
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void merit_bulk_wait_all() {
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+"""
+
+#: Named barriers of the staged epilogue: ``EPI_BARRIER + g`` for consumer warpgroup ``g`` (0 is
+#: the block's, 1 and 2 the ping-pong groups').
+EPI_BARRIER = 8
+
+
+def _emit_epilogue_staged(w, spec, tile, r, blk, ep):
+    """The staged epilogue (``Tile.epi``, :func:`epi_plan`) of a persistent producer tile's
+    consumers, per output tile: each consumer warpgroup ``eg`` (``warp >> 2``: rows ``(wm >> 2)
+    * 64`` of the block, columns ``wn * 8 FN``) goes over its columns in chunks of
+    :data:`EPI_COLS`; chunk ``c`` goes to staging buffer ``c % epi``: the warpgroup's first
+    thread waits until at most ``epi - 1`` of its bulk stores still read their buffers (so chunk
+    ``c - epi``'s, this tile's or the last one's, is read), the warpgroup meets at its named
+    barrier, every thread writes its sums of the chunk (after the PostLoop) as pairs
+    (``st.shared.v2``, at :func:`epi_offset`; lane ``(gq, tq)`` takes the chunk's fragments in
+    the order ``k ^ 2 (gq & 1)``, so that no two lanes of a half-warp hit one bank), a proxy
+    fence (the copy engine reads what the threads wrote), the barrier again, then the first
+    thread issues the chunk's bulk tensor store (columns ``pb1 + wn 8 FN + 32 c``, rows ``pb0 +
+    (wm >> 2) 64``; the engine clips what lies outside the output) and commits it as one bulk
+    group."""
+    A = spec.na
+    epi = tile.epi
+    fn_n = tile.frags[1]
+    M, N = spec.pshape
+    post = [k for k, op in enumerate(spec.inputs) if op.stage == "post"]
+    post_args_a = [str(spec.ashape[i] - 1) for i in range(A)]
+    ragged = bool(M % blk[0] or N % blk[1])
+    w.open("")
+    w("const int eg = warp >> 2;   // this consumer warpgroup")
+    w(f"const unsigned eb = sbase + {ep['top']} + eg * {epi * EPI_BYTES};")
+    w("const int er = (wm & 3) * 16 + gq;   // the thread's first row of the warpgroup's 64")
+    w("const int e0 = pb0 + (wm >> 2) * 64, e1 = pb1 + wn * " + str(8 * fn_n) + ";")
+    for c in range(ep["chunks"]):
+        b = c % epi
+        w(f"if ((tid & 127) == 0) merit_bulk_wait_read<{epi - 1}>();")
+        w(f"merit_epi_sync({EPI_BARRIER} + eg);")
+        for h in (0, 1):
+            for k in range(EPI_COLS // 8):
+                # lane (gq, tq) writes fragment k ^ 2 (gq & 1) of the chunk: in each half-warp's
+                # phase of 8-byte stores the 16 lanes then hit 8 different 16-byte pieces
+                # (pieces (2 fl + tq / 2) ^ gq), both halves of each: no bank conflicts
+                f0, f1 = c * (EPI_COLS // 8) + k, c * (EPI_COLS // 8) + (k ^ 2)
+                w.open("")
+                w(f"const int fl = {k} ^ ((gq & 1) << 1);")
+                for e in (0, 1):
+                    w(f"const float a{e} = (gq & 1) ? c0_{f1}_{2 * h + e} : c0_{f0}_{2 * h + e};")
+                p0 = f"e0 + er + {8 * h}"
+                for e in (0, 1):
+                    p1 = f"e1 + {EPI_COLS * c + e} + 8 * fl + 2 * tq"
+                    pargs = [p0, p1] + post_args_a
+                    args = [f"merit_ld{q}(g_in{q}, {', '.join(pargs)})" for q in post] + pargs
+                    body = (f"Strat st; st.acc = a{e}; st.post0({', '.join(args)}); "
+                            f"v{e} = st.out0;")
+                    if post and ragged:   # no reads outside the inputs
+                        w(f"float v{e} = 0.f;")
+                        w(f"if ({p0} < {M} && {p1} < {N}) {{ {body} }}")
+                    else:
+                        w(f"float v{e}; {{ {body} }}")
+                # row er + 8 h (its swizzle index is gq), columns 8 fl + 2 tq, + 1
+                w(f"merit_sts2(eb + {b * EPI_BYTES} + (er + {8 * h}) * 128 + "
+                  f"(((2 * fl + (tq >> 1)) ^ gq) << 4) + (tq & 1) * 8, v0, v1);")
+                w.close()
+        w("merit_proxy_fence();")
+        w(f"merit_epi_sync({EPI_BARRIER} + eg);")
+        w(f"if ((tid & 127) == 0) {{ merit_tma_store2(eb + {b * EPI_BYTES}, &tmo, "
+          f"e1 + {EPI_COLS * c}, e0); merit_bulk_commit(); }}")
+    w.close()
 
 
 def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), asy=()):

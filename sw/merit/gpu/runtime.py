@@ -313,6 +313,12 @@ def launcher(spec, tile, inputs, outputs):
         args += tuple(tensor_map(inputs[t["k"]], t["dims"], t["strides"], t["box"],
                                  t["swizzle"], t["esize"], t.get("estrides"))
                       for t in tma_ops(spec, tile) if t)
+    if tile.epi:   # the output's tensor map: the staged epilogue's bulk stores
+        from .ldsm import epi_plan
+
+        e = epi_plan(spec, tile)
+        args += (tensor_map(outputs[0], e["dims"], e["strides"], e["box"], e["swizzle"],
+                            e["esize"]),)
     if fill is not None:
         def go():
             fill()
@@ -367,7 +373,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 15
+CACHE_VERSION = 16
 
 
 class TileCache:

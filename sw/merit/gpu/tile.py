@@ -167,6 +167,16 @@ class Tile:
         from its phase's box at a start moved by ``(kx d) // s`` lines (the wgmma descriptors'
         start address; the swizzle pattern starts at the box, so the base offset stays 0).
         See :func:`merit.gpu.ldsm.halo_plan`.
+    epi : int
+        Persistent producer tiles whose output is a plain fp32 matrix (one row index, one column
+        index innermost with unit stride, rows a multiple of 16 bytes apart: GEMM, FC): 0 (the
+        consumers store their sums to global memory themselves), or the number of 8-KB staging
+        buffers per consumer warpgroup of a staged epilogue: the warpgroup writes its sums 64
+        rows x 32 columns at a time into a staging buffer (the 128-byte swizzle of the output's
+        tensor map) and one of its threads hands each to the bulk copy engine
+        (``cp.async.bulk.tensor`` from shared to global memory, clipped at the output's edges),
+        so that the stores drain while the next output tile's products run.  See
+        :func:`merit.gpu.ldsm.epi_plan`.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -208,6 +218,7 @@ class Tile:
     pingpong: bool = field(default=False, repr=False)
     cl: bool = field(default=False, repr=False)
     halo: bool = field(default=False, repr=False)
+    epi: int = field(default=0, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -262,6 +273,7 @@ class Tile:
                 kind += "_pp" if self.pingpong else ""
                 kind += "_cl" if self.cl else ""
                 kind += "_halo" if self.halo else ""
+                kind += f"_e{self.epi}" if self.epi else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

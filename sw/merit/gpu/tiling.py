@@ -525,7 +525,8 @@ def _complete_mma(spec, tile, device):
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
-                    areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl, halo=tile.halo)
+                    areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl, halo=tile.halo,
+                    epi=tile.epi)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -916,7 +917,33 @@ def _persistent(spec, tile, device):
     p = _replace(tile, persist=g)
     if ldsm.grid_blocks(spec, p)[0] <= g or ldsm.wgmma_fits(spec, p):
         return []
-    return [p]
+    return [p] + _staged(spec, p, device)
+
+
+#: Persistent producer tiles whose output is a plain fp32 matrix: their staged-epilogue forms
+#: (``Tile.epi``: the sums through shared memory, stored by the bulk copy engine while the next
+#: output tile's products run) with these staging buffers per consumer warpgroup are timed too,
+#: where shared memory holds them beside the ring.
+EPI_TUNED = True
+EPI_BUFFERS = (2, 4)
+
+
+def _staged(spec, tile, device):
+    """The ``Tile.epi`` forms of persistent tile ``tile`` (:func:`merit.gpu.ldsm.epi_plan`),
+    each with the persistent grid its shared memory leaves; none where the form does not apply
+    or fit, or the grid would hold every output tile."""
+    if not EPI_TUNED:
+        return []
+    cap = device.smem_block - 1024
+    out = []
+    for n in EPI_BUFFERS:
+        e = _replace(tile, epi=n)
+        if ldsm.epi_plan(spec, e) is None or _smem_bytes(spec, e) > cap:
+            continue
+        e = _replace(e, persist=persist_blocks(spec, e, device))
+        if ldsm.grid_blocks(spec, e)[0] > e.persist and not ldsm.wgmma_fits(spec, e):
+            out.append(e)
+    return out
 
 #: TF32 problems: the warp-specialized TMA copies of the best wgmma tiles are timed too (see
 #: :func:`_producer_variants`).

@@ -567,6 +567,53 @@ def test_wgmma_persistent_grid():
             _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
 
 
+def test_wgmma_staged_epilogue():
+    """Persistent producer tiles with a staged epilogue (``Tile.epi``): each consumer warpgroup
+    writes its sums 64 x 32 at a time into 2 or 4 staging buffers and the bulk copy engine
+    stores them (clipped at the output's edges) while the next output tile's products run.
+    Ragged GEMMs and an FC layer (tiles past the edge, K not a multiple of the k tile), tile
+    counts that are no multiple of the grid, a grid larger than the tiles, 2 to 8 chunks per
+    warpgroup, 3 and 4 buffers, MN-major and K-major B; FP16 / BF16 on half arrays, TF32 on
+    float32 arrays; twice each, against float64 on the rounded operands."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 4),
+        (W.gemm(1000, 520, 200), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 7),
+        (W.gemm(300, 260, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}, 5),
+        (W.gemm(300, 48, 312), {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)}, 2),
+        (W.fc(520, 312, 200), {"regs": (128, 128), "warps": (8, 2), "frags": (1, 8)}, 3),
+    ]
+    seen = set()
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=53):
+        grid = next(g for p, _, g in cases if p is problem)
+        for chunk, stages, persist, epi in ((64, 4, grid, 2), (32, 3, grid, 4), (64, 3, 1000, 2)):
+            fn = shape["frags"][1]
+            if (8 * fn // 32) % epi:
+                epi = 2
+            tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=problem.name == "gemm",
+                        chunk=chunk, half=True, stages=stages, producer=True, tma=True,
+                        persist=persist, epi=epi)
+            t = check_tile(spec, tile)
+            assert ldsm.epi_plan(spec, t) is not None, t.label()
+            n, launched = ldsm.grid_blocks(spec, t)
+            seen.add((n % launched != 0, launched == n))
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref)
+    assert seen >= {(True, False), (False, True)}
+    rng = np.random.default_rng(59)
+    for problem, shape, grid in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=32,
+                                     stages=3, producer=True, tma=True, persist=grid, epi=2))
+        assert ldsm.epi_plan(spec, tile) is not None
+        ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+        for _ in range(2):
+            _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
+
+
 def test_wgmma_pingpong():
     """Ping-pong tiles (``Tile.pingpong``): two consumer warpgroups per block taking its output
     tiles in turn (one stores while the other's products run), the producer filling the ring for
