@@ -1,0 +1,148 @@
+"""Device probe of the persistent wgmma tiles' epilogue (not a test): GEMM 4096^3 in FP16 / BF16
+on half arrays, the producer tiles whose label contains one of ``--match`` (the staged-epilogue
+forms ``_e<n>``, ``Tile.epi``, among them) checked against float64 and timed beside cuBLAS on the
+same tensors (``--evict``: the staged forms also with their bulk stores marked L2
+evict-first); with ``--nostore`` the tiles with direct stores are also timed with their output
+stores switched off at run time (each store under a condition the compiler cannot decide,
+``blockIdx.y == 7``, false on the launched grid: the same registers and code, no stores): the
+difference is the share of the time the epilogue's stores cost.
+
+``PYTHONPATH=sw python tests/merit/gpu/epi_probe.py [--prec fp16,bf16] [--match LABEL,...]
+[--nostore] [--out DIR]``: one line per tile and form, a JSON file under ``--out``."""
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probelib import LAYERS  # noqa: E402
+
+#: the stores of the outputs in the generated epilogues (16-byte, scalar, staged bulk stores)
+_STORE = re.compile(r"(\*reinterpret_cast<float4\*>\(g_out0 \+[^;]*;|g_out0\[[^;]*;"
+                    r"|merit_tma_store[^;]*;)")
+
+
+def no_stores(code):
+    """``code`` with every output store under a run-time condition that is false."""
+    return _STORE.sub(lambda m: f"if (blockIdx.y == 7) {{ {m.group(0)} }}", code)
+
+
+_STORE_ASM = ('"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\\n"')
+_STORE_EVICT = ('"{\\n.reg .b64 pol;\\ncreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\\n"'
+                '"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint '
+                '[%0, {%2, %3}], [%1], pol;\\n}\\n"')
+
+
+def evict_first(code):
+    """``code`` with the staged epilogue's bulk stores marked L2 evict-first (the output's lines
+    leave the L2 before the operands' do)."""
+    assert _STORE_ASM in code
+    return code.replace(_STORE_ASM, _STORE_EVICT)
+
+
+def launcher_patched(spec, tile, inputs, outputs, patch):
+    """As ``runtime.launcher`` (producer TMA tiles, no layout copies), the source patched."""
+    from merit.gpu import runtime
+    from merit.gpu.ldsm import epi_plan, source, tma_ops
+
+    name, code, nblocks, nthreads, smem = source(spec, tile)
+    code = patch(code).replace(name, name + "_x")
+    kernel = runtime._module_sm90a(name + "_x", code).get_function(name + "_x")
+    if smem > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = smem
+    args = tuple(inputs) + tuple(outputs)
+    args += tuple(runtime.tensor_map(inputs[t["k"]], t["dims"], t["strides"], t["box"],
+                                     t["swizzle"], t["esize"], t.get("estrides"))
+                  for t in tma_ops(spec, tile) if t)
+    if tile.epi:   # the output's map, as runtime.launcher
+        e = epi_plan(spec, tile)
+        args += (runtime.tensor_map(outputs[0], e["dims"], e["strides"], e["box"], e["swizzle"],
+                                    e["esize"]),)
+
+    def go():
+        kernel((nblocks,), (nthreads,), args, shared_mem=smem)
+
+    return go
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prec", default="fp16,bf16")
+    ap.add_argument("--match", default="_h4_mn_ws_tma_g132")
+    ap.add_argument("--nostore", action="store_true")
+    ap.add_argument("--evict", action="store_true",
+                    help="time the staged forms with L2 evict-first bulk stores too")
+    ap.add_argument("--extra", default="", help="Tile field overrides, e.g. 'epi=2;epi=4'")
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    import cupy as cp
+    import torch
+
+    from merit.gpu import TUNED, _compile_all
+    from merit.gpu.runtime import launcher, ptxas_logs, time_launch, to_device
+    from merit.gpu.spec import OPERAND_DTYPES, spec_of
+    from merit.gpu.tiling import H100, WG_TUNED, rank
+
+    rng = np.random.default_rng(23)
+    make, _ = LAYERS["gemm"]
+    prob = make()
+    names = [t.name for t in prob.tensors]
+    arrays = [torch.as_tensor(a, device="cuda") for a in prob.random_inputs(rng, np.float32)]
+    rows = []
+    for prec in args.prec.split(","):
+        dt = torch.float16 if prec == "fp16" else torch.bfloat16
+        ours = [a.to(dt) for a in arrays]
+        ref = cp.asarray(ours[0].double() @ ours[1].double())
+        peer = time_launch(lambda h=ours: h[0] @ h[1])
+        spec = spec_of(prob, "float32", prec, operands=OPERAND_DTYPES[prec])
+        by = dict(zip(names, [to_device(h, n) for h, n in zip(ours, names, strict=True)],
+                      strict=True))
+        inputs = [by[op.tensor] for op in prob.operands]
+        tiles = [t for t in rank(spec, count=TUNED + WG_TUNED, device=H100) if t.producer
+                 and any(m in t.label() for m in args.match.split(","))]
+        for ov in filter(None, args.extra.split(";")):
+            k, v = ov.split("=")
+            tiles += [dataclasses.replace(t, **{k: int(v)}) for t in list(tiles)]
+        _compile_all(spec, tiles)
+        for t in tiles:
+            forms = [("as generated", None)] + ([("no stores", no_stores)]
+                                                if args.nostore and not t.epi else [])
+            forms += [("evict first", evict_first)] if args.evict and t.epi else []
+            for form, patch in forms:
+                row = dict(prec=prec, tile=t.label(), form=form, peer_ms=peer)
+                out = (cp.full(spec.pshape, cp.nan, dtype=cp.float32),)
+                try:
+                    go = (launcher(spec, t, inputs, out) if patch is None
+                          else launcher_patched(spec, t, inputs, out, patch))
+                    go()
+                    cp.cuda.Device().synchronize()
+                    if patch is None:
+                        got = out[0].astype(cp.float64)
+                        row["rel_err"] = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+                    row["ms"] = time_launch(go)
+                    row["vs_peer"] = peer / row["ms"]
+                    row["ptxas"] = " | ".join(
+                        ln.strip() for n, log in ptxas_logs.items() if t.label() in n
+                        for ln in log.splitlines() if "registers" in ln or "spill" in ln)[-160:]
+                except Exception as exc:   # noqa: BLE001 - reported in the row
+                    row["error"] = f"{type(exc).__name__}: {str(exc)[:600]}"
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        cp.get_default_memory_pool().free_all_blocks()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "epi_probe.json").write_text(json.dumps(rows, indent=1))
+    for r in rows:
+        print(f"{r['prec']:5} {r['tile']:52} {r['form']:13} "
+              f"{r.get('ms', float('nan')):.4f} ms  cuBLAS {r['peer_ms']:.4f}  "
+              f"err {r.get('rel_err', float('nan')):.1e} {r.get('error', '')[:200]}")
+
+
+if __name__ == "__main__":
+    main()
