@@ -412,9 +412,10 @@ def wgmma_fits(spec, tile):
     if tile.producer and tile.cluster == 2 and not all(tma_ops(spec, tile)):
         return ("a producer tile in clusters of two multicasts B by bulk tensor copies: both "
                 "operands must qualify for them (ldsm.tma_ops), B in an even number of boxes")
-    if tile.persist and not (tile.producer and tile.cluster == 1 and tile.persist > 0):
+    if tile.persist and not (tile.producer and tile.persist > 0
+                             and (tile.cluster == 1 or tile.persist % 2 == 0)):
         return (f"tile.persist (a persistent grid of {tile.persist} blocks) needs tile.producer "
-                f"and tile.cluster 1")
+                f"(in clusters of two: an even grid)")
     if tile.pingpong and not (tile.persist and tile.warps == (4, 1) and not tile.areg):
         return (f"tile.pingpong (two consumer warpgroups taking output tiles in turn) needs a "
                 f"persistent producer tile of one warpgroup's box (warps (4, 1)) without "
@@ -442,9 +443,13 @@ def wgmma_fits(spec, tile):
     if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
         return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
                 "plain matrix in memory (see ldsm.tma_ops)")
+    if getattr(tile, "evict", 0) and not (tile.epi and tile.evict in (1, 2)):
+        return (f"tile.evict {tile.evict} (L2 cache hints: 1 the bulk stores evict-first, 2 also "
+                f"the operands' bulk copies evict-last) needs a staged epilogue (tile.epi)")
     if tile.cluster == 2:
         bn = _geo(spec, tile)[1]
-        if cluster_index(spec, tile) is None or bn % 16:
+        jc = pair_index(spec, tile) if tile.persist else cluster_index(spec, tile)
+        if jc is None or bn % 16:
             return (f"tile.cluster 2 needs an even number of blocks along a row index and a "
                     f"B tile of a multiple of 16 lines (box {tile.regs})")
     return ""
@@ -812,6 +817,40 @@ def cluster_index(spec, tile):
     return None
 
 
+def pair_index(spec, tile):
+    """A persistent cluster tile's pair axis: the first row index with two blocks or more (the
+    cluster's two blocks take neighbouring blocks along it and share the B tile), or None."""
+    r = tile_roles(spec, tile)
+    grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
+    return next((j for j in r.rows if grid[j] >= 2), None)
+
+
+def pair_schedule(spec, tile):
+    """The output tiles of a persistent cluster tile (``Tile.cluster`` 2 with ``Tile.persist``)
+    per block, in its order: block ``b`` (cluster ``b // 2``, rank ``b % 2``) walks the pair
+    slots ``b // 2, b // 2 + C, ...`` (``C`` clusters); slot ``q``'s digits are the blocks'
+    along each parallel index (the last fastest) with the pair axis (:func:`pair_index`) counted
+    in pairs, and rank ``c`` takes block ``2 p + c`` of the pair ``p``.  A tile is a tuple of
+    block coordinates, or None where block ``2 p + 1`` lies past the output (an odd number of
+    blocks along the pair axis): as the generated ``open_tiles`` loop computes them."""
+    grid = [-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)]
+    jc = pair_index(spec, tile)
+    slots, nblocks = grid_blocks(spec, tile)
+    per = [-(-g // 2) if j == jc else g for j, g in enumerate(grid)]
+    out = []
+    for b in range(nblocks):
+        mine = []
+        for q in range(b // 2, slots // 2, nblocks // 2):
+            c = [0] * len(grid)
+            for j in range(len(grid) - 1, -1, -1):
+                c[j] = q % per[j]
+                q //= per[j]
+            c[jc] = 2 * c[jc] + b % 2
+            mine.append(tuple(c) if c[jc] < grid[jc] else None)
+        out.append(mine)
+    return out
+
+
 _WG_TYPE = {"tf32": ("k8", "tf32", False), "fp16": ("k16", "f16", True),
             "bf16": ("k16", "bf16", True)}
 
@@ -920,7 +959,10 @@ def source(spec, tile):
     if wg and wgmma_fits(spec, tile):
         raise ValueError(wgmma_fits(spec, tile))
     cl = tile.cluster
-    jc = cluster_index(spec, tile) if cl > 1 else None
+    jc = (pair_index(spec, tile) if pers else cluster_index(spec, tile)) if cl > 1 else None
+    # a persistent cluster tile whose pair axis has an odd number of blocks: the last pair's
+    # second tile lies past the output (its block copies A's last rows instead, stores nothing)
+    odd = bool(pers and cl > 1 and grid[jc] % 2)
     if bk % ks or bk % 8 or chunks < 2:
         raise ValueError(f"tile.chunk {bk} must be a multiple of {max(ks, 8)} for {prec} "
                          f"staging (32 bytes per line at least)")
@@ -961,11 +1003,11 @@ def source(spec, tile):
     if tile.pingpong:
         out.append(_PRELUDE_PINGPONG)
     if tile.tma:
-        out.append(_PRELUDE_TMA)
+        out.append(evict_loads(_PRELUDE_TMA) if tile.evict == 2 else _PRELUDE_TMA)
         out += [_tma_nd(len(t["dims"])) for t in tma_ops(spec, tile) if t and t.get("cl")]
     ep = epi_plan(spec, tile) if tile.epi else None
     if ep:
-        out.append(_PRELUDE_EPI)
+        out.append(evict_stores(_PRELUDE_EPI) if tile.evict else _PRELUDE_EPI)
     asy = async_ops(spec, tile) if hv else (False, False)
     a4s = word_ops(spec, tile)
     if any(a4s):   # TF32 producer tiles: word copies, counted with the other cp.async slots
@@ -1004,7 +1046,9 @@ def source(spec, tile):
     else:
         w(f"const int wm = warp % {wm_n}, wn = warp / {wm_n};")
     w("const int gq = lane >> 2, tq = lane & 3;")
-    if cl > 1:
+    if cl > 1 and pers:   # the cluster's rank; its pairs of output tiles: open_tiles
+        w("const unsigned crank = blockIdx.x & 1;")
+    elif cl > 1:
         # a cluster's two blocks take neighbouring blocks along row index jc (same columns):
         # each gathers half of the B tile's lines into both blocks' shared memory
         w("const unsigned crank = blockIdx.x & 1;")
@@ -1029,6 +1073,19 @@ def source(spec, tile):
         if group:
             w.open(f"for (int t = blockIdx.x + pp * {pers[1]}; t < {pers[0]}; "
                    f"t += {2 * pers[1]})")
+        elif cl > 1:   # clusters: pair slots (pair_schedule), rank crank of each pair
+            w.open(f"for (int t = blockIdx.x >> 1; t < {pers[0] // 2}; t += {pers[1] // 2})")
+            w("int bq = t;")
+            for j in range(P - 1, -1, -1):
+                if j == jc:
+                    n2 = -(-grid[j] // 2)
+                    w(f"const int pb{j} = ((bq % {n2}) * 2 + (int)crank) * {blk[j]}; "
+                      f"bq /= {n2};")
+                else:
+                    w(f"const int pb{j} = (bq % {grid[j]}) * {blk[j]}; bq /= {grid[j]};")
+            if odd:   # the copies' rows of a tile past the output: the last block's
+                w(f"const int pc{jc} = min(pb{jc}, {(grid[jc] - 1) * blk[jc]});")
+            return
         else:
             w.open(f"for (int t = blockIdx.x; t < {pers[0]}; t += {pers[1]})")
         w("int bq = t;")
@@ -1278,20 +1335,26 @@ def source(spec, tile):
         if tile.producer:
             reg = any(not a and not t for a, t in zip(asy, tmas, strict=True))
             _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
-                                tmas, (0, b_off), spec)
+                                tmas, (0, b_off), spec, jc if odd else None)
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
                          open_tiles if pers else None)
+        if odd:   # a tile past the output stores nothing
+            w.open(f"if (pb{jc} < {spec.pshape[jc]})")
         if ep:
             _emit_epilogue_staged(w, spec, tile, r, blk, ep)
         else:
             emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers),
                           rows=_areg_rows if tile.areg else None,
                           rows_ok=AREG_VECTOR_ROWS if tile.areg else None)
+        if odd:
+            w.close()
         if pers:
             w(f"g0 += {2 * ntiles if tile.pingpong else ntiles};")
             w.close()
         if ep:   # the last bulk stores complete before the block leaves
             w("if ((tid & 127) == 0) merit_bulk_wait_all();")
+        if pers and cl > 1:   # no block leaves while its peer may still signal it
+            w("merit_cluster_sync();")
         out.append("\n".join(w.lines))
         out.append("}")
         return name, "\n".join(out) + "\n", nblocks, nt, smem
@@ -1617,8 +1680,15 @@ def phases(kt, stages):
 
 def grid_blocks(spec, tile):
     """``(output tiles, blocks launched)``: a persistent tile (``Tile.persist``) launches at
-    most ``persist`` blocks, each looping over output tiles (:func:`schedule`)."""
-    n = math.prod(-(-e // b) for e, b in zip(spec.pshape, tile.block, strict=True))
+    most ``persist`` blocks, each looping over output tiles (:func:`schedule`).  A persistent
+    cluster tile counts tile slots, two per pair (:func:`pair_schedule`: the last pair of an
+    odd number of blocks along the pair axis has one slot outside the output)."""
+    grid = [-(-e // b) for e, b in zip(spec.pshape, tile.block, strict=True)]
+    n = math.prod(grid)
+    if tile.persist and tile.cluster > 1:
+        jc = pair_index(spec, tile)
+        if jc is not None:
+            n = n // grid[jc] * 2 * (-(-grid[jc] // 2))
     return n, (min(n, tile.persist) if tile.persist else n)
 
 
@@ -1943,7 +2013,7 @@ def epi_plan(spec, tile):
     warpgroups), ``chunks`` (per warpgroup and output tile), ``bytes`` (all staging buffers)."""
     epi = getattr(tile, "epi", 0)
     if not epi or not (tile.persist and tile.producer and tile.tma and tile.wgmma
-                       and tile.cluster == 1 and not tile.areg and not tile.pingpong
+                       and not tile.areg and not tile.pingpong
                        and not tile.cl and tile.split == 1):
         return None
     r = tile_roles(spec, tile)
@@ -2063,6 +2133,43 @@ __device__ __forceinline__ void merit_bulk_wait_all() {
 }
 """
 
+#: ``Tile.evict``: the staged epilogue's bulk store, and the operands' bulk copies, as
+#: :data:`_PRELUDE_EPI` and :data:`_PRELUDE_TMA` write them, and with an L2 cache policy.
+_STORE_PLAIN = '"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\\n"'
+_STORE_HINT = ('"{\\n.reg .b64 pol;\\ncreatepolicy.fractional.L2::evict_first.b64 pol, 1.0;\\n"'
+               '"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint '
+               '[%0, {%2, %3}], [%1], pol;\\n}\\n"')
+_POLICY_LAST = r'"{\n.reg .b64 pol;\ncreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n"'
+_LOADS = (  # (as _PRELUDE_TMA writes them, with the evict-last policy)
+    (r'("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"'
+     '\n' r'                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"',
+     r'(' + _POLICY_LAST + r' "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::'
+     r'complete_tx::bytes"' '\n' r'                 ".multicast::cluster.L2::cache_hint [%0], '
+     r'[%1, {%2, %3}], [%4], %5, pol;\n}\n"'),
+    (r'("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "'
+     '\n' r'                 "[%0], [%1, {%2, %3}], [%4];\n"',
+     r'(' + _POLICY_LAST + r' "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::'
+     r'complete_tx::bytes.L2::cache_hint "' '\n' r'                 "[%0], [%1, {%2, %3}], [%4], '
+     r'pol;\n}\n"'),
+)
+
+
+def evict_stores(prelude):
+    """``prelude`` (:data:`_PRELUDE_EPI`) with its bulk tensor store marked L2 evict-first
+    (``Tile.evict``)."""
+    assert prelude.count(_STORE_PLAIN) == 1
+    return prelude.replace(_STORE_PLAIN, _STORE_HINT)
+
+
+def evict_loads(prelude):
+    """``prelude`` (:data:`_PRELUDE_TMA`) with its 2-D bulk tensor copies, the multicast one
+    too, marked L2 evict-last (``Tile.evict`` 2)."""
+    for plain, hint in _LOADS:
+        assert prelude.count(plain) == 1
+        prelude = prelude.replace(plain, hint)
+    return prelude
+
+
 #: Named barriers of the staged epilogue: ``EPI_BARRIER + g`` for consumer warpgroup ``g`` (0 is
 #: the block's, 1 and 2 the ping-pong groups').
 EPI_BARRIER = 8
@@ -2159,13 +2266,14 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
 
 
 def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
-                        tmas=(None, None), bases=(0, 0), spec=None):
+                        tmas=(None, None), bases=(0, 0), spec=None, clamp=None):
     """The producer's loop: per k tile, wait until the consumers have released its buffer (the
     ``kt // S - 1``-th phase of "empty"), issue its copies (``reg``: store its register slots,
     loaded one k tile earlier, a proxy fence, one plain arrival, then the next k tile's loads
     into the registers, in flight while the producer waits for the next buffer), one ``noinc``
     arrival that the copies make when they land; then the branch ends (the producer stores no
-    outputs)."""
+    outputs).  ``clamp``: the parallel index whose block coordinate the copies take from
+    ``pc<j>`` (a persistent cluster tile's odd pair axis: clamped into the output)."""
     nbuf = _buffers(tile)
     full, empty = mbarriers(tile, stage_bytes)
     g = "g" if tile.persist else "kt"   # the block's k tiles so far: the ring's phases
@@ -2202,7 +2310,8 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
                     continue
                 gx = f"({g} + (int)crank)" if mc else str(g)
                 dst = f"sbase + s * {stage_bytes} + {bases[oi]} + {gx} * {t['dstep']}"
-                at = f"pb{t['j']} + {gx} * {t['cstep']}"
+                pb = "pc" if t["j"] == clamp else "pb"
+                at = f"{pb}{t['j']} + {gx} * {t['cstep']}"
                 c0, c1 = (at, f"kt * {bk}") if t["mn"] else (f"kt * {bk}", at)
                 if mc:
                     w(f"merit_tma2mc({dst}, &tm{oi}, {c0}, {c1}, mbar + 8 * s);")
@@ -2326,9 +2435,13 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
         nx, step = pers   # (output tiles, blocks launched): the block's next tile is t + step
         w(f"if (t + {step} < {nx}) merit_bar_arrive(2 - pp, 256);")
     w("merit_wg_wait();")
-    if open_tiles:   # the tile's last buffer is read: the producer may refill it
-        w(f"merit_mb_arrive(mbar + {empty[0] - full[0]} + 8 * ((g0 + {ntiles - 1}) % {nbuf}));")
-    if tile.cluster > 1:
+    last = f"mbar + {empty[0] - full[0]} + 8 * ((g0 + {ntiles - 1}) % {nbuf})"
+    if open_tiles and tile.cluster > 1:   # this block's and the peer's "empty", as above
+        w(f"if ((tid & 127) == 0) merit_mb_arrive({last});")
+        w(f"if ((tid & 127) == 32) merit_mb_arrive_peer({last}, crank ^ 1u);")
+    elif open_tiles:   # the tile's last buffer is read: the producer may refill it
+        w(f"merit_mb_arrive({last});")
+    if tile.cluster > 1 and not open_tiles:
         w("merit_cluster_sync();")
     for a in accs:
         w(f"merit_keep({a});")

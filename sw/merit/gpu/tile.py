@@ -82,7 +82,10 @@ class Tile:
         blocks read a third less from L2 on a 128 x 256 box.  With ``producer`` and ``tma``
         (both operands by bulk copies) each block's producer copies its A box and half of B's
         boxes, multicast into both blocks (``.multicast::cluster``); a buffer is refilled once
-        the consumers of both blocks have released it.
+        the consumers of both blocks have released it.  With ``persist`` too the cluster walks
+        pairs of output tiles adjacent along the row index (:func:`merit.gpu.ldsm.pair_index`;
+        where that index has an odd number of blocks the last pair's second tile lies outside
+        the output: its block copies and multiplies, and stores nothing).
     half : bool
         Staged tensor-core tiles only (``ldsm``, FP16 / BF16): the loop operands are read from
         arrays already in that precision (2 bytes per element,
@@ -177,6 +180,11 @@ class Tile:
         (``cp.async.bulk.tensor`` from shared to global memory, clipped at the output's edges),
         so that the stores drain while the next output tile's products run.  See
         :func:`merit.gpu.ldsm.epi_plan`.
+    evict : int
+        L2 cache hints of a staged epilogue's tile (``epi``): 0 none; 1 the bulk stores of the
+        outputs marked L2 evict-first (``createpolicy.fractional.L2::evict_first``, the output's
+        lines leave the L2 before the operands'); 2 as 1, and the operands' bulk copies marked
+        evict-last (each operand box is read again by other blocks).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -219,6 +227,7 @@ class Tile:
     cl: bool = field(default=False, repr=False)
     halo: bool = field(default=False, repr=False)
     epi: int = field(default=0, repr=False)
+    evict: int = field(default=0, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -274,6 +283,7 @@ class Tile:
                 kind += "_cl" if self.cl else ""
                 kind += "_halo" if self.halo else ""
                 kind += f"_e{self.epi}" if self.epi else ""
+                kind += f"_ef{self.evict}" if self.evict else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

@@ -526,7 +526,7 @@ def _complete_mma(spec, tile, device):
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
                     areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl, halo=tile.halo,
-                    epi=tile.epi)
+                    epi=tile.epi, evict=tile.evict)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -910,14 +910,35 @@ def persist_blocks(spec, tile, device=H100):
 
 def _persistent(spec, tile, device):
     """The persistent form of a producer tile, where it has fewer blocks than output tiles
-    (else it would be the same kernel)."""
+    (else it would be the same kernel), its staged-epilogue forms, and its form in clusters of
+    two (:func:`_clustered`)."""
     if not PERSIST_TUNED or not tile.producer or tile.cluster != 1:
         return []
     g = persist_blocks(spec, tile, device)
     p = _replace(tile, persist=g)
     if ldsm.grid_blocks(spec, p)[0] <= g or ldsm.wgmma_fits(spec, p):
         return []
-    return [p] + _staged(spec, p, device)
+    return [p] + _staged(spec, p, device) + _clustered(spec, p, device)
+
+
+#: Persistent producer tiles with bulk copies of both operands: their forms in clusters of two
+#: (``Tile.cluster`` 2: pairs of output tiles along the row index, the B tile multicast, half
+#: by each block's producer), with their staged-epilogue forms, would be timed too.  Off: on
+#: GEMM 4096^3 they measured 25-40 % slower than the same tiles without clusters (see
+#: ``docs/gpu.md``); built and tested.
+CLUSTER_TUNED = False
+
+
+def _clustered(spec, tile, device):
+    """The persistent cluster form of persistent tile ``tile`` (an even grid: whole clusters)
+    and its :func:`_staged` forms; none where the form does not apply."""
+    if not CLUSTER_TUNED:
+        return []
+    c = _replace(tile, cluster=2, persist=tile.persist - tile.persist % 2)
+    if (c.persist < 2 or ldsm.wgmma_fits(spec, c)
+            or ldsm.grid_blocks(spec, c)[0] <= c.persist):
+        return []
+    return [c] + _staged(spec, c, device)
 
 
 #: Persistent producer tiles whose output is a plain fp32 matrix: their staged-epilogue forms
@@ -926,6 +947,8 @@ def _persistent(spec, tile, device):
 #: where shared memory holds them beside the ring.
 EPI_TUNED = True
 EPI_BUFFERS = (2, 4)
+#: ... each also with these L2 cache hints (``Tile.evict``: 1 the bulk stores evict-first).
+EVICT_TUNED = (1,)
 
 
 def _staged(spec, tile, device):
@@ -940,9 +963,10 @@ def _staged(spec, tile, device):
         e = _replace(tile, epi=n)
         if ldsm.epi_plan(spec, e) is None or _smem_bytes(spec, e) > cap:
             continue
-        e = _replace(e, persist=persist_blocks(spec, e, device))
+        g = persist_blocks(spec, e, device)
+        e = _replace(e, persist=g - g % tile.cluster)
         if ldsm.grid_blocks(spec, e)[0] > e.persist and not ldsm.wgmma_fits(spec, e):
-            out.append(e)
+            out += [e] + [_replace(e, evict=x) for x in EVICT_TUNED]
     return out
 
 #: TF32 problems: the warp-specialized TMA copies of the best wgmma tiles are timed too (see

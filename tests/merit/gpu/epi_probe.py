@@ -1,14 +1,18 @@
 """Device probe of the persistent wgmma tiles' epilogue (not a test): GEMM 4096^3 in FP16 / BF16
 on half arrays, the producer tiles whose label contains one of ``--match`` (the staged-epilogue
 forms ``_e<n>``, ``Tile.epi``, among them) checked against float64 and timed beside cuBLAS on the
-same tensors (``--evict``: the staged forms also with their bulk stores marked L2
-evict-first); with ``--nostore`` the tiles with direct stores are also timed with their output
+same tensors (the candidates include the persistent cluster forms ``_wgc2_..._g<n>`` and the
+staged forms with L2 hints ``_ef1``; ``--hints``: the staged forms also with ``Tile.evict`` 2,
+evict-first stores and evict-last operand copies; ``--evict``: the staged forms without hints
+also with their bulk stores patched to L2 evict-first, the probe's form before the generator
+had it); with ``--nostore`` the tiles with direct stores are also timed with their output
 stores switched off at run time (each store under a condition the compiler cannot decide,
 ``blockIdx.y == 7``, false on the launched grid: the same registers and code, no stores): the
 difference is the share of the time the epilogue's stores cost.
 
 ``PYTHONPATH=sw python tests/merit/gpu/epi_probe.py [--prec fp16,bf16] [--match LABEL,...]
-[--nostore] [--out DIR]``: one line per tile and form, a JSON file under ``--out``."""
+[--nostore] [--hints] [--evict] [--out DIR]``: one line per tile and form, a JSON file under
+``--out``."""
 
 import argparse
 import dataclasses
@@ -47,6 +51,25 @@ def evict_first(code):
     return code.replace(_STORE_ASM, _STORE_EVICT)
 
 
+_MC = re.compile(r"merit_tma2mc\(([^;]*?)\(int\)crank([^;]*?)\(int\)crank([^;]*?)\);")
+
+
+def own_b(code):
+    """A cluster tile's ``code`` with each block copying all of B's boxes itself (no multicast):
+    the blocks still release each buffer together (the cluster-wide "empty" barrier)."""
+    assert _MC.search(code)
+    return _MC.sub(lambda m: " ".join(f"merit_tma2({m.group(1)}{r}{m.group(2)}{r}{m.group(3)});"
+                                      for r in (0, 1)), code)
+
+
+def cluster_launch(code):
+    """A one-block tile's ``code`` launched in clusters of two (``__cluster_dims__``), nothing
+    else changed: the blocks' placement on the GPCs alone."""
+    assert "__cluster_dims__" not in code
+    return re.sub(r"(__launch_bounds__\(\d+\) )", r"\1__cluster_dims__(2, 1, 1) ", code,
+                  count=1)
+
+
 def launcher_patched(spec, tile, inputs, outputs, patch):
     """As ``runtime.launcher`` (producer TMA tiles, no layout copies), the source patched."""
     from merit.gpu import runtime
@@ -75,10 +98,20 @@ def launcher_patched(spec, tile, inputs, outputs, patch):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prec", default="fp16,bf16")
-    ap.add_argument("--match", default="_h4_mn_ws_tma_g132")
+    ap.add_argument("--match", default="_h4_mn_ws_tma_g132",
+                    help="labels containing one of these (comma-separated; 'a+b': both)")
     ap.add_argument("--nostore", action="store_true")
     ap.add_argument("--evict", action="store_true",
                     help="time the staged forms with L2 evict-first bulk stores too")
+    ap.add_argument("--hints", action="store_true",
+                    help="time the staged forms with Tile.evict 2 too")
+    ap.add_argument("--clusters", action="store_true",
+                    help="add the cluster forms (Tile.cluster 2) of the persistent tiles")
+    ap.add_argument("--decompose", action="store_true",
+                    help="cluster tiles also with each block copying all of B (no multicast), "
+                         "one-block persistent tiles also launched in clusters of two")
+    ap.add_argument("--grids", default="",
+                    help="cluster tiles: also with these persistent grids, e.g. '128,120'")
     ap.add_argument("--extra", default="", help="Tile field overrides, e.g. 'epi=2;epi=4'")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
@@ -106,24 +139,38 @@ def main():
                       strict=True))
         inputs = [by[op.tensor] for op in prob.operands]
         tiles = [t for t in rank(spec, count=TUNED + WG_TUNED, device=H100) if t.producer
-                 and any(m in t.label() for m in args.match.split(","))]
+                 and any(all(p in t.label() for p in m.split("+"))
+                         for m in args.match.split(","))]
         for ov in filter(None, args.extra.split(";")):
             k, v = ov.split("=")
             tiles += [dataclasses.replace(t, **{k: int(v)}) for t in list(tiles)]
+        if args.clusters:
+            tiles += [dataclasses.replace(t, cluster=2, persist=t.persist - t.persist % 2)
+                      for t in list(tiles) if t.persist and t.cluster == 1]
+        tiles += [dataclasses.replace(t, persist=int(g)) for g in filter(None,
+                  args.grids.split(",")) for t in list(tiles) if t.cluster > 1]
+        if args.hints:
+            tiles += [dataclasses.replace(t, evict=2) for t in list(tiles)
+                      if t.epi and not t.evict]
         _compile_all(spec, tiles)
         for t in tiles:
             forms = [("as generated", None)] + ([("no stores", no_stores)]
                                                 if args.nostore and not t.epi else [])
-            forms += [("evict first", evict_first)] if args.evict and t.epi else []
+            forms += ([("evict first", evict_first)] if args.evict and t.epi and not t.evict
+                      else [])
+            if args.decompose and t.persist and not t.evict:
+                forms += [("own B copies", own_b)] if t.cluster > 1 else [
+                    ("cluster launch", cluster_launch)]
             for form, patch in forms:
-                row = dict(prec=prec, tile=t.label(), form=form, peer_ms=peer)
+                row = dict(prec=prec, tile=t.label(), form=form, peer_ms=peer,
+                           cluster=t.cluster, evict=t.evict, epi=t.epi)
                 out = (cp.full(spec.pshape, cp.nan, dtype=cp.float32),)
                 try:
                     go = (launcher(spec, t, inputs, out) if patch is None
                           else launcher_patched(spec, t, inputs, out, patch))
                     go()
                     cp.cuda.Device().synchronize()
-                    if patch is None:
+                    if patch is not no_stores:
                         got = out[0].astype(cp.float64)
                         row["rel_err"] = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
                     row["ms"] = time_launch(go)

@@ -1695,7 +1695,7 @@ def test_persistent_candidates_and_refusals():
     """The autotuner times the persistent form (grid: 132 SMs x the blocks per SM that shared
     memory leaves) beside each producer tile of a large GEMM, none where a problem has no more
     output tiles than that grid, none unless ``PERSIST_TUNED``; ``Tile.persist`` needs a
-    producer tile outside clusters."""
+    producer tile, in clusters of two an even grid."""
     from merit.gpu import tiling
 
     spec = spec_of(W.gemm(4096, 4096, 4096), "float32", "fp16", operands="float16")
@@ -1719,7 +1719,7 @@ def test_persistent_candidates_and_refusals():
             persist=4)
     with pytest.raises(ValueError, match="tile.persist"):
         _mn(W.gemm(512, 512, 256), regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=64,
-            producer=True, tma=True, cluster=2, persist=4)
+            producer=True, tma=True, cluster=2, persist=5)
 
 
 def _areg_gemm(regs=(128, 256), warps=(8, 1), frags=(1, 32), chunk=32, **kw):

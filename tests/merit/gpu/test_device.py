@@ -614,6 +614,60 @@ def test_wgmma_staged_epilogue():
             _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
 
 
+def test_wgmma_persistent_clusters_and_l2_hints():
+    """Persistent producer tiles in clusters of two (``Tile.cluster`` 2 with ``Tile.persist``):
+    the cluster walks pairs of output tiles adjacent along the rows, each block's producer
+    multicasts half of the shared B tile into both blocks, a buffer is refilled once both
+    blocks' consumers have released it.  Ragged GEMMs and an FC layer (K-major B), an odd
+    number of row blocks (the last pair's second tile past the output: copied, multiplied, not
+    stored), pair counts that are no multiple of the clusters, a grid larger than the pairs;
+    direct and staged epilogues; with the staged epilogue's L2 hints (``Tile.evict`` 1: bulk
+    stores evict-first, 2: also the operand copies evict-last), in clusters and without; FP16 /
+    BF16 on half arrays, the hints for TF32 too; twice each, against float64."""
+    from merit.gpu import _compile_all, ldsm
+    from merit.gpu.tiling import check_tile
+
+    b128 = {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}
+    b256 = {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}
+    cases = [
+        (W.gemm(333, 200, 1000), b128, 4),     # 3 x 2 blocks: odd rows
+        (W.gemm(1000, 520, 200), b128, 6),     # 8 x 5 blocks, 20 pairs over 3 clusters
+        (W.gemm(300, 264, 520), b256, 1000),   # 3 x 2 blocks, a grid larger than the pairs
+        (W.fc(520, 312, 200), {"regs": (128, 128), "warps": (8, 2), "frags": (1, 8)}, 2),
+    ]
+    forms = ((64, 4, 2, 0, 0), (64, 3, 2, 2, 1), (32, 3, 2, 2, 2), (64, 3, 1, 2, 2))
+    runs, seen = [], set()
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=61):
+        grid = next(g for p, _, g in cases if p is problem)
+        tiles = []
+        for chunk, stages, cl, epi, ev in forms:
+            t = check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True,
+                                      mn=problem.name == "gemm", chunk=chunk, half=True,
+                                      stages=stages, producer=True, tma=True, persist=grid,
+                                      cluster=cl, epi=epi, evict=ev))
+            if cl > 1:
+                sched = ldsm.pair_schedule(spec, t)
+                seen.add((None in sum(sched, []), len(sched) < ldsm.grid_blocks(spec, t)[0]))
+            tiles.append(t)
+            runs.append((problem, half, t, spec.pshape, prec, ref, 2e-6))
+        _compile_all(spec, tiles)   # (concurrently; the runs below find them built)
+    assert seen >= {(True, True), (False, True), (True, False)}, seen
+    rng = np.random.default_rng(67)
+    for problem, shape, grid in cases[:2]:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        tiles = [check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=32,
+                                       stages=3, producer=True, tma=True, persist=grid, epi=2,
+                                       evict=ev)) for ev in (1, 2)]
+        _compile_all(spec, tiles)
+        for t in tiles:
+            ref = problem.run(*_tc_operands(problem, spec, t, arrays, "tf32"))
+            runs.append((problem, arrays, t, spec.pshape, "tf32", ref, 5e-6))
+    for problem, arrays, t, shape, prec, ref, tol in runs:
+        for _ in range(2):   # twice: fresh poison, the same answer (no race)
+            _run_checked(problem, arrays, t, shape, prec, ref, tol=tol)
+
+
 def test_wgmma_pingpong():
     """Ping-pong tiles (``Tile.pingpong``): two consumer warpgroups per block taking its output
     tiles in turn (one stores while the other's products run), the producer filling the ring for

@@ -215,8 +215,9 @@ def test_candidates():
     for t in tiles:
         if t.epi:
             assert smem_bytes(spec, t) <= H100.smem_block
-            assert dataclasses.replace(t, epi=0, persist=t.persist) in tiles or any(
-                u.persist and not u.epi and dataclasses.replace(u, epi=t.epi, persist=t.persist)
+            assert dataclasses.replace(t, epi=0, evict=0, persist=t.persist) in tiles or any(
+                u.persist and not u.epi and dataclasses.replace(u, epi=t.epi, evict=t.evict,
+                                                                persist=t.persist)
                 == t for u in tiles)
     vgg = _half_spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1))
     assert not any(t.epi for t in rank(vgg, count=TUNED + WG_TUNED, device=H100))

@@ -1,0 +1,59 @@
+#!/bin/sh
+# Device check and timing of the persistent cluster tiles (Tile.cluster 2 with Tile.persist) and
+# the staged epilogue's L2 hints (Tile.evict) in one call, from the repository root: their device
+# test and the earlier persistent / staged / cluster tests, then GEMM 4096^3 FP16 / BF16 with
+# every persistent producer tile of the autotuner's list (_g132: direct and staged stores, one
+# block or clusters of two, with and without hints, and Tile.evict 2) beside cuBLAS, twice; the
+# rows where a new form (cluster or hint) beats every earlier one in both runs are printed.
+# Where one wins and time is left (under BUDGET seconds in all, default 560), the bench's rows
+# of those precisions are re-measured (--update; the autotuner chooses among all candidates).
+# Usage: sh tests/merit/gpu/cluster_probe.sh OUT [BUDGET]
+set -u
+t0=$(date +%s)
+out=${1:-.}
+mkdir -p "$out"
+export PYTHONPATH=sw PYTHONUNBUFFERED=1
+timeout 260 python -m pytest -q -x tests/merit/gpu/test_device.py \
+    -k "persistent_clusters or staged_epilogue or persistent_grid or producer_clusters" \
+    >"$out/device_tests.txt" 2>&1
+rc=$?
+tail -3 "$out/device_tests.txt"
+[ $rc -eq 0 ] || { tail -60 "$out/device_tests.txt" | cut -c1-300; echo "device tests failed: no timing"; exit 1; }
+for run in 1 2; do
+    timeout 140 python tests/merit/gpu/epi_probe.py --match "f1x32_k64+_g132" --hints \
+        --out "$out/run$run" >"$out/probe$run.txt" 2>&1
+    grep -E "^(fp16|bf16) " "$out/probe$run.txt" | sort -k4 -n | head -14
+done
+rows=$(python - "$out" <<'PY'
+import json, sys
+best = {}
+for run in (1, 2):
+    try:
+        rows = json.load(open(f"{sys.argv[1]}/run{run}/epi_probe.json"))
+    except OSError:
+        continue
+    for r in rows:
+        if "ms" in r and r.get("rel_err", 1) < 1e-4:
+            new = r["cluster"] > 1 or r["evict"] > 0
+            k = (run, r["prec"], new)
+            if r["ms"] < best.get(k, (9e9,))[0]:
+                best[k] = (r["ms"], r["tile"])
+for k in sorted(best):
+    print(k, best[k], file=sys.stderr)
+wins = [p for p in ("fp16", "bf16")
+        if all(best.get((r, p, True), (9e9,))[0] < best.get((r, p, False), (0,))[0]
+               for r in (1, 2))]
+print("new forms faster in both runs:", ",".join(f"gemm@{p}" for p in wins) or "none",
+      file=sys.stderr)
+print(",".join(f"gemm@{p}" for p in wins))
+PY
+)
+left=$(( ${2:-560} - $(date +%s) + t0 ))
+echo "bench rows: ${rows:-none}; ${left} s left"
+if [ -n "$rows" ] && [ $left -gt 100 ]; then
+    timeout $((left - 10)) python -m bench.gpu --seed 90417 --update --only "$rows" \
+        >"$out/bench.txt" 2>&1
+    tail -3 "$out/bench.txt"
+    grep -E "GEMM 4096" docs/results/gpu.md | cut -c1-220
+    cp docs/results/gpu.md docs/results/gpu.json "$out/"
+fi
