@@ -45,7 +45,7 @@ from .tile import Tile
 
 __all__ = ["ESIZE", "eligible", "candidates", "estimate", "source", "smem_bytes", "operand_plan",
            "swizzle", "BKS", "mn_ops", "widths", "descriptor", "mn_offset", "tile_roles",
-           "areg_line", "areg_offset", "areg_variant"]
+           "areg_line", "areg_offset", "areg_variant", "cluster_dims"]
 
 #: Bytes per staged element.
 ESIZE = {"tf32": 4, "fp16": 2, "bf16": 2}
@@ -446,6 +446,17 @@ def wgmma_fits(spec, tile):
     if getattr(tile, "evict", 0) and not (tile.epi and tile.evict in (1, 2)):
         return (f"tile.evict {tile.evict} (L2 cache hints: 1 the bulk stores evict-first, 2 also "
                 f"the operands' bulk copies evict-last) needs a staged epilogue (tile.epi)")
+    if getattr(tile, "elect", False) and not (tile.producer and tile.tma
+                                              and all(tma_ops(spec, tile))):
+        return ("tile.elect (one producer warp polls the \"empty\" barriers, its first thread "
+                "issues the copies) needs a producer tile whose operands are all bulk tensor "
+                "copies")
+    place = getattr(tile, "place", 1)
+    if place != 1 and not (place == 2 and tile.persist and tile.producer and tile.cluster == 1
+                           and grid_blocks(spec, tile)[1] % 2 == 0):
+        return (f"tile.place {place!r} (the grid launched in clusters of two) needs 1 or 2, and "
+                f"2 a persistent producer tile of cluster 1 launching an even grid, not persist "
+                f"{tile.persist}, cluster {tile.cluster}, blocks {grid_blocks(spec, tile)[1]}")
     if tile.cluster == 2:
         bn = _geo(spec, tile)[1]
         jc = pair_index(spec, tile) if tile.persist else cluster_index(spec, tile)
@@ -1028,7 +1039,8 @@ def source(spec, tile):
         params.append("const __grid_constant__ MeritTmap tmo")
     if cl > 1:
         out.append(_PRELUDE_CLUSTER.replace("MERIT_ST4X", _store_x(prec)))
-    cdims = f"__cluster_dims__({cl}, 1, 1) " if cl > 1 else ""
+    cd = cluster_dims(tile)   # the launch's clusters (Tile.cluster, or Tile.place alone)
+    cdims = f"__cluster_dims__({cd}, 1, 1) " if cd > 1 else ""
     lb = f"{nt}, {tile.minblocks}" if tile.minblocks > 1 else f"{nt}"
     out.append(f'extern "C" __global__ void __launch_bounds__({lb}) {cdims}{name}('
                f'{", ".join(params)}) {{')
@@ -1678,6 +1690,13 @@ def phases(kt, stages):
     return s, n & 1, (None if n == 0 else (n - 1) & 1)
 
 
+def cluster_dims(tile):
+    """Blocks per cluster of the kernel's launch (its ``__cluster_dims__``; the kernel carries
+    it, launched as any other): ``Tile.cluster``, or ``Tile.place`` for a tile placed in
+    clusters with no cluster code; 1 = no clusters."""
+    return max(tile.cluster, getattr(tile, "place", 1))
+
+
 def grid_blocks(spec, tile):
     """``(output tiles, blocks launched)``: a persistent tile (``Tile.persist``) launches at
     most ``persist`` blocks, each looping over output tiles (:func:`schedule`).  A persistent
@@ -2263,6 +2282,8 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
     w("merit_cluster_sync();" if cl else "__syncthreads();")
     w.open(f"if (warp >= {ncons // 32})")
     w(f"const int tid = threadIdx.x - {ncons};   // the producer's own thread index")
+    if getattr(tile, "elect", False):   # the first warp alone polls "empty" (its thread 0 copies)
+        w(f"if (tid >= 32) {{ {'merit_cluster_sync(); ' if cl else ''}return; }}")
 
 
 def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,

@@ -185,6 +185,21 @@ class Tile:
         outputs marked L2 evict-first (``createpolicy.fractional.L2::evict_first``, the output's
         lines leave the L2 before the operands'); 2 as 1, and the operands' bulk copies marked
         evict-last (each operand box is read again by other blocks).
+    elect : bool
+        Producer tiles whose operands all go by bulk tensor copies (``tma``) only: the producer
+        warpgroup's warps other than its first leave at once (in clusters: after the last
+        cluster barrier, which they meet as whole warps), so one warp alone polls the "empty"
+        barriers and its first thread issues the copies (it did every copy already; the other
+        three warps only polled the barriers beside it, taking issue slots from the consumers).
+        Built and tested, not a candidate (:data:`merit.gpu.tiling.ELECT_TUNED`: not faster).
+    place : int
+        Persistent producer tiles without clusters (``cluster`` 1) only: 1, or 2 = the grid is
+        launched in clusters of two blocks (``__cluster_dims__(2, 1, 1)`` on the kernel, the
+        launch unchanged: the cluster shape is part of the compiled kernel), nothing else
+        changed: no cluster code in the kernel, each block takes its own output tiles as
+        before; only the blocks' placement differs (a cluster's two blocks run on SMs of one GPC
+        at once).  The launched grid must be even.  Built and tested, not a candidate
+        (:data:`merit.gpu.tiling.PLACE_TUNED`: not faster on the H100).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -228,6 +243,8 @@ class Tile:
     halo: bool = field(default=False, repr=False)
     epi: int = field(default=0, repr=False)
     evict: int = field(default=0, repr=False)
+    place: int = field(default=1, repr=False)
+    elect: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -284,6 +301,8 @@ class Tile:
                 kind += "_halo" if self.halo else ""
                 kind += f"_e{self.epi}" if self.epi else ""
                 kind += f"_ef{self.evict}" if self.evict else ""
+                kind += f"_pl{self.place}" if self.place > 1 else ""
+                kind += "_el" if self.elect else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

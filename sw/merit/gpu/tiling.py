@@ -526,7 +526,8 @@ def _complete_mma(spec, tile, device):
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
                     areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl, halo=tile.halo,
-                    epi=tile.epi, evict=tile.evict)
+                    epi=tile.epi, evict=tile.evict, place=tile.place,
+                    elect=tile.elect)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -918,7 +919,46 @@ def _persistent(spec, tile, device):
     p = _replace(tile, persist=g)
     if ldsm.grid_blocks(spec, p)[0] <= g or ldsm.wgmma_fits(spec, p):
         return []
-    return [p] + _staged(spec, p, device) + _clustered(spec, p, device)
+    forms = [p] + _staged(spec, p, device)
+    forms += _placed(spec, forms)
+    return forms + _elected(spec, forms) + _clustered(spec, p, device)
+
+
+#: Persistent producer tiles (plain and staged-epilogue forms): each also launched in clusters of
+#: two with nothing else changed (``Tile.place`` 2: the blocks' placement on the GPCs alone), an
+#: even grid, would be timed beside it.  Off: on GEMM 4096^3 (H100, two runs) the placed tiles
+#: ran -1 to +11 % against the same tiles unplaced on FP16, -7 to +6 % on BF16, and the best
+#: placed tile beat the best unplaced one in 1 of 4 comparisons (see ``docs/gpu.md``); built
+#: and tested.
+PLACE_TUNED = False
+
+
+def _placed(spec, forms):
+    """The ``Tile.place`` 2 form of each persistent tile of ``forms`` (its grid rounded down to
+    an even one); none where that leaves no grid or the form does not apply."""
+    if not PLACE_TUNED:
+        return []
+    out = []
+    for t in forms:
+        q = _replace(t, place=2, persist=t.persist - t.persist % 2)
+        if (t.cluster == 1 and q.persist >= 2 and ldsm.grid_blocks(spec, q)[0] > q.persist
+                and not ldsm.wgmma_fits(spec, q)):
+            out.append(q)
+    return out
+
+
+#: Persistent producer tiles with bulk copies of both operands (plain, staged, placed forms):
+#: each also with its producer's first warp alone polling the "empty" barriers, its first
+#: thread issuing the copies (``Tile.elect``), would be timed beside it.  Off: no faster on
+#: GEMM 4096^3 (H100, one run: -6 to +27 %, see ``docs/gpu.md``); built and tested.
+ELECT_TUNED = False
+
+
+def _elected(spec, forms):
+    """The ``Tile.elect`` form of each tile of ``forms`` where it applies."""
+    if not ELECT_TUNED:
+        return []
+    return [e for e in (_replace(t, elect=True) for t in forms) if not ldsm.wgmma_fits(spec, e)]
 
 
 #: Persistent producer tiles with bulk copies of both operands: their forms in clusters of two
@@ -1240,6 +1280,9 @@ def check_tile(spec, tile, device=H100):
             raise ValueError(why)
     if tile.cluster != 1 and not tile.wgmma:
         raise ValueError(f"tile.cluster {tile.cluster!r}: clusters are for wgmma tiles only")
+    if tile.place != 1 and not tile.wgmma:
+        raise ValueError(f"tile.place {tile.place!r}: clustered placement is for persistent "
+                         f"wgmma tiles only")
     if tile.wgmma:
         why = ldsm.wgmma_fits(spec, tile) if tile.mma else "wgmma needs tile.mma and tile.ldsm"
         if why:

@@ -163,7 +163,8 @@ def main():
                     ("cluster launch", cluster_launch)]
             for form, patch in forms:
                 row = dict(prec=prec, tile=t.label(), form=form, peer_ms=peer,
-                           cluster=t.cluster, evict=t.evict, epi=t.epi)
+                           cluster=t.cluster, evict=t.evict, epi=t.epi, place=t.place,
+                           elect=bool(t.elect))
                 out = (cp.full(spec.pshape, cp.nan, dtype=cp.float32),)
                 try:
                     go = (launcher(spec, t, inputs, out) if patch is None

@@ -668,6 +668,48 @@ def test_wgmma_persistent_clusters_and_l2_hints():
             _run_checked(problem, arrays, t, shape, prec, ref, tol=tol)
 
 
+def _persistent_forms(forms, seed):
+    """Ragged GEMMs (tiles past the edges, K no multiple of the k tile) on grids below their
+    output tiles: each of ``forms`` (``Tile`` fields over a 128 x 128 persistent producer tile)
+    in FP16 / BF16 on half arrays, twice, against float64."""
+    from merit.gpu import _compile_all
+    from merit.gpu.tiling import check_tile
+
+    b128 = {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}
+    cases = [(W.gemm(333, 200, 1000), b128, 4), (W.gemm(1000, 520, 200), b128, 8)]
+    runs = []
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=seed):
+        grid = next(g for p, _, g in cases if p is problem)
+        tiles = [check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True, half=True,
+                                       mn=problem.name == "gemm", producer=True, tma=True,
+                                       persist=grid, **f)) for f in forms]
+        _compile_all(spec, tiles)
+        runs += [(problem, half, t, spec.pshape, prec, ref) for t in tiles]
+    for problem, arrays, t, shape, prec, ref in runs:
+        for _ in range(2):   # twice: fresh poison, the same answer (no race)
+            _run_checked(problem, arrays, t, shape, prec, ref)
+    return [r[2] for r in runs]
+
+
+def test_wgmma_persistent_clustered_placement():
+    """Persistent producer tiles launched in clusters of two with nothing else changed
+    (``Tile.place`` 2): direct and staged epilogues (with the evict-first hint)."""
+    tiles = _persistent_forms([dict(chunk=64, stages=4, place=2),
+                               dict(chunk=64, stages=3, epi=2, evict=1, place=2),
+                               dict(chunk=32, stages=3, epi=4, place=2)], seed=71)
+    assert all(t.place == 2 for t in tiles)
+
+
+def test_wgmma_elected_producer():
+    """Producers whose first warp alone polls the "empty" barriers (``Tile.elect``): one block
+    per cluster and placed in clusters of two, direct and staged stores, and in the persistent
+    cluster form (the other warps wait at the last cluster barrier)."""
+    tiles = _persistent_forms([dict(chunk=64, stages=4, elect=True),
+                               dict(chunk=64, stages=3, epi=2, evict=1, place=2, elect=True),
+                               dict(chunk=64, stages=4, epi=2, cluster=2, elect=True)], seed=73)
+    assert all(t.elect for t in tiles)
+
+
 def test_wgmma_pingpong():
     """Ping-pong tiles (``Tile.pingpong``): two consumer warpgroups per block taking its output
     tiles in turn (one stores while the other's products run), the producer filling the ring for
