@@ -23,8 +23,10 @@ the program memory's read and that selection are in different cycles.
 
 An instruction with ``x`` set (the indexed register ``rN+x``, ``docs/isa.md``) leaves with its
 ``d`` and its register ``a`` moved up by the step's register offset ``x = sum_j a_j * xstride_j``
-(a configuration value per accumulation index) and ``x`` cleared: the offset is formed from the
-indices' registers with the command and added in the output register.
+(a configuration value per accumulation index) and ``x`` cleared: each term
+``(a_j * xstride_j) mod 8`` is a register kept with ``a_j`` (stepped by ``xstride_j`` with it,
+loaded with the origin's term formed on the job's way in), their sum is taken into ``form`` with
+the command and added in the output register.
 
 Accumulation tiles of one parallel tile must come in order and may split only the outermost
 accumulation index (inner indices whole), so that every group sees its steps in the order of the
@@ -101,6 +103,11 @@ def sequencer_config(program, a_shape, group_shape, lane_bits):
     }
 
 
+def _times_mod8(a, s):
+    """(a * s) mod 8 of two 3-bit values by shift-add (three LUT levels, no multiplier)."""
+    return sum(Mux(s[k], a << k, 0) for k in range(3))[:3]
+
+
 class Sequencer(wiring.Component):
     """Issues the commands of the SIMD array for each job.
 
@@ -149,13 +156,20 @@ class Sequencer(wiring.Component):
         job = Signal(job_layout())
         a_cur = Array(Signal(INDEX, name=f"a{j}") for j in range(DIMS))     # global a_j
         g_cur = Array(Signal(INDEX, name=f"g{j}") for j in range(DIMS))     # group coordinate
+        # Timing: the register offset's terms (a_j * xstride_j) mod 8 are registers kept with
+        # a_j, stepped by xstride_j as a_j steps and loaded with the origin's term (formed on the
+        # job's way in) when a_j goes back to its origin: no multiplier in front of ``form``
+        x_cur = Array(Signal(range(N_REGS), name=f"x{j}") for j in range(DIMS))
+        x_org = Array(Signal(range(N_REGS), name=f"x_org{j}") for j in range(DIMS))
         row_base = Signal(range(self.sram_depth + N_REGS * 2))
         reg = Signal(range(N_REGS + 1))
         # ``reg + 1 == cfg.regs`` (the last register to restore or save) as a register, assigned
         # with ``reg`` from the next value's own comparison (``cfg.regs`` is held while jobs run)
         reg_last = Signal()
         first_tile = Signal()
-        last_tile = Signal()
+        # the job's last accumulation tile, or no registers: the group ends without saving (a
+        # register set with the job; ``cfg.regs`` is held while jobs run)
+        no_save = Signal()
 
         # Timing: everything the next command needs comes from flip-flops. Per accumulation
         # index, ``a_next`` = a_j + 1 and the flags ``first`` (a_j == 0), ``last`` (a_j + 1 ==
@@ -241,8 +255,8 @@ class Sequencer(wiring.Component):
             kf, kl = select(f)
             return cfg.begs[kf], cfg.ends[kl], tables[0][kf][kl], tables[1][kf][kl]
 
-        def to_origin(jj, o_a, o_a_next, s_lim=None, e_lim=None):
-            m.d.sync += a_cur[jj].eq(o_a)
+        def to_origin(jj, o_a, o_a_next, s_lim=None, e_lim=None, o_x=None):
+            m.d.sync += [a_cur[jj].eq(o_a), x_cur[jj].eq(x_org[jj] if o_x is None else o_x)]
             set_next(jj, o_a_next, s_lim, e_lim)
 
         # step advance: innermost index fastest, inside the tile
@@ -257,7 +271,8 @@ class Sequencer(wiring.Component):
                         to_origin(jj, job.a_origin[jj], o_next[jj])
                     with m.Else():
                         new = a_next[jj][:INDEX.width]
-                        m.d.sync += a_cur[jj].eq(new)
+                        m.d.sync += [a_cur[jj].eq(new),
+                                     x_cur[jj].eq((x_cur[jj] + cfg.xstride[jj])[:3])]
                         set_next(jj, new + 1)
 
         # the same for the lane groups: gwrap_j (g_j + 1 == p_groups_j) and g_j + 1 are
@@ -288,7 +303,7 @@ class Sequencer(wiring.Component):
         # ``x`` set in the output register, which clears ``x``: the SIMD array sees plain words
         form_x = Signal(range(N_REGS), name="form_x")
         x_now = Signal(range(N_REGS))
-        m.d.comb += x_now.eq(sum((a_cur[jj][:3] * cfg.xstride[jj])[:3] for jj in range(DIMS)))
+        m.d.comb += x_now.eq(sum(x_cur[jj] for jj in range(DIMS))[:3])
         take_out = ~out.valid | out.ready
         take = ~form_valid | take_out    # ``form`` takes a command this cycle
         emit = Signal()
@@ -348,6 +363,20 @@ class Sequencer(wiring.Component):
             m.d.comb += restart.eq(1)
             for jj in range(DIMS):
                 to_origin(jj, job.a_origin[jj], o_next[jj])
+            m.d.sync += group_step.eq(1)
+            with m.If(gwrap.all()):
+                m.next = "IDLE"
+            with m.Else():
+                m.next = "RESTORE"
+
+        # the next lane group's coordinates, a cycle after the group's end (``group_step``, a
+        # register): their enables are that flip-flop and ``ginner``, not the FSM's decision.
+        # Nothing reads ``par`` before then (the group's restore commands come first, and an
+        # EXEC takes ``par`` into ``form`` at least two cycles after the end); a job that
+        # starts in that cycle sets them again (its assignments come later and win)
+        group_step = Signal()
+        m.d.sync += group_step.eq(0)
+        with m.If(group_step):
             for jj in range(DIMS):
                 with m.If(ginner[jj]):
                     with m.If(gwrap[jj]):
@@ -359,19 +388,15 @@ class Sequencer(wiring.Component):
                         m.d.sync += [g_cur[jj].eq(new), g_next[jj].eq(new + 1),
                                      gwrap[jj].eq(new == gs_less[jj]),
                                      par[jj].eq(par[jj] + par_step[jj])]
-            # gwrap after this group's end, from registers: the FSM only selects it
+            # gwrap after this group's end, from registers
             wrapped = [Mux(ginner[jj], Mux(gwrap[jj], gs_less[jj] == 0,
                                            g_next[jj][:INDEX.width] == gs_less[jj]), gwrap[jj])
                        for jj in range(DIMS)]
             m.d.sync += [ginner[jj].eq(Cat(*wrapped[jj + 1:], Const(1, 1)).all())
                          for jj in range(DIMS)]
-            with m.If(gwrap.all()):
-                m.next = "IDLE"
-            with m.Else():
-                m.next = "RESTORE"
 
         def end_steps():
-            with m.If(last_tile | (cfg.regs == 0)):
+            with m.If(no_save):
                 finish_group()
             with m.Else():
                 m.d.sync += [reg.eq(0), reg_last.eq(cfg.regs == 1)]
@@ -381,13 +406,20 @@ class Sequencer(wiring.Component):
         # with what the FSM needs from it (the bad-job check, the flags of its origin, the held
         # limits) computed on the way in
         wide = unsigned(INDEX.width + 1)
+        program_addr = range(self.program_depth + 1)
+        range_layout = data.StructLayout({"beg": program_addr, "end": program_addr,
+                                          "empty": 1, "single": 1})
         prep_layout = data.StructLayout({
             "job": job_layout(), "bad": 1, "origin": flags, "first_tile": 1, "last_tile": 1,
             "o_next": data.ArrayLayout(wide, DIMS), "s_less": data.ArrayLayout(wide, DIMS),
             "e_less": data.ArrayLayout(wide, DIMS), "gs_less": data.ArrayLayout(wide, DIMS),
             "par_step": data.ArrayLayout(INDEX, DIMS), "gwrap": DIMS,
+            "x_org": data.ArrayLayout(range(N_REGS), DIMS),
         })
         prep = Signal(prep_layout)
+        # the range of the job's first step (its origin's), selected when the job starts and
+        # kept for the restarts of its groups
+        origin_range = Signal(range_layout)
         pend = Signal(prep_layout)
         pend_valid = Signal()
         none = 1 << INDEX.width     # never equal to a value of a_j + 1 (at most 2**16)
@@ -410,31 +442,47 @@ class Sequencer(wiring.Component):
                 prep.gs_less[jj].eq(Mux(gshape == 0, none, gshape - 1)),
                 prep.par_step[jj].eq(Const(1, 1) << cfg.lane_bits[jj]),
                 prep.gwrap[jj].eq(gshape == 1),
+                prep.x_org[jj].eq(_times_mod8(o[:3], cfg.xstride[jj])),
             ]
 
         # restart after advance: the group's last step ends the steps
         m.d.sync += now.eq(Mux(start, pend.origin, Mux(restart, origin,
                                                          Mux(advance, stepped, now))))
-        ranges = [step_range(f) for f in (pend.origin, origin, stepped)]
+        # the group's first range: start and restart go to RESTORE, which issues no EXEC, so
+        # the range is loaded a cycle later (``reload``, a register) from ``origin_range``, a
+        # register loaded at the job's start: the range selected after a start or restart is
+        # a register's, and only the range after a step is selected in front of ``addr``
+        reload = Signal()
+        started = Signal()          # the reload after a start (not a restart)
+        m.d.sync += [reload.eq(start | restart), started.eq(start)]
+        # the range of the waiting job's origin, formed every cycle (registered without an
+        # enable); the reload after a start takes it and keeps it in ``origin_range``
+        pend_range = Signal(range_layout)
+        fields = ("beg", "end", "empty", "single")
+        m.d.sync += [pend_range[x].eq(v)
+                     for x, v in zip(fields, step_range(pend.origin), strict=True)]
+        with m.If(started):
+            m.d.sync += origin_range.eq(pend_range)
+        ranges = [tuple(Mux(started, pend_range[x], origin_range[x]) for x in fields),
+                  step_range(stepped)]
         # the step's range: its end held, its beg loaded into ``addr``
-        m.d.sync += end.eq(Mux(start, ranges[0][1], Mux(restart, ranges[1][1],
-                                                        Mux(advance, ranges[2][1], end))))
+        m.d.sync += end.eq(Mux(reload, ranges[0][1], Mux(advance, ranges[1][1], end)))
         # ``addr >= end`` (an empty range) and ``addr + 1 == end`` (the step's last instruction)
         # as registers: a new range (start, restart, advance: ``addr`` = its ``beg``) brings the
         # comparison of its own ``beg`` and ``end`` (from ``tables``, by the same selection as
         # the range); a step within the range (``addr`` + 1) brings ``addr + 2 == end``;
         # anything else keeps them
         step_in = Signal()
-        m.d.sync += addr.eq(Mux(start, ranges[0][0], Mux(restart, ranges[1][0],
-                                Mux(advance, ranges[2][0], Mux(step_in, addr + 1, addr)))))
+        m.d.sync += addr.eq(Mux(reload, ranges[0][0],
+                                Mux(advance, ranges[1][0], Mux(step_in, addr + 1, addr))))
         at_empty = Signal(init=1)       # reset: addr = end = 0
         at_last = Signal()
         candidates = [r[2:] for r in ranges]
         for k, flag in enumerate((at_empty, at_last)):
-            m.d.sync += flag.eq(Mux(start, candidates[0][k], Mux(restart, candidates[1][k],
-                                Mux(advance, candidates[2][k],
+            m.d.sync += flag.eq(Mux(reload, candidates[0][k],
+                                Mux(advance, candidates[1][k],
                                     Mux(step_in, Const(0) if k == 0 else addr + 2 == end,
-                                        flag)))))
+                                        flag))))
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 m.d.comb += self.idle.eq(~out.valid & ~form_valid & ~pend_valid)
@@ -453,9 +501,10 @@ class Sequencer(wiring.Component):
                                 par_step[jj].eq(pend.par_step[jj]),
                                 g_next[jj].eq(1),
                                 gs_less[jj].eq(pend.gs_less[jj]),
+                                x_org[jj].eq(pend.x_org[jj]),
                             ]
                             to_origin(jj, q.a_origin[jj], pend.o_next[jj], pend.s_less[jj],
-                                      pend.e_less[jj])
+                                      pend.e_less[jj], pend.x_org[jj])
                         m.d.comb += start.eq(1)
                         m.d.sync += [
                             job.eq(q),
@@ -464,7 +513,7 @@ class Sequencer(wiring.Component):
                             *[ginner[jj].eq(Cat(pend.gwrap[jj + 1:], Const(1, 1)).all())
                               for jj in range(DIMS)],
                             first_tile.eq(pend.first_tile),
-                            last_tile.eq(pend.last_tile),
+                            no_save.eq(pend.last_tile | (cfg.regs == 0)),
                             row_base.eq(0),
                             reg.eq(0),
                             reg_last.eq(cfg.regs == 1),
