@@ -59,8 +59,11 @@ lint: verilog
 sim: $(STAMP)
 	$(PYTEST) verif/test_tau.py -m sim -p no:cacheprovider -q --merit-summary
 
+# every test not marked slow, on every core (pytest-xdist): tests that share a Verilator model run
+# on one worker, the ones that build go first (conftest.py); TEST_WORKERS=0 runs one process
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PYTEST) -m "not slow" -q
+	$(PYTEST) -m "not slow" -q -n $(TEST_WORKERS) --dist loadgroup
 
 regress: $(STAMP)
 	$(PYTEST) -m slow -q

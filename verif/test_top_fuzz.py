@@ -637,6 +637,7 @@ def fuzz(seed, *, fuzz_runs, storm_runs, error_runs, exact_runs=5):
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("top_n8_t2_stub")      # one model with test_top_robust, test_top_top
 def test_top_fuzz():
     metrics = fuzz(random.randrange(2**31), fuzz_runs=150, storm_runs=6, error_runs=2)
     assert metrics["fuzz_runs"] == 150 and metrics["storm_runs"] == 6

@@ -385,6 +385,7 @@ KERNEL_TESTS = ["kernels_complete_under_random_latency", "abort_at_a_random_poin
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("top_n8_t2_stub")      # one model with test_top_top, test_top_fuzz
 def test_top_robust_stub():
     lanes, taus = 8, 2
     top = Top(lanes=lanes, taus=taus, tau=StubTau)

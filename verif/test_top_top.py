@@ -260,6 +260,7 @@ def _run(taus):
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("top_n8_t2_stub")      # one model with test_top_robust, test_top_fuzz
 def test_top_two_taus():
     metrics = _run(2)
     assert metrics

@@ -163,6 +163,7 @@ def test_output_patterns():
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("tau_n8")      # the 8-lane TAU's builds, with the CLI's and ONNX's
 def test_guide_commands(tmp_path):
     """Every block that is not slow (about half a minute with a built 8-lane TAU)."""
     assert run_guide(tmp_path, slow=False) >= 8

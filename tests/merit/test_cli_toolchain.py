@@ -144,6 +144,7 @@ def _tiny_gemm_module(folder):
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("tau_n8")      # the guide's 8-lane TAU build
 def test_sim_of_a_user_problem_prints_the_table_and_json(tmp_path, monkeypatch):
     """``merit sim MODULE:FUNCTION`` on the 8-lane TAU (the build the guide uses), as a user runs
     it: a subprocess, the table on stdout, the metrics in JSON."""

@@ -182,6 +182,7 @@ def test_perf_needs_a_kernel():
         perf.job_costs(None)
 
 
+@pytest.mark.slow      # compiles every measured whole layer (minutes); make perf renders it
 def test_perf_calibration_table_covers_every_measurement(tmp_path, monkeypatch):
     rows = calibration.calibration_table()
     assert {r["name"] for r in rows if r["source"] == "tau.json"} == set(MEASURED["workloads"])

@@ -198,8 +198,6 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
     ``build``: the model's folder and its build time (:func:`build_time`). Raises
     :class:`BenchFailure` naming the failed tests.
     """
-    from cocotb_tools.runner import get_runner
-
     path = [Path(p) for p in path]
     if path:
         if not any((p / f"{bench}.py").is_file() for p in path):
@@ -215,6 +213,20 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
     bench_config = dict(config or {}, seed=seed, module=module)
     tag = hashlib.sha1(json.dumps(bench_config, sort_keys=True).encode()).hexdigest()[:8]
     test_dir = build_dir / f"run-{bench}-{tag}"
+    # one run at a time in a run folder: pytest workers running the same bench, configuration
+    # and seed on one model would otherwise write each other's results
+    with _locked(build_dir / f"{test_dir.name}.lock"):
+        return _run_in(test_dir, bench=bench, module=module, build_dir=build_dir,
+                       bench_config=bench_config, path=path, waves=waves, seed=seed,
+                       testcase=testcase, plusargs=plusargs)
+
+
+def _run_in(test_dir, *, bench, module, build_dir, bench_config, path, waves, seed, testcase,
+            plusargs):
+    """The cocotb run of :func:`run_bench` in ``test_dir``: its metrics, or
+    :class:`BenchFailure`."""
+    from cocotb_tools.runner import get_runner
+
     results = test_dir / "results.xml"
     (test_dir / "metrics.json").unlink(missing_ok=True)
     env = {

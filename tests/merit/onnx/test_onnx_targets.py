@@ -175,6 +175,7 @@ def test_rtl_layer_names_are_checked(quantized):
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("tau_n8")      # the guide's 8-lane TAU build
 def test_merit_run_rtl_is_bit_exact(tmp_path, capsys):
     """--rtl: a named layer on the Verilator model of an 8-lane TAU (the simulation compares
     every output with the golden ISA model and fails otherwise). conv2 is grouped: one kernel
