@@ -102,7 +102,9 @@ def _problem_file(problem):
     folder = sim_build_root() / "problems"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{hashlib.sha1(blob).hexdigest()[:16]}.pkl"
-    path.write_bytes(blob)
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")  # whole,
+    part.write_bytes(blob)  # then renamed: parallel runs read it whole
+    os.replace(part, path)
     return path
 
 
