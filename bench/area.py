@@ -145,7 +145,10 @@ def _fpga_rows():
 
 
 def _blocks(lanes, work, options, log):
-    return _each_row(_block_rows(), lanes, log, "synth", lambda name, component: synthesize(
+    """Every block of :func:`_block_rows`, then the top (with one TAU): its registers,
+    dispatcher and arbiter have no row of their own."""
+    rows = _block_rows() + [row for row in _rows() if "taus" in row[2]]
+    return _each_row(rows, lanes, log, "synth", lambda name, component: synthesize(
         component, name, work / "blocks" / name, flatten=False, **options))
 
 
@@ -354,8 +357,9 @@ def _block_table(report):
                              f"| {area['sequential_nand2']:,} | | {area['sram_bits']:,} | |")
     return lines + ["", "Blocks keep Amaranth's hierarchy here, so that each splits into its "
                     "first-level submodules (└ rows, with their share of the block's logic); "
-                    "the networks of the sweep are flattened. The top (registers, dispatcher, "
-                    "AXI arbiter and the TAUs) is left out here: it is checked by the FPGA fit.",
+                    "the networks of the sweep are flattened. The top (one TAU) is the last "
+                    "row: its registers, dispatcher and AXI arbiter are its └ rows beside the "
+                    "TAU.",
                     ""]
 
 

@@ -4,7 +4,7 @@ commands applied with :func:`merit.isa.step` (the golden ISA model), for the ben
 
 import numpy as np
 
-from merit.isa import N_REGS, IsaError, Op, decode, is_legal, step
+from merit.isa import N_REGS, Op, decode, is_legal, step
 from meritz.tau.cp.simd import Command
 
 __all__ = ["SimdModel"]
@@ -39,11 +39,10 @@ class SimdModel:
             else:
                 self.regs[d] = self.sram[row]
             return None
-        try:
-            ins = decode(word)
-        except IsaError:
+        if not is_legal(word):      # the array executes nothing (some decode all the same)
             self.error = 1
             return None
+        ins = decode(word)
         idx = None
         if ins.op == Op.INDEX:
             lane = np.arange(self.lanes)

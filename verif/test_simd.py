@@ -130,12 +130,12 @@ class Stimulus:
 
 def interlocked(first, second):
     """Cycles command ``second`` waits behind ``first``: :func:`merit.perf.interlocked` of two
-    legal instructions; behind a legal ``LOOKUP`` (two cycles in the first execute stage) any
-    other command waits one cycle."""
+    legal instructions; behind a legal ``LOOKUP`` (``perf.LOOKUP_E1_CYCLES`` cycles in the first
+    execute stage) any other command waits all but one of them."""
     if first[0] != Command.EXEC or not is_legal(first[1]):
         return 0
     if second[0] != Command.EXEC or not is_legal(second[1]):
-        return int(decode(first[1]).op == Op.LOOKUP)
+        return (perf.LOOKUP_E1_CYCLES - 1) * int(decode(first[1]).op == Op.LOOKUP)
     return perf.interlocked(decode(first[1]), decode(second[1]))
 
 
@@ -304,13 +304,18 @@ async def random_program_no_backpressure(dut):
     stalls = sum(a[0] == Command.STORE and b[0] == Command.LOAD
                  for a, b in zip(commands, commands[1:], strict=False))
     interlocks = sum(interlocked(a, b) for a, b in zip(commands, commands[1:], strict=False))
+    # a LOOKUP at the end drains its E1 cycles beyond the two the margin below allows
+    last = commands[-1]
+    tail = (max(0, perf.LOOKUP_E1_CYCLES - 2)
+            if last[0] == Command.EXEC and is_legal(last[1]) and decode(last[1]).op == Op.LOOKUP
+            else 0)
     cycles = await tb.run(20 * cfg["commands"])
     dut._log.info("coverage %s", dict(tb.count))
     for op in Op:
         assert any(k.startswith(op.name) for k in tb.count), f"no {op.name}: {tb.count}"
     assert tb.count["raw_back_to_back"] > 0 and tb.count["STORE"] and tb.count["LOAD"]
     assert tb.count["interlocked"] and tb.count["a_forwarded"] and tb.count["swapped"], tb.count
-    assert cycles <= cfg["commands"] + stalls + interlocks + 4, \
+    assert cycles <= cfg["commands"] + stalls + interlocks + 4 + tail, \
         f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls, " \
         f"{interlocks} interlocks)"
     record_metric("commands_per_cycle",
@@ -340,7 +345,7 @@ pytestmark = pytest.mark.sim
 CASES = {
     # lanes, commands per test
     "n8": (8, 1500),
-    "n32": (32, 300),
+    "n32": (32, 900),
 }
 
 
@@ -353,7 +358,7 @@ def test_simd_random_programs(case):
     metrics = run_bench(top, bench="test_simd", name=f"simd_{case}",
                         config={"lanes": lanes, "depth": top.depth, "commands": commands})
     # recorded at the end of the bench: proves that the cocotb tests ran at all; what remains
-    # besides the commands is the pipeline's fill and drain (up to 4 cycles; 300 commands at 32
+    # besides the commands is the pipeline's fill and drain (up to 4 cycles; 900 commands at 32
     # lanes)
     assert metrics["commands_per_cycle"] > 0.98, metrics
 

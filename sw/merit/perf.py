@@ -38,8 +38,8 @@ import numpy as np
 
 from .arch import BEAT_BYTES, RP_BYTES, WORDS_PER_BEAT
 
-__all__ = ["CONSTANTS", "Prediction", "SPANS", "TileCost", "interlocked", "job_costs", "predict",
-           "predict_problem", "spans"]
+__all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
+           "job_costs", "predict", "predict_problem", "spans"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -214,18 +214,24 @@ def _step_ranges(program, a_size, origin, extent):
     return np.asarray(prog.begs)[kf], np.asarray(prog.ends)[kl]
 
 
+#: cycles a ``LOOKUP`` stays in the SIMD array's first execute stage (``meritz.tau.cp.simd``):
+#: b - c with the clamp's cases, the shifted and clamped index, the table read and its products
+LOOKUP_E1_CYCLES = 3
+
+
 def interlocked(first, second):
     """Cycles instruction ``second`` (a :class:`merit.isa.Instruction`) issued right behind
-    ``first`` waits in the SIMD array (``meritz.tau.cp.simd``): 0, 1 or 2.
+    ``first`` waits in the SIMD array (``meritz.tau.cp.simd``): 0 .. ``LOOKUP_E1_CYCLES``.
 
     One cycle when it reads the register ``first`` writes as ``b`` or ``c`` (not ``b`` of
     ``out``, which is forwarded into the second execute stage like ``a``), unless ``a`` and ``b``
     commute (max, min, and, or, xor; add and sub at ``s = 0``) and only ``b`` is that register:
-    the array swaps them. One cycle more behind a ``LOOKUP``, which stays two cycles in the
-    first execute stage (its clamped index is registered before the table read)."""
+    the array swaps them. ``LOOKUP_E1_CYCLES - 1`` cycles more behind a ``LOOKUP``, which stays
+    that many cycles in the first execute stage (b - c and the clamp's cases, then the shifted,
+    clamped index, each registered before the table read)."""
     from .isa import Logic, Op
 
-    lookup = int(first.op == Op.LOOKUP)
+    lookup = (LOOKUP_E1_CYCLES - 1) * int(first.op == Op.LOOKUP)
     if first.op == Op.OUT or second.op in (Op.OUT, Op.INDEX):
         return lookup
     reads = second.reads()

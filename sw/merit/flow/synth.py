@@ -204,9 +204,13 @@ def _memories(mem_path, top):
 
 
 def _submodule_path(module_name, top):
-    """``"sram.bank3"`` for Amaranth's module ``\\<top>.sram.bank3``; ``""`` for the top."""
+    """``"sram.bank3"`` for Amaranth's module ``\\<top>.sram.bank3``; ``""`` for the top; a
+    module named apart from the top (a component emitted under its own name, such as the TAU
+    inside the processor, and its submodules) keeps its own name: ``"meritz_tau_n8_<hash>.cp"``."""
     name = module_name.lstrip("\\")
-    return name[len(top) + 1:] if name.startswith(top + ".") else ""
+    if name == top:
+        return ""
+    return name[len(top) + 1:] if name.startswith(top + ".") else name
 
 
 def _area(counts):

@@ -300,7 +300,9 @@ def smem_bytes(spec, tile):
     bm, bn, _, rb, _ = _geo(spec, tile)
     # wgmma: the buffers start at a 1024-byte boundary (the 128-byte swizzle's period); a
     # producer tile adds a "full" and an "empty" mbarrier (8 bytes each) per buffer
-    return (_buffers(tile) * (bm + bn) * rb + (WG_ALIGN if tile.wgmma else 0)
+    hp = halo_plan(spec, tile) if getattr(tile, "halo", False) else None
+    per = hp["stage"] if hp else (bm + bn) * rb
+    return (_buffers(tile) * per + (WG_ALIGN if tile.wgmma else 0)
             + (16 * _buffers(tile) if tile.producer else 0))
 
 
@@ -414,6 +416,20 @@ def wgmma_fits(spec, tile):
         return (f"tile.pingpong (two consumer warpgroups taking output tiles in turn) needs a "
                 f"persistent producer tile of one warpgroup's box (warps (4, 1)) without "
                 f"tile.areg, not warps {tile.warps}, persist {tile.persist}")
+    if tile.cl:
+        t = tma_ops(spec, tile) if tile.tma else (None, None)
+        if not (tile.producer and tile.tma and tile.cluster == 1 and not tile.areg
+                and not tile.mn and not tile.pingpong and (tile.half or tile.mma == "tf32")
+                and t[0] and t[1]):
+            return ("tile.cl (channels-last copies, the image by one bulk copy per tap and "
+                    "channel block) is built for FP16 / BF16 (half) and TF32 producer tiles with "
+                    "bulk tensor copies of both operands, K-major, cluster 1, no areg / "
+                    "pingpong, on a problem ldsm.cl_layout rewrites")
+    if tile.halo and not (tile.cl and halo_plan(spec, tile) and tile.split == 1):
+        return ("tile.halo (one box per row of taps) needs a tile.cl tile whose image's "
+                "innermost pixel axis is moved by the innermost row index and one tap index "
+                "alone, a block extent along it that is a multiple of 64, and a box of at most "
+                "256 elements (ldsm.halo_plan)")
     if tile.tma and not (tile.producer and any(tma_ops(spec, tile))):
         return ("tile.tma (bulk tensor copies) needs tile.producer and an operand that is a "
                 "plain matrix in memory (see ldsm.tma_ops)")
@@ -715,6 +731,21 @@ __device__ __forceinline__ void merit_tma2(unsigned dst, const MeritTmap* map, i
                     "r"(bar) : "memory");
 }
 """
+def _tma_nd(n):
+    """The device function copying one box of an ``n``-D tensor map (coordinates innermost
+    first; zero fill outside the tensor) into shared memory, completing on an mbarrier: the
+    channels-last image's box (``merit_tmac<n>``, beside the 2-D boxes' ``merit_tma2``)."""
+    cs = ", ".join(f"int c{i}" for i in range(n))
+    regs = ", ".join(f"%{i + 2}" for i in range(n))
+    ins = ", ".join(f'"r"(c{i})' for i in range(n))
+    return (f"__device__ __forceinline__ void merit_tmac{n}(unsigned dst, const MeritTmap* map, "
+            f"{cs}, unsigned bar) {{\n"
+            f'    asm volatile("cp.async.bulk.tensor.{n}d.shared::cluster.global.'
+            f'mbarrier::complete_tx::bytes [%0], [%1, {{{regs}}}], [%{n + 2}];\\n"\n'
+            f'                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), {ins}, '
+            f'"r"(bar) : "memory");\n}}\n')
+
+
 _PRELUDE_CLUSTER = r"""
 __device__ __forceinline__ unsigned merit_mapa(unsigned addr, unsigned rank) {
     unsigned r;
@@ -852,6 +883,11 @@ def source(spec, tile):
     )
     from .mma import _decompose_code, emit_epilogue, header
 
+    if tile.cl:   # the kernel of the channels-last copies
+        spec2 = cl_spec(spec, tile)
+        if spec2 is None:
+            raise ValueError(wgmma_fits(spec, tile) or "tile.cl does not apply")
+        spec = spec2
     r = tile_roles(spec, tile)
     if r is None:
         raise ValueError(f"problem {spec.name!r} is not a dot product the tensor cores can run")
@@ -882,8 +918,15 @@ def source(spec, tile):
     K = math.prod(spec.ashape)
     ntiles = -(-K // bk)
     stage_bytes = (bm + bn) * rb
-    smem = smem_bytes(spec, tile)
     b_off = bm * rb
+    hp = halo_plan(spec, tile) if tile.halo else None
+    if tile.halo:   # a buffer per row of taps: its phase boxes, then the kw taps' weights
+        if hp is None:
+            raise ValueError(wgmma_fits(spec, tile) or "tile.halo does not apply")
+        ntiles = K // (bk * hp["kw"])
+        stage_bytes = hp["stage"]
+        b_off = len(hp["phases"]) * hp["astep"]
+    smem = smem_bytes(spec, tile)
 
     how = "wgmma (sm_90a)" if wg else "ldmatrix"
     out = header(spec, tile, name, f"tensor cores: {prec}, operands staged at {es} bytes, {how}")
@@ -910,6 +953,7 @@ def source(spec, tile):
         out.append(_PRELUDE_PINGPONG)
     if tile.tma:
         out.append(_PRELUDE_TMA)
+        out += [_tma_nd(len(t["dims"])) for t in tma_ops(spec, tile) if t and t.get("cl")]
     asy = async_ops(spec, tile) if hv else (False, False)
     a4s = word_ops(spec, tile)
     if any(a4s):   # TF32 producer tiles: word copies, counted with the other cp.async slots
@@ -1220,7 +1264,7 @@ def source(spec, tile):
         if tile.producer:
             reg = any(not a and not t for a, t in zip(asy, tmas, strict=True))
             _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
-                                tmas, (0, b_off))
+                                tmas, (0, b_off), spec)
         _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes, b_off,
                          open_tiles if pers else None)
         emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=bool(pers),
@@ -1434,6 +1478,10 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
                   f"(tq + {4 * kb}) * 128 + ((((gq >> 2) * 4 + {2 * h} + (wm & 1)) ^ "
                   f"(tq + {4 * kb})) << 4) + (gq & 3) * 4;")
         w("unsigned ra0_0, ra0_1, ra0_2, ra0_3, ra1_0, ra1_1, ra1_2, ra1_3;")
+    elif tile.halo:   # warpgroup g's 64 rows: pixels 64 g .. 64 g + 63 of the box's rows
+        hp = halo_plan(spec, tile)
+        w(f"const unsigned long long da0 = merit_desc(sbase + (((wm >> 2) * 64) / {hp['bw']} * "
+          f"{hp['width']} + ((wm >> 2) * 64) % {hp['bw']}) * {rb});")
     else:
         w(f"const unsigned long long da0 = merit_desc{'_mn' if ta else ''}(sbase + (wm >> 2) * "
           f"{64 * rb});")
@@ -1443,6 +1491,12 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
     def product(k):
         """k step ``k``: 32 bytes along a K-major line, two groups of 8 k (2048 bytes) of an
         MN-major tile (descriptor units of 16 bytes)."""
+        if tile.halo:   # step k: tap kx's box moved by its line shift, its weights
+            kx, kk = divmod(k, bk // ks)
+            ph, sh = hp["tap"][kx]
+            oa = (ph * hp["astep"] + sh * rb) // 16 + 2 * kk
+            return wgmma_asm(prec, n, accs, f"da0 + so + {oa}",
+                             f"db0 + so + {kx * hp['bstep'] // 16 + 2 * kk}", ta, tb)
         return wgmma_asm(prec, n, accs, f"da0 + so + {128 * k if ta else 2 * k}",
                          f"db0 + so + {128 * k if tb else 2 * k}", ta, tb)
 
@@ -1461,7 +1515,8 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
         tmas = tma_ops(spec, tile) if tile.tma else (None, None)
         fence = TMA_FENCE or not all(tmas)
         _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles, areg,
-                            fence, grid_blocks(spec, tile) if tile.persist else None)
+                            fence, grid_blocks(spec, tile) if tile.persist else None,
+                            steps=bk // ks * hp["kw"] if tile.halo else None)
         return
     if tile.half and _buffers(tile) >= 3:
         _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
@@ -1556,6 +1611,300 @@ def schedule(ntiles, nblocks):
     return [list(range(b, ntiles, nblocks)) for b in range(nblocks)]
 
 
+#: Channels-last tiles (``Tile.cl``): the rewritten specializations, by (problem key, k tile).
+_CL = {}
+#: Marks a specialization rewritten by :func:`cl_layout` (its name ends so).
+CL_MARK = "~cl"
+
+
+def _cl_channel(tr, pos):
+    """The axis of transform ``tr`` that position ``pos`` moves alone, with unit stride and no
+    offset, or None."""
+    axes = [ax for ax, t in enumerate(tr.terms) if any(q == pos for q, _ in t)]
+    if len(axes) != 1 or tr.terms[axes[0]] != ((pos, 1),) or tr.offset[axes[0]]:
+        return None
+    return axes[0]
+
+
+def _cl_transform(tr, ax, cpad, newpos, P, A):
+    """``tr`` over a copy of its tensor with axis ``ax`` moved innermost (padded to ``cpad``, or
+    kept where ``ax`` is None) and positions renumbered by ``newpos``."""
+    from merit.transform import Index, Transform
+
+    nax = len(tr.source_shape)
+    axes = list(range(nax)) if ax is None else [a for a in range(nax) if a != ax] + [ax]
+    shape = tuple(tr.source_shape[a] for a in axes)
+    if ax is not None:
+        shape = shape[:-1] + (cpad,)
+    p, a = [None] * P, [None] * A
+    for nx, ox in enumerate(axes):
+        for n, (pos, s) in enumerate(tr.terms[ox]):
+            idx = Index(nx, s, tr.offset[ox] if n == 0 else 0)
+            q = newpos[pos]
+            if q < P:
+                p[q] = idx
+            else:
+                a[q - P] = idx
+    return Transform(shape, p, a, tuple(tr.boundary[x] for x in axes),
+                     name=tr.name if tr.named else None)
+
+
+def cl_layout(spec, bk):
+    """The channels-last form of a problem for k tiles of ``bk`` (``Tile.cl``): ``(spec2,
+    moves)``, or None where it does not apply.  It applies where the row operand (the image,
+    :func:`merit.gpu.mma.roles`' A) is no plain K-major matrix already (GEMM's A) and shares
+    with the column operand (the weights) a "channel" accumulation index ``c``, which moves each
+    of them alone on one axis with unit stride and no offset; where every other axis of the
+    image is moved by at most one row index (stride 1 to 8, the rows' axes in the rows' order)
+    besides any accumulation indices, and may leave the tensor only under a zero boundary; and
+    where the image has at most 5 axes.  ``spec2`` reads copies of both loop operands whose
+    channel axis is innermost and zero-padded to a multiple of ``bk``; its accumulation indices
+    are the problem's with ``c`` moved innermost (extent padded likewise).  ``moves``: per
+    loop input, ``(outer, C, inner, Cp)``: its copy is the ``(outer, C, inner)`` array as
+    ``(outer, inner, Cp)``, channels ``C .. Cp - 1`` zero."""
+    key = (spec.key(), bk)
+    if key in _CL:
+        return _CL[key]
+    _CL[key] = out = _cl_layout(spec, bk)
+    return out
+
+
+def _cl_layout(spec, bk):
+    r = roles(spec)
+    if r is None or spec.name.endswith(CL_MARK):
+        return None
+    P, A = spec.np, spec.na
+    img, wts = spec.inputs[r.a].transform, spec.inputs[r.b].transform
+    if len(img.source_shape) > 5:
+        return None
+    chan = None
+    for ac in range(A - 1, -1, -1):
+        ai, aw = _cl_channel(img, P + ac), _cl_channel(wts, P + ac)
+        if ai is not None and aw is not None:
+            chan = (ac, ai, aw)
+            break
+    if chan is None:
+        return None
+    ac, ai, aw = chan
+    plan = operand_plan(spec, r.a, r.rows)
+    checked = plan["checked"]
+    if len(r.rows) == 1 and not checked and not plan["const"] and plan["vector"]:
+        return None   # a plain K-major matrix already (GEMM's A): no copy needed
+    row_axes = []
+    for ax, terms in enumerate(img.terms):
+        rows = [(pos, s) for pos, s in terms if pos < P]
+        if ax == ai:
+            continue
+        if len(rows) > 1 or any(pos not in r.rows or not 1 <= s <= 8 for pos, s in rows):
+            return None
+        row_axes += [pos for pos, _ in rows]
+        if ax in checked and img.boundary[ax] != "zero":
+            return None
+    if row_axes != list(r.rows):
+        return None
+    order = [i for i in range(A) if i != ac] + [ac]
+    newpos = {j: j for j in range(P)}
+    newpos.update({P + i: P + n for n, i in enumerate(order)})
+    C = spec.ashape[ac]
+    cpad = -(-C // bk) * bk
+    inputs, moves = [], {}
+    for k, op in enumerate(spec.inputs):
+        ax = {r.a: ai, r.b: aw}.get(k)
+        tr = op.transform
+        inputs.append(dataclasses.replace(op, transform=_cl_transform(tr, ax, cpad, newpos, P, A)))
+        if ax is not None:
+            sh = tr.source_shape
+            moves[k] = (math.prod(sh[:ax]), sh[ax], math.prod(sh[ax + 1:]), cpad)
+    ashape = tuple(spec.ashape[i] for i in order[:-1]) + (cpad,)
+    spec2 = dataclasses.replace(spec, name=spec.name + CL_MARK, ashape=ashape,
+                                inputs=tuple(inputs))
+    return spec2, moves
+
+
+def cl_spec(spec, tile):
+    """The specialization a ``Tile.cl`` tile's kernel runs (:func:`cl_layout`), ``spec`` itself
+    for other tiles or one already rewritten; None where the form does not apply."""
+    if not getattr(tile, "cl", False) or spec.name.endswith(CL_MARK):
+        return spec
+    got = cl_layout(spec, tile.chunk)
+    return got[0] if got else None
+
+
+def _cl_box(spec, r, tile):
+    """The bulk copy of a channels-last image's k tile (``Tile.cl``, ``spec`` rewritten): one
+    box of ``chunk`` channels by the block's pixels, its dimensions innermost first: the
+    channels, then per image axis (innermost first) the block's extent of the row index moving
+    it times that index's stride (the box's traversal stride, so that ``block`` pixels are
+    copied), or 1.  ``coords``: per dimension ``(offset, row terms, accumulation terms)`` of its
+    start: ``offset + sum pb_j * s + sum a_i * d``, the accumulation digits of the k tile's tap
+    (the channel dimension starts at the k tile's channel block)."""
+    tr = spec.inputs[r.a].transform
+    P, A = spec.np, spec.na
+    es = ESIZE[tile.mma]
+    bk, blk = tile.chunk, tile.block
+    nax = len(tr.source_shape)
+    st = _gstrides(tr.source_shape)
+    if tr.terms[nax - 1] != ((P + A - 1, 1),) or tr.offset[nax - 1] or spec.ashape[-1] % bk:
+        return None
+    dims, box, est, coords = [], [], [], []
+    for ax in range(nax - 1, -1, -1):
+        rows = [(pos, s) for pos, s in tr.terms[ax] if pos < P]
+        accs = [(pos - P, s) for pos, s in tr.terms[ax] if pos >= P]
+        dims.append(tr.source_shape[ax])
+        if ax == nax - 1:
+            box.append(bk)
+            est.append(1)
+            coords.append((0, [], []))
+            continue
+        if rows:
+            (j, s), = rows
+            box.append(blk[j] * s)
+            est.append(s)
+        else:
+            box.append(1)
+            est.append(1)
+        coords.append((tr.offset[ax], rows, accs))
+    if max(box) > 256 or any(b < 1 for b in box):
+        return None
+    strides = tuple(st[ax] * es for ax in range(nax - 2, -1, -1))
+    return dict(dims=tuple(dims), strides=strides, box=tuple(box), estrides=tuple(est),
+                coords=coords, ncb=spec.ashape[-1] // bk, swizzle=bk * es, boxes=1)
+
+
+def cl_coords(spec, tile, t):
+    """C lines computing the start of a channels-last box (:func:`_cl_box` plan ``t``) for k
+    tile ``kt`` of the block at ``pb<j>``, and the list of its coordinates, innermost first."""
+    A = spec.na
+    lines = [f"int q = kt / {t['ncb']};"] if A > 1 else []
+    for i in range(A - 2, -1, -1):
+        lines.append(f"const int a{i} = q % {spec.ashape[i]}; q /= {spec.ashape[i]};"
+                     if i > 0 else "const int a0 = q;")
+    out = []
+    for d, (off, rows, accs) in enumerate(t["coords"]):
+        if d == 0:
+            out.append(f"(kt % {t['ncb']}) * {t['box'][0]}")
+            continue
+        parts = [f"pb{j} * {s}" for j, s in rows] + [f"a{i} * {s}" for i, s in accs]
+        parts += [f"({off})"] if off or not parts else []
+        out.append(" + ".join(parts))
+    return lines, out
+
+
+#: Alignment of each box of a ``Tile.halo`` ring buffer (the 128-byte swizzle's period): the
+#: swizzle pattern starts at every box, so the consumers' shifted descriptor starts keep base
+#: offset 0 (PTX ISA, "Matrix Descriptor Format": the base offset says where the pattern starts).
+HALO_ALIGN = 1024
+
+
+def _up(n, a):
+    return -(-n // a) * a
+
+
+def halo_plan(spec, tile):
+    """The row-of-taps form of a ``Tile.cl`` tile (``Tile.halo``), or None where it does not
+    apply.  It applies where the channels-last image's innermost pixel axis (the box's second
+    dimension) is moved by exactly the innermost row index ``j`` (stride ``s``) and one tap
+    index ``x`` (extent ``kw`` > 1, dilation ``d``) that moves no other axis, and the block's
+    extent ``bw`` along ``j`` is a multiple of 64 (a consumer warpgroup's 64 rows lie in one row
+    of the box).  A ring buffer then holds one row of taps (the digits of the other taps and a
+    channel block): per phase ``p`` of ``{(kx d) % s}`` one box like ``_cl_box``'s but
+    ``width = bw + ((kw - 1) d) // s`` elements wide along that axis, starting at ``offset + pb_j
+    s + p`` (traversal stride ``s``), each at a multiple of :data:`HALO_ALIGN`, then the ``kw``
+    taps' weights (one 2-D box each, ``bn`` lines).  Tap ``kx`` reads phase ``(kx d) % s``'s box
+    ``(kx d) // s`` lines on.  The dict: ``x``, ``kw``, ``j``, ``s``, ``d``, ``bw``, ``width``,
+    ``phases``, ``abox`` (bytes of one phase box), ``astep`` (its aligned size), ``bstep``
+    (bytes of one tap's weights), ``stage`` (bytes per buffer), ``kst`` (the k stride of each
+    accumulation index in the reordered k), ``tap`` (kx -> (phase number, line shift)),
+    ``box`` / ``coords`` (the phase box, as ``_cl_box``'s)."""
+    if not getattr(tile, "cl", False):
+        return None
+    spec = cl_spec(spec, tile)
+    if spec is None:
+        return None
+    r = tile_roles(spec, tile)
+    if r is None or not r.rows:
+        return None
+    t = _cl_box(spec, r, tile)
+    if t is None or len(t["dims"]) < 2:
+        return None
+    P, A = spec.np, spec.na
+    _, rows, accs = t["coords"][1]
+    if len(rows) != 1 or len(accs) != 1 or rows[0][0] != r.rows[-1]:
+        return None
+    (j, s), (x, d) = rows[0], accs[0]
+    kw = spec.ashape[x]
+    if x == A - 1 or kw < 2 or any(i == x for c in t["coords"][2:] for i, _ in c[2]):
+        return None
+    bw = tile.block[j]
+    if bw % 64:
+        return None
+    hmax = (kw - 1) * d // s
+    width = bw + hmax
+    if width * s > 256:
+        return None
+    phases = sorted({kx * d % s for kx in range(kw)})
+    bm, bn, bk, rb, _ = _geo(spec, tile)
+    outer = math.prod(b // e for b, e in zip(t["box"][2:], t["estrides"][2:], strict=True))
+    abox = outer * width * rb
+    astep = _up(abox, HALO_ALIGN)
+    bstep = bn * rb
+    kst = tuple(math.prod(spec.ashape[i + 1:]) for i in range(A))
+    box = (t["box"][0], width * s) + tuple(t["box"][2:])
+    return dict(x=x, kw=kw, j=j, s=s, d=d, bw=bw, width=width, phases=tuple(phases),
+                abox=abox, astep=astep, bstep=bstep,
+                stage=_up(len(phases) * astep + kw * bstep, HALO_ALIGN), kst=kst,
+                tap=tuple((phases.index(kx * d % s), kx * d // s) for kx in range(kw)),
+                box=box, coords=t["coords"], ncb=t["ncb"], P=P)
+
+
+def halo_digits(spec, tile, hp):
+    """C lines computing a ``Tile.halo`` buffer's digits from its number ``kt``: ``cb`` (the
+    channel block) and ``a<i>`` for every tap index but ``x``; and the expression of the k
+    offset of its taps' first element (add ``kx * kst[x]`` for tap ``kx``)."""
+    spec = cl_spec(spec, tile)
+    A = spec.na
+    ncb, x = hp["ncb"], hp["x"]
+    others = [i for i in range(A - 1) if i != x]
+    lines = [f"const int cb = kt % {ncb};"]
+    if others:
+        lines.append(f"int q = kt / {ncb};")
+        for n, i in enumerate(reversed(others)):
+            lines.append(f"const int a{i} = q;" if n == len(others) - 1 else
+                         f"const int a{i} = q % {spec.ashape[i]}; q /= {spec.ashape[i]};")
+    k0 = " + ".join([f"a{i} * {hp['kst'][i]}" for i in others] + [f"cb * {tile.chunk}"])
+    return lines, k0
+
+
+def halo_coords(spec, tile, hp, p):
+    """The start of phase ``p``'s box of a ``Tile.halo`` buffer (after :func:`halo_digits`'s
+    lines), its coordinates innermost first."""
+    out = []
+    for dim, (off, rows, accs) in enumerate(hp["coords"]):
+        if dim == 0:
+            out.append(f"cb * {tile.chunk}")
+            continue
+        if dim == 1:
+            (j, s), = rows
+            out.append(f"pb{j} * {s} + ({off + p})")
+            continue
+        parts = [f"pb{j} * {s}" for j, s in rows] + [f"a{i} * {s}" for i, s in accs]
+        parts += [f"({off})"] if off or not parts else []
+        out.append(" + ".join(parts))
+    return out
+
+
+def stage_bytes(spec, tile):
+    """Bytes of one operand-tile buffer: A's and B's tiles, or a ``Tile.halo`` tile's row of
+    taps (:func:`halo_plan`)."""
+    if getattr(tile, "halo", False):
+        hp = halo_plan(spec, tile)
+        if hp is None:
+            raise ValueError("tile.halo does not apply (ldsm.halo_plan)")
+        return hp["stage"]
+    bm, bn, _, rb, _ = _geo(spec, tile)
+    return (bm + bn) * rb
+
+
 def tma_ops(spec, tile):
     """Per operand (A, B) of a ``half`` or TF32 wgmma tile: how the bulk tensor copy engine
     copies it, or None where it cannot (a TF32 operand goes as fp32 bits, which wgmma reads
@@ -1572,6 +1921,9 @@ def tma_ops(spec, tile):
     per element)."""
     if not (tile.wgmma and (tile.half or tile.mma == "tf32")):
         return (None, None)
+    spec = cl_spec(spec, tile)
+    if spec is None:
+        return (None, None)
     r = tile_roles(spec, tile)
     bm, bn, bk, rb, _ = _geo(spec, tile)
     es = ESIZE[tile.mma]
@@ -1580,7 +1932,18 @@ def tma_ops(spec, tile):
     ext = tuple(spec.pshape) + tuple(spec.ashape)
     mns = mn_ops(spec, tile)
     out = []
+    hp = halo_plan(spec, tile) if tile.halo else None
     for (k, idxs), lines, mn in zip(((r.a, r.rows), (r.b, r.cols)), (bm, bn), mns, strict=True):
+        if tile.cl and k == r.a and hp:   # a row of taps: one widened box per tap phase
+            t = _cl_box(spec, r, tile)
+            out.append(dict(t, box=hp["box"], k=k, j=None, mn=False, cl=True, halo=True,
+                            bytes=len(hp["phases"]) * hp["abox"], esize=es, dstep=0, cstep=0))
+            continue
+        if tile.cl and k == r.a:   # the channels-last image: one box per tap and channels
+            t = _cl_box(spec, r, tile)
+            out.append(t and dict(t, k=k, j=None, mn=False, cl=True, bytes=lines * rb,
+                                  esize=es, dstep=0, cstep=0))
+            continue
         p = operand_plan(spec, k, idxs)
         coef = p["coef"]
         moving = [j for j in range(P) if coef[j] and ext[j] > 1]
@@ -1601,7 +1964,10 @@ def tma_ops(spec, tile):
             ok = p["vector"] and coef[j] * es % 16 == 0 and rb in (64, 128) and part % 8 == 0
             plan = dict(dims=(K, spec.pshape[j]), strides=(coef[j] * es,), box=(bk, part),
                         swizzle=rb, boxes=split, dstep=part * rb, cstep=part)
-        out.append(dict(plan, k=k, j=j, mn=mn, bytes=lines * rb, esize=es) if ok else None)
+        got = dict(plan, k=k, j=j, mn=mn, bytes=lines * rb, esize=es) if ok else None
+        if hp and got:   # the weights of a row's kw taps, one box each
+            got.update(bytes=hp["kw"] * lines * rb, halo=True)
+        out.append(got)
     return tuple(out)
 
 
@@ -1633,7 +1999,7 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
 
 
 def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, reg,
-                        tmas=(None, None), bases=(0, 0)):
+                        tmas=(None, None), bases=(0, 0), spec=None):
     """The producer's loop: per k tile, wait until the consumers have released its buffer (the
     ``kt // S - 1``-th phase of "empty"), issue its copies (``reg``: store its register slots,
     loaded one k tile earlier, a proxy fence, one plain arrival, then the next k tile's loads
@@ -1656,8 +2022,19 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
         bk = tile.chunk
         w.open("if (tid == 0)")
         w(f"merit_mb_expect(mbar + 8 * s, {sum(t['bytes'] for t in tmas if t)});")
+        if tile.halo:   # a row of taps: per phase one widened box, per tap its weights
+            _emit_halo_copies(w, spec, tile, tmas, stage_bytes, bases)
         for oi, t in enumerate(tmas):
-            if not t:
+            if not t or tile.halo:
+                continue
+            if t.get("cl"):   # the channels-last image: the tap's digits, one N-D box
+                w.open("")
+                lines, coords = cl_coords(spec, tile, t)
+                for ln in lines:
+                    w(ln)
+                w(f"merit_tmac{len(coords)}(sbase + s * {stage_bytes} + {bases[oi]}, &tm{oi}, "
+                  f"{', '.join(coords)}, mbar + 8 * s);")
+                w.close()
                 continue
             for g in range(t["boxes"]):
                 mc = tile.cluster > 1 and oi == 1   # B: half the boxes each, multicast
@@ -1694,8 +2071,30 @@ def _emit_producer_loop(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, r
     w.close()
 
 
+def _emit_halo_copies(w, spec, tile, tmas, stage_bytes, bases):
+    """The bulk copies of buffer ``kt`` of a ``Tile.halo`` tile (:func:`halo_plan`): the image's
+    box of each tap phase at ``bases[0] + phase * astep``, then tap ``kx``'s weights (k offset
+    ``k0 + kx * kst[x]``) at ``bases[1] + kx * bstep``."""
+    hp = halo_plan(spec, tile)
+    ta, tb = tmas
+    w.open("")
+    lines, k0 = halo_digits(spec, tile, hp)
+    for ln in lines:
+        w(ln)
+    dst = f"sbase + s * {stage_bytes}"
+    for n, p in enumerate(hp["phases"]):
+        coords = halo_coords(spec, tile, hp, p)
+        w(f"merit_tmac{len(coords)}({dst} + {bases[0] + n * hp['astep']}, &tm0, "
+          f"{', '.join(coords)}, mbar + 8 * s);")
+    w(f"const int k0 = {k0};")
+    for kx in range(hp["kw"]):
+        w(f"merit_tma2({dst} + {bases[1] + kx * hp['bstep']}, &tm1, "
+          f"k0 + {kx * hp['kst'][hp['x']]}, pb{tb['j']}, mbar + 8 * s);")
+    w.close()
+
+
 def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=None,
-                        areg=None, fence=True, pers=None):
+                        areg=None, fence=True, pers=None, steps=None):
     """The consumers' loop: per k tile, wait for its buffer's "full" phase, a proxy fence (the
     tensor cores read what the copies wrote), its wgmma issued and committed, then
     ``wgmma.wait_group 1`` (tile kt - 1's products are done) and one arrival on the "empty"
@@ -1753,7 +2152,7 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
                 w(f"if (kt > 0) merit_mb_arrive({rel});")
     else:
         w("merit_wg_fence();")
-        for k in range(bk // ks):
+        for k in range(steps or bk // ks):
             w(product(k))
         w("merit_wg_commit();")
         w("merit_wg_wait1();")

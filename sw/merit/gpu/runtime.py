@@ -131,11 +131,13 @@ _TMAP_UINT = {2: 1, 4: 2}
 _TMAP_SWIZZLE, _TMAP_L2_128 = {0: 0, 32: 1, 64: 2, 128: 3}, 2
 
 
-def tensor_map(array, dims, strides, box, swizzle, esize=2):
-    """A 2-D tiled tensor map (the driver's 128-byte ``CUtensorMap``) of a device array of
+def tensor_map(array, dims, strides, box, swizzle, esize=2, estrides=None):
+    """A tiled tensor map (the driver's 128-byte ``CUtensorMap``) of a device array of
     ``esize``-byte elements (2 or 4), made by ``cuTensorMapEncodeTiled`` through the driver
     library, as a NumPy value that CuPy passes by value (a kernel's ``__grid_constant__``
-    parameter).  ``dims`` / ``box`` innermost first, ``strides``: bytes between rows."""
+    parameter).  ``dims`` / ``box`` innermost first, ``strides``: bytes between rows (one per
+    dimension after the first); ``estrides``: the box's traversal stride per dimension (it copies
+    ``box / estride`` elements along each; all 1 when None)."""
     import ctypes
 
     import numpy as np
@@ -150,7 +152,7 @@ def tensor_map(array, dims, strides, box, swizzle, esize=2):
     rc = lib.cuTensorMapEncodeTiled(
         ctypes.c_void_p(out.ctypes.data), ctypes.c_int(_TMAP_UINT[esize]), u32(len(dims)),
         ctypes.c_void_p(ptr), (u64 * len(dims))(*dims), (u64 * len(strides))(*strides),
-        (u32 * len(box))(*box), (u32 * len(box))(*([1] * len(box))), ctypes.c_int(0),
+        (u32 * len(box))(*box), (u32 * len(box))(*(estrides or [1] * len(box))), ctypes.c_int(0),
         ctypes.c_int(_TMAP_SWIZZLE[swizzle]), ctypes.c_int(_TMAP_L2_128), ctypes.c_int(0))
     if rc != 0:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed ({rc}): dims {dims}, strides "
@@ -169,15 +171,154 @@ def _libcuda():
     return _libcuda_handle[0]
 
 
+_RELAYOUT = r"""
+extern "C" __global__ void merit_cl_relayout(const T* __restrict__ src, T* __restrict__ dst,
+                                             int outer, int C, int inner, int Cp) {
+    // (outer, C, inner) -> (outer, inner, Cp), channels C .. Cp - 1 zero: 32 x 32 tiles through
+    // shared memory, read along inner and written along the channels
+    __shared__ T t[32][33];
+    const int i0 = blockIdx.x * 32, c0 = blockIdx.y * 32;
+    for (int o = blockIdx.z; o < outer; o += gridDim.z) {
+        const T* s = src + (long long)o * C * inner;
+        T* d = dst + (long long)o * inner * Cp;
+        for (int y = threadIdx.y; y < 32; y += 8) {
+            const int c = c0 + y, i = i0 + threadIdx.x;
+            t[y][threadIdx.x] = (c < C && i < inner) ? s[(long long)c * inner + i] : (T)0;
+        }
+        __syncthreads();
+        for (int y = threadIdx.y; y < 32; y += 8) {
+            const int i = i0 + y, c = c0 + threadIdx.x;
+            if (i < inner && c < Cp) d[(long long)i * Cp + c] = t[threadIdx.x][y];
+        }
+        __syncthreads();
+    }
+}
+"""
+_RELAYOUT_E = r"""
+extern "C" __global__ void merit_cl_relayout_e(const T* __restrict__ src, T* __restrict__ dst,
+                                               int outer, int C, int inner, int Cp) {
+    // the same copy one destination element per thread (a short inner axis, such as a filter's
+    // taps, leaves most of a 32 x 32 tile idle): written in order, read a few lines apart
+    const long long n = (long long)outer * inner * Cp;
+    for (long long x = blockIdx.x * (long long)blockDim.x + threadIdx.x; x < n;
+         x += (long long)gridDim.x * blockDim.x) {
+        const int c = (int)(x % Cp);
+        const long long oi = x / Cp;
+        const int i = (int)(oi % inner);
+        const long long o = oi / inner;
+        dst[x] = c < C ? src[(o * C + c) * inner + i] : (T)0;
+    }
+}
+"""
+_RELAYOUT_V = r"""
+extern "C" __global__ void merit_cl_relayout_v(const T* __restrict__ src, T* __restrict__ dst,
+                                               int outer, int C, int inner, int Cp) {
+    // the same copy in 16-byte pieces (V elements; inner and Cp multiples of V, 16-byte aligned
+    // arrays), 64 x 64 tiles: pieces of V pixels of a channel read and stored transposed
+    // (pixel-major, rows padded by one word), then pieces of V channels of a pixel written
+    __shared__ T t[64][64 + 4 / sizeof(T)];
+    const int i0 = blockIdx.x * 64, c0 = blockIdx.y * 64, per = 64 / V;
+    for (int o = blockIdx.z; o < outer; o += gridDim.z) {
+        const T* s = src + (long long)o * C * inner;
+        T* d = dst + (long long)o * inner * Cp;
+        for (int v = threadIdx.x; v < 64 * per; v += blockDim.x) {
+            const int r = v / per, e = (v % per) * V, c = c0 + r, i = i0 + e;
+            uint4 x = make_uint4(0u, 0u, 0u, 0u);
+            if (c < C && i < inner)
+                x = *reinterpret_cast<const uint4*>(s + (long long)c * inner + i);
+            const T* xe = reinterpret_cast<const T*>(&x);
+            #pragma unroll
+            for (int k = 0; k < V; ++k) t[e + k][r] = xe[k];
+        }
+        __syncthreads();
+        for (int v = threadIdx.x; v < 64 * per; v += blockDim.x) {
+            const int r = v / per, e = (v % per) * V, i = i0 + r, c = c0 + e;
+            if (i < inner && c < Cp) {
+                uint4 x;
+                T* xe = reinterpret_cast<T*>(&x);
+                #pragma unroll
+                for (int k = 0; k < V; ++k) xe[k] = t[r][e + k];
+                *reinterpret_cast<uint4*>(d + (long long)i * Cp + c) = x;
+            }
+        }
+        __syncthreads();
+    }
+}
+"""
+_relayout_kernels = {}
+
+
+def relayout(src, dst, outer, C, inner, Cp):
+    """Launch the copy of ``src`` viewed as ``(outer, C, inner)`` into ``dst`` as ``(outer,
+    inner, Cp)`` (channels past ``C`` zero): the channels-last copies of ``Tile.cl`` tiles; in
+    16-byte pieces both ways where ``inner`` and ``Cp`` are multiples of a piece, else through 32
+    x 32 tiles element by element, or one element per thread where ``inner`` is under 32."""
+    cp = cupy()
+    es = src.dtype.itemsize
+    vec = 16 // es
+    v = (inner % vec == 0 and Cp % vec == 0 and src.data.ptr % 16 == 0
+         and dst.data.ptr % 16 == 0)
+    form = "v" if v else "e" if inner < 32 else ""
+    kern = _relayout_kernels.get((es, form))
+    if kern is None:
+        ctype = {2: "unsigned short", 4: "unsigned int"}[es]
+        head = f"typedef {ctype} T;\n" + (f"#define V {vec}\n" if v else "")
+        code = {"v": _RELAYOUT_V, "e": _RELAYOUT_E, "": _RELAYOUT}[form]
+        kern = cp.RawKernel(head + code, f"merit_cl_relayout{'_' + form if form else ''}")
+        _relayout_kernels[es, form] = kern
+    if form == "e":   # one element per thread
+        n = outer * inner * Cp
+        kern((min(-(-n // 256), 65535 * 4),), (256,), (src, dst, outer, C, inner, Cp))
+    elif v:   # 16-byte pieces both ways
+        kern((-(-inner // 64), -(-Cp // 64), min(outer, 65535)), (256,),
+             (src, dst, outer, C, inner, Cp))
+    else:
+        kern((-(-inner // 32), -(-Cp // 32), min(outer, 65535)), (32, 8),
+             (src, dst, outer, C, inner, Cp))
+
+
+def _cl_inputs(spec, tile, inputs):
+    """A ``Tile.cl`` tile's specialization, its inputs (the channels-last copies, allocated
+    here, in place of the loop operands) and the function filling those copies."""
+    from .ldsm import cl_layout
+
+    cp = cupy()
+    spec2, moves = cl_layout(spec, tile.chunk)
+    inputs = list(inputs)
+    jobs = []
+    for k, (outer, C, inner, Cp) in sorted(moves.items()):
+        buf = cp.empty(outer * inner * Cp, dtype=inputs[k].dtype)
+        jobs.append((inputs[k], buf, outer, C, inner, Cp))
+        inputs[k] = buf
+
+    def fill():
+        for src, dst, *dims in jobs:
+            relayout(src, dst, *dims)
+
+    return spec2, inputs, fill
+
+
 def launcher(spec, tile, inputs, outputs):
-    """A no-argument function launching the kernel of (spec, tile) on these device arrays."""
+    """A no-argument function launching the kernel of (spec, tile) on these device arrays (a
+    ``Tile.cl`` tile: the channels-last copies of the loop operands first, in the same
+    function: timed with the kernel)."""
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
+    fill = None
+    if tile.cl:
+        spec, inputs, fill = _cl_inputs(spec, tile, inputs)
     args = tuple(inputs) + tuple(outputs)
     if tile.tma:   # the tensor maps of the operands the bulk copy engine takes, after the arrays
         from .ldsm import tma_ops
 
         args += tuple(tensor_map(inputs[t["k"]], t["dims"], t["strides"], t["box"],
-                                 t["swizzle"], t["esize"]) for t in tma_ops(spec, tile) if t)
+                                 t["swizzle"], t["esize"], t.get("estrides"))
+                      for t in tma_ops(spec, tile) if t)
+    if fill is not None:
+        def go():
+            fill()
+            kernel((nblocks,), (nthreads,), args, shared_mem=smem)
+
+        return go
     if tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
         cp = cupy()
         zero = [(o.data.ptr, o.nbytes) for o in outputs]
@@ -226,7 +367,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 13
+CACHE_VERSION = 15
 
 
 class TileCache:

@@ -146,6 +146,27 @@ class Tile:
         both in order, and the groups' k loops alternate through two named barriers (see
         :func:`merit.gpu.ldsm._emit_consumer_loop`).  Built and tested, not a candidate
         (:data:`merit.gpu.tiling.PINGPONG_TUNED`: slower).
+    cl : bool
+        Warp-specialized FP16 / BF16 (``half``) and TF32 tiles with bulk tensor copies only: a
+        convolution-like problem whose row operand is an image (each axis moved by at most one
+        row index and one accumulation index, one "channel" accumulation index alone on its
+        own axis) runs on channels-last copies of both loop operands, made on the device in
+        the same launch (the channel axis moved innermost and zero-padded to a multiple of
+        ``chunk``; the accumulation indices reordered, the channel index innermost): each k tile
+        is then one tap of the window by ``chunk`` channels, and the image's tile is one bulk
+        copy of a 3- to 5-D box (channels x the block's pixels, the stride as the box's
+        traversal stride) whose start moves with the tap, the zero fill outside the image
+        being the padding (see :func:`merit.gpu.ldsm.cl_spec`, :func:`merit.gpu.ldsm.tma_ops`).
+    halo : bool
+        ``cl`` tiles whose image's innermost pixel axis is moved by a row index (stride ``s``)
+        and a tap index (width ``kw`` > 1, dilation ``d``) alone, with a block extent along it
+        that is a multiple of 64 (each consumer warpgroup's 64 rows within one row of the box):
+        each ring buffer holds one row of taps (the other taps' digits and a channel block):
+        per tap phase ``(kx d) % s`` one bulk copy of the block's pixels widened by the halo
+        ``((kw - 1) d) // s``, and the ``kw`` taps' weights; the consumers read tap ``kx``
+        from its phase's box at a start moved by ``(kx d) // s`` lines (the wgmma descriptors'
+        start address; the swizzle pattern starts at the box, so the base offset stays 0).
+        See :func:`merit.gpu.ldsm.halo_plan`.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -185,6 +206,8 @@ class Tile:
     persist: int = field(default=0, repr=False)
     areg: bool = field(default=False, repr=False)
     pingpong: bool = field(default=False, repr=False)
+    cl: bool = field(default=False, repr=False)
+    halo: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -237,6 +260,8 @@ class Tile:
                 kind += "_tma" if self.tma else ""
                 kind += f"_g{self.persist}" if self.persist else ""
                 kind += "_pp" if self.pingpong else ""
+                kind += "_cl" if self.cl else ""
+                kind += "_halo" if self.halo else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

@@ -452,18 +452,33 @@ def vread_ok(spec, tile):
                                           if op.stage == "loop"))
 
 
+#: Extended split-K candidates (:func:`_splits`) also at a smaller chunk where the tile's own
+#: cannot deal the split out evenly.
+SPLIT_CHUNKS = True
+
+
 def _splits(spec, tile, device=H100, extended=False):
     """Split-K variants of ``tile`` when its blocks fill less than two waves of the SMs
-    (``extended``: 3 and 6 ways besides the powers of two)."""
+    (``extended``: 3 and 6 ways besides the powers of two, and a split that the tile's chunk
+    cannot deal out evenly at a smaller chunk that can: a one-row GEMM's 32-way split)."""
     nb = math.prod(-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True))
     ntiles = -(-spec.ashape[0] // min(tile.chunk, spec.ashape[0]))
     if nb >= 2 * device.sms:
         return
     for split in (2, 3, 4, 6, 8, 16, 32) if extended else (2, 4, 8, 16, 32):
+        if nb * split > 16 * device.sms:
+            continue
         per = -(-ntiles // split)
-        if -(-ntiles // per) != split or nb * split > 16 * device.sms:
-            continue   # every split must get tiles
-        yield _replace(tile, split=split)
+        if -(-ntiles // per) == split:   # every split must get tiles
+            yield _replace(tile, split=split)
+        elif extended and SPLIT_CHUNKS:   # else a smaller chunk (down to 8) that deals evenly
+            chunk = tile.chunk // 2
+            while chunk >= 8:
+                n = -(-spec.ashape[0] // chunk)
+                if -(-n // -(-n // split)) == split:
+                    yield _replace(tile, chunk=chunk, split=split)
+                    break
+                chunk //= 2
 
 
 def complete(spec, tile, device=H100):
@@ -510,7 +525,7 @@ def _complete_mma(spec, tile, device):
                     ldsm=True, wgmma=tile.wgmma, cluster=tile.cluster, minblocks=tile.minblocks,
                     stages=tile.stages if tile.half or tile.producer else 2, half=tile.half,
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
-                    areg=tile.areg, pingpong=tile.pingpong)
+                    areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl, halo=tile.halo)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -743,6 +758,7 @@ def rank(spec, count=6, device=H100):
                     cost = estimate(spec, t, device, detail=False, tail="sm")
                     if cost is not None:
                         alt.append((cost, t))
+            filled = _filled(spec, alt, device)
             hedge = _hedged(spec, alt, device)
         # the loads' widths and bank conflicts for the most promising few hundred
         scored.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
@@ -784,11 +800,17 @@ def rank(spec, count=6, device=H100):
         out = out + _half_variants(spec, out, wg, device)
     elif spec.precision == "tf32" and count > 1 and TF32_PRODUCER_TUNED:
         out = out + _producer_variants(spec, out, wg, device)
+    if spec.precision != "fp32" and count > 1:
+        out = out + _cl_variants(spec, out, device)
     if sums and spec.precision == "fp32" and count > 1:
         have = {t for _, t in out}
         extra = [ct for ct in hedge if ct[1] not in have][:HEDGE]
-        out = (out + extra + _lean_variants(spec, out[:VARIANTS_OF], device)
-               + _lean_variants(spec, extra, device, ({"lean": True},)))
+        have |= {t for _, t in extra}
+        fill = [] if fills(spec, out[0][1], device) else \
+            [ct for ct in filled if ct[1] not in have][:FILL_TUNED]
+        out = (out + extra + fill + _lean_variants(spec, out[:VARIANTS_OF], device)
+               + _lean_variants(spec, extra, device, HEDGE_VARIANTS)
+               + _lean_variants(spec, fill, device, ({"lean": True},)))
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
@@ -932,9 +954,68 @@ def _producer_variants(spec, ranked, wg, device):
     return out
 
 
+#: FP16 / BF16 (half arrays) and TF32 problems: the channels-last form (``Tile.cl``) of each
+#: producer tile with bulk copies, where the problem is convolution-like
+#: (:func:`merit.gpu.ldsm.cl_layout`), is timed beside it, the copies included.
+CL_TUNED = True
+
+
+def _cl_variants(spec, tiles, device):
+    """The ``Tile.cl`` forms (both operands K-major by bulk copies, the image one box per tap
+    and channel block from a channels-last copy) of the one-tile-per-block producer tiles with
+    bulk copies among ``tiles``, and their persistent forms."""
+    if not CL_TUNED or not (spec.operands != "float32" or spec.precision == "tf32"):
+        return []
+    cap = device.smem_block - 1024
+    seen = {t for _, t in tiles}
+    out = []
+    for cost, t in tiles:
+        if not (t.producer and t.tma) or t.persist or t.areg or t.pingpong or t.cluster != 1:
+            continue
+        f = _replace(t, cl=True, mn=False)
+        if f in seen or ldsm.cl_layout(spec, f.chunk) is None or ldsm.wgmma_fits(spec, f) \
+                or _smem_bytes(spec, f) > cap:
+            continue
+        seen.add(f)
+        out.append((cost, f))
+        out += [(cost, p) for p in _persistent(spec, f, device)]
+        if not HALO_TUNED:
+            continue
+        h = _trim_columns(spec, _replace(f, halo=True))
+        if h not in seen and not ldsm.wgmma_fits(spec, h) and _smem_bytes(spec, h) <= cap:
+            seen.add(h)
+            out.append((cost, h))
+            out += [(cost, p) for p in _persistent(spec, h, device)]
+    return out
+
+
+def _trim_columns(spec, tile):
+    """``tile`` with its box of columns cut to the problem's extent along its one column index
+    (rounded up to wgmma's 8 per warp), where it is wider: a ``Tile.halo`` buffer holds the
+    weights of a whole row of taps, whose lines past the extent would be copied as zeros."""
+    r = ldsm.tile_roles(spec, tile)
+    if r is None or len(r.cols) != 1:
+        return tile
+    j = r.cols[0]
+    wn = tile.warps[1]
+    fn = -(-spec.pshape[j] // (8 * wn))
+    if fn >= tile.frags[1]:
+        return tile
+    regs = tuple(8 * wn * fn if i == j else n for i, n in enumerate(tile.regs))
+    return _replace(tile, regs=regs, frags=(tile.frags[0], fn))
+
+
+#: ... and their row-of-taps forms (``Tile.halo``: one widened image box per row of taps and
+#: tap phase, the taps read at shifted descriptor starts) where they apply.
+HALO_TUNED = True
+
+
 #: SIMT sums: the autotuner also times the best tiles of the cost model with ``tail="sm"`` (see
-#: :func:`estimate`) that the default model's list lacks, with their ``lean`` variants.
+#: :func:`estimate`) that the default model's list lacks, with their ``HEDGE_VARIANTS`` (``lean``,
+#: and ``lean`` + ``vread``: the GEMM 4096^3's winner form, whose 128 x 128 blocks of 8 x 8 sums
+#: the ``"sm"`` model often picks for ragged GEMMs too, split K ways).
 HEDGE = 2
+HEDGE_VARIANTS = ({"lean": True}, {"lean": True, "vread": True})
 
 
 def _hedged(spec, first, device):
@@ -952,6 +1033,38 @@ def _hedged(spec, first, device):
             out.append((cost, full))
     out.sort(key=lambda ct: (ct[0], -ct[1].nthreads))
     return out[:2 * HEDGE]
+
+
+#: SIMT sums whose model's first choice does not fill the SMs (:func:`fills`): the autotuner
+#: also times the best ``FILL_TUNED`` tiles (``tail="sm"`` model) whose grid, split-K blocks
+#: included, has ``FILL`` blocks for every SM and ``FILL_WARPS`` warps per SM in all, with their
+#: ``lean`` copies.  Both models take the chip's DRAM bandwidth and the warps an SM could hold
+#: as given, so on a small or skinny problem grids of about one block per SM (a few large
+#: register tiles) rank first while they leave SMs idle and too few loads in flight to draw
+#: that bandwidth (bench seed 90417, the winners timed from the lists without these: 1x1 conv
+#: stride 2, 112 blocks of 10 warps; batch-1 conv, 130 of 10; strided dilated conv, 126 of
+#: 9.5; one-row GEMM, 256 of 8).
+FILL = 2
+FILL_WARPS = 12
+FILL_TUNED = 2
+
+
+def grid_blocks(spec, tile):
+    """Blocks of ``tile``'s grid, the split-K copies of each output block included."""
+    return math.prod(-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True)) \
+        * max(tile.split, 1)
+
+
+def fills(spec, tile, device=H100):
+    """Whether ``tile``'s grid has ``FILL`` blocks and ``FILL_WARPS`` warps per SM."""
+    nb = grid_blocks(spec, tile)
+    return nb >= FILL * device.sms and nb * tile.nthreads >= FILL_WARPS * 32 * device.sms
+
+
+def _filled(spec, first, device):
+    """The best few of ``first`` (as :func:`_hedged` takes it) among the tiles that
+    :func:`fills`."""
+    return _hedged(spec, [ct for ct in first if fills(spec, ct[1], device)], device)
 
 
 def _diverse(ranked, count):

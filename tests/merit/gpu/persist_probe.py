@@ -1,8 +1,10 @@
 """Device probe of the persistent warp-specialized wgmma tiles (not a test): for GEMM 4096^3 and
 VGG conv3_1 in FP16 / BF16 (half arrays) and TF32 (float32 arrays), every producer tile the
 autotuner would time, in its one-tile-per-block form, its persistent form (``Tile.persist``,
-``_g<blocks>``) and its ping-pong form (``Tile.pingpong``, ``_pp``), each checked against
-float64 on the rounded operands and timed beside the library in the same precision.
+``_g<blocks>``), its ping-pong form (``Tile.pingpong``, ``_pp``) and, for convolutions, the
+channels-last forms (``Tile.cl``, ``_cl``, the layout copies in the timed launch; ``_cl_halo``:
+one image box per row of taps, ``Tile.halo``), each checked
+against float64 on the rounded operands and timed beside the library in the same precision.
 
 ``PYTHONPATH=sw python tests/merit/gpu/persist_probe.py [--only gemm,vgg] [--prec fp16,bf16,tf32]
 [--grids 1000,264] [--row-vector] [--match _g132] [--fence] [--pingpong] [--pp-plain]
@@ -118,7 +120,9 @@ def main():
                               else _form(t, ldsm.grid_blocks(spec, t)))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-            for form in ("one tile", "persistent", "v4 one tile", "pingpong", "one group"):
+            for form in ("one tile", "persistent", "v4 one tile", "pingpong", "one group",
+                         "one tile cl", "persistent cl", "v4 one tile cl", "one tile cl halo",
+                         "persistent cl halo", "v4 one tile cl halo"):
                 got = [x for x in rows if x["layer"] == key and x["prec"] == prec
                        and x["form"] == form and x.get("ok")]
                 if got:
@@ -140,13 +144,16 @@ def main():
 def _form(tile, grid):
     """"one tile" (no persist), "persistent" (fewer blocks than output tiles), "v4 one tile"
     (the persistent form with a block per output tile) or "pingpong" (``Tile.pingpong``, two
-    consumer groups taking output tiles in turn); ``grid``: ``ldsm.grid_blocks``."""
+    consumer groups taking output tiles in turn); " cl" after it for the channels-last form
+    (``Tile.cl``, its copies timed with it), " cl halo" for its row-of-taps form (``Tile.halo``);
+    ``grid``: ``ldsm.grid_blocks``."""
+    cl = (" cl halo" if tile.halo else " cl") if tile.cl else ""
     if not tile.persist:
-        return "one tile"
+        return "one tile" + cl
     if tile.pingpong:
         return "pingpong"
     ntiles, launched = grid
-    return "persistent" if launched < ntiles else "v4 one tile"
+    return ("persistent" if launched < ntiles else "v4 one tile") + cl
 
 
 if __name__ == "__main__":

@@ -648,3 +648,102 @@ def test_wgmma_tf32_areg():
                 _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
             ran += 1
     assert ran == 20
+
+
+def _check_channels_last(cases, form, *, seeds, half_forms, tf32_forms):
+    """Run each ``(problem, shape, persistent grid)`` of ``cases`` on the channels-last tiles
+    ``form`` (``{"cl": True}``, with ``"halo": True`` for rows of taps): FP16 / BF16 on half
+    arrays at ``half_forms``, TF32 on float32 arrays at ``tf32_forms`` (``(chunk, stages)``: the
+    first one tile per block, the second persistent); twice each, against float64 on the
+    operands as the tile reads them (fp32 sums over K up to 81 x 64: a few 1e-6 of rounding)."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    flag = "halo" if form.get("halo") else "cl"
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases],
+                                                              seed=seeds[0]):
+        grid = next(g for p, _, g in cases if p is problem)
+        for (chunk, stages), persist in zip(half_forms, (0, grid), strict=True):
+            tile = check_tile(spec, dict(shape, mma=prec, ldsm=True, wgmma=True, chunk=chunk,
+                                         half=True, stages=stages, producer=True, tma=True,
+                                         persist=persist, **form))
+            assert ldsm.tma_ops(spec, tile)[0][flag]
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                _run_checked(problem, half, tile, spec.pshape, prec, ref, tol=1e-5)
+    rng = np.random.default_rng(seeds[1])
+    for problem, shape, grid in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        spec = spec_of(problem, "float32", "tf32")
+        for (chunk, stages), persist in zip(tf32_forms, (0, grid), strict=True):
+            tile = check_tile(spec, dict(shape, mma="tf32", ldsm=True, wgmma=True, chunk=chunk,
+                                         stages=stages, producer=True, tma=True,
+                                         persist=persist, **form))
+            ref = problem.run(*_tc_operands(problem, spec, tile, arrays, "tf32"))
+            for _ in range(2):
+                _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=1e-5)
+
+
+def test_wgmma_channels_last_image_boxes():
+    """Channels-last producer tiles (``Tile.cl``): both loop operands copied channels-last in the
+    launch (channels zero-padded to the k tile), the image's k tile one bulk copy of a 4-D box
+    per tap and channel block whose zero fill is the padding, the weights one 2-D box.  Ragged
+    pixels, channels and filters; stride 2 (the box's traversal stride), dilation 3, k 1 / 3 /
+    9; one tile per block and persistent; FP16 / BF16 on half arrays, TF32 on float32 arrays
+    (truncated by wgmma); twice each, against float64 on the operands as the tile reads them."""
+
+    cases = [
+        (W.conv2d(2, 24, 13, 16, 72, 3, padding=1),
+         {"regs": (1, 64, 2, 64), "warps": (8, 1), "frags": (1, 8)}, 3),
+        (W.conv2d(3, 19, 23, 29, 40, 3, stride=2, padding=1),
+         {"regs": (1, 64, 4, 32), "warps": (8, 1), "frags": (1, 8)}, 5),
+        (W.conv2d(2, 40, 17, 21, 64, 3, padding=3, dilation=3),
+         {"regs": (1, 64, 8, 16), "warps": (8, 1), "frags": (1, 8)}, 4),
+        (W.conv2d(2, 32, 30, 30, 32, 9, padding=4),
+         {"regs": (2, 32, 2, 32), "warps": (8, 1), "frags": (1, 4)}, 7),
+        (W.conv2d(2, 32, 40, 36, 32, 9, stride=2, padding=4),
+         {"regs": (1, 32, 4, 32), "warps": (8, 1), "frags": (1, 4)}, 3),
+        (W.conv2d(3, 16, 9, 11, 24, 1, stride=2),
+         {"regs": (2, 32, 8, 8), "warps": (8, 1), "frags": (1, 4)}, 1),
+    ]
+    _check_channels_last(cases, {"cl": True}, seeds=(53, 59), half_forms=((64, 4), (32, 3)),
+                         tf32_forms=((32, 4), (16, 3)))
+
+
+def test_wgmma_halo_rows_of_taps():
+    """Row-of-taps tiles (``Tile.halo``): per ring buffer one bulk copy of the block's pixels
+    widened by the window's halo per tap phase and the weights of a row of taps; the consumers
+    read each tap at a descriptor start moved by whole lines.  k 9 / 5 / 3, dilation 2 and 3,
+    stride 2 (two tap phases), ragged pixels and channels, two channel blocks, 64- and 128-byte
+    lines; one tile per block and persistent; FP16 / BF16 on half arrays, TF32 on float32
+    arrays; twice each, against float64 on the operands as the tile reads them."""
+
+    cases = [
+        (W.conv2d(2, 24, 6, 100, 16, 9, padding=4),
+         {"regs": (1, 16, 2, 64), "warps": (8, 1), "frags": (1, 2)}, 3),
+        (W.conv2d(2, 40, 5, 70, 8, 5, padding=4, dilation=2),
+         {"regs": (1, 8, 1, 64), "warps": (4, 1), "frags": (1, 1)}, 5),
+        (W.conv2d(2, 32, 20, 140, 32, 9, stride=2, padding=4),
+         {"regs": (1, 32, 1, 64), "warps": (4, 1), "frags": (1, 4)}, 7),
+        (W.conv2d(2, 16, 9, 150, 16, 3, stride=2, padding=3, dilation=3),
+         {"regs": (1, 16, 1, 64), "warps": (4, 1), "frags": (1, 2)}, 4),
+    ]
+    _check_channels_last(cases, {"cl": True, "halo": True}, seeds=(61, 67),
+                         half_forms=((64, 3), (32, 4)), tf32_forms=((32, 3), (16, 4)))
+
+
+def test_cl_relayout_copies():
+    """The channels-last copies (``runtime.relayout``), element by element and in 16-byte
+    pieces, 2- and 4-byte elements: ``(outer, C, inner)`` as ``(outer, inner, Cp)`` with the
+    padding channels zero, against NumPy; the destination poisoned first."""
+    from merit.gpu.runtime import relayout
+
+    rng = np.random.default_rng(61)
+    for dt, (outer, C, inner, Cp) in itertools.product(
+            (np.uint16, np.uint32), ((2, 24, 208, 32), (3, 19, 667, 64), (72, 40, 9, 64),
+                                     (4, 128, 3136, 128), (1, 5, 64, 16))):
+        src = rng.integers(1, 60000, size=(outer, C, inner)).astype(dt)
+        want = np.zeros((outer, inner, Cp), dtype=dt)
+        want[:, :, :C] = src.transpose(0, 2, 1)
+        dst = cp.full(outer * inner * Cp, 65535, dtype=dt)
+        relayout(cp.asarray(src).reshape(-1), dst, outer, C, inner, Cp)
+        np.testing.assert_array_equal(cp.asnumpy(dst).reshape(want.shape), want)

@@ -29,6 +29,18 @@ def random_vectors(rng, count, lanes=LANES):
     return out
 
 
+def stream_vectors(commands, luts, rng):
+    """The RP vectors ``commands`` take (two lists, RP0 and RP1, as many as the golden model says
+    each command reads), drawn with ``random_vectors`` from ``rng``."""
+    golden = SimdModel(LANES, CONSTS, luts)
+    need = [golden.needs(_padded(c)) for c in commands]
+    return tuple(random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
+
+
+def _padded(command):
+    return tuple(command) + (0,) * (6 - len(command))
+
+
 def run_stream(commands, luts, *, rp=None, seed=0, gap=0.0, out_gap=0.0, probe_ready=False):
     """Run ``commands`` with the RP vectors ``rp`` (two lists; drawn at random with ``seed``
     when None). ``gap`` / ``out_gap``: the probabilities of a cycle without a command or RP
@@ -37,12 +49,11 @@ def run_stream(commands, luts, *, rp=None, seed=0, gap=0.0, out_gap=0.0, probe_r
 
     Returns (outs, golden outs, the cycles a command was accepted, the cycles an out vector
     left, the cycle busy fell)."""
-    commands = [tuple(c) + (0,) * (6 - len(c)) for c in commands]
+    commands = [_padded(c) for c in commands]
     rng = np.random.default_rng(seed)
     golden = SimdModel(LANES, CONSTS, luts)
     if rp is None:
-        need = [golden.needs(c) for c in commands]
-        rp = tuple(random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
+        rp = stream_vectors(commands, luts, rng)
     dut = SimdArray(lanes=LANES)
     got, want, accepted, outs, end = [], [], [], [], []
 

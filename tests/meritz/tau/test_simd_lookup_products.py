@@ -16,12 +16,11 @@ are the commands plus :func:`merit.perf.interlocked`'s waits.
 
 import numpy as np
 import pytest
-from simd_stream import CONSTS, LANES, random_vectors, run_stream
+from simd_stream import LANES, run_stream, stream_vectors
 
 from merit.isa import LUT_ENTRIES, Op, assemble, decode
-from merit.perf import interlocked
+from merit.perf import LOOKUP_E1_CYCLES, interlocked
 from meritz.tau.cp.simd import Command
-from simd_model import SimdModel
 
 # values of (b - c) >> s around every edge of the clamp and of the segments (u = x clamped to
 # [0, 8192]; segment i = u >> 8, fraction f = u & 255)
@@ -144,15 +143,13 @@ def test_lookup_hazards_and_cycles(program):
     luts = _tables()
     cmds = program(luts)
     rng = np.random.default_rng(8)
-    golden = SimdModel(LANES, CONSTS, luts)
-    need = [golden.needs((*c, 0, 0, 0)) for c in cmds]
-    rp = tuple(random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
+    rp = stream_vectors(cmds, luts, rng)
     got, want, accepted, outs, _ = run_stream(cmds, luts, rp=rp)
     assert len(want) >= 4
     assert got == want
     ins = [decode(c[1]) if c[0] == Command.EXEC else None for c in cmds]
     waits = sum(interlocked(x, y) if x is not None and y is not None else
-                int(x is not None and x.op == Op.LOOKUP)          # a lut before a command
+                (LOOKUP_E1_CYCLES - 1) * int(x is not None and x.op == Op.LOOKUP)
                 for x, y in zip(ins, ins[1:], strict=False))
     stalls = sum(1 for x, y in zip(cmds, cmds[1:], strict=False)
                  if x[0] == Command.STORE and y[0] == Command.LOAD)
@@ -166,10 +163,7 @@ def test_lookups_under_backpressure_and_gaps(seed, gap, out_gap):
     out.ready (E2 and the LOOKUP's second E1 cycle held while out waits): bit-exact."""
     luts = _tables()
     cmds = _hazard_program(luts) + _stored_program(luts) + _hazard_program(luts)
-    golden = SimdModel(LANES, CONSTS, luts)
-    need = [golden.needs((*c, 0, 0, 0)) for c in cmds]
-    rng = np.random.default_rng(seed)
-    rp = tuple(random_vectors(rng, sum(n[k] for n in need)) for k in (0, 1))
+    rp = stream_vectors(cmds, luts, np.random.default_rng(seed))
     e0, e1 = _edge_vectors(2)
     for v0, v1 in zip(e0, e1, strict=True):
         cmds += [_exec("lut r1, r1, i0, i1, t0 >> 2", luts), _exec("out r1, i1", luts)]

@@ -1,8 +1,8 @@
 """The SIMD array's two execute stages (Amaranth simulator, 8 lanes): an instruction whose ``b`` /
 ``c`` is the previous instruction's result waits one cycle (interlock) and still computes the
 golden model's value; chains through ``a`` (MAC, max) and ``b`` of ``out`` run back to back;
-``LOOKUP`` stays two cycles in the first execute stage, so the instruction behind it waits one
-cycle more.
+``LOOKUP`` stays ``merit.perf.LOOKUP_E1_CYCLES`` cycles in the first execute stage, so the
+instruction behind it waits that many cycles less one more.
 
 Each program runs as a stream of EXEC commands, one offered per cycle; every ``out`` vector is
 compared with :func:`merit.isa.step`, and the cycles between the first and the last accepted
@@ -14,6 +14,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from merit.isa import LUT_ENTRIES, N_REGS, assemble, decode, step
+from merit.perf import LOOKUP_E1_CYCLES
 from meritz.tau.cp.simd import Command, SimdArray
 
 LANES = 8
@@ -103,8 +104,8 @@ def test_interlock_b_c_read_the_previous_result():
         "sub r2, k0, r1, i1 >> 1",       # b = r1 (previous): waits
         "mac r3, r2, r2, r2 >> 1",       # a, b, c = r2 (previous): waits once
         "lut r4, 7, r3, k2, t1 >> 4",    # b = r3: waits
-        "lut r5, r4, i0, r4, t0 >> 2",   # behind a lut, c = r4: waits twice
-        "out r5, 0 >> 1",                # behind a lut, a = r5: forwarded, waits once
+        "lut r5, r4, i0, r4, t0 >> 2",   # behind a lut, c = r4: its E1 cycles and one
+        "out r5, 0 >> 1",                # behind a lut, a = r5: forwarded, its E1 cycles
         "l1 r6, 1, i1, r5",              # c = r5 (two back): no wait
         "sel r7, r6, r5, r6",            # a and c = r6: waits
         "max r0, r7, r7",                # b = r7: waits
@@ -118,7 +119,7 @@ def test_interlock_b_c_read_the_previous_result():
     ]
     got, golden, cycles, _ = _run(lines, seed=1)
     assert got == golden
-    waits = 9
+    waits = 7 + 2 * (LOOKUP_E1_CYCLES - 1)
     assert cycles == len(lines) + waits, (cycles, len(lines), waits)
 
 
@@ -158,26 +159,27 @@ def test_mac_and_max_chains_run_back_to_back(seed):
     assert cycles == len(lines)
 
 
-def test_lookup_takes_two_cycles_in_e1():
+def test_lookup_stays_in_e1():
     lines = [
         "add r1, 0, i0, k2",
         "lut r2, r1, r1, i1, t0 >> 3",   # a = r1 forwarded (taken in the lut's first cycle);
                                          # b = r1: waits
-        "lut r3, 5, i0, k0, t1",         # behind a lut: waits once
-        "lut r4, r3, i1, 0, t0 >> 1",    # behind a lut: waits once (a = r3 forwarded)
-        "lut r5, 0, r4, i0, t1 >> 12",   # behind a lut, b = r4: waits twice
-        "mac r6, r5, r5, i1 >> 2",       # behind a lut, a and b = r5: waits twice
-        "lut r7, r6, k1, r6, t0 >> 31",  # c = r6: waits
-        "add r0, r7, r7, 0",             # behind a lut, s = 0, b = r7 and a = r7: waits twice
+        "lut r3, 5, i0, k0, t1",         # behind a lut: waits for its E1 cycles
+        "lut r4, r3, i1, 0, t0 >> 1",    # behind a lut: the same (a = r3 forwarded)
+        "lut r5, 0, r4, i0, t1 >> 12",   # behind a lut, b = r4: one cycle more
+        "mac r6, r5, r5, i1 >> 2",       # behind a lut, a and b = r5: one cycle more
+        "lut r7, r6, k1, r6, t0 >> 31",  # c = r6: waits one cycle
+        "add r0, r7, r7, 0",             # behind a lut, s = 0, b = r7 and a = r7: one more
         "lut r1, r2, i0, i1, t1 >> 5",   # a = r2 (older): no wait
-        "out r1, r3 >> 1",               # behind a lut, a = r1: waits once
+        "out r1, r3 >> 1",               # behind a lut, a = r1: its E1 cycles
         "lut r2, r1, r0, k3, t0 >> 20",  # no wait
-        "out i0, r2 >> 2",               # behind a lut, b of out = r2: waits once
+        "out i0, r2 >> 2",               # behind a lut, b of out = r2: its E1 cycles
         "out r2, r1",
     ]
     got, golden, cycles, _ = _run(lines, seed=5)
     assert got == golden
-    waits = 1 + 1 + 1 + 2 + 2 + 1 + 2 + 0 + 1 + 0 + 1
+    lut = LOOKUP_E1_CYCLES - 1          # the cycles behind a lut
+    waits = 1 + lut + lut + (lut + 1) + (lut + 1) + 1 + (lut + 1) + 0 + lut + 0 + lut
     assert cycles == len(lines) + waits, (cycles, len(lines), waits)
 
 

@@ -12,14 +12,20 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
    now) and, for ``LOAD``, reads the partial-result SRAM;
 2. **E1** computes everything that does not need the accumulator operand ``a``: ``b + c``,
    ``b - c``, ``|b - c|``, the MAC product (not shifted yet), the LOOKUP clamp and table read;
-   ``STORE`` writes the SRAM here. ``LOOKUP`` stays two cycles in E1: the first registers the
-   clamped index ``u = clamp((b - c) >> s)`` (and the table it reads), the second reads the two
-   table entries ``y0``, ``y1`` with it and weighs each by a multiplier of its own (the odd
-   entry's is the MAC multiplier): ``y0 * (256 - f)`` and ``y1 * f``, ``f`` the fraction;
+   ``STORE`` writes the SRAM here. ``LOOKUP`` stays three cycles in E1
+   (``merit.perf.LOOKUP_E1_CYCLES``): the first registers ``b - c`` shifted by ``s``'s two low
+   bits and the clamp's two cases, tested on ``b - c`` itself (negative; at or above
+   ``8193 << s``), the second shifts by ``s``'s three high bits and registers the clamped index
+   ``u = clamp((b - c) >> s)`` and, one-hot, the table entries it reads (and the table), the
+   third reads the two table entries ``y0``, ``y1`` and weighs each by a multiplier of its own
+   (the odd entry's is the MAC multiplier): ``y0 * (256 - f)`` and ``y1 * f``, ``f`` the
+   fraction;
 3. **E2** shifts E1's value right by ``s`` (the product, the sum, the difference; ``b`` of
    LOGIC), adds ``a`` (or applies the LOGIC function to ``a``; for LOOKUP, adds the two
    products to ``256 * a`` and drops the low 8 bits, which is ``a + y0 + ((y1 - y0) * f >> 8)``
-   exactly), writes the lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``.
+   exactly), writes the lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``
+   (its range test on ``a + b`` beside the shifter, with a mask of bits ``15 + s`` and up
+   registered from ``s``).
 
 A register written by one instruction is forwarded to the next ones, so programs need no ``nop``:
 an instruction two or more behind reads the result from E2 (or the register file), and an
@@ -29,7 +35,7 @@ that reads the result of the instruction right before it as ``b`` or ``c`` waits
 (interlock: the decode register holds it, then ``cmd.ready`` falls), unless ``a`` and ``b``
 commute (max, min, and, or, xor; add and sub at ``s = 0``) and only ``b`` is that result: then
 they are swapped. The command behind a
-``LOOKUP`` waits one cycle more (``merit.perf.interlocked`` counts both). The partial-result SRAM
+``LOOKUP`` waits two cycles more (``merit.perf.interlocked`` counts both). The partial-result SRAM
 (5 KB by default) keeps the registers of lane groups that are not running (output stationary across
 accumulation tiles); it is never read and written in the same cycle (a ``LOAD`` behind a ``STORE``
 waits one cycle), so it maps onto a single-port macro.
@@ -41,8 +47,10 @@ flip-flops (not from the sequencer's logic), E1's registers are enabled whenever
 multiplexer in front of the E1 registers (the other sources of an operand are selected before
 it), the MAC product by the last one in front of E2's register (E1 ends at the multiplier; the
 shift is E2's first step, in front of its adder),
-and the sum by the last one in front of the result; ``sat16`` tests the bits above bit 15 instead
-of comparing with the limits. E2 has no multiplier: LOOKUP's products are registered at the end
+and the sum ``a + (v >> s)`` by the last one in front of the result (max / min's
+comparison, one carry chain, by the one before it; out's ``b`` forwarded from E2 goes into
+``u3``, not through ``v3``'s multiplexers); ``sat16`` tests the bits above bit 15 instead of
+comparing with the limits. E2 has no multiplier: LOOKUP's products are registered at the end
 of E1 and E2 reduces ``256 * a`` and them to two terms (carry-save, one LUT level) in front of
 one carry chain.
 """
@@ -138,6 +146,34 @@ def sram_depth(lanes, sram_bytes):
 
 #: bits of a LOOKUP product, an int16 entry times a weight of 0 .. 256 (signed)
 _LUT_PRODUCT = 25
+#: LOOKUP's clamp: (b - c) >> s > 8192 is b - c >= 8193 << s; b - c has 33 bits, so for
+#: s > _LUT_MAX_S the bound is out of its reach. ``_LUT_BOUND`` bits hold b + ~c + 1 - bound.
+_LUT_MAX_S = 18
+_LUT_BOUND = 36
+
+
+def _lut_bound(s):
+    """1 - (8193 << s) for a 5-bit value ``s`` <= ``_LUT_MAX_S`` (a table of constants)."""
+    return Array([Const(1 - (8193 << k), signed(_LUT_BOUND))
+                  for k in range(_LUT_MAX_S + 1)] + [Const(0, signed(_LUT_BOUND))]
+                 * (31 - _LUT_MAX_S))[s]
+
+
+def _sat16_shifted(x, s, mask):
+    """``_sat16(x >> s)`` with the range test on ``x`` itself, beside the shifter rather than
+    behind it: ``x >> s`` is an int16 where ``x``'s bits ``15 + s`` and up all equal its sign;
+    ``mask`` has those bits set (:func:`_sat16_mask` of ``s``, registered). Returns ``(over,
+    under, low)``: above int16, below it, and the low 16 bits of ``x >> s``."""
+    bits = x.as_unsigned()
+    sign = x[-1]
+    over = ~sign & (bits & mask).any()
+    under = sign & (~bits & mask).any()
+    return over, under, (x >> s)[:16].as_signed()
+
+
+def _sat16_mask(s, width):
+    """Bits ``15 + s`` and up of a ``width``-bit value (``s``: a 5-bit value)."""
+    return (Const(((1 << width) - 1) & ~((1 << 15) - 1), width) << s)[:width]
 
 
 def _sat16(v):
@@ -241,6 +277,9 @@ class SimdArray(wiring.Component):
         # LOOKUP: the two weighted table entries, 256 * y(u) = y0 * (256 - f) + y1 * f, one
         # product in ``v3`` (from the MAC multiplier), the other here; E2 adds them to 256 * a
         lp3 = Signal(data.ArrayLayout(signed(_LUT_PRODUCT), n), name="lp3")
+        # out: which bits of a + b must equal its sign for sat16((a + b) >> s) to pass it
+        # through (bits 15 + s and up), registered from s as the instruction enters E2
+        omask3 = Signal(33, name="omask3")
         w3 = s3.word
         s3_out = (s3.kind == Command.EXEC) & (w3.op == Opcode.OUT)
         s3_fire = s3.valid & (~s3_out | self.out.ready)
@@ -248,18 +287,26 @@ class SimdArray(wiring.Component):
                                 | (s3.kind == Command.LOAD))
         s3_clear = s3.valid & (s3.kind == Command.CLEAR)
         s3_sel = w3.fn == LogicFn.SEL
-        # the sum (the slowest value: LOOKUP's interpolation) enters the result's last multiplexer
-        s3_total = (s3.kind != Command.LOAD) & (w3.op != Opcode.LOGIC)
+        # the sum a + (v >> s) (the slowest value: the shifter and a carry chain) enters the
+        # result's last multiplexer, LOOKUP's sum (a carry-save step and a carry chain) the one
+        # before it
+        s3_lookup = (s3.kind != Command.LOAD) & (w3.op == Opcode.LOOKUP)
+        s3_total = (s3.kind != Command.LOAD) & (w3.op != Opcode.LOGIC) & (w3.op != Opcode.LOOKUP)
+        # max / min: their comparison's answer enters the multiplexer behind the sum's
+        s3_logic = (s3.kind != Command.LOAD) & (w3.op == Opcode.LOGIC)
+        s3_max = w3.fn == LogicFn.MAX
+        s3_minmax = s3_logic & (s3_max | (w3.fn == LogicFn.MIN))
         result = Signal(vec32)       # the value written to register w3.d
         outv = Signal(self.out.payload.shape())
         for lane in range(n):
             a, u = a3[lane], u3[lane]
             # ``v3``: what E1 computed from b and c, not shifted yet (the MAC product, b + c,
-            # b - c, |b - c|; b for LOGIC, INDEX and out; the SRAM row of LOAD); ``v``: it
+            # b - c, |b - c|; b for LOGIC and INDEX; the SRAM row of LOAD); ``v``: it
             # shifted right by s, the value added to ``a`` (b >> s for LOGIC); ``raw``: the
-            # SRAM row of LOAD and b of out (not shifted); ``u``: b (MAX, MIN) or c (SEL)
-            # unshifted. The shift is E2's first step, in front of the adder: E1 ends at the
-            # multiplier, and a MAC chain through ``a`` still runs back to back.
+            # SRAM row of LOAD (not shifted); ``u``: b (MAX, MIN) or c (SEL) unshifted, and
+            # b of out (E2's result where it is the instruction's right before). The shift is
+            # E2's first step, in front of the adder: E1 ends at the multiplier, and a MAC
+            # chain through ``a`` still runs back to back.
             raw = v3[lane][:32].as_signed()
             v = Signal(signed(32), name=f"vsh{lane}")
             m.d.comb += v.eq(v3[lane] >> w3.s)
@@ -278,17 +325,22 @@ class SimdArray(wiring.Component):
             lsum = Signal(40, name=f"lks{lane}")
             m.d.comb += lsum.eq((x_ ^ y_ ^ z_) + Cat(Const(0, 1), carries[:39]))
             total = Signal(signed(33), name=f"sum{lane}")
-            m.d.comb += total.eq(Mux(w3.op == Opcode.LOOKUP, lsum[8:40].as_signed(), a + v))
+            m.d.comb += total.eq(a + v)
+            # out: a + b, b in ``u`` (E1 puts out's b there, or E2's result forwarded)
             osum = Signal(signed(33), name=f"osum{lane}")
-            m.d.comb += osum.eq(a + raw)
+            m.d.comb += osum.eq(a + u)
+            o_over, o_under, o_low = _sat16_shifted(osum, w3.s, omask3)
             sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
             m.d.comb += sh.eq(Mux(s3_sel, u, a) >> w3.s)
+            # max and min: one comparison (a carry chain), whose answer picks a >> s or
+            # b >> s in the multiplexer right in front of the sum's (where a == b, both are
+            # the same: max takes a >> s where a >= b, min where a < b)
+            lt = Signal(name=f"lt{lane}")
+            m.d.comb += lt.eq(a < u)
+            pick = Signal(signed(32), name=f"minmax{lane}")
+            m.d.comb += pick.eq(Mux(lt ^ s3_max, sh, v))
             f = Signal(signed(32), name=f"logic{lane}")
             with m.Switch(w3.fn):
-                with m.Case(LogicFn.MAX):
-                    m.d.comb += f.eq(Mux(a > u, sh, v))
-                with m.Case(LogicFn.MIN):
-                    m.d.comb += f.eq(Mux(a < u, sh, v))
                 with m.Case(LogicFn.SEL):
                     m.d.comb += f.eq(Mux(a != 0, v, sh))
                 with m.Case(LogicFn.AND):
@@ -299,8 +351,11 @@ class SimdArray(wiring.Component):
                     m.d.comb += f.eq(sh ^ v)
             m.d.comb += [
                 result[lane].eq(Mux(s3_total, total[:32],
-                                    Mux(s3.kind == Command.LOAD, raw, f))),
-                outv[lane].eq(_sat16(osum >> w3.s)),
+                                    Mux(s3_minmax, pick,
+                                        Mux(s3_lookup, lsum[8:40],
+                                            Mux(s3.kind == Command.LOAD, raw, f))))),
+                outv[lane].eq(Mux(o_over, Const(32767, signed(16)),
+                                  Mux(o_under, Const(-32768, signed(16)), o_low))),
             ]
         m.d.comb += [
             self.out.valid.eq(s3.valid & s3_out),
@@ -322,21 +377,32 @@ class SimdArray(wiring.Component):
         a2, b2, c2 = (Signal(vec32, name=f"{x}2") for x in "abc")
         w2 = s2.word
         s3_free = ~s3.valid | s3_fire
-        # LOOKUP stays two cycles in E1: the first registers the clamped index of every lane
-        # (``lu2``) and which table entries it reads (one-hot), the second reads the table with
-        # them (``lut_second`` marks it)
+        # LOOKUP stays three cycles in E1: the first registers b - c shifted right by s's two
+        # low bits (``lsx2``) and whether (b - c) >> s is negative or above 8192 (the clamp's
+        # two cases, ``lneg2`` / ``lover2``: tested on b - c itself, so no shifter in front of
+        # them); the second shifts ``lsx2`` by s's three high bits and registers the clamped
+        # index of every lane (``lu2``) and which table entries it reads (one-hot); the third
+        # reads the table with them (``lut_second`` / ``lut_third`` mark the cycles)
         lut_second = Signal()
+        lut_third = Signal()
+        lsx2 = Signal(data.ArrayLayout(signed(33), n), name="lsx2")
+        lneg2 = Signal(n, name="lneg2")
+        lover2 = Signal(n, name="lover2")
+        # the clamp's bound, 1 - (8193 << s) (0 where s > 18: no b - c reaches 8193 << s), and
+        # whether it applies: registered from s when the instruction enters E1
+        lut_k2 = Signal(signed(_LUT_BOUND), name="lut_k2")
+        lut_kon2 = Signal(name="lut_kon2")
         lu2 = Signal(data.ArrayLayout(unsigned(14), n), name="lu2")
         n_even, n_odd = len(range(0, LUT_ENTRIES, 2)), len(range(1, LUT_ENTRIES, 2))
         even2 = Signal(data.ArrayLayout(n_even, n), name="lut_even2")
         odd2 = Signal(data.ArrayLayout(n_odd, n), name="lut_odd2")
         s2_lookup = s2.valid & (s2.kind == Command.EXEC) & (w2.op == Opcode.LOOKUP)
-        s2_hold = s2_lookup & ~lut_second
+        s2_hold = s2_lookup & ~lut_third
         s2_move = s2.valid & s3_free & ~s2_hold
         s2_writer = s2.valid & (s2.kind == Command.EXEC) & (w2.op != Opcode.OUT)
         a_in = Signal(vec32)
         m.d.comb += a_in.eq(Mux(a_fwd, result, a2))
-        # LOOKUP's table (``fn``), registered in its first E1 cycle: the second cycle's table
+        # LOOKUP's table (``fn``), registered in its first E1 cycles: the third cycle's table
         # read is a multiplexer over one table's entries, not over both tables'
         luts = self.config.luts
         table = Signal(data.ArrayLayout(signed(16), LUT_ENTRIES), name="lut_table")
@@ -357,7 +423,7 @@ class SimdArray(wiring.Component):
             diff = Signal(signed(33), name=f"diff{lane}")
             pre_other = Signal(signed(34), name=f"pre_other{lane}")
             prod = Signal(signed(32), name=f"prod{lane}")
-            # the MAC multiplier also weighs LOOKUP's odd table entry (second E1 cycle)
+            # the MAC multiplier also weighs LOOKUP's odd table entry (third E1 cycle)
             mul_x = Signal(signed(16), name=f"mulx{lane}")
             mul_y = Signal(signed(16), name=f"muly{lane}")
             m.d.comb += [diff.eq(b - c), prod.eq(mul_x * mul_y)]
@@ -371,14 +437,30 @@ class SimdArray(wiring.Component):
                 with m.Default():                           # LOGIC, INDEX (b: the index)
                     m.d.comb += pre_other.eq(b)
             # LOOKUP: its own shifter of b - c (E2's shifter, which the MAC product feeds, comes
-            # a cycle too late), the clamp and the table read. The clamp to [0, 8192] tests bits
-            # (x > 8192: a bit above bit 13 set, or bit 13 and a bit below it), not a carry chain
+            # a cycle too late), the clamp and the table read, over three E1 cycles.
+            # First cycle: b - c (``diff``, shared) shifted by s's two low bits; the clamp's
+            # cases from b - c: (b - c) >> s < 0 is b - c < 0, and (b - c) >> s > 8192 is
+            # b - c >= 8193 << s, the sign of b + ~c + (1 - (8193 << s)) (three terms, reduced
+            # to two by a carry-save step, then one carry chain beside the subtractor's)
+            m.d.sync += lsx2[lane].eq(diff >> w2.s[:2])
+            kx = Cat(b, b[-1].replicate(_LUT_BOUND - 32))
+            ky = Cat(~c, (~c[-1]).replicate(_LUT_BOUND - 32))
+            kz = lut_k2.as_unsigned()
+            k_carry = Signal(_LUT_BOUND, name=f"lutkc{lane}")
+            k_sum = Signal(_LUT_BOUND, name=f"lutks{lane}")
+            m.d.comb += [
+                k_carry.eq((kx & ky) | (kx & kz) | (ky & kz)),
+                k_sum.eq((kx ^ ky ^ kz) + Cat(Const(0, 1), k_carry[:-1])),
+            ]
+            m.d.sync += [lneg2[lane].eq(diff[-1]),
+                         lover2[lane].eq(lut_kon2 & ~k_sum[-1])]
+            # second cycle: the shift by s's three high bits and the clamp to [0, 8192]
             x = Signal(signed(33), name=f"lutx{lane}")
             lu = Signal(unsigned(14), name=f"lutu{lane}")
-            neg = x[-1]
-            over = x[14:32].any() | (x[13] & x[:13].any())
+            neg = lneg2[lane]
+            over = lover2[lane]
             m.d.comb += [
-                x.eq(diff >> w2.s),
+                x.eq(lsx2[lane] >> Cat(Const(0, 2), w2.s[2:])),
                 lu.eq(Mux(neg, 0, Mux(over, 8192, x[:14]))),
             ]
             # entries i and i + 1 (y0, y1; i = u >> 8) are one even and one odd entry: the even
@@ -394,7 +476,7 @@ class SimdArray(wiring.Component):
                         | (neg if k == 0 else 0) | (~neg & over if k == n_even - 1 else 0))
                 for k in range(n_odd):
                     m.d.sync += odd2[lane][k].eq(inside & ((raw == 2 * k) | (raw == 2 * k + 1)))
-            # second cycle: y0 and y1 are weighed by a multiplier each, 256 * y(u) = y0 * (256 -
+            # third cycle: y0 and y1 are weighed by a multiplier each, 256 * y(u) = y0 * (256 -
             # f) + y1 * f: the odd entry by f for even i, by 256 - f for odd i, the even one by
             # the other weight. The entries are read as AND-OR over the one-hot selections (no
             # index decoded in this cycle). At u = 8192 (i = 32) f is 0 and no odd entry is
@@ -426,9 +508,9 @@ class SimdArray(wiring.Component):
                 v_next[lane].eq(Mux(s2_prod, prod,
                                     Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT),
                                         pre_other,
-                                        Mux(s2.kind == Command.LOAD, rd.data[lane],
-                                            Mux(b_fwd, result[lane], b))))),
-                u_next[lane].eq(Mux(w2.fn == LogicFn.SEL, c, b)),
+                                        Mux(s2.kind == Command.LOAD, rd.data[lane], b)))),
+                # out's b: b, or E2's result forwarded (one multiplexer, not through v3's)
+                u_next[lane].eq(Mux(b_fwd, result[lane], Mux(w2.fn == LogicFn.SEL, c, b))),
             ]
         # STORE writes the SRAM from E1 (``a`` forwarded from E2 like an instruction's)
         m.d.comb += [
@@ -437,12 +519,13 @@ class SimdArray(wiring.Component):
             wr.en.eq(Mux(s2_move & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
         ]
         with m.If(s2_move):
-            m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next)]
+            m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next),
+                         omask3.eq(_sat16_mask(w2.s, 33))]
         with m.Elif(s3_fire):
             m.d.sync += s3.valid.eq(0)
-        # LOOKUP's first cycle: E2 may finish meanwhile, so a forwarded ``a`` is taken now
+        # LOOKUP's first two cycles: E2 may finish meanwhile, so a forwarded ``a`` is taken now
         with m.If(s2_hold):
-            m.d.sync += [lut_second.eq(1), a2.eq(a_in), a_fwd.eq(0)]
+            m.d.sync += [lut_second.eq(1), lut_third.eq(lut_second), a2.eq(a_in), a_fwd.eq(0)]
 
         # ---- stage 0 (decode): the command register, behind a skid register ---------------
         # A command from the sequencer is decoded into ``d`` (what the issue stage needs from
@@ -622,6 +705,9 @@ class SimdArray(wiring.Component):
                 a_fwd.eq(from_e1(d.a_code, d.a_reg) | swap),
                 b_fwd.eq(from_e1(w.b, d.b_reg) & d.out),
                 lut_second.eq(0),
+                lut_third.eq(0),
+                lut_k2.eq(Mux(w.s <= _LUT_MAX_S, _lut_bound(w.s), 0)),
+                lut_kon2.eq(w.s <= _LUT_MAX_S),
             ]
             for lane in range(n):
                 op_a, hit_a = operand(d.a_sel, d.a_k, lane, fa, d.a_reg, "a")
