@@ -30,6 +30,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import PLAIN_BURSTS
 from merit.checks import check_range
 from meritz.bus import ID_WIDTH, AXI4Signature
 
@@ -60,7 +61,8 @@ class Arbiter(wiring.Component):
     write_queue : int
         AW grants whose W beats may be pending (depth of the W order queue).
     plain_bursts : int
-        While a manager raises ``urgent``: read bursts the others may each have outstanding.
+        While a manager raises ``urgent``: read bursts the others may each have outstanding
+        (``merit.arch.PLAIN_BURSTS``, which ``merit.perf`` models).
 
     Members
     -------
@@ -78,7 +80,8 @@ class Arbiter(wiring.Component):
         Pulse: an R beat / a B response with RRESP / BRESP other than OKAY.
     """
 
-    def __init__(self, *, managers, id_width=ID_WIDTH, write_queue=8, plain_bursts=1):
+    def __init__(self, *, managers, id_width=ID_WIDTH, write_queue=8,
+                 plain_bursts=PLAIN_BURSTS):
         self._n = check_range("managers", managers, 1, 16)
         self._id = check_range("id_width", id_width, 1, 16)
         self._queue = check_range("write_queue", write_queue, 1, 256)

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .arch import BEAT_BYTES, RP_BYTES, WORDS_PER_BEAT
+from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, WORDS_PER_BEAT
 
 __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
            "job_costs", "predict", "predict_problem", "spans"]
@@ -672,8 +672,12 @@ def _hold_keys(kernel, origins, a_tiles, shared_slots):
 # ---- the pipeline simulation ------------------------------------------------------------------
 
 class _Dram:
-    """One DRAM port shared by transfers (fluid): max-min fair shares of its beat slots, the
-    urgent reads (``urgent``) and the writes first, the other reads sharing what they leave.
+    """One DRAM port shared by transfers (fluid): weighted max-min fair shares of its beat
+    slots. DRAM answers bursts in the order it accepts them, so a transfer's share follows its
+    bursts in flight: equal shares, except while a read is urgent (``urgent``, the arbiter's
+    ``urgent``): then each other read keeps ``PLAIN_BURSTS`` bursts outstanding against the
+    ``MAX_BURST`` rows the urgent load's DMA runs ahead (its command FIFO), and the writes
+    (their own channel) share as the urgent reads do.
 
     A transfer is ``[beats left, beat-rate cap, slots per beat when alone, slots per beat when
     sharing]``.
@@ -689,18 +693,22 @@ class _Dram:
         if len(self.active) == 1:
             (key, (_, cap, alone, _)), = self.active.items()
             return {key: min(cap, self.rate / alone)}
+        plain = PLAIN_BURSTS / MAX_BURST if self.urgent else 1.0
+
+        def weight(key):
+            return 1.0 if key in self.urgent or key[0] == "w" else plain
+
+        # water-filling: transfers capped below their weighted share take their cap, the rest
+        # share what is left by weight
+        items = sorted(self.active.items(), key=lambda kv: kv[1][1] * kv[1][3] / weight(kv[0]))
         left, out = self.rate, {}
-        # the arbiter serves urgent reads (a leader's multicast load) before the other TAUs'
-        # own loads; the writes go their own way (AW), so they share with the urgent reads
-        for tier in (True, False):
-            items = sorted(((key, v) for key, v in self.active.items()
-                            if (key in self.urgent or key[0] == "w" or not self.urgent) == tier),
-                           key=lambda kv: kv[1][1] * kv[1][3])
-            n = len(items)
-            for i, (key, (_, cap, _, cost)) in enumerate(items):
-                slots = min(cap * cost, left / (n - i))
-                out[key] = slots / cost
-                left -= slots
+        weights = sum(weight(key) for key, _ in items)
+        for key, (_, cap, _, cost) in items:
+            w = weight(key)
+            slots = min(cap * cost, left * w / weights)
+            out[key] = slots / cost
+            left -= slots
+            weights -= w
         return out
 
     def advance(self, dt, rates):

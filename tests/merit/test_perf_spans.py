@@ -100,14 +100,18 @@ def test_port_shares_fairly_without_urgent_reads():
 
 
 def test_port_serves_an_urgent_read_before_the_other_reads():
-    """An urgent read and a write share the port; the other reads get what they leave."""
+    """While a read is urgent each other read keeps one burst (``PLAIN_BURSTS``) in flight
+    against the 16 rows (``MAX_BURST``) the urgent load runs ahead; a write shares as the
+    urgent read does. DRAM answers bursts in order, so the shares follow the bursts in flight:
+    16 : 1 : 1."""
+    assert (perf.PLAIN_BURSTS, perf.MAX_BURST) == (1, 16)
     rates = _rates({("r", 0): 100, ("r", 1): 100, ("r", 2): 100}, {("r", 0)})
-    assert rates[("r", 0)] == pytest.approx(1.0)
-    assert rates[("r", 1)] == pytest.approx(0.0) and rates[("r", 2)] == pytest.approx(0.0)
+    assert rates[("r", 0)] == pytest.approx(16 / 18)
+    assert rates[("r", 1)] == pytest.approx(1 / 18) and rates[("r", 2)] == pytest.approx(1 / 18)
     rates = _rates({("r", 0): 100, ("r", 1): 100, ("w", 2): 100}, {("r", 0)})
-    assert rates[("r", 0)] == pytest.approx(0.5) and rates[("w", 2)] == pytest.approx(0.5)
-    assert rates[("r", 1)] == pytest.approx(0.0)
-    # an urgent read capped below the port (its data path) leaves the rest to the others
+    assert rates[("r", 0)] == pytest.approx(16 / 33) and rates[("w", 2)] == pytest.approx(16 / 33)
+    assert rates[("r", 1)] == pytest.approx(1 / 33)
+    # an urgent read capped below its share (its data path) leaves the rest to the others
     dram = perf._Dram(1.0)
     dram.active = {("r", 0): [100, 0.4, 1.0, 1.0], ("r", 1): [100, 1.0, 1.0, 1.0],
                    ("r", 2): [100, 1.0, 1.0, 1.0]}
@@ -115,3 +119,11 @@ def test_port_serves_an_urgent_read_before_the_other_reads():
     rates = dram.rates()
     assert rates[("r", 0)] == pytest.approx(0.4)
     assert rates[("r", 1)] == pytest.approx(0.3) and rates[("r", 2)] == pytest.approx(0.3)
+    # ... and a plain read capped below its share leaves the rest to the urgent one
+    dram.active = {("r", 0): [100, 1.0, 1.0, 1.0], ("r", 1): [100, 0.01, 1.0, 1.0],
+                   ("r", 2): [100, 1.0, 1.0, 1.0]}
+    rates = dram.rates()
+    assert rates[("r", 1)] == pytest.approx(0.01)
+    assert rates[("r", 2)] == pytest.approx(0.99 / 17)
+    assert rates[("r", 0)] == pytest.approx(0.99 * 16 / 17)
+    assert sum(rates.values()) == pytest.approx(1.0)
