@@ -20,10 +20,9 @@ whose table adds each row's run at the default size from ``docs/results/utilizat
 """
 
 import argparse
-import copy
+import dataclasses
 import hashlib
 import json
-import pickle
 import sys
 import time
 from pathlib import Path
@@ -100,20 +99,52 @@ def _load(path):
     return {"rows": {}, "scaling": {}}
 
 
+def _describe(value):
+    """A canonical, JSON-able description of what a problem runs: a dataclass by its type and
+    the fields that differ from their defaults (a field added later with a default leaves the
+    description as it was), sequences item by item, an array by its shape, type and a hash of
+    its bytes, and any other object (a strategy, a transform) by its ``repr``, which names its
+    parameters."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {"type": type(value).__name__}
+        for f in dataclasses.fields(value):
+            v = getattr(value, f.name)
+            if f.default is not dataclasses.MISSING and (
+                    v is f.default or not isinstance(v, np.ndarray) and v == f.default):
+                continue
+            out[f.name] = _describe(v)
+        return out
+    if isinstance(value, (tuple, list)):
+        return [_describe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return {"array": list(value.shape), "dtype": str(value.dtype),
+                "sha1": hashlib.sha1(np.ascontiguousarray(value).tobytes()).hexdigest()}
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def describe_problem(problem):
+    """What of ``problem`` a run depends on, canonically (:func:`_describe`): its name, strategy,
+    shapes, operands, tensors and outputs; not the standard count (``problem.ops``)."""
+    return {"name": problem.name, "strategy": _describe(problem.strategy),
+            "p_shape": _describe(problem.p_shape), "a_shape": _describe(problem.a_shape),
+            "levels": _describe(problem.levels), "operands": _describe(problem.operands),
+            "tensors": _describe(problem.tensors), "outputs": _describe(problem.outputs)}
+
+
 def slice_key(problem, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
     """Identifies one simulation: rows with the same slice share one run (the standard count,
     ``problem.ops``, is not part of what runs). ``problem``: one problem, or the tuple of
-    problems a row runs one after the other (one problem hashes as before; so does the default
-    ``cp_bytes``)."""
+    problems a row runs one after the other. A hash of the problems' canonical description
+    (:func:`describe_problem`) and the setting, so a stored run stays matched to its slice when
+    a class gains a field that leaves the slice as it was."""
     problems = tuple(problem) if isinstance(problem, (tuple, list)) else (problem,)
-    bare = []
-    for p in problems:
-        p = copy.copy(p)
-        p.__dict__.pop("ops", None)
-        bare.append(p)
-    what = bare[0] if len(bare) == 1 else tuple(bare)
-    setting = (what, lanes, taus, bandwidth, latency)
-    blob = pickle.dumps(setting if cp_bytes == CP_BYTES else setting + (cp_bytes,))
+    setting = {"problems": [describe_problem(p) for p in problems], "lanes": lanes,
+               "taus": taus, "bandwidth": bandwidth, "latency": latency, "cp_bytes": cp_bytes}
+    blob = json.dumps(setting, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha1(blob).hexdigest()[:16]
 
 

@@ -5,6 +5,16 @@
   rate). The manager's number is appended above its ID bits, so the DRAM port's IDs are
   ``id_width + ceil(log2 managers)`` wide and responses (R, B) are routed back by their ID alone:
   any order DRAM answers in is delivered correctly.
+* **Urgent reads first** (``urgent``): a manager flags the reads that other managers wait for (a
+  TAU's load of a shared slot that it multicasts to its group, :class:`meritz.tau.Tau`'s
+  ``ar_urgent``). While any manager raises ``urgent``, its ARs are granted before every other
+  AR, and a manager without the flag gets an AR only while fewer than ``plain_bursts`` of its
+  read bursts are outstanding (accepted, last beat not yet delivered). DRAM answers bursts in
+  the order it accepts them, so what a manager gets of the R channel follows its share of the
+  bursts in flight; without the limit the other TAUs' loads, queued ahead, would keep the
+  shared load to a quarter of the port while the whole group waits for it. The flag orders
+  requests only: a plain manager's outstanding bursts are answered whatever is granted, so
+  it is never held for good.
 * AXI4 has no WID, so W beats follow the order of the AW grants: each grant queues
   ``(manager, awlen)``; the head of the queue selects whose beats pass, and the arbiter counts the
   beats itself (``wlast`` comes from the count). A manager may present W before its AW.
@@ -20,6 +30,7 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import PLAIN_BURSTS
 from merit.checks import check_range
 from meritz.bus import ID_WIDTH, AXI4Signature
 
@@ -49,6 +60,9 @@ class Arbiter(wiring.Component):
         ID bits of each manager.
     write_queue : int
         AW grants whose W beats may be pending (depth of the W order queue).
+    plain_bursts : int
+        While a manager raises ``urgent``: read bursts the others may each have outstanding
+        (``merit.arch.PLAIN_BURSTS``, which ``merit.perf`` models).
 
     Members
     -------
@@ -58,21 +72,26 @@ class Arbiter(wiring.Component):
         The DRAM port.
     drain : In(1)
         Accept nothing new; finish what DRAM accepted (empty-strobe W beats), drop responses.
+    urgent : In(managers)
+        Per manager: the ARs it requests now are urgent (0: the plain round robin).
     quiet : Out(1)
         Nothing accepted from a manager is still waiting for DRAM or its answer.
     read_error, write_error : Out(1)
         Pulse: an R beat / a B response with RRESP / BRESP other than OKAY.
     """
 
-    def __init__(self, *, managers, id_width=ID_WIDTH, write_queue=8):
+    def __init__(self, *, managers, id_width=ID_WIDTH, write_queue=8,
+                 plain_bursts=PLAIN_BURSTS):
         self._n = check_range("managers", managers, 1, 16)
         self._id = check_range("id_width", id_width, 1, 16)
         self._queue = check_range("write_queue", write_queue, 1, 256)
+        self._plain = check_range("plain_bursts", plain_bursts, 1, 255)
         self._sel = (managers - 1).bit_length()
         super().__init__({
             "s_axi": In(AXI4Signature(id_width=id_width)).array(managers),
             "m_axi": Out(AXI4Signature(id_width=id_width + self._sel)),
             "drain": In(1),
+            "urgent": In(managers),
             "quiet": Out(1),
             "read_error": Out(1),
             "write_error": Out(1),
@@ -91,7 +110,21 @@ class Arbiter(wiring.Component):
 
         # ---- AR: round-robin into a register slice ---------------------------------------------
         ar_last = Signal(range(max(n, 2)))
-        ar_req = Cat(s[i].arvalid for i in range(n)) & ~drain.replicate(n)
+        # read bursts of each manager accepted and not yet answered (its last beat delivered)
+        owed = [Signal(16, name=f"ar_owed{i}") for i in range(n)]
+        granted = [Signal(name=f"ar_granted{i}") for i in range(n)]
+        r_owner = self._owner(d.rid)
+        for i in range(n):
+            answered = d.rvalid & d.rready & d.rlast & (r_owner == i)
+            m.d.sync += owed[i].eq(owed[i] + granted[i] - answered)
+        urgent = self.urgent
+        ar_valid = Cat(s[i].arvalid for i in range(n)) & ~drain.replicate(n)
+        first = ar_valid & urgent
+        # a manager without the flag waits while another one's urgent load is in progress and
+        # it already has ``plain_bursts`` bursts in flight
+        room = Cat(owed[i] < self._plain for i in range(n))
+        plain = ar_valid & ~urgent & Mux(urgent.any(), room, Const((1 << n) - 1, n))
+        ar_req = Mux(first.any(), first, plain)
         ar_any, ar_grant = round_robin(m, ar_req, ar_last, n, "ar_grant")
         ar_load = Signal()
         m.d.comb += ar_load.eq(~d.arvalid | d.arready)
@@ -101,13 +134,12 @@ class Arbiter(wiring.Component):
                 m.d.sync += ar_last.eq(ar_grant)
                 for i in range(n):
                     with m.If(ar_grant == i):
-                        m.d.comb += s[i].arready.eq(1)
+                        m.d.comb += [s[i].arready.eq(1), granted[i].eq(1)]
                         m.d.sync += [d.arid.eq(self._tag(s[i].arid, Const(i, 4))),
                                      d.araddr.eq(s[i].araddr), d.arlen.eq(s[i].arlen),
                                      d.arsize.eq(s[i].arsize), d.arburst.eq(s[i].arburst)]
 
         # ---- R: routed by ID ---------------------------------------------------------------------
-        r_owner = self._owner(d.rid)
         for i in range(n):
             m.d.comb += [s[i].rvalid.eq(d.rvalid & (r_owner == i) & ~drain),
                          s[i].rid.eq(d.rid[:self._id]), s[i].rdata.eq(d.rdata),

@@ -199,6 +199,8 @@ class Top(wiring.Component):
             wiring.connect(m, disp.tiles[i], tau.tiles)
             m.d.comb += disp.idle[i].eq(tau.idle)
             wiring.connect(m, tau.m_axi, arb.s_axi[i])
+            if "ar_urgent" in tau.signature.members:
+                m.d.comb += arb.urgent[i].eq(tau.ar_urgent)
             conflict, other = _error_bits(tau.errors)
             m.d.comb += [regs.errors.conflict[i].eq(_any(conflict)),
                          regs.errors.tau[i].eq(_any(other))]

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from merit.checks import check_lanes, check_range, check_taus
 
 __all__ = ["Arch", "RP_BYTES", "CP_BYTES", "BEAT_BYTES", "WORD_BYTES", "WORDS_PER_BEAT",
-           "MAX_BURST", "TILE_ADDRESS_BITS", "RP0_SLOTS", "RP1_SLOTS", "OUTPUTS", "INSTRUCTIONS",
-           "MAX_SLOTS", "MAX_OUTPUTS", "MAX_INSTRUCTIONS"]
+           "MAX_BURST", "PLAIN_BURSTS", "TILE_ADDRESS_BITS", "RP0_SLOTS", "RP1_SLOTS", "OUTPUTS",
+           "INSTRUCTIONS", "MAX_SLOTS", "MAX_OUTPUTS", "MAX_INSTRUCTIONS"]
 
 #: SRAM bytes of the two Read Pipelines of one TAU (RP0, RP1) and of the Compute Pipeline's
 #: partial results (§V of the MERIT paper: 16 KB + 8 KB, 5 KB).
@@ -25,6 +25,9 @@ WORD_BYTES = 2
 WORDS_PER_BEAT = BEAT_BYTES // WORD_BYTES
 #: Longest AXI4 burst of the DMA and the Write Pipeline (beats).
 MAX_BURST = 16
+#: While a TAU's load that other TAUs wait for is urgent (the DRAM port serves it first): read
+#: bursts each other TAU may keep outstanding (``meritz.arbiter``, ``merit.perf``).
+PLAIN_BURSTS = 1
 #: Width of a tile address (an SRAM word address of one RP; wraps).
 TILE_ADDRESS_BITS = 16
 #: Most TAUs of MERIT-z (the dispatcher's and the control port's TAU fields).

@@ -36,10 +36,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .arch import BEAT_BYTES, RP_BYTES, WORDS_PER_BEAT
+from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, WORDS_PER_BEAT
 
-__all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "TileCost", "interlocked", "job_costs",
-           "predict", "predict_problem"]
+__all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
+           "job_costs", "predict", "predict_problem", "spans"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -672,7 +672,12 @@ def _hold_keys(kernel, origins, a_tiles, shared_slots):
 # ---- the pipeline simulation ------------------------------------------------------------------
 
 class _Dram:
-    """One DRAM port shared by transfers (fluid): max-min fair shares of its beat slots.
+    """One DRAM port shared by transfers (fluid): weighted max-min fair shares of its beat
+    slots. DRAM answers bursts in the order it accepts them, so a transfer's share follows its
+    bursts in flight: equal shares, except while a read is urgent (``urgent``, the arbiter's
+    ``urgent``): then each other read keeps ``PLAIN_BURSTS`` bursts outstanding against the
+    ``MAX_BURST`` rows the urgent load's DMA runs ahead (its command FIFO), and the writes
+    (their own channel) share as the urgent reads do.
 
     A transfer is ``[beats left, beat-rate cap, slots per beat when alone, slots per beat when
     sharing]``.
@@ -681,19 +686,29 @@ class _Dram:
     def __init__(self, rate):
         self.rate = rate
         self.active = {}
+        self.urgent = set()      # the active reads the arbiter serves first
 
     def rates(self):
         """Beat rate of every active transfer."""
         if len(self.active) == 1:
             (key, (_, cap, alone, _)), = self.active.items()
             return {key: min(cap, self.rate / alone)}
-        items = sorted(self.active.items(), key=lambda kv: kv[1][1] * kv[1][3])
-        left, n = self.rate, len(items)
-        out = {}
-        for i, (key, (_, cap, _, cost)) in enumerate(items):
-            slots = min(cap * cost, left / (n - i))
+        plain = PLAIN_BURSTS / MAX_BURST if self.urgent else 1.0
+
+        def weight(key):
+            return 1.0 if key in self.urgent or key[0] == "w" else plain
+
+        # water-filling: transfers capped below their weighted share take their cap, the rest
+        # share what is left by weight
+        items = sorted(self.active.items(), key=lambda kv: kv[1][1] * kv[1][3] / weight(kv[0]))
+        left, out = self.rate, {}
+        weights = sum(weight(key) for key, _ in items)
+        for key, (_, cap, _, cost) in items:
+            w = weight(key)
+            slots = min(cap * cost, left * w / weights)
             out[key] = slots / cost
             left -= slots
+            weights -= w
         return out
 
     def advance(self, dt, rates):
@@ -722,9 +737,11 @@ class _TauState:
         self.keyed = None        # the job last compared with it
 
 
-def _simulate(jobs, taus, beat_rate, latency):
+def _simulate(jobs, taus, beat_rate, latency, spans=None):
     """Event simulation of ``taus`` TAUs sharing one DRAM port; returns the cycle of the last
-    write response, counted from the first read request, and the TAU of each parallel tile."""
+    write response, counted from the first read request, and the TAU of each parallel tile.
+    ``spans``: a list of ``taus`` Counters that receive each TAU's cycles by what its Compute
+    Pipeline does or waits for (:data:`SPANS`)."""
     c = CONSTANTS
     units = collections.deque(jobs.units)
     group = jobs.group
@@ -838,6 +855,12 @@ def _simulate(jobs, taus, beat_rate, latency):
             cap = min(1.0, beats / float(jobs.port_datapath[j, r]))
             alone = max(1.0, beat_rate * float(jobs.port_hold[j, r]) / beats)
             dram.active[("r", i)] = [beats, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
+            # a leader's load of a shared slot that followers wait for: urgent (``Top``'s
+            # arbiter, ``Tau.ar_urgent``)
+            if followers.get((j, r)):
+                dram.urgent.add(("r", i))
+            else:
+                dram.urgent.discard(("r", i))
         else:
             heapq.heappush(timers, (now + float(jobs.port_datapath[j, r]), next(seq), "loaded",
                                     i, j))
@@ -881,6 +904,7 @@ def _simulate(jobs, taus, beat_rate, latency):
         for i, s in enumerate(state):
             if s.job is None and s.loaded and s.loaded[0][1] <= now:
                 j = s.job = s.loaded.popleft()[0]
+                started[i] = True
                 cycles = float(jobs.compute[j]) + (stall if s.queue or s.requests
                                                    or s.loading is not None else 0.0)
                 s.computed, s.compute_end = False, now + cycles
@@ -901,6 +925,32 @@ def _simulate(jobs, taus, beat_rate, latency):
             s.inflight[r] -= 1
         done += 1
 
+    started = [False] * taus
+
+    def why(i):
+        """What TAU ``i``'s Compute Pipeline does or waits for now (:data:`SPANS`)."""
+        s = state[i]
+        if s.job is not None:
+            if not s.computed:
+                return "compute"
+            return "writes"
+        if s.loaded:
+            return "leader" if s.loaded[0][1] == math.inf else "commit"
+        if not started[i]:
+            return "fill"
+        if s.loading is not None:
+            j, r = s.loading
+            if any(t[3] == i and t[2] == "read" for t in timers):
+                return "latency"
+            return "load"
+        if s.requests:
+            return "credit"
+        if s.queue:
+            return "fifo"
+        if s.slot is not None or units or any(t.slot is not None for t in state):
+            return "dispatch"
+        return "drain"
+
     deal()
     start_loads()
     while done < len(jobs.tile):
@@ -909,6 +959,9 @@ def _simulate(jobs, taus, beat_rate, latency):
         for key, (left, *_) in dram.active.items():
             if rates[key] > 0:
                 t_next = min(t_next, now + left / rates[key])
+        if spans is not None:
+            for i in range(taus):
+                spans[i][why(i)] += t_next - now
         dram.advance(t_next - now, rates)
         now = t_next
         # a transfer is over when under a millionth of a beat is left: a tighter bound can
@@ -916,6 +969,7 @@ def _simulate(jobs, taus, beat_rate, latency):
         # is below the float resolution of ``now``, and the loop would spin)
         for key in [k for k, (left, *_) in dram.active.items() if left <= 1e-6]:
             del dram.active[key]
+            dram.urgent.discard(key)
             kind, i = key
             if kind == "r":
                 loaded(i)
@@ -938,6 +992,9 @@ def _simulate(jobs, taus, beat_rate, latency):
         deal()
         start_loads()
         start_compute()
+    if spans is not None:
+        for i in range(taus):
+            spans[i]["drain"] += max(end + c["drain"] - now, 0.0)
     return end + c["drain"], dealt, held
 
 
@@ -952,6 +1009,21 @@ def _without_held(jobs, held):
 
 
 # ---- public entry points ----------------------------------------------------------------------
+
+#: What a TAU's Compute Pipeline does or waits for, as :func:`spans` counts it.
+SPANS = {
+    "fill": "before its first job: the first loads (latency, data)",
+    "compute": "a job's instructions",
+    "writes": "a job's instructions done, its write beats not yet (the WP's FIFO)",
+    "commit": "the next job's tiles loaded, not yet readable (commit latency)",
+    "leader": "a follower's next job loaded but for the shared slot, which its leader fetches",
+    "latency": "the DMA waits for the first data of the next job's load (restart + latency)",
+    "load": "the DMA moves the next job's tiles (DRAM or its data path)",
+    "credit": "a leader's DMA waits for every follower's credit before the shared load",
+    "fifo": "the next job waits for room in an RP tile FIFO",
+    "dispatch": "no job: the TAU's next tile not yet dealt (its group's slots not all empty)",
+    "drain": "no tile left for this TAU; the others' last jobs and the last write response",
+}
 
 def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES):
     """Predict cycles and utilization of ``kernel`` on ``taus`` TAUs sharing one DRAM port.
@@ -1030,6 +1102,21 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
         latency=latency,
         per_tile=tuple(per_tile),
     )
+
+
+def spans(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES):
+    """Where each TAU's cycles go: a list of ``taus`` dicts ``{span: cycles}`` over
+    :data:`SPANS`, each summing to the predicted cycles (:func:`predict`, same arguments). A
+    span is charged to what the Compute Pipeline waits for; the cause of a ``load`` may be the
+    DRAM port shared with the other TAUs."""
+    _check_kernel(kernel)
+    taus = _check_int("taus", taus, 1)
+    bandwidth = _check_bandwidth(dram_bytes_per_cycle)
+    jobs = _jobs(kernel, _check_rp_bytes(rp_bytes), taus)
+    out = [collections.Counter({k: 0.0 for k in SPANS}) for _ in range(taus)]
+    _simulate(jobs, taus, min(1.0, bandwidth / BEAT_BYTES), _check_int("latency", latency, 0),
+              spans=out)
+    return [dict(c) for c in out]
 
 
 def predict_problem(problem, *, lanes=32, taus=4, dram_bytes_per_cycle=8, latency=20,

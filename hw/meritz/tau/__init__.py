@@ -109,6 +109,10 @@ class Tau(wiring.Component):
     busy : Out(tau_busy_layout)
         Which parts hold work.
     errors : Out(tau_error_layout)
+    ar_urgent : Out(1)
+        The DMA is requesting the reads of a shared slot that this TAU fetches for its group
+        (a leader's multicast load): the arbiter (:class:`meritz.arbiter.Arbiter`) serves such
+        reads before the other TAUs' own loads.
     share : In(share_layout)
         Operand sharing (``lead`` and ``follow`` 0: the TAU fetches every slot itself). The
         shared slot is ``config.share_slot``; it must be the only enabled slot of its RP. The
@@ -161,6 +165,7 @@ class Tau(wiring.Component):
             "idle": Out(1),
             "busy": Out(tau_busy_layout),
             "errors": Out(tau_error_layout),
+            "ar_urgent": Out(1),
             **share_members(lanes),
             **share_members(lanes, "2"),
         })
@@ -235,6 +240,9 @@ class Tau(wiring.Component):
         dims = [(self.share, cfg.share_slot, self.mc, self.shared_rows),
                 (self.share2, cfg.share2_slot, self.mc2, self.shared_rows2)]
         lead_rows = [role.lead & (dma.rows.payload.slot == slot) for role, slot, _, _ in dims]
+        # a load the group waits for: the DMA requests a slot it fetches for its followers
+        m.d.comb += self.ar_urgent.eq(dma.loading & Cat(
+            role.lead & (dma.loading_slot == slot) for role, slot, _, _ in dims).any())
         # a led slot's row leaves when its own RP and every follower of its group take it
         mc_ok = Cat(~lead | mc.ready
                     for lead, (_, _, mc, _) in zip(lead_rows, dims, strict=True)).all()

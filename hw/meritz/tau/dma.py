@@ -111,6 +111,10 @@ class Dma(wiring.Component):
         No request in progress and no read outstanding.
     error : Out(1)
         Sticky: a read response other than OKAY.
+    loading, loading_slot : Out(1), Out(2)
+        A load's reads are still to be requested (its row walk, or a row command whose ARs
+        are not all issued), and its slot: that of the row command waiting for its ARs, else
+        that of the request being walked.
     """
 
     def __init__(self, *, lanes, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
@@ -125,6 +129,8 @@ class Dma(wiring.Component):
             "rows": Out(stream.Signature(row_layout(lanes))),
             "idle": Out(1),
             "error": Out(1),
+            "loading": Out(1),
+            "loading_slot": Out(2),
         })
 
     def elaborate(self, platform):
@@ -413,6 +419,10 @@ class Dma(wiring.Component):
         m.d.sync += outstanding.eq(outstanding + ar_beats - r_beat)
         with m.If(r_beat & (axi.rresp != 0)):
             m.d.sync += self.error.eq(1)
+        m.d.comb += [
+            self.loading.eq(busy | (walk_valid & walk_cmd.read)),
+            self.loading_slot.eq(Mux(walk_valid & walk_cmd.read, walk_cmd.slot, slot_no)),
+        ]
         m.d.comb += [
             axi.arid.eq(0),
             self.idle.eq(~busy & ~walk_valid & ~cmds.r_rdy & ~flush_pending
