@@ -13,11 +13,11 @@ the generated producer computes, reading the channels-last copy (``(outer, C, in
 import math
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from clref import relaid, spec_at, value
+from sm90 import assert_builds_without_spills
 
 from merit import workloads as W
 from merit.gpu.ldsm import cl_layout, source, tma_ops
@@ -191,11 +191,6 @@ def test_cl_source_compiles_for_sm90a(prec, tmp_path):
     gemm = spec_at(W.gemm(50, 40, 37), prec)   # a 2-D box beside the weights' 2-D box
     odd = _tile(gemm, prec, (64, 64), (4, 1), (1, 8), 64 if prec != "tf32" else 32)
     for spec, t in ((vgg, cl[0]), (vgg, next(x for x in cl if x.persist)), (gemm, odd)):
-        cu = tmp_path / "k.cu"
-        cu.write_text("typedef float T;\n" + source(spec, t)[1])
-        res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
-                              "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"),
-                              str(cu)], capture_output=True, text=True)
-        assert res.returncode == 0, res.stderr[-2000:]
-        assert "0 bytes spill stores" in res.stderr
+        assert_builds_without_spills("typedef float T;\n" + source(spec, t)[1], tmp_path,
+                                     t.label())
 

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 from gpu_cases import CASES
+from sm90 import assert_builds_without_spills
 
 from merit import Index, Problem, Transform
 from merit import workloads as W
@@ -794,13 +795,7 @@ def test_wgmma_tiles_ranked_only_where_the_device_has_them():
 
 def _assert_compiles_without_spills(spec, tile, tmp_path):
     """nvcc builds the tile's kernel for sm_90a and ptxas reports no spill stores."""
-    cu = tmp_path / "k.cu"
-    cu.write_text(source(spec, tile)[1])
-    res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17",
-                          "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"), str(cu)],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "0 bytes spill stores" in res.stderr
+    assert_builds_without_spills(source(spec, tile)[1], tmp_path, tile.label())
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")

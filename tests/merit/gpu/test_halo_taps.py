@@ -14,11 +14,11 @@ size``, ``start`` the descriptor's address.
 import math
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from clref import relaid, spec_at, value
+from sm90 import assert_builds_without_spills
 
 from merit import workloads as W
 from merit.gpu import ldsm
@@ -254,11 +254,5 @@ def test_halo_source_compiles_for_sm90a(prec, tmp_path):
         spec = spec_at(W.conv2d(16, 32, 128, 128, 32, 9, stride=stride, padding=4), prec)
         halo = [x for x in rank(spec, count=8, device=H100) if x.halo]
         for t in (halo[0], next(x for x in halo if x.persist)):
-            cu = tmp_path / "k.cu"
-            cu.write_text("typedef float T;\n" + source(spec, t)[1])
-            res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a",
-                                  "-std=c++17", "-cubin", "-Xptxas", "-v", "-o",
-                                  str(tmp_path / "k.cubin"), str(cu)],
-                                 capture_output=True, text=True)
-            assert res.returncode == 0, res.stderr[-2000:]
-            assert "0 bytes spill stores" in res.stderr
+            assert_builds_without_spills("typedef float T;\n" + source(spec, t)[1], tmp_path,
+                                         t.label())

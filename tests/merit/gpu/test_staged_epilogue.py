@@ -6,9 +6,9 @@ an sm_90a compile of the device test's tiles."""
 import dataclasses
 import re
 import shutil
-import subprocess
 
 import pytest
+from sm90 import assert_builds_without_spills
 
 from merit import workloads as W
 from merit.gpu import TUNED, ldsm
@@ -243,11 +243,4 @@ def test_device_test_tiles_compile_without_spills(tmp_path):
                     else spec_of(problem, "float32", "tf32"))
             t = _tile(spec, shape, persist=grid, mn=problem.name == "gemm" and prec != "tf32",
                       **kw)
-            cu = tmp_path / "k.cu"
-            cu.write_text(source(spec, t)[1])
-            res = subprocess.run(["nvcc", "-gencode=arch=compute_90a,code=sm_90a",
-                                  "-std=c++17", "-cubin", "-Xptxas", "-v", "-o",
-                                  str(tmp_path / "k.cubin"), str(cu)],
-                                 capture_output=True, text=True)
-            assert res.returncode == 0, res.stderr[-2000:]
-            assert "0 bytes spill stores" in res.stderr, (t.label(), res.stderr[-400:])
+            assert_builds_without_spills(source(spec, t)[1], tmp_path, t.label())
