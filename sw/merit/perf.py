@@ -939,7 +939,6 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None):
         if not started[i]:
             return "fill"
         if s.loading is not None:
-            j, r = s.loading
             if any(t[3] == i and t[2] == "read" for t in timers):
                 return "latency"
             return "load"
