@@ -476,11 +476,13 @@ def _emit_vector_reads(w, spec, tile, geo, offs, nbuf, chunk, pidx):
             q //= tile.regs[j]
         copies.append(cs)
     loaded = set()
-    for g0 in range(0, len(steps), 4):
-        group = steps[g0:g0 + 4]
+    order = fma_order(tile)
+
+    def group_calls(g0):
         calls = []
-        for st in group:
-            for r, cs in enumerate(copies):
+        for st in steps[g0:g0 + 4]:
+            for r in order:
+                cs = copies[r]
                 args = []
                 for k in ks:
                     coef = info[k]
@@ -488,6 +490,9 @@ def _emit_vector_reads(w, spec, tile, geo, offs, nbuf, chunk, pidx):
                     a += sum(v * coef.get(P + i, 0) for i, v in zip(inner, st, strict=True))
                     args.append((k, a))
                 calls.append((r, cs, st, args))
+        return calls
+
+    def loads(calls):
         for _r, _cs, _st, args in calls:
             for k, a in args:
                 (lo, width), _ = plan[k][a + _const(spec, tile, geo, k)]
@@ -500,6 +505,17 @@ def _emit_vector_reads(w, spec, tile, geo, offs, nbuf, chunk, pidx):
                 else:
                     vt = _VEC[ctype][width // 4]
                     w(f"const {vt} {name} = *reinterpret_cast<const {vt}*>(vb{k} + {lo});")
+
+    groups = list(range(0, len(steps), 4))
+    if tile.vahead and groups:   # the next group's loads before this group's steps
+        loads(group_calls(groups[0]))
+    for n, g0 in enumerate(groups):
+        calls = group_calls(g0)
+        if tile.vahead:
+            if n + 1 < len(groups):
+                loads(group_calls(groups[n + 1]))
+        else:
+            loads(calls)
         for r, cs, st, args in calls:
             vals = []
             for k, a in args:
@@ -513,6 +529,30 @@ def _emit_vector_reads(w, spec, tile, geo, offs, nbuf, chunk, pidx):
                 else:
                     idx.append("(ab0 + l0)" if i == 0 else f"l{i}")
             w(f"s[{r}].loop({', '.join(vals + idx)});")
+
+
+def fma_order(tile):
+    """The order of a ``vread`` tile's register copies within one accumulation step
+    (:attr:`Tile.forder`): 0 C order (the last parallel index fastest), 1 a snake (C order with
+    the last index reversed on every other value of the others, so that neighbouring steps share
+    one operand at each turn), 2 the first parallel index fastest, 3 its snake."""
+    regs = tile.regs
+    P = len(regs)
+    digits = [range(n) for n in regs]
+    import itertools
+
+    pos = {c: n for n, c in enumerate(itertools.product(*digits))}
+    perm = list(range(P)) if tile.forder in (0, 1) else list(range(P - 1, -1, -1))
+    out = []
+    for m, c in enumerate(itertools.product(*[digits[j] for j in perm])):
+        c = list(c)
+        if tile.forder in (1, 3) and (m // regs[perm[-1]]) % 2:
+            c[-1] = regs[perm[-1]] - 1 - c[-1]
+        full = [0] * P
+        for j, v in zip(perm, c, strict=True):
+            full[j] = v
+        out.append(pos[tuple(full)])
+    return out
 
 
 def _unit(k, lo):

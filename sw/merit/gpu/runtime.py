@@ -80,6 +80,10 @@ def compiled(spec, tile):
         name, code, nblocks, nthreads, smem = source(spec, tile)
         if tile.wgmma:
             module = _module_sm90a(name, code)
+        elif tile.ptxas:
+            props = cp.cuda.runtime.getDeviceProperties(dev)
+            module = _module_nvrtc(name, code, f"sm_{props['major']}{props['minor']}",
+                                   f"-O{tile.ptxas}")
         else:
             module = cp.RawModule(code=code, options=("-std=c++17",))
         kernel = module.get_function(name)
@@ -100,17 +104,25 @@ def _module_sm90a(name, code):
     """A module compiled by NVRTC for sm_90a (``wgmma``): CuPy names the plain sm_90 target
     itself, which rejects the instruction, so the source goes to NVRTC here and the cubin to
     CuPy."""
+    return _module_nvrtc(name, code, "sm_90a")
+
+
+def _module_nvrtc(name, code, arch, ptxas=""):
+    """A module compiled by NVRTC to a cubin for ``arch``, with ``ptxas`` options added to ``-v``
+    (``Tile.ptxas``: ``-O1``), loaded by CuPy; ptxas's report goes to :data:`ptxas_logs`."""
     import tempfile
 
     cp = cupy()
     from cupy_backends.cuda.libs import nvrtc
 
     prog = nvrtc.createProgram(code, f"{name}.cu", [], [])
+    opts = ["-std=c++17", f"-arch={arch}", "--ptxas-options=-v"]
+    opts += [f"--ptxas-options={ptxas}"] if ptxas else []
     try:
         try:
-            nvrtc.compileProgram(prog, ["-std=c++17", "-arch=sm_90a", "--ptxas-options=-v"])
+            nvrtc.compileProgram(prog, opts)
         except Exception as exc:
-            raise RuntimeError(f"NVRTC failed on {name} for sm_90a: {exc}\n"
+            raise RuntimeError(f"NVRTC failed on {name} for {arch}: {exc}\n"
                                f"{nvrtc.getProgramLog(prog)}") from exc
         ptxas_logs[name] = nvrtc.getProgramLog(prog)
         cubin = nvrtc.getCUBIN(prog)
@@ -373,7 +385,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 18
+CACHE_VERSION = 19
 
 
 class TileCache:

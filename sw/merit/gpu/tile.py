@@ -200,6 +200,21 @@ class Tile:
         before; only the blocks' placement differs (a cluster's two blocks run on SMs of one GPC
         at once).  The launched grid must be even.  Built and tested, not a candidate
         (:data:`merit.gpu.tiling.PLACE_TUNED`: not faster on the H100).
+    forder : int
+        ``vread`` tiles only: the order of the register copies' products within one accumulation
+        step (:func:`merit.gpu.codegen.fma_order`): 0 C order, 1 a snake over the last parallel
+        index, 2 the first parallel index fastest, 3 its snake.  The products are the same; the
+        order is what the compiler's register allocation and scheduling start from.
+    vahead : bool
+        ``vread`` tiles only: the shared loads of each group of 4 steps are written before the
+        previous group's products (register double buffering in the source) instead of just
+        before the group's own.
+    ptxas : int
+        SIMT tiles only: 0, or the optimization level ptxas compiles the kernel at (1: ``-O1``,
+        passed through NVRTC's ``--ptxas-options``).  At the default level ptxas reschedules the
+        unrolled steps freely and moves the sums between registers; at ``-O1`` it keeps the
+        source's order of the products (:attr:`forder`), so that most products read one operand
+        from the operand reuse cache and the sums stay in their registers.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -229,7 +244,10 @@ class Tile:
     vread: bool = False
     lean: bool = False
     minblocks: int = 1
-    # out of the repr (the kernel sources' tile comment): the label says "_wg"
+    # out of the repr (the kernel sources' tile comment): the label says "_wg", "_o1", "_a"
+    forder: int = field(default=0, repr=False)
+    vahead: bool = field(default=False, repr=False)
+    ptxas: int = field(default=0, repr=False)
     wgmma: bool = field(default=False, repr=False)
     cluster: int = field(default=1, repr=False)
     half: bool = field(default=False, repr=False)
@@ -308,6 +326,9 @@ class Tile:
         sk = f"_k{self.split}" if self.split > 1 else ""
         st = "_s" + "".join(str(int(g)) for g in self.strided) if any(self.strided) else ""
         vr = ("_l" if self.lean else "") + ("_v" if self.vread else "")
+        vr += f"_o{self.forder}" if self.forder else ""
+        vr += "_a" if self.vahead else ""
+        vr += f"_x{self.ptxas}" if self.ptxas else ""
         vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""
         return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}{st}{vr}"
 

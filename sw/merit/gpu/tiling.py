@@ -494,7 +494,8 @@ def complete(spec, tile, device=H100):
              tuple(tile.order) or tuple(range(P - 1, -1, -1)),
              tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector),
              split=tile.split, vread=tile.vread, lean=tile.lean,
-             minblocks=tile.minblocks, stages=tile.stages)
+             minblocks=tile.minblocks, stages=tile.stages, forder=tile.forder,
+             vahead=tile.vahead, ptxas=tile.ptxas)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -504,6 +505,8 @@ def complete(spec, tile, device=H100):
     ntiles = -(-spec.ashape[0] // chunk) if spec.na else 1
     if t.vread and not vread_ok(spec, t):
         t = _replace(t, vread=False)
+    if not t.vread:
+        t = _replace(t, forder=0, vahead=False)
     if not t.pads:
         t = _tune_banks(spec, t)
     if ntiles == 1 or not any(t.shared):
@@ -810,9 +813,11 @@ def rank(spec, count=6, device=H100):
         have |= {t for _, t in extra}
         fill = [] if fills(spec, out[0][1], device) else \
             [ct for ct in filled if ct[1] not in have][:FILL_TUNED]
-        out = (out + extra + fill + _lean_variants(spec, out[:VARIANTS_OF], device)
-               + _lean_variants(spec, extra, device, HEDGE_VARIANTS)
-               + _lean_variants(spec, fill, device, ({"lean": True},)))
+        order = PTXAS_VARIANTS if PTXAS_TUNED else ()
+        out = (out + extra + fill
+               + _lean_variants(spec, out[:VARIANTS_OF], device, LEAN_VARIANTS + order)
+               + _lean_variants(spec, extra, device, HEDGE_VARIANTS + order[1:])
+               + _lean_variants(spec, fill, device, ({"lean": True},) + order[1:]))
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
@@ -1196,9 +1201,22 @@ def _deeper(spec, ranked, count, device):
 #: SIMT sums: the best tiles of the model that also get their ``lean`` and ``lean`` + ``vread``
 #: variants timed by the autotuner (the model does not tell them apart from the plain tile).
 VARIANTS_OF = 3
+LEAN_VARIANTS = ({"lean": True}, {"lean": True, "vread": True})
+
+#: SIMT sums: the autotuner also times the ``PTXAS_VARIANTS`` of those tiles (the last one for
+#: the ``"sm"`` model's extras and the grid-filling tiles too): compiled by ptxas at ``-O1``
+#: (:attr:`Tile.ptxas`), and so with the written-out steps' products in a snake order
+#: (:attr:`Tile.forder`), which ptxas then keeps.  On the H100 the GEMM 4096^3's 128 x 128 tile
+#: of 8 x 8 sums ran 3.23 -> 2.92 ms (its SASS: FFMAs whose two operands not taken from the
+#: reuse cache share a register bank, 0.33 -> 0.15 per FFMA), a k3 convolution 0.138 -> 0.133
+#: ms; AlexNet CONV1's tile lost (0.279 -> 0.30), so the autotuner times them beside the others
+#: (the model cannot tell them apart).
+PTXAS_TUNED = True
+PTXAS_VARIANTS = ({"lean": True, "ptxas": 1},
+                  {"lean": True, "vread": True, "forder": 1, "ptxas": 1})
 
 
-def _lean_variants(spec, ranked, device, variants=({"lean": True}, {"lean": True, "vread": True})):
+def _lean_variants(spec, ranked, device, variants=LEAN_VARIANTS):
     """``lean`` and ``lean`` + ``vread`` copies of the tiles ``ranked`` (H100, fp32:
     GEMM 4096^3 3.61 -> 3.23 ms with both, VGG conv3_1 1.00 -> 0.92 ms with ``lean``; AlexNet CONV1
     and a ragged GEMM ran slower with ``lean``, a 1x1 convolution with ``vread``: the autotuner
@@ -1210,7 +1228,8 @@ def _lean_variants(spec, ranked, device, variants=({"lean": True}, {"lean": True
             continue
         for fields in variants:
             v = complete(spec, _replace(t, **fields), device)
-            if v not in seen and (v.vread or "vread" not in fields):
+            if v not in seen and (v.vread or "vread" not in fields) and \
+                    (v.forder or "forder" not in fields):
                 seen.add(v)
                 out.append((cost, v))
     return out

@@ -625,7 +625,8 @@ def test_autotuner_times_lean_and_vread_variants_of_sums_only():
     variants = [t for t in tiles if t.lean or t.vread]
     assert plain[:6] == base and len(plain) <= 6 + HEDGE + FILL_TUNED
     assert {(t.lean, t.vread) for t in variants} == {(True, False), (True, True)}
-    assert all(dataclasses.replace(t, lean=False, vread=False) in plain for t in variants)
+    assert all(dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0) in plain
+               for t in variants)
     assert rank(spec, count=1) == base[:1]
     # not a sum: no variants
     relu = spec_of(W.conv_relu(2, 3, 12, 12, 4, 3), "float32")
@@ -664,6 +665,92 @@ def test_minblocks_bounds_the_registers():
     deep = check_tile(spec, {"threads": (16, 16), "regs": (4, 4), "chunk": 16, "double": True,
                              "stages": 3})
     assert deep.stages == 3 and "_p3" in deep.label()
+
+
+def test_fma_order_is_a_permutation_and_a_snake():
+    from merit.gpu.codegen import fma_order
+
+    spec = spec_of(W.gemm(256, 256, 256), "float32")
+    fields = {"threads": (16, 16), "regs": (8, 4), "chunk": 32, "strided": (4, 4),
+              "vread": True}
+    orders = {f: fma_order(check_tile(spec, {**fields, "forder": f})) for f in range(4)}
+    assert orders[0] == list(range(32))
+    assert all(sorted(o) == list(range(32)) for o in orders.values())
+    coords = {f: [divmod(r, 4) for r in o] for f, o in orders.items()}
+    assert coords[2] == [(i, j) for j in range(4) for i in range(8)]
+    for f in (1, 3):   # neighbours differ in one index by one: the other operand is shared
+        assert all(abs(a[0] - b[0]) + abs(a[1] - b[1]) == 1
+                   for a, b in zip(coords[f], coords[f][1:], strict=False))
+    assert coords[1][:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 3)]
+    # a 4-index register tile: the snake runs over the last index
+    conv = spec_of(W.conv2d(2, 8, 16, 16, 32, 3, padding=1), "float32")
+    t = check_tile(conv, {"threads": (2, 4, 1, 8), "regs": (1, 4, 2, 2), "chunk": 4,
+                          "vread": True, "forder": 1})
+    assert sorted(fma_order(t)) == list(range(16)) and fma_order(t)[:4] == [0, 1, 3, 2]
+
+
+@pytest.mark.parametrize("forder", [1, 2, 3])
+def test_fma_order_moves_only_the_products(forder):
+    """The written-out steps of a ``forder`` tile are those of C order, permuted within each
+    step; the loads and the rest of the kernel are the same lines."""
+    spec = spec_of(W.gemm(256, 256, 256), "float32")
+    fields = {"threads": (16, 16), "regs": (8, 8), "chunk": 32, "strided": (4, 4),
+              "vread": True, "lean": True}
+    base = check_tile(spec, fields)
+    t = check_tile(spec, {**fields, "forder": forder, "ptxas": 1})
+    assert (t.forder, t.ptxas) == (forder, 1)
+    assert t.label() == base.label() + f"_o{forder}_x1"
+    got, want, _ = _vread_addresses(spec, t)
+    a, b = source(spec, base)[1], source(spec, t)[1]
+    calls = re.compile(r"\s*s\[\d+\]\.loop\(.*\);")
+    strip = lambda src: [ln for ln in src.splitlines() if not calls.fullmatch(ln)]   # noqa
+    # the same lines besides (the loads come in the order of the words' first use)
+    assert sorted(strip(a.replace(base.label(), t.label()))) == sorted(strip(b))
+    ca = [ln for ln in a.splitlines() if calls.fullmatch(ln)]
+    cb = [ln for ln in b.splitlines() if calls.fullmatch(ln)]
+    assert ca != cb and sorted(ca) == sorted(cb)
+    for g in range(0, len(ca), 4 * 64):   # permuted within each group of 4 steps
+        assert sorted(ca[g:g + 256]) == sorted(cb[g:g + 256])
+    # the addresses each call reads, by the rolled form's expression, in the new order
+    from merit.gpu.codegen import fma_order
+
+    order = {r: n for n, r in enumerate(fma_order(t))}
+    for k in got:
+        for step in range(len(got[k]) // 64):
+            ws = want[k][64 * step:64 * step + 64]
+            assert got[k][64 * step:64 * step + 64] == [ws[r] for r in sorted(order,
+                                                                                key=order.get)]
+
+
+def test_order_and_ptxas_fields_are_vread_and_simt_only():
+    spec = spec_of(W.gemm(256, 256, 256), "float32")
+    t = check_tile(spec, {"threads": (16, 16), "regs": (8, 8), "chunk": 32, "forder": 1,
+                          "vahead": True, "ptxas": 1})
+    assert (t.vread, t.forder, t.vahead, t.ptxas) == (False, 0, False, 1)
+    assert t.label().endswith("_x1")
+    # the new fields stay out of the source's tile comment: other tiles' sources are unchanged
+    assert "forder" not in repr(t) and "ptxas" not in repr(t)
+    # the autotuner times the -O1 copies of the model's best sums, snake-ordered with vread
+    tiles = rank(spec, count=6)
+    assert any(x.ptxas == 1 and x.vread and x.forder == 1 and x.lean for x in tiles)
+    assert any(x.ptxas == 1 and not x.vread and x.lean for x in tiles)
+    assert not any(x.ptxas for x in tiles[:6]) and not rank(spec, count=1)[0].ptxas
+    relu = spec_of(W.conv_relu(2, 3, 12, 12, 4, 3), "float32")
+    assert not any(x.ptxas or x.forder for x in rank(relu, count=6))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_snake_order_source_compiles_at_ptxas_o1(tmp_path):
+    spec = spec_of(W.gemm(512, 512, 512), "float32")
+    t = check_tile(spec, {"threads": (16, 16), "regs": (8, 8), "chunk": 32, "strided": (4, 4),
+                          "vread": True, "lean": True, "forder": 1, "ptxas": 1})
+    cu = tmp_path / "k.cu"
+    cu.write_text(source(spec, t)[1])
+    res = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v",
+                          "-Xptxas", "-O1", "-o", str(tmp_path / "k.cubin"), str(cu)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 bytes spill stores" in res.stderr
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -725,6 +812,7 @@ def test_unstrided_sources_unchanged(case, prec, digest, monkeypatch):
     monkeypatch.setattr(tiling, "FILL_TUNED", 0)
     monkeypatch.setattr(tiling, "SPLIT_CHUNKS", False)
     monkeypatch.setattr(tiling, "HEDGE_VARIANTS", ({"lean": True},))
+    monkeypatch.setattr(tiling, "PTXAS_TUNED", False)
 
     problem = {"conv": lambda: W.conv2d(2, 3, 17, 19, 5, 3, padding=1),
                "conv_k3_s2": lambda: W.conv2d(2, 4, 19, 21, 8, 3, stride=2, padding=1),
