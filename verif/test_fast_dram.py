@@ -10,11 +10,14 @@ cycles within 1 %. The fast DRAM answers an access outside its memory with SLVER
 import pytest
 
 from merit import workloads as W
+from merit.arch import CP_BYTES, RP_BYTES
 from merit.sim import BenchFailure, simulate, tau_for
 from merit.sim.run import _problem_file
 
-#: A small TAU (4 lanes) whose two models build in about a minute each.
-TINY = dict(lanes=4, rp_bytes=(1024, 512), cp_bytes=1024, instructions=24)
+#: The 8-lane TAU of the guide and of ``merit sim --lanes 8`` (default SRAMs, 16 instruction
+#: slots): ``make test`` builds both its models, fast and Python DRAM, for the guide anyway, so
+#: the tests here share them (xdist group ``tau_n8``) instead of building a TAU of their own.
+GUIDE_TAU = dict(lanes=8, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES, instructions=16)
 SMALL = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048)
 
 
@@ -33,8 +36,9 @@ def _agree(fast, python):
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("tau_n8")
 def test_fast_and_python_dram_agree_on_a_tau():
-    _agree(*_both(W.conv2d(1, 3, 9, 13, 4, 3, padding=1), **TINY))
+    _agree(*_both(W.conv2d(1, 3, 9, 13, 4, 3, padding=1), **GUIDE_TAU))
 
 
 @pytest.mark.sim
@@ -58,12 +62,13 @@ def test_fast_and_python_dram_agree_on_the_processor():
 
 
 @pytest.mark.sim
+@pytest.mark.xdist_group("tau_n8")
 def test_fast_dram_answers_outside_accesses_with_slverr():
     from merit.compile import compile_problem
     from merit.sim.fast import run
 
     problem = W.conv2d(1, 3, 9, 13, 4, 3, padding=1)
-    lanes, rp_bytes, cp_bytes, instructions = (TINY[k] for k in (
+    lanes, rp_bytes, cp_bytes, instructions = (GUIDE_TAU[k] for k in (
         "lanes", "rp_bytes", "cp_bytes", "instructions"))
     kernel = compile_problem(problem, lanes=lanes, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
                              instructions=instructions)

@@ -162,6 +162,8 @@ async def stop_empties_the_slots(dut):
 
 
 @pytest.mark.sim
-@pytest.mark.parametrize("taus", [1, 2, 4, 8])
+@pytest.mark.parametrize("taus", [1, 2, 4, pytest.param(8, marks=pytest.mark.slow)])
 def test_dispatcher(taus):
+    """8 TAUs (the model takes three times as long to build as 4) run in ``make regress``, with
+    the 8-TAU top of ``test_top_kernel``."""
     run_bench(Dispatcher(taus=taus), bench="test_top_dispatcher", config={"taus": taus})

@@ -20,15 +20,23 @@ def test_rows_are_the_papers():
         row("nope")
 
 
+#: The full layers compiled without the compiler's search over swapped operands and pooling
+#: windows inside the channel passes (each candidate predicted whole: minutes on the deep fused
+#: layers); ``make regress`` compiles them as ``merit plan`` and ``bench.top`` do.
+LEAN = dict(swap=False, window=False)
+
+
+@pytest.mark.parametrize("search", [pytest.param(LEAN, id="lean"),
+                                    pytest.param({}, id="search", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("r", ROWS, ids=lambda r: r.name)
-def test_slice_and_full_layer_compile_for_four_taus(r):
+def test_slice_and_full_layer_compile_for_four_taus(r, search):
     kernels = [compile_problem(p, lanes=32) for p in r.slice_problems()]
     # docs/perf.md: a slice keeps several tiles per TAU (4 TAUs)
     assert sum(len(k.tiles) for k in kernels) >= 16, [len(k.tiles) for k in kernels]
     useful = 0
     for problem, repeat in r.full():
         assert repeat >= 1
-        full = compile_problem(problem, lanes=32)
+        full = compile_problem(problem, lanes=32, **search)
         useful += full.useful_ops
         if not r.split:
             assert full.useful_ops >= kernels[0].useful_ops or r.slice_what == "whole layer"
