@@ -814,10 +814,11 @@ def rank(spec, count=6, device=H100):
         fill = [] if fills(spec, out[0][1], device) else \
             [ct for ct in filled if ct[1] not in have][:FILL_TUNED]
         order = PTXAS_VARIANTS if PTXAS_TUNED else ()
+        wide = _wide_variants(spec, out[:VARIANTS_OF] + extra, device) if WIDE_TUNED else []
         out = (out + extra + fill
                + _lean_variants(spec, out[:VARIANTS_OF], device, LEAN_VARIANTS + order)
                + _lean_variants(spec, extra, device, HEDGE_VARIANTS + order[1:])
-               + _lean_variants(spec, fill, device, ({"lean": True},) + order[1:]))
+               + _lean_variants(spec, fill, device, ({"lean": True},) + order[1:]) + wide)
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
@@ -1214,6 +1215,34 @@ LEAN_VARIANTS = ({"lean": True}, {"lean": True, "vread": True})
 PTXAS_TUNED = True
 PTXAS_VARIANTS = ({"lean": True, "ptxas": 1},
                   {"lean": True, "vread": True, "forder": 1, "ptxas": 1})
+
+
+#: SIMT sums: the autotuner also times, for each of those tiles (and the ``"sm"`` model's
+#: extras) whose register tile is 64 sums on two indices, the ``PTXAS_VARIANTS`` snake form with
+#: the register tile doubled along its first index (128 sums a thread, the shape of cuBLAS's
+#: SGEMM threads; the candidates stop at 64, which at ptxas's default level gained 1 % at best):
+#: on the H100 the GEMM 4096^3's 8 x 8 tile at -O1 in the snake order ran 2.916 ms, its 16 x 8
+#: form 2.820 (cuBLAS 2.661-2.687).  The block may then take more than ``SMEM_CAP`` (one block
+#: a SM: the registers allow no second).
+WIDE_TUNED = True
+
+
+def _wide_variants(spec, ranked, device):
+    """The doubled register tiles of ``ranked`` (see :data:`WIDE_TUNED`), completed, that fit."""
+    out, seen = [], {t for _, t in ranked}
+    for cost, t in ranked:
+        if t.mma or not any(t.shared) or t.nregs != 64 or sum(r > 1 for r in t.regs) != 2:
+            continue
+        j = next(j for j, r in enumerate(t.regs) if r > 1)
+        regs = tuple(2 * r if i == j else r for i, r in enumerate(t.regs))
+        w = _replace(t, regs=regs, pads=(), **PTXAS_VARIANTS[-1])
+        if _waste(spec, w) > 1.3:
+            continue
+        w = complete(spec, w, device)
+        if w.vread and w not in seen and _smem_bytes(spec, w) <= device.smem_block:
+            seen.add(w)
+            out.append((cost, w))
+    return out
 
 
 def _lean_variants(spec, ranked, device, variants=LEAN_VARIANTS):

@@ -5,7 +5,8 @@ needed) each variant's main loop from the SASS instead: its FFMAs, and how many 
 operands from one register bank (bank = register number mod 2, operands marked ``.reuse`` on the
 previous FFMA in the same slot read from the reuse cache).
 
-``PYTHONPATH=sw python tests/merit/gpu/order_probe.py [--n 4096] [--tile JSON] [--sass]``
+``PYTHONPATH=sw python tests/merit/gpu/order_probe.py [--n 4096] [--tile JSON] [--variants JSON]
+[--sass]`` (``--variants``: a list of field dicts laid over ``--tile``, default ``VARIANTS``)
 """
 
 import argparse
@@ -87,6 +88,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--tile", default=json.dumps(TILE))
+    ap.add_argument("--variants", default=json.dumps(VARIANTS))
     ap.add_argument("--sass", action="store_true")
     args = ap.parse_args()
     from merit import workloads as W
@@ -96,7 +98,7 @@ def main():
     n = args.n
     prob = W.gemm(n, n, n)
     spec = spec_of(prob, "float32")
-    tiles = [check_tile(spec, dict(json.loads(args.tile), **v)) for v in VARIANTS]
+    tiles = [check_tile(spec, dict(json.loads(args.tile), **v)) for v in json.loads(args.variants)]
     if args.sass:
         for t in tiles:
             print(f"{t.label():50s} {sass_report(spec, t)}", flush=True)

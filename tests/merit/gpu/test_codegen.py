@@ -127,7 +127,9 @@ def test_shared_rule_no_reuse_reads_through_cache():
 def test_table_v_conv_tiles_use_registers_and_few_bank_conflicts():
     for k, s in ((3, 1), (9, 1), (3, 2), (9, 2)):
         spec = spec_of(W.conv2d(16, 32, 128, 128, 32, k, stride=s, padding=k // 2), "float32")
-        for t in rank(spec, count=3):
+        # the model's tiles and their copies (not the doubled register tiles of WIDE_TUNED,
+        # timed extras outside the model's candidates)
+        for t in [t for t in rank(spec, count=3) if t.nregs <= 64]:
             assert t.nregs >= 16 and all(t.shared)
             # every load the layout leads to (1, 2 or 4 words) costs at most 2 shared cycles
             for inp in (0, 1):
@@ -622,7 +624,7 @@ def test_autotuner_times_lean_and_vread_variants_of_sums_only():
     base = tiles[:6]
     assert not any(t.lean or t.vread for t in base)
     plain = [t for t in tiles if not (t.lean or t.vread)]
-    variants = [t for t in tiles if t.lean or t.vread]
+    variants = [t for t in tiles if (t.lean or t.vread) and t.nregs <= 64]   # not the wide ones
     assert plain[:6] == base and len(plain) <= 6 + HEDGE + FILL_TUNED
     assert {(t.lean, t.vread) for t in variants} == {(True, False), (True, True)}
     assert all(dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0) in plain
@@ -739,10 +741,28 @@ def test_order_and_ptxas_fields_are_vread_and_simt_only():
     assert not any(x.ptxas or x.forder for x in rank(relu, count=6))
 
 
+def test_wide_variants_double_a_two_index_register_tile():
+    from merit.gpu.tiling import _smem_bytes
+
+    spec = spec_of(W.gemm(4096, 4096, 4096), "float32")
+    tiles = rank(spec, count=12)
+    wide = [t for t in tiles if t.nregs == 128]
+    assert wide and all(t.vread and t.lean and t.forder == 1 and t.ptxas == 1 for t in wide)
+    assert not any(t.nregs > 64 for t in tiles[:12])
+    # the 8 x 8 tile of 16 x 16 threads becomes 16 x 8: the rows' register tile doubled
+    w = next(t for t in wide if t.threads == (16, 16))
+    assert w.regs == (16, 8) and w.block == (256, 128)
+    assert 100 * 1024 < _smem_bytes(spec, w) <= 227 * 1024
+    # register tiles on more than two indices (convolutions) get none
+    conv = spec_of(W.conv2d(2, 8, 16, 16, 32, 3, padding=1), "float32")
+    assert all(t.nregs <= 64 or sum(r > 1 for r in t.regs) == 2 for t in rank(conv, count=12))
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_snake_order_source_compiles_at_ptxas_o1(tmp_path):
+@pytest.mark.parametrize("regs", [(8, 8), (16, 8)])
+def test_snake_order_source_compiles_at_ptxas_o1(regs, tmp_path):
     spec = spec_of(W.gemm(512, 512, 512), "float32")
-    t = check_tile(spec, {"threads": (16, 16), "regs": (8, 8), "chunk": 32, "strided": (4, 4),
+    t = check_tile(spec, {"threads": (16, 16), "regs": regs, "chunk": 32, "strided": (4, 4),
                           "vread": True, "lean": True, "forder": 1, "ptxas": 1})
     cu = tmp_path / "k.cu"
     cu.write_text(source(spec, t)[1])
@@ -813,6 +833,7 @@ def test_unstrided_sources_unchanged(case, prec, digest, monkeypatch):
     monkeypatch.setattr(tiling, "SPLIT_CHUNKS", False)
     monkeypatch.setattr(tiling, "HEDGE_VARIANTS", ({"lean": True},))
     monkeypatch.setattr(tiling, "PTXAS_TUNED", False)
+    monkeypatch.setattr(tiling, "WIDE_TUNED", False)
 
     problem = {"conv": lambda: W.conv2d(2, 3, 17, 19, 5, 3, padding=1),
                "conv_k3_s2": lambda: W.conv2d(2, 4, 19, 21, 8, 3, stride=2, padding=1),

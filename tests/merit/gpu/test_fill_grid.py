@@ -24,6 +24,7 @@ def _without_additions(monkeypatch):
     monkeypatch.setattr(tiling, "SPLIT_CHUNKS", False)
     monkeypatch.setattr(tiling, "HEDGE_VARIANTS", ({"lean": True},))
     monkeypatch.setattr(tiling, "PTXAS_TUNED", False)
+    monkeypatch.setattr(tiling, "WIDE_TUNED", False)
 
 
 def _blocks_brute(spec, tile):
@@ -149,15 +150,15 @@ def test_added_candidates_match_float64_on_the_device():
         spec = spec_of(prob, "float32")
         after = rank(spec, count=TUNED)
         saved = (tiling.FILL_TUNED, tiling.SPLIT_CHUNKS, tiling.HEDGE_VARIANTS,
-                 tiling.PTXAS_TUNED)
+                 tiling.PTXAS_TUNED, tiling.WIDE_TUNED)
         try:
             tiling.FILL_TUNED, tiling.SPLIT_CHUNKS = 0, False
             tiling.HEDGE_VARIANTS = ({"lean": True},)
-            tiling.PTXAS_TUNED = False
+            tiling.PTXAS_TUNED = tiling.WIDE_TUNED = False
             before = rank(spec, count=TUNED)
         finally:
             (tiling.FILL_TUNED, tiling.SPLIT_CHUNKS, tiling.HEDGE_VARIANTS,
-             tiling.PTXAS_TUNED) = saved
+             tiling.PTXAS_TUNED, tiling.WIDE_TUNED) = saved
         added = [t for t in after if t not in before]
         arrays = prob.random_inputs(rng, np.float32)
         want = prob.run(*[a.astype(np.float64) for a in arrays])
