@@ -236,11 +236,20 @@ class Sequencer(wiring.Component):
             m.d.sync += a_next[jj].eq(value)
             m.d.sync += [getattr(ahead, name)[jj].eq(v) for name, v in flags_of.items()]
 
+        def inner_of(wrap):
+            """Per index j: every index inside j wraps (``wrap[k]`` for all k > j)."""
+            return Cat(*[Cat(*[wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
+                         for jj in range(DIMS)])
+
+        # ``inner``: the inner indices' wrap flags of ``now`` (as ``inner_of(now.wrap)``), a
+        # register kept with ``now``, so that a step's enables are the FSM's ``advance`` and
+        # one flip-flop, not an AND of the flags behind it
+        # (reset: ``now`` all 0, only the innermost index has no inner indices)
+        inner = Signal(DIMS, init=1 << (DIMS - 1))
         for jj in range(DIMS):
-            inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
             for name in ("first", "last", "wrap"):
                 m.d.comb += getattr(stepped, name)[jj].eq(
-                    Mux(inner_wrap, Mux(now.wrap[jj], getattr(origin, name)[jj],
+                    Mux(inner[jj], Mux(now.wrap[jj], getattr(origin, name)[jj],
                                         getattr(ahead, name)[jj]),
                         getattr(now, name)[jj]))
 
@@ -272,8 +281,7 @@ class Sequencer(wiring.Component):
         def advance_step():
             m.d.comb += advance.eq(1)
             for jj in range(DIMS):
-                inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
-                with m.If(inner_wrap):
+                with m.If(inner[jj]):
                     with m.If(now.wrap[jj]):
                         to_origin(jj, job.a_origin[jj], o_next[jj])
                     with m.Else():
@@ -456,6 +464,9 @@ class Sequencer(wiring.Component):
             ]
 
         # restart after advance: the group's last step ends the steps
+        m.d.sync += inner.eq(Mux(start, inner_of(pend.origin.wrap),
+                                 Mux(restart, inner_of(origin.wrap),
+                                     Mux(advance, inner_of(stepped.wrap), inner))))
         m.d.sync += now.eq(Mux(start, pend.origin, Mux(restart, origin,
                                                          Mux(advance, stepped, now))))
         # the group's first range: start and restart go to RESTORE, which issues no EXEC, so
