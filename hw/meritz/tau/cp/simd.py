@@ -453,7 +453,7 @@ class SimdArray(wiring.Component):
             # where they are in range) straight from their registers, the range tests run
             # beside it, and the product of a saturated operand, K * y with K = 32767 or
             # -32768 by the operand's sign, is formed by shift and subtract ((y << 15) - y or
-            # -(y << 15)); both saturated, one of four constants. The multiplier's product
+            # -(y << 15)); both saturated, a constant by the two signs. The multiplier's product
             # enters the last multiplexer in front of v3, selected where both are in range
             m.d.comb += [diff.eq(b - c), prod.eq(b[:16].as_signed() * c[:16].as_signed())]
             mac_inside, mac_limit = _mac_saturated(b, c)
