@@ -486,6 +486,36 @@ def test_sequencer_command_order(a_origin, a_extent, groups):
     assert got == want and not error
 
 
+@pytest.mark.parametrize("a_origin, a_extent", [
+    ((0, 0), (2, 3)), ((1, 1), (1, 2)), ((0, 1), (2, 1)), ((1, 0), (1, 2)), ((0, 2), (1, 1)),
+    # origin + extent past 2**16: its low 16 bits equal the shape, the sum does not (no save
+    # skipped for a carry out of the end)
+    ((65535, 0), (3, 3)), ((0, 65534), (2, 5)),
+])
+def test_sequencer_saves_unless_the_tile_ends_the_space(a_origin, a_extent):
+    """A group ends without STOREs exactly where the job's tile reaches the end of the
+    accumulation space in every dimension (``a_origin + a_extent == a_shape``), a check the
+    sequencer makes from the waiting job's registers after it starts."""
+    program = assemble(NESTED.replace(".levels 3", ".levels 2").replace("pre3:", "")
+                       .replace("post3:", ""))
+    a_shape = (2, 3)
+    cfg = sequencer_config(program, a_shape, group_shape=[2], lane_bits=[3])
+    cfg["program"] += [0] * (32 - len(cfg["program"]))
+    job = {"a_origin": list(a_origin) + [0] * 4, "a_extent": list(a_extent) + [1] * 4,
+           "p_origin": [0] * 6, "p_groups": [2] + [1] * 5}
+    issued, error = _simulate_sequencer(cfg, job, max_cycles=1500)
+    last = all(o + e == n for o, e, n in zip(a_origin, a_extent, a_shape, strict=True))
+    stores = [row for k, _, row in issued if k == Command.STORE]
+    assert not error and issued
+    assert stores == ([] if last else list(range(2 * program.regs)))
+    if all(o + e <= n for o, e, n in zip(a_origin, a_extent, a_shape, strict=True)):
+        want = _expected_commands(program.with_levels(2), a_shape, a_origin, a_extent, 2,
+                                  program.regs)
+        mem = (Command.LOAD, Command.STORE)
+        assert [(k, w & (7 << 17) if k in mem else w if k == Command.EXEC else 0,
+                 row if k in mem else 0) for k, w, row in issued] == want
+
+
 def test_sequencer_index_commands_carry_their_steps_indices():
     """The index an ``index`` instruction reads (a_j of its step, or the group's p_j base) and
     the lane fields of p_j, selected a cycle after the program word is read: each command keeps

@@ -187,6 +187,13 @@ class Sequencer(wiring.Component):
         # a_shape_j - 1 and a_end_j - 1 (valid where nonzero), held for the job
         s_less = Array(Signal(INDEX.width + 1, name=f"s_less{j}") for j in range(DIMS))
         e_less = Array(Signal(INDEX.width + 1, name=f"e_less{j}") for j in range(DIMS))
+        # the same limits less one more (a_shape_j - 2, a_end_j - 2, modulo 2**16; none where
+        # a_shape_j / a_end_j is 0): a step's ``ahead`` flags compare a_next_j itself with them
+        # rather than a_next_j + 1 with the limits (no adder in front of the comparisons).
+        # Formed from ``s_less`` / ``e_less`` in the cycle after a start (the FSM is in RESTORE
+        # then: no step reads them before the cycle after), not on the job's way in
+        s_less2 = Array(Signal(INDEX.width + 1, name=f"s_less2_{j}") for j in range(DIMS))
+        e_less2 = Array(Signal(INDEX.width + 1, name=f"e_less2_{j}") for j in range(DIMS))
 
         def select(f):
             """(kf, kl): how many innermost indices are at their first / last value."""
@@ -229,11 +236,20 @@ class Sequencer(wiring.Component):
             m.d.sync += a_next[jj].eq(value)
             m.d.sync += [getattr(ahead, name)[jj].eq(v) for name, v in flags_of.items()]
 
+        def inner_of(wrap):
+            """Per index j: every index inside j wraps (``wrap[k]`` for all k > j)."""
+            return Cat(*[Cat(*[wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
+                         for jj in range(DIMS)])
+
+        # ``inner``: the inner indices' wrap flags of ``now`` (as ``inner_of(now.wrap)``), a
+        # register kept with ``now``, so that a step's enables are the FSM's ``advance`` and
+        # one flip-flop, not an AND of the flags behind it
+        # (reset: ``now`` all 0, only the innermost index has no inner indices)
+        inner = Signal(DIMS, init=1 << (DIMS - 1))
         for jj in range(DIMS):
-            inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
             for name in ("first", "last", "wrap"):
                 m.d.comb += getattr(stepped, name)[jj].eq(
-                    Mux(inner_wrap, Mux(now.wrap[jj], getattr(origin, name)[jj],
+                    Mux(inner[jj], Mux(now.wrap[jj], getattr(origin, name)[jj],
                                         getattr(ahead, name)[jj]),
                         getattr(now, name)[jj]))
 
@@ -265,15 +281,18 @@ class Sequencer(wiring.Component):
         def advance_step():
             m.d.comb += advance.eq(1)
             for jj in range(DIMS):
-                inner_wrap = Cat(*[now.wrap[k] for k in range(jj + 1, DIMS)], Const(1, 1)).all()
-                with m.If(inner_wrap):
+                with m.If(inner[jj]):
                     with m.If(now.wrap[jj]):
                         to_origin(jj, job.a_origin[jj], o_next[jj])
                     with m.Else():
                         new = a_next[jj][:INDEX.width]
                         m.d.sync += [a_cur[jj].eq(new),
                                      x_cur[jj].eq((x_cur[jj] + cfg.xstride[jj])[:3])]
-                        set_next(jj, new + 1)
+                        # a_next_j <= new + 1, its flags from ``new`` (see ``s_less2``)
+                        m.d.sync += [a_next[jj].eq(new + 1),
+                                     ahead.first[jj].eq(new == (1 << INDEX.width) - 1),
+                                     ahead.last[jj].eq(new == s_less2[jj]),
+                                     ahead.wrap[jj].eq(new == e_less2[jj])]
 
         # the same for the lane groups: gwrap_j (g_j + 1 == p_groups_j) and g_j + 1 are
         # registers, p_groups_j - 1 and the step of ``par`` (1 << lane_bits_j) are held
@@ -410,7 +429,7 @@ class Sequencer(wiring.Component):
         range_layout = data.StructLayout({"beg": program_addr, "end": program_addr,
                                           "empty": 1, "single": 1})
         prep_layout = data.StructLayout({
-            "job": job_layout(), "bad": 1, "origin": flags, "first_tile": 1, "last_tile": 1,
+            "job": job_layout(), "bad": 1, "origin": flags, "first_tile": 1, "end_carry": DIMS,
             "o_next": data.ArrayLayout(wide, DIMS), "s_less": data.ArrayLayout(wide, DIMS),
             "e_less": data.ArrayLayout(wide, DIMS), "gs_less": data.ArrayLayout(wide, DIMS),
             "par_step": data.ArrayLayout(INDEX, DIMS), "gwrap": DIMS,
@@ -424,15 +443,14 @@ class Sequencer(wiring.Component):
         pend_valid = Signal()
         none = 1 << INDEX.width     # never equal to a value of a_j + 1 (at most 2**16)
         m.d.comb += [prep.job.eq(p), prep.bad.eq(bad_job),
-                     prep.first_tile.eq(Cat(*[p.a_origin[jj] == 0 for jj in range(DIMS)]).all()),
-                     prep.last_tile.eq(Cat(*[p.a_origin[jj] + p.a_extent[jj] == cfg.a_shape[jj]
-                                             for jj in range(DIMS)]).all())]
+                     prep.first_tile.eq(Cat(*[p.a_origin[jj] == 0 for jj in range(DIMS)]).all())]
         for jj in range(DIMS):
             o, e = p.a_origin[jj], p.a_extent[jj]
             a_end = (o + e)[:INDEX.width]
             shape = cfg.a_shape[jj]
             gshape = p.p_groups[jj]
             m.d.comb += [
+                prep.end_carry[jj].eq((o + e)[INDEX.width]),
                 prep.origin.first[jj].eq(o == 0),
                 prep.origin.last[jj].eq(o + 1 == shape),
                 prep.origin.wrap[jj].eq(o + 1 == a_end),
@@ -446,6 +464,9 @@ class Sequencer(wiring.Component):
             ]
 
         # restart after advance: the group's last step ends the steps
+        m.d.sync += inner.eq(Mux(start, inner_of(pend.origin.wrap),
+                                 Mux(restart, inner_of(origin.wrap),
+                                     Mux(advance, inner_of(stepped.wrap), inner))))
         m.d.sync += now.eq(Mux(start, pend.origin, Mux(restart, origin,
                                                          Mux(advance, stepped, now))))
         # the group's first range: start and restart go to RESTORE, which issues no EXEC, so
@@ -461,8 +482,21 @@ class Sequencer(wiring.Component):
         fields = ("beg", "end", "empty", "single")
         m.d.sync += [pend_range[x].eq(v)
                      for x, v in zip(fields, step_range(pend.origin), strict=True)]
+        # the job's last tile (``a_origin + a_extent == a_shape`` in every dimension: then the
+        # group ends without a save), formed every cycle from the waiting job's registers
+        # (``e_less == s_less``, the end and the shape less one, and no carry out of the end)
+        # rather than on the job's way in; the reload after a start sets ``no_save`` from it,
+        # before the group's steps can end (RESTORE comes first)
+        pend_last = Signal()
+        m.d.sync += pend_last.eq(Cat(*[~pend.end_carry[jj] & (pend.e_less[jj] == pend.s_less[jj])
+                                       for jj in range(DIMS)]).all())
         with m.If(started):
-            m.d.sync += origin_range.eq(pend_range)
+            m.d.sync += [origin_range.eq(pend_range),
+                         no_save.eq(pend_last | (cfg.regs == 0))]
+            for jj in range(DIMS):
+                m.d.sync += [
+                    limit.eq(Mux(less[INDEX.width], less, (less - 1)[:INDEX.width]))
+                    for limit, less in ((s_less2[jj], s_less[jj]), (e_less2[jj], e_less[jj]))]
         ranges = [tuple(Mux(started, pend_range[x], origin_range[x]) for x in fields),
                   step_range(stepped)]
         # the step's range: its end held, its beg loaded into ``addr``
@@ -513,7 +547,6 @@ class Sequencer(wiring.Component):
                             *[ginner[jj].eq(Cat(pend.gwrap[jj + 1:], Const(1, 1)).all())
                               for jj in range(DIMS)],
                             first_tile.eq(pend.first_tile),
-                            no_save.eq(pend.last_tile | (cfg.regs == 0)),
                             row_base.eq(0),
                             reg.eq(0),
                             reg_last.eq(cfg.regs == 1),

@@ -18,8 +18,7 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
    ``8193 << s``), the second shifts by ``s``'s three high bits and registers the clamped index
    ``u = clamp((b - c) >> s)`` and, one-hot, the table entries it reads (and the table), the
    third reads the two table entries ``y0``, ``y1`` and weighs each by a multiplier of its own
-   (the odd entry's is the MAC multiplier): ``y0 * (256 - f)`` and ``y1 * f``, ``f`` the
-   fraction;
+   (not the MAC multiplier): ``y0 * (256 - f)`` and ``y1 * f``, ``f`` the fraction;
 3. **E2** shifts E1's value right by ``s`` (the product, the sum, the difference; ``b`` of
    LOGIC), adds ``a`` (or applies the LOGIC function to ``a``; for LOOKUP, adds the two
    products to ``256 * a`` and drops the low 8 bits, which is ``a + y0 + ((y1 - y0) * f >> 8)``
@@ -50,9 +49,12 @@ shift is E2's first step, in front of its adder),
 and the sum ``a + (v >> s)`` by the last one in front of the result (max / min's
 comparison, one carry chain, by the one before it; out's ``b`` forwarded from E2 goes into
 ``u3``, not through ``v3``'s multiplexers); ``sat16`` tests the bits above bit 15 instead of
-comparing with the limits. E2 has no multiplier: LOOKUP's products are registered at the end
-of E1 and E2 reduces ``256 * a`` and them to two terms (carry-save, one LUT level) in front of
-one carry chain.
+comparing with the limits. MAC's ``sat16(b) * sat16(c)``: the multiplier takes ``b`` and
+``c``'s low 16 bits straight from their registers, the range tests run beside it, and where an
+operand is outside int16 the product is a shift and subtract by the other (or a constant), so no
+logic sits in front of the multiplier; LOOKUP's two products have multipliers of their own. E2
+has no multiplier: LOOKUP's products are registered at the end of E1 and E2 reduces ``256 * a``
+and them to two terms (carry-save, one LUT level) in front of one carry chain.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -160,7 +162,7 @@ def _lut_bound(s):
 
 
 def _sat16_shifted(x, s, mask):
-    """``_sat16(x >> s)`` with the range test on ``x`` itself, beside the shifter rather than
+    """``sat16(x >> s)`` with the range test on ``x`` itself, beside the shifter rather than
     behind it: ``x >> s`` is an int16 where ``x``'s bits ``15 + s`` and up all equal its sign;
     ``mask`` has those bits set (:func:`_sat16_mask` of ``s``, registered). Returns ``(over,
     under, low)``: above int16, below it, and the low 16 bits of ``x >> s``."""
@@ -176,16 +178,37 @@ def _sat16_mask(s, width):
     return (Const(((1 << width) - 1) & ~((1 << 15) - 1), width) << s)[:width]
 
 
-def _sat16(v):
-    """``v`` (signed, 16 bits or more) saturated to int16. The range test looks at the bits
-    (in range: bits 15 and up all equal to the sign) rather than comparing with the limits, so
-    that it is a wide AND / OR, not two carry chains in front of the multiplier."""
+def _int16_inside(v):
+    """Whether ``v`` (signed, 16 bits or more) is an int16, so that ``sat16(v)`` is its low 16
+    bits: bits 15 and up all equal to its sign (a wide AND / OR, not a comparison with the
+    limits). Outside, ``sat16(v)`` is 32767, or -32768 for a negative ``v``."""
     upper = v[15:]
-    sign = v[-1]
-    over = ~sign & upper.any()
-    under = sign & ~upper.all()
-    return Mux(over, Const(32767, signed(16)),
-               Mux(under, Const(-32768, signed(16)), v[:16].as_signed()))
+    return ~upper.any() | upper.all()
+
+
+def _times_limit(negative, y):
+    """``y`` (int16) times the int16 limit of a saturated operand: ``-32768 * y`` where
+    ``negative``, else ``32767 * y``, by shift and subtract (one carry chain, no multiplier)."""
+    shifted = y.as_signed() << 15
+    return Mux(negative, 0, shifted) - Mux(negative, shifted, y)
+
+
+def _limits_product(x_negative, y_negative):
+    """The product of two saturated operands' limits (32767 or -32768 by their signs), a
+    constant picked by the two signs."""
+    top, bottom = 32767, -32768
+    return Mux(x_negative, Mux(y_negative, bottom * bottom, bottom * top),
+               Mux(y_negative, top * bottom, top * top))
+
+
+def _mac_saturated(b, c):
+    """``(inside, product)`` for MAC's ``sat16(b) * sat16(c)`` beside the multiplier:
+    ``inside``, both operands are int16 (the product is the multiplier's, of their low 16
+    bits); ``product``, the product where one or both are not."""
+    b_in, c_in = _int16_inside(b), _int16_inside(c)
+    return b_in & c_in, Mux(b_in, _times_limit(c[-1], b[:16].as_signed()),
+                            Mux(c_in, _times_limit(b[-1], c[:16].as_signed()),
+                                _limits_product(b[-1], c[-1])))
 
 
 def is_legal(m, word):
@@ -274,9 +297,11 @@ class SimdArray(wiring.Component):
         a3, u3 = (Signal(vec32, name=f"{x}3") for x in "au")
         # ``v`` unshifted: 34 bits (b + c, |b - c|); E2 shifts it
         v3 = Signal(data.ArrayLayout(signed(34), n), name="v3")
-        # LOOKUP: the two weighted table entries, 256 * y(u) = y0 * (256 - f) + y1 * f, one
-        # product in ``v3`` (from the MAC multiplier), the other here; E2 adds them to 256 * a
+        # LOOKUP: the two weighted table entries, 256 * y(u) = y0 * (256 - f) + y1 * f, the
+        # even entry's product in ``lp3``, the odd one's in ``lq3`` (each from a multiplier of
+        # its own); E2 adds them to 256 * a
         lp3 = Signal(data.ArrayLayout(signed(_LUT_PRODUCT), n), name="lp3")
+        lq3 = Signal(data.ArrayLayout(signed(_LUT_PRODUCT), n), name="lq3")
         # out: which bits of a + b must equal its sign for sat16((a + b) >> s) to pass it
         # through (bits 15 + s and up), registered from s as the instruction enters E2
         omask3 = Signal(33, name="omask3")
@@ -317,7 +342,7 @@ class SimdArray(wiring.Component):
             # do not follow the other sums (a path no instruction uses but timing sees)
             lk = [Signal(signed(40), name=f"lk{x}{lane}") for x in "xyz"]
             m.d.comb += [lk[0].eq(Cat(Const(0, 8), a).as_signed()),
-                         lk[1].eq(v3[lane][:_LUT_PRODUCT].as_signed()),
+                         lk[1].eq(lq3[lane]),
                          lk[2].eq(lp3[lane])]
             x_, y_, z_ = (t.as_unsigned() for t in lk)
             carries = Signal(40, name=f"lkc{lane}")
@@ -410,11 +435,11 @@ class SimdArray(wiring.Component):
             m.d.sync += table.eq(Mux(w2.fn[0], luts[1], luts[0]))
         entries = [table[k] for k in range(LUT_ENTRIES)]
         v_next = Signal.like(v3)
-        # the product (MAC's, or LOOKUP's odd entry's) enters the last multiplexer in front of v3
-        s2_lookup_op = w2.op == Opcode.LOOKUP
-        s2_prod = (s2.kind != Command.LOAD) & ((w2.op == Opcode.MAC) | s2_lookup_op)
+        # MAC's product enters the last multiplexer in front of v3
+        s2_mac = (s2.kind != Command.LOAD) & (w2.op == Opcode.MAC)
         u_next = Signal(vec32)
         lp_next = Signal.like(lp3)
+        lq_next = Signal.like(lq3)
         for lane in range(n):
             b, c = b2[lane], c2[lane]
             # every operation but LOGIC and out adds ``a`` to a value shifted right by ``s``:
@@ -423,10 +448,17 @@ class SimdArray(wiring.Component):
             diff = Signal(signed(33), name=f"diff{lane}")
             pre_other = Signal(signed(34), name=f"pre_other{lane}")
             prod = Signal(signed(32), name=f"prod{lane}")
-            # the MAC multiplier also weighs LOOKUP's odd table entry (third E1 cycle)
-            mul_x = Signal(signed(16), name=f"mulx{lane}")
-            mul_y = Signal(signed(16), name=f"muly{lane}")
-            m.d.comb += [diff.eq(b - c), prod.eq(mul_x * mul_y)]
+            # MAC's product sat16(b) * sat16(c) with the saturation beside the multiplier, not
+            # in front of it: the multiplier takes the low 16 bits of b and c (their value
+            # where they are in range) straight from their registers, the range tests run
+            # beside it, and the product of a saturated operand, K * y with K = 32767 or
+            # -32768 by the operand's sign, is formed by shift and subtract ((y << 15) - y or
+            # -(y << 15)); both saturated, a constant by the two signs. The multiplier's product
+            # enters the last multiplexer in front of v3, selected where both are in range
+            m.d.comb += [diff.eq(b - c), prod.eq(b[:16].as_signed() * c[:16].as_signed())]
+            mac_inside, mac_limit = _mac_saturated(b, c)
+            mac_fix = Signal(signed(32), name=f"macfix{lane}")
+            m.d.comb += mac_fix.eq(mac_limit)
             with m.Switch(w2.op):
                 with m.Case(Opcode.ADD):
                     m.d.comb += pre_other.eq(b + c)
@@ -480,8 +512,10 @@ class SimdArray(wiring.Component):
             # f) + y1 * f: the odd entry by f for even i, by 256 - f for odd i, the even one by
             # the other weight. The entries are read as AND-OR over the one-hot selections (no
             # index decoded in this cycle). At u = 8192 (i = 32) f is 0 and no odd entry is
-            # selected. Both products are registered (the odd one in v3, from the MAC
-            # multiplier), and E2 adds them to 256 * a: no subtraction or multiplication in E2.
+            # selected. Both products are registered (``lp3``, ``lq3``; the odd entry has a
+            # multiplier of its own, so that its table read reaches a multiplier through no
+            # multiplexer and the product a register through none), and E2 adds them to
+            # 256 * a: no subtraction or multiplication in E2.
             i = lu2[lane][8:14]
             f = lu2[lane][:8]
             y_even = Signal(signed(16), name=f"lutye{lane}")
@@ -502,13 +536,13 @@ class SimdArray(wiring.Component):
             w_rest = Signal(9, name=f"lutw{lane}")          # 256 - f: 1 .. 256
             m.d.comb += w_rest.eq(256 - f)
             m.d.comb += [
-                mul_x.eq(Mux(s2_lookup_op, y_odd, _sat16(b))),
-                mul_y.eq(Mux(s2_lookup_op, Mux(i[0], w_rest, w_f), _sat16(c))),
                 lp_next[lane].eq(y_even * Mux(i[0], w_f, w_rest)),
-                v_next[lane].eq(Mux(s2_prod, prod,
-                                    Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT),
-                                        pre_other,
-                                        Mux(s2.kind == Command.LOAD, rd.data[lane], b)))),
+                lq_next[lane].eq(y_odd * Mux(i[0], w_rest, w_f)),
+                v_next[lane].eq(Mux(s2_mac & mac_inside, prod,
+                                    Mux(s2_mac, mac_fix,
+                                        Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT),
+                                            pre_other,
+                                            Mux(s2.kind == Command.LOAD, rd.data[lane], b))))),
                 # out's b: b, or E2's result forwarded (one multiplexer, not through v3's)
                 u_next[lane].eq(Mux(b_fwd, result[lane], Mux(w2.fn == LogicFn.SEL, c, b))),
             ]
@@ -520,6 +554,7 @@ class SimdArray(wiring.Component):
         ]
         with m.If(s2_move):
             m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next),
+                         lq3.eq(lq_next),
                          omask3.eq(_sat16_mask(w2.s, 33))]
         with m.Elif(s3_fire):
             m.d.sync += s3.valid.eq(0)
