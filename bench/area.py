@@ -431,7 +431,11 @@ def _fpga_table(report):
                      f"| {total['fits'] or 'none listed'} |")
     devices = ", ".join(f"{name} ({luts:,} LUT4, {brams} BRAM)"
                         for name, luts, _ffs, brams in FPGA_FAMILIES[fpga["family"]]["devices"])
-    return lines + ["", f"Devices considered (data-sheet capacities): {devices}.", ""]
+    lines += ["", f"Devices considered (data-sheet capacities): {devices}.", ""]
+    for b in fpga["blocks"]:
+        if b.get("fallback"):
+            lines += [f"`{b['block']}` ran as `{_cell_text(b['fallback'])}`.", ""]
+    return lines
 
 
 def _crossbar_discussion(sweep, at32):

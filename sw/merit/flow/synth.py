@@ -56,6 +56,9 @@ FPGA_FAMILIES = {
                   "TRELLIS_DPR16X4": ("lutram", 1), "MULT18X18D": ("dsp", 1)},
         "devices": [("LFE5U-12F", 12000, 12000, 32), ("LFE5U-25F", 24000, 24000, 56),
                     ("LFE5U-45F", 44000, 44000, 108), ("LFE5U-85F", 84000, 84000, 208)],
+        # where Yosys' ABC9 LUT mapping fails on a design (an internal assertion on the SIMD
+        # array and the top that holds it), the classic ABC mapper, as merit.flow.fpga does
+        "fallback": "-noabc9",
     },
     "ice40": {
         "command": "synth_ice40",
@@ -163,7 +166,10 @@ def _yosys_flow(names, top, script, work, timeout, what, cache):
         raise SynthesisError(f"{what} of {top} ran past {timeout} s (log: {work / 'yosys.log'})") \
             from None
     if result.returncode != 0:
-        errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
+        log = work / "yosys.log"
+        text = result.stdout + result.stderr + (log.read_text(errors="replace")
+                                                if log.exists() else "")
+        errors = [line for line in text.splitlines() if "ERROR" in line]
         detail = errors[-1].strip() if errors else result.stderr.strip()[-300:]
         raise SynthesisError(f"{what} of {top} failed: {detail} (log: {work / 'yosys.log'})")
     seconds = round(time.monotonic() - started, 1)
@@ -331,7 +337,8 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
     """Synthesize ``top`` for an FPGA family of :data:`FPGA_FAMILIES`; return its resource counts.
 
     Returns a dict: ``module``, ``family``, ``lut``, ``ff``, ``bram``, ``lutram``, ``dsp``,
-    ``cells_by_type``, ``fits`` (the smallest listed device that holds it, or None), ``seconds``.
+    ``cells_by_type``, ``fits`` (the smallest listed device that holds it, or None), ``seconds``,
+    ``fallback`` (None, or why the family's fallback option was added: the first run's error).
     """
     top = _check_top(top)
     if family not in FPGA_FAMILIES:
@@ -339,10 +346,21 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
     spec = FPGA_FAMILIES[family]
     paths, work = _check_paths(verilog, work_dir)
     names = _stage_sources(paths, work)
-    script = (f"hierarchy -check -top {top}\n"
-              f"{spec['command']} -top {top}\n"
-              "tee -q -o stat.json stat -json\n")
-    seconds = _yosys_flow(names, top, script, work, timeout, spec["command"], cache)
+
+    def flow(option):
+        script = (f"hierarchy -check -top {top}\n"
+                  f"{spec['command']}{option} -top {top}\n"
+                  "tee -q -o stat.json stat -json\n")
+        return _yosys_flow(names, top, script, work, timeout, spec["command"] + option, cache)
+
+    fallback = None
+    try:
+        seconds = flow("")
+    except SynthesisError as error:
+        if "fallback" not in spec or "ran past" in str(error):
+            raise
+        fallback = f"{spec['command']} {spec['fallback']}; without it: {error}"
+        seconds = flow(" " + spec["fallback"])
     stats = _module_stats(work / "stat.json", top)
     by_type = {name.lstrip("\\"): count
                for name, count in stats.get("num_cells_by_type", {}).items()}
@@ -356,7 +374,7 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
     return {"module": top, "family": family, **counts,
             "cells_by_type": dict(sorted(by_type.items())),
             "fits": _smallest_device(family, counts),
-            "seconds": seconds}
+            "seconds": seconds, "fallback": fallback}
 
 
 def _emit(component, name, work_dir):
