@@ -535,10 +535,14 @@ def _run_dates(results):
     if not single:
         text += (". Every run has the two-port RP banks of the processor as built "
                  "(`merit.arch.RP_PORTS`: a load's rows never take a read cycle from the CP)")
+    elif not double:
+        text += (". Every run had the earlier single-port RP banks (each row a load writes cost "
+                 "the CP a read cycle), and the model columns model those; the processor as "
+                 "built has two-port banks (`merit.arch.RP_PORTS`)")
     else:
         text += (". RP banks: two-port, as built (`merit.arch.RP_PORTS`: a load's rows never "
                  "take a read cycle from the CP), in the runs of "
-                 f"{_labels(results, double) or 'no row'}; the other runs had the earlier "
+                 f"{_labels(results, double)}; the other runs had the earlier "
                  "single-port banks (each row a load writes cost the CP a read cycle), and "
                  "their model columns model those")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
