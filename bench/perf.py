@@ -33,8 +33,10 @@ def calibration_table(results=RESULTS):
     ``problem`` names a workload of ``bench/tau.py``, or ``function``, ``args`` and
     ``kwargs`` call a :mod:`merit.workloads` function (other rows, and rows without a number of
     cycles, are skipped);
-    ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes``, ``cp_bytes`` and ``instructions`` are
-    optional.
+    ``dram_bytes_per_cycle``, ``latency``, ``rp_bytes``, ``cp_bytes``, ``instructions`` and
+    ``rp_ports`` are optional (a run that does not record ``rp_ports``, in its row or in
+    ``tau.json``'s setup, had single-port RP banks: it predates the two-port banks of
+    ``merit.arch.RP_PORTS``, and is predicted with single-port banks).
     A row's optional ``bench`` (``"tau"``: one TAU driven by the bench, ``"top"``: the processor
     through its control port) is appended to its source. Returns a list of dicts ``source, name,
     lanes, taus, bandwidth, measured, predicted, error`` (relative, signed) and ``bound``.
@@ -46,9 +48,11 @@ def calibration_table(results=RESULTS):
     setup = tau["setup"]
     from merit.compile import compile_problem
     for name, r in sorted(tau["workloads"].items()):
-        kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24)
+        ports = setup.get("rp_ports", 1)
+        kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24,
+                                 rp_ports=ports)
         p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
-                    latency=setup["latency"])
+                    latency=setup["latency"], rp_ports=ports)
         rows.append(_row("tau.json", name, r["cycles"], p))
     for source in ROW_FILES:
         path = results / source
@@ -67,10 +71,12 @@ def calibration_table(results=RESULTS):
                                      instructions=int(r.get("instructions",
                                                             _instruction_slots(problem))),
                                      rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)),
-                                     taus=int(r.get("taus", 1)))
+                                     taus=int(r.get("taus", 1)),
+                                     rp_ports=int(r.get("rp_ports", 1)))
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
-                        latency=int(r.get("latency", 20)), rp_bytes=rp_bytes)
+                        latency=int(r.get("latency", 20)), rp_bytes=rp_bytes,
+                        rp_ports=int(r.get("rp_ports", 1)))
             label = f"{source} ({r['bench']})" if "bench" in r else source
             rows.append(_row(label, name, r["cycles"], p))
     return rows

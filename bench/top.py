@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import machine, now
-from merit.arch import CP_BYTES
+from merit.arch import CP_BYTES, RP_PORTS
 from merit.paper import ROWS, row
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
@@ -49,19 +49,22 @@ def standard_ops(problems):
     return sum(repeat * problem.ops.count for problem, repeat in problems)
 
 
-def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES):
+def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
     """``problem`` compiled as the bench's model columns compile it: 24 program slots (the TAU
-    of the measurements), ``cp_bytes`` of CP per TAU."""
+    of the measurements), ``cp_bytes`` of CP per TAU, the tiles chosen for ``rp_ports``-port
+    RP banks."""
     from merit.compile import compile_problem
-    return compile_problem(problem, lanes=lanes, taus=taus, instructions=24, cp_bytes=cp_bytes)
+    return compile_problem(problem, lanes=lanes, taus=taus, instructions=24, cp_bytes=cp_bytes,
+                           rp_ports=rp_ports)
 
 
-def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
+def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
     """``(ALU-busy utilization, cycles, bound, standard-count utilization)`` of the performance
     model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing. Beyond the
     ``merit.arch.MAX_TAUS`` (16) TAUs that MERIT-z addresses (Fig. 15 goes to 1024 ALUs) the
     kernel is compiled for 16: its sharing groups are those of 16 TAUs. ``cp_bytes``: the CP's
-    SRAM per TAU that the kernel is compiled for."""
+    SRAM per TAU that the kernel is compiled for; ``rp_ports``: the ports of the RP banks
+    predicted."""
     try:
         from merit.perf import predict
     except ImportError:
@@ -71,8 +74,10 @@ def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
     bounds = []
     compiled = min(taus, MAX_TAUS)
     for problem, repeat in problems:
-        kernel = compile_row(problem, lanes=lanes, taus=compiled, cp_bytes=cp_bytes)
-        pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth, latency=latency)
+        kernel = compile_row(problem, lanes=lanes, taus=compiled, cp_bytes=cp_bytes,
+                             rp_ports=rp_ports)
+        pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth, latency=latency,
+                       rp_ports=rp_ports)
         useful += repeat * pred.utilization * pred.cycles * lanes * taus
         cycles += repeat * pred.cycles
         bounds.append(pred.bound)
@@ -228,9 +233,9 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
                            if None not in busy else None),
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
-             "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes,
+             "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
              "bench": "tau" if taus is None else "top",
-             "wall_s": round(time.time() - start, 1)}
+             "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
         entry["runs"] = [{"problem": p.name, "cycles": m["cycles"],
                           "standard_ops": p.ops.count, "tiling": m.get("tiling"),
@@ -254,17 +259,28 @@ def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_unde
                 slice=part, whole=whole)
 
 
+def run_ports(entry):
+    """The ports of the RP banks of a row's RTL run: recorded since the banks became two-port
+    (``merit.arch.RP_PORTS``); a run without the field had single-port banks; a row not run
+    is the processor as built."""
+    if "rp_ports" in entry:
+        return entry["rp_ports"]
+    return 1 if entry.get("cycles") else RP_PORTS
+
+
 def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
     """Add the model's predictions (slice and full layer, ``cp_bytes`` of CP per TAU) to a row's
-    entry."""
+    entry, with the RP banks of the row's RTL run (:func:`run_ports`), so that the model's
+    error is that of the same hardware."""
     r = row(name)
+    ports = run_ports(entry)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
     entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
     ran = ran_problems(name, entry.get("simulated"))
     sliced = _model([(p, 1) for p in ran], lanes=lanes, taus=taus, bandwidth=bandwidth,
-                    latency=latency, cp_bytes=cp_bytes)
+                    latency=latency, cp_bytes=cp_bytes, rp_ports=ports)
     full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                  cp_bytes=cp_bytes)
+                  cp_bytes=cp_bytes, rp_ports=ports)
     if sliced is None:
         entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
         return entry
@@ -278,6 +294,8 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     entry["model_full_cycles"] = full[1]
     entry["bound"] = full[2]
     entry["ops_unit"] = ran[0].ops.unit
+    entry["model_date"] = now()
+    entry["model_rp_ports"] = ports
     return entry
 
 
@@ -491,6 +509,47 @@ def _verdict(r, e, alone):
     return verdict
 
 
+def _labels(results, names):
+    labels = [results["rows"][n].get("label", n) for n in names]
+    return ", ".join(labels)
+
+
+def _run_dates(results):
+    """When each row's RTL run and model columns were made (each entry's ``rtl_date`` and
+    ``model_date``; an entry from before those fields takes the page's ``rtl_date``), and the
+    RP banks of the runs (:func:`run_ports`)."""
+    setup, rows = results["setup"], results["rows"]
+    order = [r.name for r in ROWS if r.name in rows]
+    by_run, by_model, single = {}, {}, []
+    for name in order:
+        entry = rows[name]
+        if entry.get("cycles"):
+            by_run.setdefault(entry.get("rtl_date") or setup.get("rtl_date", "?"), []).append(name)
+            if run_ports(entry) == 1:
+                single.append(name)
+        if entry.get("model_full") is not None:
+            by_model.setdefault(entry.get("model_date") or setup["date"], []).append(name)
+    text = "RTL runs: " + "; ".join(f"{date}: {_labels(results, names)}"
+                                     for date, names in sorted(by_run.items()))
+    double = [n for n in order if rows[n].get("cycles") and n not in single]
+    if not single:
+        text += (". Every run has the two-port RP banks of the processor as built "
+                 "(`merit.arch.RP_PORTS`: a load's rows never take a read cycle from the CP)")
+    elif not double:
+        text += (". Every run had the earlier single-port RP banks (each row a load writes cost "
+                 "the CP a read cycle), and the model columns model those; the processor as "
+                 "built has two-port banks (`merit.arch.RP_PORTS`)")
+    else:
+        text += (". RP banks: two-port, as built (`merit.arch.RP_PORTS`: a load's rows never "
+                 "take a read cycle from the CP), in the runs of "
+                 f"{_labels(results, double)}; the other runs had the earlier "
+                 "single-port banks (each row a load writes cost the CP a read cycle), and "
+                 "their model columns model those")
+    text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
+                                           for date, names in sorted(by_model.items()))
+    return text + "."
+
+
 def render(results, one_tau=None):
     """``docs/results/utilization.md`` from the results dict (and the one-TAU rows); with a CP
     size other than ``merit.arch.CP_BYTES`` (``--cp-bytes``), the page of that size: only its
@@ -505,8 +564,7 @@ def render(results, one_tau=None):
         "# MERIT-z utilization: the paper's Tables VIII and IX, and Fig. 15",
         "",
         f"Command: `{setup['command']}  ",
-        f"Date: {setup['date']}" + (f" (RTL runs: {setup['rtl_date']})" if setup.get("rtl_date")
-                                    else "") + "  ",
+        f"Date: {setup['date']} (this page); {_run_dates(results)}  ",
         f"Machine: {setup['machine']}",
         "",
         f"MERIT-z as built here: {setup['taus']} TAUs x {setup['lanes']} lanes "
@@ -688,10 +746,6 @@ def main(argv=None):
         "date": now(),
         "machine": machine(),
     }
-    if previous.get("rtl_date") and (args.model_only or not args.only):
-        results["setup"]["rtl_date"] = previous["rtl_date"]      # no run changes every row
-    if not args.model_only:
-        results["setup"]["rtl_date"] = results["setup"]["date"]
     if previous and args.no_rows and not args.scaling and not args.one_tau:
         results["setup"] = previous     # nothing in the tables changes (--share-prediction)
     model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,

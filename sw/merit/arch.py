@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from merit.checks import check_lanes, check_range, check_taus
 
-__all__ = ["Arch", "RP_BYTES", "CP_BYTES", "BEAT_BYTES", "WORD_BYTES", "WORDS_PER_BEAT",
+__all__ = ["Arch", "RP_BYTES", "RP_PORTS", "CP_BYTES", "BEAT_BYTES", "WORD_BYTES", "WORDS_PER_BEAT",
            "MAX_BURST", "PLAIN_BURSTS", "TILE_ADDRESS_BITS", "RP0_SLOTS", "RP1_SLOTS", "OUTPUTS",
            "INSTRUCTIONS", "MAX_SLOTS", "MAX_OUTPUTS", "MAX_INSTRUCTIONS"]
 
@@ -19,6 +19,10 @@ __all__ = ["Arch", "RP_BYTES", "CP_BYTES", "BEAT_BYTES", "WORD_BYTES", "WORDS_PE
 #: partial results (§V of the MERIT paper: 16 KB + 8 KB, 5 KB).
 RP_BYTES = (16384, 8192)
 CP_BYTES = 5120
+#: Ports of each SRAM bank of a Read Pipeline: 2, one read and one write port, so that the
+#: rows a load writes never take a read cycle from the Compute Pipeline (``meritz.tau.rp.banks``,
+#: ``merit.perf``); 1 builds single-port banks (writes win, a read waits a cycle per row).
+RP_PORTS = 2
 #: The DRAM data bus: 8-byte beats of four 16-bit words.
 BEAT_BYTES = 8
 WORD_BYTES = 2

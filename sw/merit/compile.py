@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernelcfg
-from .arch import CP_BYTES, RP_BYTES, TILE_ADDRESS_BITS
+from .arch import CP_BYTES, RP_BYTES, RP_PORTS, TILE_ADDRESS_BITS
 from .checks import check_taus
 from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
@@ -634,7 +634,7 @@ def swapped_operands(problem):
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None, taus=1, swap=True, share_dims=None, share_counts=(1, 2),
-                    hold=False, window=True):
+                    hold=False, window=True, rp_ports=RP_PORTS):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -659,10 +659,15 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     channel passes (:func:`window_inside`, the innermost one, then both) and keep such a kernel
     when :func:`merit.perf.predict` finds it MARGIN faster (its ``problem`` is then the
     reordered one: same tensors, outputs and results).
+    ``rp_ports``: the ports of the RP banks that the model weighs the choices with (default
+    :data:`merit.arch.RP_PORTS`, the processor as built; 1 reproduces the choices of the
+    single-port banks that earlier runs were made on).
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
     check_taus(taus)
+    if rp_ports not in (1, 2) or isinstance(rp_ports, bool):
+        raise ValueError(f"rp_ports must be 1 or 2, not {rp_ports!r}")
     if share_dims not in (None, 1, 2) or isinstance(share_dims, bool):
         raise ValueError(f"share_dims must be None, 1 or 2, not {share_dims!r}")
     if not isinstance(hold, bool):
@@ -681,7 +686,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                 lanes=lanes, shift=shift, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
                 rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                 instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
-                taus=taus, swap=swap, hold=hold, window=window))
+                taus=taus, swap=swap, hold=hold, window=window, rp_ports=rp_ports))
         share_dims = 1
     fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                               instructions=instructions)
@@ -871,14 +876,14 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             kernel = build(powers[0])
         except CompileError as e:
             error = e
-    best = _predicted(kernel, taus, rp_bytes) if kernel else None
+    best = _predicted(kernel, taus, rp_bytes, rp_ports) if kernel else None
     for mapping in others:
         try:
             other = build(mapping)
         except CompileError as e:
             error = error or e
             continue
-        cycles = _predicted(other, taus, rp_bytes)
+        cycles = _predicted(other, taus, rp_bytes, rp_ports)
         if best is None or cycles < (1 - MARGIN) * best:
             kernel, best = other, cycles
     if kernel is None:
@@ -891,11 +896,12 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   outputs=outputs, instructions=instructions,
                                   dram_base=dram_base, max_outputs=max_outputs, taus=taus,
                                   swap=False, share_dims=share_dims,
-                                  share_counts=share_counts, hold=hold, window=window)
+                                  share_counts=share_counts, hold=hold, window=window,
+                                  rp_ports=rp_ports)
         except (CompileError, NoMapping):
             alt = None
-        if alt is not None and _predicted(alt, taus, rp_bytes) < (1 - MARGIN) * best:
-            kernel, best = alt, _predicted(alt, taus, rp_bytes)
+        if alt is not None and _predicted(alt, taus, rp_bytes, rp_ports) < (1 - MARGIN) * best:
+            kernel, best = alt, _predicted(alt, taus, rp_bytes, rp_ports)
     for inside in range(1, A_INDICES) if window else ():
         other = window_inside(problem, inside)
         if other is None or best is None:
@@ -908,10 +914,11 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   cp_bytes=cp_bytes, rp0_slots=rp0_slots, rp1_slots=rp1_slots,
                                   outputs=outputs, instructions=instructions,
                                   dram_base=dram_base, max_outputs=cap, taus=taus, swap=swap,
-                                  share_dims=share_dims, share_counts=share_counts, hold=hold)
+                                  share_dims=share_dims, share_counts=share_counts, hold=hold,
+                                  rp_ports=rp_ports)
         except (CompileError, NoMapping, IsaError):
             continue
-        cycles = _predicted(alt, taus, rp_bytes)
+        cycles = _predicted(alt, taus, rp_bytes, rp_ports)
         if cycles < (1 - MARGIN) * best:
             kernel, best = alt, cycles
     return kernel
@@ -934,8 +941,8 @@ def _share_by_model(problem, taus, options):
         return one
     if not two.sharing:
         return one
-    rp_bytes = options["rp_bytes"]
-    best, cycles = two, _predicted(two, taus, rp_bytes)
+    rp_bytes, rp_ports = options["rp_bytes"], options["rp_ports"]
+    best, cycles = two, _predicted(two, taus, rp_bytes, rp_ports)
     for plan in share_plans(two.config, len(two.problem.p_shape), taus):
         if plan == two.sharing:
             continue
@@ -943,10 +950,10 @@ def _share_by_model(problem, taus, options):
         (config["share_slot"], config["share_log2"]), \
             (config["share2_slot"], config["share2_log2"]) = plan
         other = dataclasses.replace(two, config=config, sharing=plan)
-        c = _predicted(other, taus, rp_bytes)
+        c = _predicted(other, taus, rp_bytes, rp_ports)
         if c < cycles:
             best, cycles = other, c
-    return best if cycles < (1 - MARGIN) * _predicted(one, taus, rp_bytes) else one
+    return best if cycles < (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports) else one
 
 
 def search_caps(max_outputs, lanes):
@@ -956,7 +963,7 @@ def search_caps(max_outputs, lanes):
     return (max_outputs, half) if half >= lanes else (max_outputs,)
 
 
-def _predicted(kernel, taus, rp_bytes):
+def _predicted(kernel, taus, rp_bytes, rp_ports=RP_PORTS):
     """:func:`merit.perf.predict`'s cycles of ``kernel``; one of more than RANKED_JOBS jobs is
     predicted on the first of its tiles in dispatch order that hold at most PREFIX_JOBS jobs
     (at least four per TAU), and the cycles scaled by its tiles over those predicted."""
@@ -964,11 +971,12 @@ def _predicted(kernel, taus, rp_bytes):
 
     from .perf import predict
     if _jobs(kernel) <= RANKED_JOBS:
-        return predict(kernel, taus=taus, rp_bytes=rp_bytes).cycles
+        return predict(kernel, taus=taus, rp_bytes=rp_bytes, rp_ports=rp_ports).cycles
     per_tile = max(1, _jobs(kernel) // max(1, len(kernel.tiles)))
     n = min(len(kernel.tiles), max(4 * taus, PREFIX_JOBS // per_tile))
     part = dataclasses.replace(kernel, tiles=kernel.tiles[:n])
-    return predict(part, taus=taus, rp_bytes=rp_bytes).cycles * len(kernel.tiles) / n
+    return (predict(part, taus=taus, rp_bytes=rp_bytes, rp_ports=rp_ports).cycles
+            * len(kernel.tiles) / n)
 
 
 def _powers_of_two(sizes):

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, WORDS_PER_BEAT
+from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, RP_PORTS, WORDS_PER_BEAT
 
 __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
            "job_costs", "predict", "predict_problem", "spans"]
@@ -179,6 +179,13 @@ def _check_rp_bytes(value):
     for size in sizes:
         _check_int("rp_bytes", size, 1)
     return tuple(int(v) for v in sizes)
+
+
+def _check_rp_ports(value):
+    _check_int("rp_ports", value, 1)
+    if value not in (1, 2):
+        raise ValueError(f"rp_ports must be 1 (single-port RP banks) or 2 (two-port), not {value}")
+    return int(value)
 
 
 # ---- exact counts: jobs ---------------------------------------------------------------------
@@ -737,11 +744,11 @@ class _TauState:
         self.keyed = None        # the job last compared with it
 
 
-def _simulate(jobs, taus, beat_rate, latency, spans=None):
+def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
     """Event simulation of ``taus`` TAUs sharing one DRAM port; returns the cycle of the last
     write response, counted from the first read request, and the TAU of each parallel tile.
     ``spans``: a list of ``taus`` Counters that receive each TAU's cycles by what its Compute
-    Pipeline does or waits for (:data:`SPANS`)."""
+    Pipeline does or waits for (:data:`SPANS`). ``rp_ports``: ports of the RP SRAM banks."""
     c = CONSTANTS
     units = collections.deque(jobs.units)
     group = jobs.group
@@ -752,8 +759,11 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None):
     waiting = collections.defaultdict(list)    # (leader's job, RP) -> followers' loaded entries
     dram = _Dram(beat_rate)
     # the collector's writes win over the RP's reads of single-port banks: every SRAM row a
-    # load writes into an RP the CP reads stops the read pipeline, a CP cycle (docs/perf.md)
-    stall = jobs.rows[0] * (jobs.density[0] > 0) + jobs.rows[1] * (jobs.density[1] > 0)
+    # load writes into an RP the CP reads stops the read pipeline, a CP cycle (docs/perf.md);
+    # two-port banks take the write beside the read
+    stall = (jobs.rows[0] * (jobs.density[0] > 0) + jobs.rows[1] * (jobs.density[1] > 0)
+             if rp_ports == 1 else 0)
+    stalled = [0.0] * taus      # each TAU's CP cycles lost to bank writes
     state = [_TauState() for _ in range(taus)]
     timers = []                  # (cycle, sequence, kind, tau, job)
     seq = itertools.count()
@@ -905,8 +915,9 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None):
             if s.job is None and s.loaded and s.loaded[0][1] <= now:
                 j = s.job = s.loaded.popleft()[0]
                 started[i] = True
-                cycles = float(jobs.compute[j]) + (stall if s.queue or s.requests
-                                                   or s.loading is not None else 0.0)
+                lost = float(stall) if s.queue or s.requests or s.loading is not None else 0.0
+                stalled[i] += lost
+                cycles = float(jobs.compute[j]) + lost
                 s.computed, s.compute_end = False, now + cycles
                 heapq.heappush(timers, (s.compute_end, next(seq), "computed", i, j))
                 s.writing = bool(jobs.write[j])
@@ -994,6 +1005,8 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None):
     if spans is not None:
         for i in range(taus):
             spans[i]["drain"] += max(end + c["drain"] - now, 0.0)
+            spans[i]["compute"] -= stalled[i]
+            spans[i]["banks"] += stalled[i]
     return end + c["drain"], dealt, held
 
 
@@ -1013,6 +1026,8 @@ def _without_held(jobs, held):
 SPANS = {
     "fill": "before its first job: the first loads (latency, data)",
     "compute": "a job's instructions",
+    "banks": "a job's RP reads wait for the rows a load writes into the banks (single-port "
+             "banks only: one CP cycle a row)",
     "writes": "a job's instructions done, its write beats not yet (the WP's FIFO)",
     "commit": "the next job's tiles loaded, not yet readable (commit latency)",
     "leader": "a follower's next job loaded but for the shared slot, which its leader fetches",
@@ -1024,7 +1039,8 @@ SPANS = {
     "drain": "no tile left for this TAU; the others' last jobs and the last write response",
 }
 
-def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES):
+def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES,
+            rp_ports=RP_PORTS):
     """Predict cycles and utilization of ``kernel`` on ``taus`` TAUs sharing one DRAM port.
 
     Parameters
@@ -1041,6 +1057,10 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     rp_bytes : (int, int)
         SRAM bytes of RP0 and RP1 (default 16 KB, 8 KB), as given to ``compile_problem``: how
         many jobs' tiles the RP tile FIFOs hold at once.
+    rp_ports : int
+        Ports of the RP SRAM banks (default :data:`merit.arch.RP_PORTS`, as built): 2 (a read
+        and a write port) or 1 (single-port banks, where every row a load writes costs the CP a
+        read cycle).
 
     Returns
     -------
@@ -1051,9 +1071,10 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     bandwidth = _check_bandwidth(dram_bytes_per_cycle)
     latency = _check_int("latency", latency, 0)
     rp_bytes = _check_rp_bytes(rp_bytes)
+    rp_ports = _check_rp_ports(rp_ports)
     jobs = _jobs(kernel, rp_bytes, taus)
     beat_rate = min(1.0, bandwidth / BEAT_BYTES)
-    end, dealt, held = _simulate(jobs, taus, beat_rate, latency)
+    end, dealt, held = _simulate(jobs, taus, beat_rate, latency, rp_ports=rp_ports)
     if held:        # the loads that a held tile saved (``Kernel.hold``)
         jobs = _without_held(jobs, held)
     cycles = int(math.ceil(end))
@@ -1103,7 +1124,8 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     )
 
 
-def spans(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES):
+def spans(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES,
+          rp_ports=RP_PORTS):
     """Where each TAU's cycles go: a list of ``taus`` dicts ``{span: cycles}`` over
     :data:`SPANS`, each summing to the predicted cycles (:func:`predict`, same arguments). A
     span is charged to what the Compute Pipeline waits for; the cause of a ``load`` may be the
@@ -1114,7 +1136,7 @@ def spans(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYT
     jobs = _jobs(kernel, _check_rp_bytes(rp_bytes), taus)
     out = [collections.Counter({k: 0.0 for k in SPANS}) for _ in range(taus)]
     _simulate(jobs, taus, min(1.0, bandwidth / BEAT_BYTES), _check_int("latency", latency, 0),
-              spans=out)
+              spans=out, rp_ports=_check_rp_ports(rp_ports))
     return [dict(c) for c in out]
 
 

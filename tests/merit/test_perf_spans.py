@@ -67,7 +67,9 @@ def test_followers_wait_for_the_leader_at_the_start():
 def test_one_job_fill_is_the_load():
     """One TAU, one tile of one job: before its compute, the load's restart, latency and
     beats; nothing else."""
-    kernel = compile_problem(W.conv2d(1, 4, 4, 8, 8, 1), taus=1, lanes=8)
+    # the model with single-port banks picks one tile (two-port banks: two, the second's load
+    # beside the first's compute)
+    kernel = compile_problem(W.conv2d(1, 4, 4, 8, 8, 1), taus=1, lanes=8, rp_ports=1)
     assert len(kernel.tiles) == 1
     (tau,) = perf.spans(kernel, taus=1, latency=40)
     beats = int(perf.job_costs(kernel)["read"].sum())

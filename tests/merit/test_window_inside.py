@@ -59,15 +59,23 @@ def test_window_inside_refuses_other_kernels():
 def test_compiler_takes_the_window_inside_where_channels_split():
     """64 channels do not fit one accumulation tile of the small TAU: with the window outside
     every window position re-reads every channel tile; inside, each tile is read once."""
+    from merit.compile import MARGIN
     problem = W.conv_pool2d(1, 64, 12, 12, 8, 3, padding=1, pool=2)
     args = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, instructions=24)
-    before = compile_problem(problem, window=False, **args)
-    after = compile_problem(problem, **args)
+    # single-port RP banks (every loaded row also costs a read cycle): both window indices
+    # inside, 16 % faster
+    before = compile_problem(problem, window=False, rp_ports=1, **args)
+    after = compile_problem(problem, rp_ports=1, **args)
     assert before.problem.strategy.inside == 0
     assert after.problem.strategy.inside == 2
     assert after.config["xstride"] == [0, 2, 1, 0, 0, 0]
     assert after.config["regs"] == 4
-    assert predict(after).cycles < 0.9 * predict(before).cycles
+    assert predict(after, rp_ports=1).cycles < 0.9 * predict(before, rp_ports=1).cycles
+    # the two-port banks as built: the window still goes inside, by the margin at least
+    before = compile_problem(problem, window=False, **args)
+    after = compile_problem(problem, **args)
+    assert after.problem.strategy.inside > 0
+    assert predict(after).cycles < (1 - MARGIN) * predict(before).cycles
 
 
 @pytest.mark.parametrize("problem", [
@@ -102,12 +110,14 @@ def test_model_within_five_percent_of_the_window_inside_rtl(name):
     r, setup = POOL_WINDOW["rows"][name], POOL_WINDOW["setup"]
     problems = ([p for p, _ in row(name).full()] if r["simulated"] == "full"
                 else row(name).slice_problems())
-    kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24)
-               for p in problems]
+    # the RP banks of the run: single-port where the row does not record them
+    ports = r.get("rp_ports", 1)
+    kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
+                               rp_ports=ports) for p in problems]
     assert all(k.problem.strategy.inside for k in kernels)
     assert " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels) == r["tiling"]
     preds = [predict(k, taus=setup["taus"], dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
-                     latency=setup["latency"]) for k in kernels]
+                     latency=setup["latency"], rp_ports=ports) for k in kernels]
     cycles = sum(p.cycles for p in preds)
     assert abs(cycles - r["cycles"]) <= 0.05 * r["cycles"], (cycles, r["cycles"])
     assert (sum(p.read_bytes for p in preds), sum(p.write_bytes for p in preds)) == (

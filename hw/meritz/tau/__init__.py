@@ -23,7 +23,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from merit.arch import CP_BYTES, RP_BYTES
+from merit.arch import CP_BYTES, RP_BYTES, RP_PORTS
 from meritz import kernelcfg
 from meritz.bus import AXI4Signature
 from meritz.tau.cp import ComputePipeline
@@ -89,7 +89,9 @@ class Tau(wiring.Component):
     rp0_bytes, rp1_bytes, cp_bytes : int
         SRAM sizes (default 16 KB, 8 KB, 5 KB, §V-A of the MERIT paper).
     ports : int
-        1 (single-port RP banks, the default) or 2.
+        Ports of the RP SRAM banks: 2 (one read and one write port, the default,
+        :data:`merit.arch.RP_PORTS`: a load's rows never take a read cycle from the CP) or 1
+        (single-port banks: writes win, a read waits a cycle per row written).
     rp0_slots, rp1_slots, outputs, instructions : int
         As for :func:`meritz.kernelcfg.layout`.
 
@@ -141,7 +143,7 @@ class Tau(wiring.Component):
     """
 
     def __init__(self, *, lanes, rp0_bytes=RP_BYTES[0], rp1_bytes=RP_BYTES[1], cp_bytes=CP_BYTES,
-                 ports=1, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
+                 ports=RP_PORTS, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         self._lanes = check_dma_lanes(lanes)
         for name, value in (("rp0_bytes", rp0_bytes), ("rp1_bytes", rp1_bytes)):
             if not isinstance(value, int) or isinstance(value, bool):

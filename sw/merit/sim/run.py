@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from merit.arch import CP_BYTES, RP_BYTES
+from merit.arch import CP_BYTES, RP_BYTES, RP_PORTS
 from merit.compile import program_slots  # re-exported: the benches' default
 from merit.sim.build import run_bench, sim_build_root
 from merit.sim.toolchain import wave_format
@@ -43,7 +43,7 @@ __all__ = ["simulate", "tau_for", "top_for", "program_slots", "report_progress",
 
 
 
-def tau_for(lanes, *, rp_bytes=None, cp_bytes=CP_BYTES, ports=1, instructions=16):
+def tau_for(lanes, *, rp_bytes=None, cp_bytes=CP_BYTES, ports=RP_PORTS, instructions=16):
     """The :class:`meritz.tau.Tau` of ``lanes`` lanes (default SRAM sizes: paper §V-A); the same
     component for the same parameters (its Verilog is emitted once, :func:`build.emitted`)."""
     return _component("tau", lanes, None, tuple(rp_bytes or RP_BYTES), cp_bytes, ports,
@@ -53,7 +53,8 @@ def tau_for(lanes, *, rp_bytes=None, cp_bytes=CP_BYTES, ports=1, instructions=16
 def top_for(lanes, taus, *, rp_bytes=None, cp_bytes=CP_BYTES, instructions=16):
     """The :class:`meritz.top.Top` of ``taus`` TAUs of ``lanes`` lanes; the same component for
     the same parameters (its Verilog is emitted once, :func:`build.emitted`)."""
-    return _component("top", lanes, taus, tuple(rp_bytes or RP_BYTES), cp_bytes, 1, instructions)
+    return _component("top", lanes, taus, tuple(rp_bytes or RP_BYTES), cp_bytes, RP_PORTS,
+                      instructions)
 
 
 @functools.lru_cache(maxsize=8)

@@ -11,14 +11,15 @@ from meritz.tau import Tau
 
 
 def run_tau(problem, *, lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, latency=4,
-            max_cycles=20000, seed=1, trace=None, instructions=16, backpressure=0.0):
+            max_cycles=20000, seed=1, trace=None, instructions=16, backpressure=0.0, ports=None):
     """Run ``problem`` on the TAU in Amaranth's simulator with a plain AXI memory (``latency``
     cycles, one read beat per cycle; ``backpressure``: probability of a stall on every channel
-    and cycle). Returns ``(state, kernel, outputs, expected, memory, initial memory)``."""
+    and cycle; ``ports``: of the RP banks, None for the TAU's default). Returns ``(state,
+    kernel, outputs, expected, memory, initial memory)``."""
     kernel = compile_problem(problem, lanes=lanes, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
                              instructions=instructions)
     dut = Tau(lanes=lanes, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1], cp_bytes=cp_bytes,
-              instructions=instructions)
+              instructions=instructions, **({} if ports is None else {"ports": ports}))
     rng = np.random.default_rng(seed)
     mem = rng.integers(0, 256, size=kernel.dram_bytes, dtype=np.uint8)
     arrays = []
