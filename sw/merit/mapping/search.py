@@ -309,7 +309,7 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
     reason = None
     found = []
     for _cost, tile_p, tile_a in candidates[:max_tiles]:
-        best = None
+        best, best_warps = None, None
         if rank is None:
             ordered = ((None, g) for g in _groupings(tile_p, lanes, contiguous))
         else:

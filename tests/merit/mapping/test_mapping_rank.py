@@ -17,9 +17,10 @@ from merit.mapping.search import computed_warps, lane_splits, vector_lines
 def _walk_warps(tile_p, p_shape, per_index):
     """Warps that hold an output, by walking every tile and every warp (no formula)."""
     total = 0
-    for origin in itertools.product(*[range(0, n, t) for n, t in zip(p_shape, tile_p)]):
+    starts = [range(0, n, t) for n, t in zip(p_shape, tile_p, strict=True)]
+    for origin in itertools.product(*starts):
         counts = []
-        for o, t, n, k in zip(origin, tile_p, p_shape, per_index):
+        for o, t, n, k in zip(origin, tile_p, p_shape, per_index, strict=True):
             counts.append(sum(1 for w in range(t // k) if o + w * k < n))
         total += max(1, int(np.prod(counts))) if all(counts) else 1
     return total
@@ -33,7 +34,7 @@ def _walk_warps(tile_p, p_shape, per_index):
 ])
 def test_computed_warps_counts_the_warps_every_tile_runs(tile_p, p_shape, per_index):
     per_index = per_index[:len(tile_p)]
-    if any(t % k for t, k in zip(tile_p, per_index)):
+    if any(t % k for t, k in zip(tile_p, per_index, strict=False)):
         pytest.skip("lanes do not divide the tile")
     assert computed_warps(tile_p, p_shape, per_index) == _walk_warps(tile_p, p_shape, per_index)
 
