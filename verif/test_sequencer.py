@@ -464,11 +464,9 @@ def _expected_commands(program, a_shape, a_origin, a_extent, groups, regs):
     return cmds
 
 
-@pytest.mark.parametrize("a_origin, a_extent, groups", [
-    ((0, 0), (2, 3), 2), ((1, 0), (1, 3), 2), ((0, 0), (1, 3), 2),
-    ((1, 0), (1, 3), 1),        # an edge tile: one of the kernel's two groups holds outputs
-])
-def test_sequencer_command_order(a_origin, a_extent, groups):
+def _two_level_job(a_origin, a_extent, groups, **simulate):
+    """NESTED cut to two levels over a 2 x 3 accumulation space, one job of ``groups`` groups:
+    ``(program, a_shape, issued, error)``."""
     program = assemble(NESTED.replace(".levels 3", ".levels 2").replace("pre3:", "")
                        .replace("post3:", ""))
     a_shape = (2, 3)
@@ -476,7 +474,15 @@ def test_sequencer_command_order(a_origin, a_extent, groups):
     cfg["program"] += [0] * (32 - len(cfg["program"]))
     job = {"a_origin": list(a_origin) + [0] * 4, "a_extent": list(a_extent) + [1] * 4,
            "p_origin": [0] * 6, "p_groups": [groups] + [1] * 5}
-    issued, error = _simulate_sequencer(cfg, job)
+    return (program, a_shape, *_simulate_sequencer(cfg, job, **simulate))
+
+
+@pytest.mark.parametrize("a_origin, a_extent, groups", [
+    ((0, 0), (2, 3), 2), ((1, 0), (1, 3), 2), ((0, 0), (1, 3), 2),
+    ((1, 0), (1, 3), 1),        # an edge tile: one of the kernel's two groups holds outputs
+])
+def test_sequencer_command_order(a_origin, a_extent, groups):
+    program, a_shape, issued, error = _two_level_job(a_origin, a_extent, groups)
     want = _expected_commands(program.with_levels(2), a_shape, a_origin, a_extent, groups,
                               program.regs)
     # rows matter only to LOAD/STORE, whose words carry only the register number
@@ -496,14 +502,7 @@ def test_sequencer_saves_unless_the_tile_ends_the_space(a_origin, a_extent):
     """A group ends without STOREs exactly where the job's tile reaches the end of the
     accumulation space in every dimension (``a_origin + a_extent == a_shape``), a check the
     sequencer makes from the waiting job's registers after it starts."""
-    program = assemble(NESTED.replace(".levels 3", ".levels 2").replace("pre3:", "")
-                       .replace("post3:", ""))
-    a_shape = (2, 3)
-    cfg = sequencer_config(program, a_shape, group_shape=[2], lane_bits=[3])
-    cfg["program"] += [0] * (32 - len(cfg["program"]))
-    job = {"a_origin": list(a_origin) + [0] * 4, "a_extent": list(a_extent) + [1] * 4,
-           "p_origin": [0] * 6, "p_groups": [2] + [1] * 5}
-    issued, error = _simulate_sequencer(cfg, job, max_cycles=1500)
+    program, a_shape, issued, error = _two_level_job(a_origin, a_extent, 2, max_cycles=1500)
     last = all(o + e == n for o, e, n in zip(a_origin, a_extent, a_shape, strict=True))
     stores = [row for k, _, row in issued if k == Command.STORE]
     assert not error and issued
