@@ -5,7 +5,8 @@ message that names the parameter, echoes the bad value and says what was expecte
 value when it is good. An integer is a Python ``int`` (not a ``bool``).
 """
 
-__all__ = ["check_int", "check_range", "check_at_least", "check_lanes", "check_taus"]
+__all__ = ["check_int", "check_range", "check_at_least", "check_lanes", "check_taus",
+           "check_ports"]
 
 
 def check_int(name, value):
@@ -43,3 +44,11 @@ def check_taus(taus):
     """``taus``: tile accumulation units of MERIT-z, 1 to ``merit.arch.MAX_TAUS`` (16)."""
     from merit.arch import MAX_TAUS  # merit.arch builds on this module
     return check_range("taus", taus, 1, MAX_TAUS)
+
+
+def check_ports(name, value):
+    """``value``: the ports of an SRAM bank, 1 (single-port) or 2 (a read and a write port)."""
+    check_int(name, value)
+    if value not in (1, 2):
+        raise ValueError(f"{name} must be 1 (single-port) or 2 (two-port), not {value}")
+    return value

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import kernelcfg
 from .arch import CP_BYTES, RP_BYTES, RP_PORTS, TILE_ADDRESS_BITS
-from .checks import check_taus
+from .checks import check_ports, check_taus
 from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
 from .transform import Transform
@@ -666,8 +666,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
     check_taus(taus)
-    if rp_ports not in (1, 2) or isinstance(rp_ports, bool):
-        raise ValueError(f"rp_ports must be 1 or 2, not {rp_ports!r}")
+    check_ports("rp_ports", rp_ports)
     if share_dims not in (None, 1, 2) or isinstance(share_dims, bool):
         raise ValueError(f"share_dims must be None, 1 or 2, not {share_dims!r}")
     if not isinstance(hold, bool):

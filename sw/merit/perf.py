@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, RP_PORTS, WORDS_PER_BEAT
+from .checks import check_ports
 
 __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
            "job_costs", "predict", "predict_problem", "spans"]
@@ -179,13 +180,6 @@ def _check_rp_bytes(value):
     for size in sizes:
         _check_int("rp_bytes", size, 1)
     return tuple(int(v) for v in sizes)
-
-
-def _check_rp_ports(value):
-    _check_int("rp_ports", value, 1)
-    if value not in (1, 2):
-        raise ValueError(f"rp_ports must be 1 (single-port RP banks) or 2 (two-port), not {value}")
-    return int(value)
 
 
 # ---- exact counts: jobs ---------------------------------------------------------------------
@@ -1071,7 +1065,7 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     bandwidth = _check_bandwidth(dram_bytes_per_cycle)
     latency = _check_int("latency", latency, 0)
     rp_bytes = _check_rp_bytes(rp_bytes)
-    rp_ports = _check_rp_ports(rp_ports)
+    rp_ports = check_ports("rp_ports", rp_ports)
     jobs = _jobs(kernel, rp_bytes, taus)
     beat_rate = min(1.0, bandwidth / BEAT_BYTES)
     end, dealt, held = _simulate(jobs, taus, beat_rate, latency, rp_ports=rp_ports)
@@ -1136,7 +1130,7 @@ def spans(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYT
     jobs = _jobs(kernel, _check_rp_bytes(rp_bytes), taus)
     out = [collections.Counter({k: 0.0 for k in SPANS}) for _ in range(taus)]
     _simulate(jobs, taus, min(1.0, bandwidth / BEAT_BYTES), _check_int("latency", latency, 0),
-              spans=out, rp_ports=_check_rp_ports(rp_ports))
+              spans=out, rp_ports=check_ports("rp_ports", rp_ports))
     return [dict(c) for c in out]
 
 

@@ -177,7 +177,7 @@ def test_perf_job_costs():
     ({"rp_bytes": 16384}, TypeError,
      r"rp_bytes must be a pair of SRAM sizes \(RP0, RP1\), not 16384"),
     ({"rp_bytes": (16384, 0)}, ValueError, r"rp_bytes must be at least 1, not 0"),
-    ({"rp_ports": 3}, ValueError, r"rp_ports must be 1 \(single-port RP banks\) or 2"),
+    ({"rp_ports": 3}, ValueError, r"rp_ports must be 1 \(single-port\) or 2 \(two-port\), not 3"),
     ({"rp_ports": 2.0}, TypeError, r"rp_ports must be an integer, not 2\.0"),
 ])
 def test_perf_bad_arguments(kwargs, error, match):

@@ -35,7 +35,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from merit.checks import check_int, check_lanes
+from merit.checks import check_int, check_lanes, check_ports
 
 __all__ = ["SramBank", "BankedSram", "TileFifo", "TileBuffer",
            "read_request_layout", "write_request_layout", "grant_layout", "sram_tile_layout",
@@ -60,13 +60,6 @@ def _check_width(width):
     if width <= 0:
         raise ValueError(f"width must be a positive integer, not {width}")
     return width
-
-
-def _check_ports(ports):
-    check_int("ports", ports)
-    if ports not in (1, 2):
-        raise ValueError(f"ports must be 1 (single-port) or 2 (two-port), not {ports}")
-    return ports
 
 
 def _check_depth(depth):
@@ -167,7 +160,7 @@ class SramBank(wiring.Component):
     def __init__(self, *, depth, width=16, ports=1):
         self._depth = _check_depth(depth)
         self._width = _check_width(width)
-        self._ports = _check_ports(ports)
+        self._ports = check_ports("ports", ports)
         addr = unsigned((depth - 1).bit_length())
         if ports == 1:
             members = {"en": In(1), "we": In(1), "addr": In(addr), "wdata": In(width),
@@ -252,7 +245,7 @@ class BankedSram(wiring.Component):
         self._lanes = check_lanes(lanes)
         self._depth = _check_depth(depth)
         self._width = _check_width(width)
-        self._ports = _check_ports(ports)
+        self._ports = check_ports("ports", ports)
         self._bank_macro = _check_bank_macro(bank_macro)
         super().__init__({
             "read": In(stream.Signature(read_request_layout(lanes, depth))),
@@ -613,7 +606,7 @@ class TileBuffer(wiring.Component):
         self._lanes = check_lanes(lanes)
         self._depth = _check_depth(depth)
         self._width = _check_width(width)
-        self._ports = _check_ports(ports)
+        self._ports = check_ports("ports", ports)
         self._max_tiles = _check_power_of_two("max_tiles", max_tiles, low=1, high=256)
         self._bank_macro = _check_bank_macro(bank_macro)
         super().__init__({
