@@ -24,6 +24,12 @@ def _workloads():
 ROW_FILES = ("perf_n8.json", "utilization.json", "utilization_one_tau.json")
 
 
+def recorded_ports(record):
+    """The ports of the RP banks a stored run had: its ``rp_ports``, or 1 for a run from
+    before the field was recorded (the banks were single-port then)."""
+    return int(record.get("rp_ports", 1))
+
+
 def calibration_table(results=RESULTS):
     """Predicted vs measured cycles of every RTL measurement in ``results``.
 
@@ -48,7 +54,7 @@ def calibration_table(results=RESULTS):
     setup = tau["setup"]
     from merit.compile import compile_problem
     for name, r in sorted(tau["workloads"].items()):
-        ports = setup.get("rp_ports", 1)
+        ports = recorded_ports(setup)
         kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24,
                                  rp_ports=ports)
         p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
@@ -71,12 +77,11 @@ def calibration_table(results=RESULTS):
                                      instructions=int(r.get("instructions",
                                                             _instruction_slots(problem))),
                                      rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)),
-                                     taus=int(r.get("taus", 1)),
-                                     rp_ports=int(r.get("rp_ports", 1)))
+                                     taus=int(r.get("taus", 1)), rp_ports=recorded_ports(r))
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
                         latency=int(r.get("latency", 20)), rp_bytes=rp_bytes,
-                        rp_ports=int(r.get("rp_ports", 1)))
+                        rp_ports=recorded_ports(r))
             label = f"{source} ({r['bench']})" if "bench" in r else source
             rows.append(_row(label, name, r["cycles"], p))
     return rows

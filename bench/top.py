@@ -263,9 +263,8 @@ def run_ports(entry):
     """The ports of the RP banks of a row's RTL run: recorded since the banks became two-port
     (``merit.arch.RP_PORTS``); a run without the field had single-port banks; a row not run
     is the processor as built."""
-    if "rp_ports" in entry:
-        return entry["rp_ports"]
-    return 1 if entry.get("cycles") else RP_PORTS
+    from bench.perf import recorded_ports
+    return recorded_ports(entry) if entry.get("cycles") else RP_PORTS
 
 
 def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
@@ -295,7 +294,6 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     entry["bound"] = full[2]
     entry["ops_unit"] = ran[0].ops.unit
     entry["model_date"] = now()
-    entry["model_rp_ports"] = ports
     return entry
 
 

@@ -18,7 +18,7 @@ MEASURED_N8 = json.loads((RESULTS / "perf_n8.json").read_text())["rows"]
 
 
 #: the RP banks of the stored one-TAU runs (single-port where the setup does not say)
-MEASURED_PORTS = MEASURED["setup"].get("rp_ports", 1)
+MEASURED_PORTS = calibration.recorded_ports(MEASURED["setup"])
 
 
 @cache
@@ -45,15 +45,15 @@ def test_perf_within_ten_percent_of_the_8_lane_rtl(name):
     r = MEASURED_N8[name]
     problem = calibration._row_problem(r, name, calibration._workloads())
     rp_bytes = tuple(r.get("rp_bytes", perf.RP_BYTES))
+    ports = calibration.recorded_ports(r)
     k = compile_problem(problem, lanes=r["lanes"], rp_bytes=rp_bytes,
                         cp_bytes=r.get("cp_bytes", 5120),
-                        instructions=r.get("instructions", 24), taus=r["taus"],
-                        rp_ports=r.get("rp_ports", 1))
+                        instructions=r.get("instructions", 24), taus=r["taus"], rp_ports=ports)
     if "tiling" in r and f"p={k.tiling.p_tile} a={k.tiling.a_tile}" != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now p={k.tiling.p_tile} "
                     f"a={k.tiling.a_tile}")
     p = perf.predict(k, taus=r["taus"], dram_bytes_per_cycle=r["dram_bytes_per_cycle"],
-                     latency=r["latency"], rp_bytes=rp_bytes, rp_ports=r.get("rp_ports", 1))
+                     latency=r["latency"], rp_bytes=rp_bytes, rp_ports=ports)
     assert abs(p.cycles - r["cycles"]) <= 0.10 * r["cycles"], (p.cycles, r["cycles"])
     assert (p.read_bytes, p.write_bytes) == (8 * r["read_beats"], 8 * r["write_beats"])
 
@@ -272,7 +272,7 @@ def _four_tau_row(name):
     problems = ([p for p, _ in row(name).full()] if r.get("simulated") == "full"
                 else row(name).slice_problems())
     kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
-                               rp_ports=r.get("rp_ports", 1)) for p in problems]
+                               rp_ports=calibration.recorded_ports(r)) for p in problems]
     tiling = " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels)
     if tiling != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now {tiling}")
@@ -284,7 +284,7 @@ def _check_four_tau_row(name):
     # the RP banks of the run: single-port where the row does not record them (a run from
     # before the two-port banks)
     preds = [perf.predict(k, taus=setup["taus"], dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
-                          latency=setup["latency"], rp_ports=r.get("rp_ports", 1))
+                          latency=setup["latency"], rp_ports=calibration.recorded_ports(r))
              for k in kernels]
     cycles = sum(p.cycles for p in preds)
     assert abs(cycles - r["cycles"]) <= 0.05 * r["cycles"], (cycles, r["cycles"])

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.perf import recorded_ports
 from merit import isa
 from merit import workloads as W
 from merit.compile import compile_problem, window_inside
@@ -111,7 +112,7 @@ def test_model_within_five_percent_of_the_window_inside_rtl(name):
     problems = ([p for p, _ in row(name).full()] if r["simulated"] == "full"
                 else row(name).slice_problems())
     # the RP banks of the run: single-port where the row does not record them
-    ports = r.get("rp_ports", 1)
+    ports = recorded_ports(r)
     kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
                                rp_ports=ports) for p in problems]
     assert all(k.problem.strategy.inside for k in kernels)
