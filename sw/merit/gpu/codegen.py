@@ -15,6 +15,7 @@ The kernel follows the paper's tiled execution (§IV-A, UMI Procedure 2):
 - outputs (shape ``pshape``) are stored once, after the outermost PostLoop.
 """
 
+import itertools
 import math
 import re
 
@@ -506,16 +507,14 @@ def _emit_vector_reads(w, spec, tile, geo, offs, nbuf, chunk, pidx):
                     vt = _VEC[ctype][width // 4]
                     w(f"const {vt} {name} = *reinterpret_cast<const {vt}*>(vb{k} + {lo});")
 
-    groups = list(range(0, len(steps), 4))
+    groups = [group_calls(g0) for g0 in range(0, len(steps), 4)]
     if tile.vahead and groups:   # the next group's loads before this group's steps
-        loads(group_calls(groups[0]))
-    for n, g0 in enumerate(groups):
-        calls = group_calls(g0)
-        if tile.vahead:
-            if n + 1 < len(groups):
-                loads(group_calls(groups[n + 1]))
-        else:
+        loads(groups[0])
+    for n, calls in enumerate(groups):
+        if not tile.vahead:
             loads(calls)
+        elif n + 1 < len(groups):
+            loads(groups[n + 1])
         for r, cs, st, args in calls:
             vals = []
             for k, a in args:
@@ -539,8 +538,6 @@ def fma_order(tile):
     regs = tile.regs
     P = len(regs)
     digits = [range(n) for n in regs]
-    import itertools
-
     pos = {c: n for n, c in enumerate(itertools.product(*digits))}
     perm = list(range(P)) if tile.forder in (0, 1) else list(range(P - 1, -1, -1))
     out = []

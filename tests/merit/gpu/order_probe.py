@@ -105,35 +105,21 @@ def main():
         return
     import cupy as cp
 
-    from merit.gpu.runtime import launcher
+    from merit.gpu.runtime import launcher, time_launch
 
     rng = np.random.default_rng(7)
     a, b = (cp.asarray(rng.standard_normal((n, n), dtype=np.float32)) for _ in range(2))
     ref = a.astype(cp.float64) @ b.astype(cp.float64)
 
-    def timed(fn):
-        for _ in range(3):
-            fn()
-        ts = []
-        for _ in range(7):
-            s, e = cp.cuda.Event(), cp.cuda.Event()
-            s.record()
-            for _ in range(20):
-                fn()
-            e.record()
-            e.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(s, e) / 20)
-        return float(np.median(ts))
-
     c = cp.empty((n, n), cp.float32)
-    rows = [("cuBLAS (cupy matmul)", timed(lambda: cp.matmul(a, b, out=c)), None)]
+    rows = [("cuBLAS (cupy matmul)", time_launch(lambda: cp.matmul(a, b, out=c)), None)]
     for t in tiles:
         out = (cp.full((n, n), cp.nan, dtype=cp.float32),)
         go = launcher(spec, t, [a, b], out)
         go()
         err = float(cp.linalg.norm(out[0].astype(cp.float64) - ref) / cp.linalg.norm(ref))
-        rows.append((t.label(), timed(go), err))
-    rows.append(("cuBLAS again", timed(lambda: cp.matmul(a, b, out=c)), None))
+        rows.append((t.label(), time_launch(go), err))
+    rows.append(("cuBLAS again", time_launch(lambda: cp.matmul(a, b, out=c)), None))
     for name, ms, err in rows:
         tf = 2 * n ** 3 / (ms * 1e-3) / 1e12
         print(f"{name:50s} {ms:.4f} ms {tf:5.1f} TFLOP/s"
