@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .codegen import kernel_name, source
 from .spec import OPERAND_DTYPES, PRECISIONS, Spec, spec_of
 from .tile import Tile
-from .tiling import H100, WG_TUNED, Device, check_tile, rank
+from .tiling import H100, WG_TUNED, Device, check_tile, rank, timed_variants
 
 __all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "run_fixed", "tune",
            "prepare", "dtype_of"]
@@ -278,6 +278,16 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
                     runtime.launcher(spec, t, half_inputs if t.half else inputs, out),
                     min_ms=5.0, batches=3)
             except Exception:  # a candidate that fails to compile or launch is skipped
+                continue
+            times.append((ms, t))
+        # the second round: the forms of the fastest plain tiles (SIMT sums)
+        more = timed_variants(spec, times, model)
+        _compile_all(spec, more)
+        for t in more:
+            try:
+                ms = runtime.time_launch(runtime.launcher(spec, t, inputs, out),
+                                         min_ms=5.0, batches=3)
+            except Exception:
                 continue
             times.append((ms, t))
         if times:

@@ -799,6 +799,7 @@ def rank(spec, count=6, device=H100):
         # (the cost model's choice without timing stays a tile for any sm_80 device)
         out = (out[:1] + wg[:WG_TUNED] + out[1:])[:count]
     else:
+        ranked = out
         out = _diverse(out, count) if sums else out[:count]
     out = _deeper(spec, out, count, device)
     if spec.operands != "float32" and count > 1:
@@ -813,12 +814,15 @@ def rank(spec, count=6, device=H100):
         have |= {t for _, t in extra}
         fill = [] if fills(spec, out[0][1], device) else \
             [ct for ct in filled if ct[1] not in have][:FILL_TUNED]
+        have |= {t for _, t in fill}
+        grids = _other_grids(spec, ranked, have)
         order = PTXAS_VARIANTS if PTXAS_TUNED else ()
         wide = _wide_variants(spec, out[:VARIANTS_OF] + extra, device) if WIDE_TUNED else []
-        out = (out + extra + fill
+        out = (out + extra + fill + grids
                + _lean_variants(spec, out[:VARIANTS_OF], device, LEAN_VARIANTS + order)
                + _lean_variants(spec, extra, device, HEDGE_VARIANTS + order[1:])
-               + _lean_variants(spec, fill, device, ({"lean": True},) + order[1:]) + wide)
+               + _lean_variants(spec, fill + grids, device, ({"lean": True},) + order[1:])
+               + wide)
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
@@ -1162,6 +1166,66 @@ def _filled(spec, first, device):
     """The best few of ``first`` (as :func:`_hedged` takes it) among the tiles that
     :func:`fills`."""
     return _hedged(spec, [ct for ct in first if fills(spec, ct[1], device)], device)
+
+
+#: SIMT sums: the autotuner also times the model's best ``GRID_PER`` tiles of each of the
+#: ``GRID_TUNED`` best-ranked grid sizes (blocks, split-K copies included) that no tile of its
+#: list has, with their ``lean`` and snake ``-O1`` copies.  The model's costs tie over whole
+#: families of block shapes (its DRAM term counts every block's footprint at DRAM rate, though
+#: the blocks' re-reads of a tensor hit L2), so its first 12 can all share one or two grids:
+#: bench seed 90417's 1x1 stride-2 conv listed grids of 112 and 140 blocks only, while 126
+#: blocks of 256 threads (0.955 of a wave on 132 SMs, the model's next tie) ran 0.0314-0.0343 ms
+#: in the `lean` form against the list's best 0.0401 (H100, ``sweep_probe.py``).
+GRID_TUNED = 2
+GRID_PER = 2
+
+
+def _other_grids(spec, ranked, have):
+    """The best tiles of ``ranked`` (cost, tile), best first, on the best ``GRID_TUNED`` grid
+    sizes that no tile of ``have`` runs, ``GRID_PER`` of each."""
+    listed = {grid_blocks(spec, t) for t in have}
+    out, per = [], {}
+    for cost, t in ranked:
+        g = grid_blocks(spec, t)
+        if g in listed or t in have or per.get(g, 0) >= GRID_PER:
+            continue
+        if g not in per and len(per) >= GRID_TUNED:
+            continue
+        per[g] = per.get(g, 0) + 1
+        out.append((cost, t))
+    return out
+
+
+#: SIMT sums: after timing its list, the autotuner times the ``LEAN_VARIANTS`` and
+#: ``PTXAS_VARIANTS`` forms of the ``TIMED_VARIANTS`` fastest plain tiles that lack some of them
+#: (:func:`timed_variants`).  The list gives those forms to the model's best 3 and its extras
+#: only, but the forms move a tile by -15 to +30 % (the model cannot tell them apart), so the
+#: fastest plain tiles by the clock are where they pay: bench seed 90417's GEMM 2387 x 1123 x
+#: 2841, 112 x 64 blocks of 128 threads (396 blocks: 3 a SM, one full wave, no split) 0.511 ms
+#: plain (12th of the model's list), 0.435 in the snake ``-O1`` form, against the list's best
+#: 0.469 (128 x 128 split 3 ways; H100, ``sweep_probe.py``).
+TIMED_VARIANTS = 3
+
+
+def timed_variants(spec, times, device=H100):
+    """The autotuner's second round: ``(ms, tile)`` pairs it has timed in, the forms (see
+    :data:`TIMED_VARIANTS`) of the fastest plain tiles not yet timed, fastest tile first."""
+    if spec.precision != "fp32" or not splittable(spec) or not TIMED_VARIANTS:
+        return []
+    timed = {t for _, t in times}
+    plain = sorted((mt for mt in times if not (mt[1].lean or mt[1].vread or mt[1].ptxas)
+                    and not mt[1].mma and any(mt[1].shared)), key=lambda mt: mt[0])
+    out, bases = [], 0
+    forms = LEAN_VARIANTS + (PTXAS_VARIANTS if PTXAS_TUNED else ())
+    for ms, t in plain:
+        if bases >= TIMED_VARIANTS:
+            break
+        new = [v for _, v in _lean_variants(spec, [(ms, t)], device, forms)
+               if v not in timed and v not in out]
+        if new:
+            out += new
+            bases += 1
+    return out
 
 
 def _diverse(ranked, count):

@@ -617,7 +617,7 @@ def test_lean_tiles_copy_unrolled_with_one_barrier():
 
 
 def test_autotuner_times_lean_and_vread_variants_of_sums_only():
-    from merit.gpu.tiling import FILL_TUNED, HEDGE
+    from merit.gpu.tiling import FILL_TUNED, GRID_PER, GRID_TUNED, HEDGE
 
     spec = spec_of(W.gemm(512, 512, 512), "float32")
     tiles = rank(spec, count=6)
@@ -625,7 +625,7 @@ def test_autotuner_times_lean_and_vread_variants_of_sums_only():
     assert not any(t.lean or t.vread for t in base)
     plain = [t for t in tiles if not (t.lean or t.vread)]
     variants = [t for t in tiles if (t.lean or t.vread) and t.nregs <= 64]   # not the wide ones
-    assert plain[:6] == base and len(plain) <= 6 + HEDGE + FILL_TUNED
+    assert plain[:6] == base and len(plain) <= 6 + HEDGE + FILL_TUNED + GRID_TUNED * GRID_PER
     assert {(t.lean, t.vread) for t in variants} == {(True, False), (True, True)}
     assert all(dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0) in plain
                for t in variants)
@@ -647,7 +647,7 @@ def test_autotuner_also_times_the_sm_tail_models_best():
     assert sm < wave
     tiles = rank(spec, count=6)
     plain = [t for t in tiles if not t.lean]
-    hedged = plain[6:]
+    hedged = plain[6:6 + HEDGE]
     assert 1 <= len(hedged) <= HEDGE
     for h in hedged:   # ranked below the first six by the default model, with a lean copy
         assert dataclasses.replace(h, lean=True) in tiles
@@ -834,6 +834,7 @@ def test_unstrided_sources_unchanged(case, prec, digest, monkeypatch):
     monkeypatch.setattr(tiling, "HEDGE_VARIANTS", ({"lean": True},))
     monkeypatch.setattr(tiling, "PTXAS_TUNED", False)
     monkeypatch.setattr(tiling, "WIDE_TUNED", False)
+    monkeypatch.setattr(tiling, "GRID_TUNED", 0)
 
     problem = {"conv": lambda: W.conv2d(2, 3, 17, 19, 5, 3, padding=1),
                "conv_k3_s2": lambda: W.conv2d(2, 4, 19, 21, 8, 3, stride=2, padding=1),

@@ -25,6 +25,7 @@ def _without_additions(monkeypatch):
     monkeypatch.setattr(tiling, "HEDGE_VARIANTS", ({"lean": True},))
     monkeypatch.setattr(tiling, "PTXAS_TUNED", False)
     monkeypatch.setattr(tiling, "WIDE_TUNED", False)
+    monkeypatch.setattr(tiling, "GRID_TUNED", 0)
 
 
 def _blocks_brute(spec, tile):
@@ -120,6 +121,7 @@ def test_split_at_a_smaller_chunk_deals_every_block_tiles(monkeypatch):
 
 
 def test_the_sm_models_extras_get_lean_and_vread_copies(monkeypatch):
+    monkeypatch.setattr(tiling, "GRID_TUNED", 0)   # the other grids' extras: test_grid_tuned.py
     spec = spec_of(W.gemm(827, 1615, 1509), "float32")
     after = rank(spec, count=TUNED)
     with monkeypatch.context() as m:
@@ -150,15 +152,16 @@ def test_added_candidates_match_float64_on_the_device():
         spec = spec_of(prob, "float32")
         after = rank(spec, count=TUNED)
         saved = (tiling.FILL_TUNED, tiling.SPLIT_CHUNKS, tiling.HEDGE_VARIANTS,
-                 tiling.PTXAS_TUNED, tiling.WIDE_TUNED)
+                 tiling.PTXAS_TUNED, tiling.WIDE_TUNED, tiling.GRID_TUNED)
         try:
             tiling.FILL_TUNED, tiling.SPLIT_CHUNKS = 0, False
             tiling.HEDGE_VARIANTS = ({"lean": True},)
             tiling.PTXAS_TUNED = tiling.WIDE_TUNED = False
+            tiling.GRID_TUNED = 0
             before = rank(spec, count=TUNED)
         finally:
             (tiling.FILL_TUNED, tiling.SPLIT_CHUNKS, tiling.HEDGE_VARIANTS,
-             tiling.PTXAS_TUNED, tiling.WIDE_TUNED) = saved
+             tiling.PTXAS_TUNED, tiling.WIDE_TUNED, tiling.GRID_TUNED) = saved
         added = [t for t in after if t not in before]
         arrays = prob.random_inputs(rng, np.float32)
         want = prob.run(*[a.astype(np.float64) for a in arrays])
