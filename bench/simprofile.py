@@ -9,9 +9,9 @@ For one configuration, three runs of the same problem and seed::
 2. the same run under cProfile (cocotb's ``COCOTB_ENABLE_PROFILING``): how the Python time
    splits between the DRAM model (``merit.sim.dram.Dram`` and cocotbext-axi's channel
    coroutines), the bench's coroutines and the rest (cocotb's scheduler and triggers);
-3. the fast DRAM in a model built with the Python path's Verilator options (every signal public,
-   ``--x-assign unique``, ``-Os``): the same evaluation work with no Python in the cycle loop,
-   i.e. what Verilator's ``eval`` and the clock cost.
+3. the fast DRAM in a model built with the Python path's Verilator options (only the top's
+   ports public, ``--x-assign unique``, ``-Os``): the same evaluation work with no Python in the
+   cycle loop, i.e. what Verilator's ``eval`` and the clock cost.
 
 The Python share (1 minus 3) is split in the proportions of 2. Writes
 ``docs/results/simprofile.md`` and ``.json``.
@@ -31,7 +31,7 @@ CONFIGS = {
     "top8x4": (8, 4, "gemm(64, 128, 64)", "MERIT-z, 4 TAUs x 8 lanes"),
 }
 #: The Python path's Verilator options, for run 3 (the fast DRAM, the same evaluation work).
-#: (Every signal public, as ``--public-flat-rw`` makes it there: ``fast.run(public=True)``.)
+#: (Only the top's ports public, as there: ``merit.sim.build.ports_public``.)
 PYTHON_PATH_ARGS = ["-Wall", "--x-assign", "unique", "--x-initial", "unique", "-Wno-fatal"]
 PYTHON_PATH_OPT = "-Os"
 
@@ -81,7 +81,7 @@ def profile(name, seed=1):
     else:
         top = S.tau_for(lanes, instructions=config["instructions"])
     evaluation = fast.run(top, config=config, name=module, seed=seed,
-                          args=PYTHON_PATH_ARGS, opt_fast=PYTHON_PATH_OPT, public=True)
+                          args=PYTHON_PATH_ARGS, opt_fast=PYTHON_PATH_OPT)
     per_cycle = plain["sim_cpu_seconds"] / plain["sim_cycles"]
     eval_per_cycle = min(per_cycle, evaluation["sim_cpu_seconds"] / evaluation["sim_cycles"])
     python = per_cycle - eval_per_cycle
@@ -124,12 +124,13 @@ def write(rows, command):
 
 Microseconds of the simulator's CPU time per simulated cycle with the Python DRAM model
 (cocotbext-axi's RAM behind coroutines awaited every cycle). *Verilator eval + clock* is the
-same model's CPU time per cycle with the DRAM inside the model (same Verilator options: every
-signal public, `--x-assign unique`, `-Os`), so no Python runs per cycle; the rest is Python and
-cocotb, split in the proportions cProfile measures: the DRAM model (`merit.sim.dram.Dram`'s
-throttle and cocotbext-axi's five channel coroutines), the bench's coroutine (the TAU bench feeds
-tiles every cycle; the processor's bench sleeps on the interrupt) and cocotb's scheduler /
-triggers. How the fast path removes each part: `docs/simulation.md`.
+same model's CPU time per cycle with the DRAM inside the model (same Verilator options: only
+the top's ports public, `--x-assign unique`, `-Os`), so no Python runs per cycle; the rest is
+Python and cocotb, split in the proportions cProfile measures: the DRAM model
+(`merit.sim.dram.Dram`'s throttle and cocotbext-axi's five channel coroutines), the bench's
+coroutine (the TAU bench feeds tiles every cycle; the processor's bench sleeps on the
+interrupt) and cocotb's scheduler / triggers. How the fast path removes each part:
+`docs/simulation.md`.
 
 {table}
 """

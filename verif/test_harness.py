@@ -92,3 +92,20 @@ def test_a_bench_that_runs_no_test_fails():
     with pytest.raises(BenchFailure, match="ran no cocotb test"):
         run_bench(PassThrough(lanes=4), bench="test_harness",
                   config={"lanes": 4, "skip_all": True}, seed=3)
+
+
+def test_only_the_top_ports_are_public_unless_asked():
+    """Models are built without cocotb's ``--public-flat-rw`` (only the top's own signals are
+    visible, through a generated ``public.vlt``); ``public=True`` builds one with every signal."""
+    def command(build_dir):
+        line = (build_dir / "Vtop__verFiles.dat").read_text().splitlines()[1]
+        assert line.startswith("C "), line
+        return line
+
+    ports = build(PassThrough(lanes=4))[0]
+    assert "--public-flat-rw" not in command(ports)
+    assert 'public_flat_rw -module "dut_passthrough" -var "*"' in \
+        (ports / "public.vlt").read_text()
+    every = build(PassThrough(lanes=4), public=True)[0]
+    assert every != ports and "--public-flat-rw" in command(every)
+    assert not (every / "public.vlt").exists()

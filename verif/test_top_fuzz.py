@@ -632,7 +632,8 @@ def fuzz(seed, *, fuzz_runs, storm_runs, error_runs, exact_runs=5):
               "rp1_rows": 8192 // (2 * LANES), "fuzz_runs": fuzz_runs, "storm_runs": storm_runs,
               "error_runs": error_runs, "exact_runs": exact_runs, **STRESS}
     print(f"[merit] fuzz seed {seed} (replay with seed={seed})")
-    return run_bench(top, bench="test_top_fuzz", config=config, seed=seed,
+    # public: the coverage monitor (funcov.RunMonitor) samples the register block inside
+    return run_bench(top, bench="test_top_fuzz", config=config, seed=seed, public=True,
                      plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{seed % 2**31 + 1}"])
 
 

@@ -391,7 +391,7 @@ def test_top_robust_stub():
     top = Top(lanes=lanes, taus=taus, tau=StubTau)
     config = {"lanes": lanes, "taus": taus, "rp0_rows": 16384 // (2 * lanes),
               "rp1_rows": 8192 // (2 * lanes), **STRESS}
-    run_bench(top, bench="test_top_robust", config=config)
+    run_bench(top, bench="test_top_robust", config=config, public=True)   # the fuzz's model
 
 
 @pytest.mark.sim

@@ -253,9 +253,9 @@ def _run(taus):
     lanes = 8
     top = Top(lanes=lanes, taus=taus, tau=StubTau)
     config = {"lanes": lanes, "taus": taus, "backpressure": 0.3}
-    metrics = run_bench(top, bench="test_top_top", config=config)
+    metrics = run_bench(top, bench="test_top_top", config=config, public=True)  # the fuzz's model
     # the register bench through the top's control port (same model, no second build)
-    run_bench(top, bench="test_top_regs", config=config, testcase=REGISTER_TESTS)
+    run_bench(top, bench="test_top_regs", config=config, testcase=REGISTER_TESTS, public=True)
     return metrics
 
 

@@ -24,7 +24,7 @@ from xml.etree import ElementTree
 from merit.sim.toolchain import verilator_env, wave_format
 
 __all__ = ["WAIVERS", "VERILATOR_ARGS", "BenchFailure", "build", "build_time", "emitted",
-           "run_bench", "sim_build_root", "trace_args"]
+           "ports_public", "run_bench", "runner", "sim_build_root", "trace_args"]
 
 WAIVERS = Path(__file__).resolve().parent / "waivers.vlt"
 #: Verilator options of every model: the waiver file (warnings of generated code that we accept,
@@ -119,19 +119,50 @@ def emitted(top, name):
     return _EMITTED[key][1:]
 
 
-def build(top, *, name=None, waves=False):
+def ports_public(module):
+    """A Verilator configuration file (text) that makes the signals of ``module`` alone public:
+    the ports of the top a bench drives, the only signals cocotb needs when the bench touches
+    nothing inside the design."""
+    return ("`verilator_config\n"
+            "// only the top module's own signals are visible to cocotb\n"
+            f'public_flat_rw -module "{module}" -var "*"\n')
+
+
+def runner(*, opt_fast=None, public=False):
+    """cocotb's Verilator runner, without the ``--public-flat-rw`` it adds unless ``public`` (every
+    signal of the design visible to cocotb, and so kept as it is: about twice the C++ to build,
+    several times slower to run), and with the C++ optimisation ``opt_fast`` of the model's
+    per-cycle code where given (Verilator's default: ``-Os``)."""
+    from cocotb_tools.runner import Verilator
+
+    class MeritVerilator(Verilator):
+        def _build_command(self):
+            commands = super()._build_command()
+            if not public:
+                commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
+            if opt_fast is not None:
+                commands[1] = commands[1] + [f"OPT_FAST={opt_fast}"]
+            return commands
+
+    return MeritVerilator()
+
+
+def build(top, *, name=None, waves=False, public=False):
     """Emit and build ``top``; return ``(build_dir, module_name, metadata)``.
 
-    The build is skipped when a model of the same Verilog (and options) already exists.
+    The build is skipped when a model of the same Verilog (and options) already exists. Only the
+    top's ports are visible to cocotb (:func:`ports_public`), which is all the benches touch;
+    ``public``: every signal of the design (cocotb's ``--public-flat-rw``), for a bench that reads
+    or forces a signal inside.
     """
-    from cocotb_tools.runner import get_runner
-
     name = name or f"dut_{type(top).__name__.lower()}"
     text, metadata = emitted(top, name)
     args = VERILATOR_ARGS + _TRACE_ARGS[_wave_kind(waves)]
     # the waivers by content, not by path: a checkout and an installed package share builds
     keyed = [arg if arg != str(WAIVERS) else "waivers.vlt" for arg in args]
-    digest = hashlib.sha1("\0".join([text, WAIVERS.read_text(), *keyed]).encode()).hexdigest()[:12]
+    visible = "--public-flat-rw" if public else ports_public(name)
+    digest = hashlib.sha1("\0".join([text, WAIVERS.read_text(), *keyed, visible])
+                          .encode()).hexdigest()[:12]
     build_dir = sim_build_root() / f"{name}-{digest}"
     os.environ.update(verilator_env())
     with _locked(build_dir.with_suffix(".lock")):
@@ -140,10 +171,14 @@ def build(top, *, name=None, waves=False):
             source = build_dir / f"{name}.v"
             source.write_text(text)
             (build_dir / f"{name}.json").write_text(json.dumps(metadata, indent=2) + "\n")
-            runner = get_runner("verilator")
+            sources = [source]
+            if not public:
+                sources.append(build_dir / "public.vlt")
+                sources[-1].write_text(ports_public(name))
             with timed(build_dir):
-                runner.build(sources=[source], hdl_toplevel=name, build_dir=build_dir,
-                             build_args=args, waves=bool(waves), log_file=build_dir / "build.log")
+                runner(public=public).build(
+                    sources=sources, hdl_toplevel=name, build_dir=build_dir, build_args=args,
+                    waves=bool(waves), log_file=build_dir / "build.log")
     return build_dir, name, metadata
 
 
@@ -165,7 +200,7 @@ def _ran_tests(results_xml):
 
 
 def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, testcase=None,
-              path=(), plusargs=None, builder=None):
+              path=(), plusargs=None, builder=None, public=False):
     """Run the cocotb module ``bench`` on the Verilator model of ``top``.
 
     Parameters
@@ -193,6 +228,9 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
     builder : callable, optional
         Builds the model instead of :func:`build`, with the same arguments and result (the fast
         path's wrapped model, :func:`merit.sim.fast.build`).
+    public : bool
+        Every signal of the design visible to the bench (:func:`build`'s ``public``), for a bench
+        that reads a signal inside the design; else only the top's ports.
 
     Returns the metrics the bench recorded (``benchlib.record_metric``) as a dict, with
     ``build``: the model's folder and its build time (:func:`build_time`). Raises
@@ -207,7 +245,10 @@ def run_bench(top, *, bench, config=None, seed=None, waves=False, name=None, tes
         raise ValueError(f"bench must name an importable cocotb module, not {bench!r}")
     if not waves and os.environ.get("WAVES", "0") not in ("", "0"):
         waves = wave_format()[0]        # FST where its headers are, else VCD
-    build_dir, module, metadata = (builder or build)(top, name=name, waves=waves)
+    if builder is None:
+        def builder(top, *, name, waves):
+            return build(top, name=name, waves=waves, public=public)
+    build_dir, module, metadata = builder(top, name=name, waves=waves)
     seed = random.randrange(2**31) if seed is None else int(seed)
     print(f"[merit] bench {bench} on {module}: seed {seed} (replay with seed={seed})")
     bench_config = dict(config or {}, seed=seed, module=module)
@@ -233,14 +274,12 @@ def _run_in(test_dir, *, bench, module, build_dir, bench_config, path, waves, se
         "MERIT_BENCH_CONFIG": json.dumps(bench_config),
         "PYTHONPATH": os.pathsep.join([*map(str, path), os.environ.get("PYTHONPATH", "")]),
     }
-    runner = get_runner("verilator")
     try:
-        runner.test(test_module=bench, hdl_toplevel=module, hdl_toplevel_lang="verilog",
-                    build_dir=build_dir,
-                    test_dir=test_dir, test_args=["--trace"] if waves else [],
-                    extra_env=env, seed=seed, waves=bool(waves), results_xml=str(results),
-                    testcase=testcase, log_file=test_dir / "sim.log",
-                    plusargs=list(plusargs or []))
+        get_runner("verilator").test(
+            test_module=bench, hdl_toplevel=module, hdl_toplevel_lang="verilog",
+            build_dir=build_dir, test_dir=test_dir, test_args=["--trace"] if waves else [],
+            extra_env=env, seed=seed, waves=bool(waves), results_xml=str(results),
+            testcase=testcase, log_file=test_dir / "sim.log", plusargs=list(plusargs or []))
     except SystemExit as exc:
         failed = _failed_tests(results)
         if failed is None:

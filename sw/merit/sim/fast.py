@@ -18,7 +18,17 @@ import json
 import os
 from pathlib import Path
 
-from merit.sim.build import WAIVERS, _locked, emitted, run_bench, sim_build_root, timed, trace_args
+from merit.sim.build import (
+    WAIVERS,
+    _locked,
+    emitted,
+    ports_public,
+    run_bench,
+    runner,
+    sim_build_root,
+    timed,
+    trace_args,
+)
 from merit.sim.toolchain import verilator_env
 
 __all__ = ["FAST_ARGS", "OPT_FAST", "build", "run", "wrapper_verilog", "FastDram"]
@@ -201,28 +211,9 @@ def wrapper_verilog(module, metadata, *, tau):
 
 
 def _public_vlt(wrapper):
-    return ("`verilator_config\n"
-            "// only the simulation wrapper's own signals are visible to cocotb\n"
-            f'public_flat_rw -module "{wrapper}" -var "*"\n'
-            f'lint_off -file "*/{wrapper}.sv"\n'
-            f'lint_off -file "*/{DRAM_SV.name}"\n')
-
-
-def _runner(opt_fast, public):
-    from cocotb_tools.runner import Verilator
-
-    class FastVerilator(Verilator):
-        """cocotb's Verilator runner with ``OPT_FAST``, and without ``--public-flat-rw`` unless
-        every signal is to be public."""
-
-        def _build_command(self):
-            commands = super()._build_command()
-            if not public:
-                commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
-            commands[1] = commands[1] + [f"OPT_FAST={opt_fast}"]
-            return commands
-
-    return FastVerilator()
+    return (ports_public(wrapper)
+            + f'lint_off -file "*/{wrapper}.sv"\n'
+            + f'lint_off -file "*/{DRAM_SV.name}"\n')
 
 
 def build(top, *, name, waves=False, args=None, opt_fast=None, public=False):
@@ -232,7 +223,8 @@ def build(top, *, name, waves=False, args=None, opt_fast=None, public=False):
     recorded (:func:`merit.sim.build.build_time`). ``waves``: as there (False, True / ``"fst"``,
     ``"vcd"``); ``args``: Verilator options instead of :data:`FAST_ARGS`; ``opt_fast``: the C++
     optimisation instead of :data:`OPT_FAST`; ``public``: every signal of the design visible
-    (cocotb's ``--public-flat-rw``, as on the Python path) instead of the wrapper's ports only."""
+    (cocotb's ``--public-flat-rw``, as its runner builds by default) instead of the wrapper's
+    ports only."""
     tau = "tiles" in top.signature.members
     text, metadata = emitted(top, name)
     wrapper = f"{name}_sim"
@@ -254,11 +246,11 @@ def build(top, *, name, waves=False, args=None, opt_fast=None, public=False):
             wrapper_file.write_text(wrapper_text)
             vlt = build_dir / "public.vlt"
             vlt.write_text(_public_vlt(wrapper))
-            runner = _runner(opt_fast, public)
             with timed(build_dir):
-                runner.build(sources=[source, DRAM_SV, wrapper_file, vlt], hdl_toplevel=wrapper,
-                             build_dir=build_dir, build_args=[*args, str(WAIVERS), str(DRAM_CPP)],
-                             waves=bool(waves), log_file=build_dir / "build.log")
+                runner(opt_fast=opt_fast, public=public).build(
+                    sources=[source, DRAM_SV, wrapper_file, vlt], hdl_toplevel=wrapper,
+                    build_dir=build_dir, build_args=[*args, str(WAIVERS), str(DRAM_CPP)],
+                    waves=bool(waves), log_file=build_dir / "build.log")
     return build_dir, wrapper, metadata
 
 

@@ -260,8 +260,9 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
             metrics = run(top, config=config, seed=seed, name=name, waves=wave_kind or False,
                           **(build_options or {}))
         else:
+            # the processor's bench reads the dispatcher's tile count inside for its progress line
             metrics = run_bench(top, bench=bench, config=config, seed=seed, name=name,
-                                waves=wave_kind or False)
+                                waves=wave_kind or False, public=taus is not None)
     finally:
         if tail is not None:
             tail.done.set()
