@@ -429,7 +429,6 @@ class TileFifo(wiring.Component):
             Signal(row_bits, name=name) for name in ("head_row", "fill_row", "announce_row",
                                                      "tail_row"))
         committed_rows = Signal(range(depth + 1))
-        words = Signal(range(depth * self._lanes + 1))    # words of the tile being filled so far
 
         def slot(number):
             return number[:slot_bits] if slot_bits else 0
@@ -492,9 +491,10 @@ class TileFifo(wiring.Component):
         fill_rows = Signal(range(depth + 1))
         fill_end = Signal(row_bits)     # fill_row + fill_size (modulo depth), a register
         filling = fill_no != alloc_no
-        # words still missing (computed from registers only): commit when exactly they arrive
-        need = Signal(signed(len(words) + 2))
-        m.d.comb += need.eq(fill_size * self._lanes - words)
+        # words of the tile being filled still missing, a register (its size times the lanes
+        # on a commit or a grant into it, less the words counted): the commit compares the
+        # cycle's count with a flip-flop, no subtraction in front
+        need = Signal(range(depth * self._lanes + 1), name="need")
         m.d.comb += [
             self.fill.base.eq(fill_row),
             self.fill.rows.eq(fill_rows),
@@ -536,7 +536,9 @@ class TileFifo(wiring.Component):
                                Mux(into_fill, fill_row + request, fill_end))),
                 (fill_no, after(fill_no + 1, fill_no)),
                 (fill_row, after(fill_row + fill_size, fill_row)),
-                (words, after(0, Mux(filling, words + added, words))),
+                (need, after(Mux(into_fill, request, size_after) * self._lanes,
+                             Mux(into_fill, request * self._lanes,
+                                 Mux(filling, need - added, need)))),
                 # the four sums formed from registers, the commit and the free selecting
                 (committed_rows, Mux(free_go, after(committed_more_less, committed_less),
                                      after(committed_more, committed_rows))),
