@@ -360,7 +360,11 @@ def markdown(report):
                 "around it (less routing pressure than inside the processor)."
                 + (f" *Before*: the same flow on the design before its paths were cut "
                    f"(`{report['baseline']['command']}`, {report['baseline']['date']}, "
-                   "kept in `fpga_baseline.json`)." if before else ""), "",
+                   "kept in `fpga_baseline.json`)." if before else "")
+                + "".join(f" Marked *not rerun*: the row of `{f['command']}` on {f['date']}, "
+                          "kept as it was (this run placed the other blocks)."
+                          for f in {b["from"]["date"]: b["from"] for b in report["blocks"]
+                                    if b.get("from")}.values()), "",
                 "| block | module | Fmax MHz | other seeds | before | LUT4 sites | FF | BRAM | DSP "
                 "| LUT mapper | critical path (ns) by block |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -373,6 +377,8 @@ def markdown(report):
             u = b["utilization"]
             crit = ", ".join(f"`{k}` {v}" for k, v in list(b["critical_blocks"].items())[:3])
             mark = " (earlier RTL)" if b.get("stale") else ""
+            if b.get("from"):
+                mark += f" (not rerun: {b['from']['date']})"
             others = " / ".join(f"{v} (seed {k})" for k, v in b.get("seeds", {}).items()
                                 if k != str(b.get("seed", 1)))
             out.append(f"| {b['block']} | `{b['module']}` | {b['fmax_mhz']}{mark} | {others} | "
@@ -418,13 +424,34 @@ def carry_depth(report, previous):
     return {**report, "depth": depth}
 
 
+def carry_blocks(report, previous):
+    """Keep the rows of the blocks placed alone that this run did not place (``--blocks`` names
+    some of them) from the ``previous`` report, marked with the run they come from, in
+    :func:`merit.flow.fpga.block_names` order: a run of a few blocks rewrites their rows, not
+    the table."""
+    if report.get("blocks") is None or not previous.get("blocks"):
+        return report
+    mine = {b["block"] for b in report["blocks"]}
+    kept = [{**b, "from": b.get("from", {"command": previous["command"],
+                                          "date": previous["date"]})}
+            for b in previous["blocks"] if b["block"] not in mine]
+    if not kept:
+        return report
+    from merit.flow.fpga import block_names
+
+    order = {name: k for k, name in enumerate(block_names())}
+    blocks = sorted(report["blocks"] + kept, key=lambda b: order.get(b["block"], len(order)))
+    return {**report, "blocks": blocks}
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     report = run(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if (out / "fpga.json").exists():
-        report = carry_depth(report, json.loads((out / "fpga.json").read_text()))
+        previous = json.loads((out / "fpga.json").read_text())
+        report = carry_blocks(carry_depth(report, previous), previous)
     (out / "fpga.json").write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     (out / "fpga.md").write_text(markdown(report))
     print(f"wrote {out / 'fpga.md'} and fpga.json")

@@ -12,7 +12,8 @@ Proved on every cycle: grants at the expected rows (wrap-around included) and on
 is free, refusal of a tile larger than the SRAM, commit exactly when the last word of a tile has
 arrived, reads of anything but committed tiles answered with zeros and flagged, writes outside the
 tile being filled dropped and flagged (so data of live tiles survive, checked by every later read),
-full / empty / used, the single-port arbitration (writes win), and the stream rules of the outputs.
+full / empty / used, the single-port arbitration (a write reaches the banks the cycle after its
+transfer and wins them then), and the stream rules of the outputs.
 
 The pytest side. Verilator runs of the tile buffer bench (``test_banks``).
 
@@ -72,6 +73,7 @@ class TileFifoModel:
         self.rdata = None             # words waiting on the rdata stream
         self.errors = {"read": 0, "write": 0, "alloc": 0, "free": 0}
         self.memory = {}              # (bank, row) -> word
+        self.held = 0                 # banks of the legal write of the previous cycle
 
     # what the outputs must be this cycle
     def full(self):
@@ -108,14 +110,14 @@ class TileFifoModel:
         inside = tile.row_set(self.depth) if tile is not None else set()
         return all(rows[i] in inside for i in range(self.lanes) if en >> i & 1)
 
-    def read_ready(self, rdata_ready, read, write):
+    def read_ready(self, rdata_ready, read):
+        # the banks take a write the cycle after its transfer (``held``); a read waits for a
+        # single-port bank being written then, whether or not the read is legal
         if self.rdata is not None and not rdata_ready:
             return False
-        if self.ports == 2 or write is None or read is None:
+        if self.ports == 2 or read is None:
             return True
-        rd_en = read[0] if self.read_legal(*read) else 0
-        wr_en = write[0] if self.write_legal(write[0], write[1]) else 0
-        return not rd_en & wr_en
+        return not read[0] & self.held
 
     # the transfers of this cycle
     def step(self, *, alloc=None, grant=False, write=None, read=None, rdata=False,
@@ -140,9 +142,11 @@ class TileFifoModel:
                 self.rdata = [0] * self.lanes
                 new["read"] = 1
             events["read_legal"] = not new["read"]
+        self.held = 0
         if write is not None:
             en, rows, words = write
             if self.write_legal(en, rows):
+                self.held = en
                 tile = self.fill_tile()
                 for i in range(self.lanes):
                     if en >> i & 1:
@@ -376,7 +380,7 @@ class TB:
         write = self.sources["write"].item if s("write__valid") else None
         read = self.sources["read"].item if s("read__valid") else None
         rdata_ready = s("rdata__ready")
-        want = m.read_ready(rdata_ready, read, write and write[:2])
+        want = m.read_ready(rdata_ready, read)
         if read is not None:
             assert s("read__ready") == want, f"{where}: read ready != {want}"
             if want is False and (m.rdata is None or rdata_ready):

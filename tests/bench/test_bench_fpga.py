@@ -184,3 +184,32 @@ def test_the_page_names_the_mapper_and_the_other_seeds():
             "the classic ABC" in text)
     with pytest.raises(SystemExit):
         fpga._parser().parse_args(["--mapper", "cp_simd=vpr"])
+
+
+def test_a_run_of_some_blocks_keeps_the_other_rows_marked():
+    def block(name, fmax, **extra):
+        return {"block": name, "module": f"meritz_{name}_n8", "fmax_mhz": fmax,
+                "utilization": {"TRELLIS_COMB": [900, 83640]}, "critical_blocks": {"x": 9.0},
+                "critical_delay_ns": 9.0, **extra}
+
+    old = {"command": "python -m bench.fpga", "date": "then",
+           "blocks": [block("rp0_sram", 84.4), block("cp_simd", 60.5),
+                      block("rp_router", 126.2)]}
+    new = {"command": "python -m bench.fpga --blocks rp0_sram", "date": "now",
+           "blocks": [block("rp0_sram", 97.6)]}
+    kept = fpga.carry_blocks(new, old)
+    assert [(b["block"], b["fmax_mhz"]) for b in kept["blocks"]] == [
+        ("rp0_sram", 97.6), ("cp_simd", 60.5), ("rp_router", 126.2)]
+    assert "from" not in kept["blocks"][0]
+    assert kept["blocks"][1]["from"] == {"command": "python -m bench.fpga", "date": "then"}
+    # carried again: still the run that placed it; a run that placed every block keeps none
+    again = fpga.carry_blocks({**new, "date": "later"}, kept)
+    assert again["blocks"][1]["from"]["date"] == "then"
+    assert fpga.carry_blocks({**old, "date": "now"}, kept)["blocks"] == old["blocks"]
+    assert fpga.carry_blocks({"blocks": None}, old) == {"blocks": None}
+    text = fpga.markdown({"command": "c", "date": "d", "machine": "m", "tools": {},
+                          "device": "LFE5U-85F", "speed_grade": 6, "configs": [],
+                          "blocks": kept["blocks"]})
+    assert "| cp_simd | `meritz_cp_simd_n8` | 60.5 (not rerun: then) |" in text
+    assert "| rp0_sram | `meritz_rp0_sram_n8` | 97.6 |" in text
+    assert "Marked *not rerun*: the row of `python -m bench.fpga` on then" in text

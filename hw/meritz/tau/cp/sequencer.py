@@ -108,6 +108,32 @@ def _times_mod8(a, s):
     return sum(Mux(s[k], a << k, 0) for k in range(3))[:3]
 
 
+def _is_successor(x, y):
+    """``x + 1 == y`` for two unsigned values of one width, without a carry chain: from the
+    low end, ``x + 1`` flips a run of ones of ``x`` to zeros and the zero above them to a one,
+    so the bit pairs ``(x_i, y_i)`` read (1, 0) ... (1, 0), then one (0, 1), then equal bits.
+    Each condition looks at two neighbouring bit pairs (one LUT each), then an AND of them."""
+    width = len(x)
+    ones = [x[i] & ~y[i] for i in range(width)]      # inside the run: (1, 0)
+    flip = [~x[i] & y[i] for i in range(width)]      # its end: (0, 1)
+    same = [~(x[i] ^ y[i]) for i in range(width)]
+    terms = [ones[0] | flip[0], ~ones[width - 1]]    # the run ends inside the width
+    for i in range(1, width):
+        terms.append(Mux(ones[i - 1], ones[i] | flip[i], same[i]))
+    return Cat(*terms).all()
+
+
+def _sum_less_one(x, y):
+    """``x + y - 1`` (one bit wider than the operands, modulo that width) with one carry chain:
+    a carry-save step adds the -1 (all ones) to ``x`` and ``y`` bit by bit (sum ``~(x ^ y)``,
+    carry ``x | y``), then one addition."""
+    width = max(len(x), len(y)) + 1
+    xs, ys = x.as_unsigned(), y.as_unsigned()
+    low = len(xs ^ ys)
+    return (Cat(~(xs ^ ys), Const((1 << (width - low)) - 1, width - low))
+            + Cat(Const(0, 1), xs | ys))[:width]
+
+
 class Sequencer(wiring.Component):
     """Issues the commands of the SIMD array for each job.
 
@@ -446,17 +472,22 @@ class Sequencer(wiring.Component):
                      prep.first_tile.eq(Cat(*[p.a_origin[jj] == 0 for jj in range(DIMS)]).all())]
         for jj in range(DIMS):
             o, e = p.a_origin[jj], p.a_extent[jj]
-            a_end = (o + e)[:INDEX.width]
+            end_less = _sum_less_one(o, e)
             shape = cfg.a_shape[jj]
             gshape = p.p_groups[jj]
             m.d.comb += [
                 prep.end_carry[jj].eq((o + e)[INDEX.width]),
                 prep.origin.first[jj].eq(o == 0),
-                prep.origin.last[jj].eq(o + 1 == shape),
-                prep.origin.wrap[jj].eq(o + 1 == a_end),
+                # ``o + 1 == shape`` and ``o + 1 == a_end`` without an adder in front of the
+                # comparison (the second is ``e == 1`` unless ``o + 1`` leaves 16 bits)
+                prep.origin.last[jj].eq(_is_successor(o, shape)),
+                prep.origin.wrap[jj].eq((e == 1) & ~o.all()),
                 prep.o_next[jj].eq(o + 1),
                 prep.s_less[jj].eq(Mux(shape == 0, none, shape - 1)),
-                prep.e_less[jj].eq(Mux(a_end == 0, none, a_end - 1)),
+                # ``a_end - 1`` is ``o + e - 1`` modulo 2**16 (one carry chain), ``a_end == 0``
+                # that it is all ones
+                prep.e_less[jj].eq(Mux(end_less[:INDEX.width].all(), none,
+                                       end_less[:INDEX.width])),
                 prep.gs_less[jj].eq(Mux(gshape == 0, none, gshape - 1)),
                 prep.par_step[jj].eq(Const(1, 1) << cfg.lane_bits[jj]),
                 prep.gwrap[jj].eq(gshape == 1),

@@ -239,6 +239,10 @@ class BankedSram(wiring.Component):
         a bank that was not enabled reads as 0.
     write : In(stream.Signature(write_request_layout(lanes, depth, width)))
         Write request: ``en``, ``row[i]``, ``data[i]``. Always ready.
+    read_ok : In(1, init=1)
+        Whether the read request of this cycle is answered with its words: a read with
+        ``read_ok`` = 0 still reads (and is arbitrated for) its banks, and its words come out 0.
+        It only enters ``rdata``'s register, not the bank ports.
     """
 
     def __init__(self, *, lanes, depth, width=16, ports=1, bank_macro=None):
@@ -251,6 +255,7 @@ class BankedSram(wiring.Component):
             "read": In(stream.Signature(read_request_layout(lanes, depth))),
             "rdata": Out(stream.Signature(data.ArrayLayout(signed(width), lanes))),
             "write": In(stream.Signature(write_request_layout(lanes, depth, width))),
+            "read_ok": In(1, init=1),
         })
 
     @property
@@ -297,7 +302,7 @@ class BankedSram(wiring.Component):
 
         enabled = Signal(self._lanes)       # banks of the read whose words are on rdata
         with m.If(read_go):
-            m.d.sync += [self.rdata.valid.eq(1), enabled.eq(rd.en)]
+            m.d.sync += [self.rdata.valid.eq(1), enabled.eq(Mux(self.read_ok, rd.en, 0))]
         with m.Elif(self.rdata.ready):
             m.d.sync += self.rdata.valid.eq(0)
 
@@ -424,7 +429,6 @@ class TileFifo(wiring.Component):
             Signal(row_bits, name=name) for name in ("head_row", "fill_row", "announce_row",
                                                      "tail_row"))
         committed_rows = Signal(range(depth + 1))
-        words = Signal(range(depth * self._lanes + 1))    # words of the tile being filled so far
 
         def slot(number):
             return number[:slot_bits] if slot_bits else 0
@@ -433,7 +437,9 @@ class TileFifo(wiring.Component):
         m.d.comb += live.eq(alloc_no - free_no)
 
         # free (the handshake; its bookkeeping below)
-        free_size = sizes[slot(free_no)]
+        # the size of the oldest tile, a register (``sizes[free_no]`` while a tile is live),
+        # loaded below from the next slot on a free and from the request on a grant into it
+        free_size = Signal(range(depth + 1))
         m.d.comb += self.free.ready.eq(free_no != announce_no)
         free_go = Signal()
         misfree = self.free.valid & self.free.ready & (self.free.payload != tail_row)
@@ -442,10 +448,14 @@ class TileFifo(wiring.Component):
             self.misfree.eq(misfree),
         ]
 
-        # allocate
+        # allocate. The free rows (``depth - used``) are a register kept with ``used``, and the
+        # request's high bits are tested apart: one short comparison from the request to ``fits``
         request = self.alloc.payload
+        room = Signal(range(depth + 1), init=depth)
+        room_bits = len(room)
         refused = (request == 0) | (request > depth)
-        fits = (request <= depth - self.used) & (live != tiles)
+        tiles_live = alloc_no == (free_no ^ (1 << slot_bits))   # live == max_tiles
+        fits = ((request[room_bits:] == 0) & (request[:room_bits] <= room)) & ~tiles_live
         m.d.comb += self.alloc.ready.eq((~self.grant.valid | self.grant.ready) & (refused | fits))
         alloc_go = self.alloc.valid & self.alloc.ready
         granted = alloc_go & ~refused
@@ -458,6 +468,11 @@ class TileFifo(wiring.Component):
             ]
         with m.Elif(self.grant.ready):
             m.d.sync += self.grant.valid.eq(0)
+        next_free = (free_no + 1)[:slot_bits + 1]
+        m.d.sync += free_size.eq(Mux(free_go,
+                                     Mux(granted & (alloc_no == next_free), request,
+                                         sizes[slot(next_free)]),
+                                     Mux(granted & (alloc_no == free_no), request, free_size)))
         with m.If(granted):
             m.d.sync += [
                 sizes[slot(alloc_no)].eq(request),
@@ -476,9 +491,10 @@ class TileFifo(wiring.Component):
         fill_rows = Signal(range(depth + 1))
         fill_end = Signal(row_bits)     # fill_row + fill_size (modulo depth), a register
         filling = fill_no != alloc_no
-        # words still missing (computed from registers only): commit when exactly they arrive
-        need = Signal(signed(len(words) + 2))
-        m.d.comb += need.eq(fill_size * self._lanes - words)
+        # words of the tile being filled still missing, a register (its size times the lanes
+        # on a commit or a grant into it, less the words counted): the commit compares the
+        # cycle's count with a flip-flop, no subtraction in front
+        need = Signal(range(depth * self._lanes + 1), name="need")
         m.d.comb += [
             self.fill.base.eq(fill_row),
             self.fill.rows.eq(fill_rows),
@@ -487,6 +503,13 @@ class TileFifo(wiring.Component):
         next_no = (fill_no + 1)[:slot_bits + 1]
         alloc_next = Mux(granted, alloc_no + 1, alloc_no)[:slot_bits + 1]
         size_after = sizes[slot(fill_no + 1)]
+
+        committed_more = Signal.like(committed_rows)
+        committed_less = Signal.like(committed_rows)
+        committed_more_less = Signal.like(committed_rows)
+        m.d.comb += [committed_more.eq(committed_rows + fill_size),
+                     committed_less.eq(committed_rows - free_size),
+                     committed_more_less.eq(committed_rows + fill_size - free_size)]
 
         def following(counted):
             """The next values of the fill registers and of ``committed_rows`` if the cycle's
@@ -513,15 +536,21 @@ class TileFifo(wiring.Component):
                                Mux(into_fill, fill_row + request, fill_end))),
                 (fill_no, after(fill_no + 1, fill_no)),
                 (fill_row, after(fill_row + fill_size, fill_row)),
-                (words, after(0, Mux(filling, words + added, words))),
-                (committed_rows, (committed_rows + after(fill_size, 0)
-                                  - Mux(free_go, free_size, 0))),
+                (need, after(Mux(into_fill, request, size_after) * self._lanes,
+                             Mux(into_fill, request * self._lanes,
+                                 Mux(filling, need - added, need)))),
+                # the four sums formed from registers, the commit and the free selecting
+                (committed_rows, Mux(free_go, after(committed_more_less, committed_less),
+                                     after(committed_more, committed_rows))),
             ]
 
         for (reg, if_counted), (_, if_not) in zip(following(True), following(False),
                                                   strict=True):
             value = Signal.like(reg, name=f"{reg.name}_next")
-            m.d.comb += value.eq(Mux(self.filled_valid, if_counted, if_not))
+            answers = [Signal.like(reg, name=f"{reg.name}_if_{k}", attrs={"keep": 1})
+                       for k in ("counted", "not")]
+            m.d.comb += [answers[0].eq(if_counted), answers[1].eq(if_not)]
+            m.d.comb += value.eq(Mux(self.filled_valid, *answers))
             m.d.sync += reg.eq(value)
 
         # announce
@@ -540,7 +569,11 @@ class TileFifo(wiring.Component):
             m.d.sync += [free_no.eq(free_no + 1), tail_row.eq(tail_row + free_size)]
 
         used = Signal(range(depth + 1))
-        m.d.sync += used.eq(used + Mux(granted, request, 0) - Mux(free_go, free_size, 0))
+        # the four answers of a grant and a free formed beside them, which select last
+        for reg, freed, taken in ((used, used - free_size, used + request),
+                                  (room, room + free_size, room - request)):
+            both = freed + (request if reg is used else -request)
+            m.d.sync += reg.eq(Mux(free_go, Mux(granted, both, freed), Mux(granted, taken, reg)))
         m.d.comb += [
             self.used.eq(used),
             self.readable.base.eq(tail_row),
@@ -578,9 +611,13 @@ class TileBuffer(wiring.Component):
     - a read must fall entirely into committed tiles. Any other read is still answered, with all
       words 0, and sets ``errors.read``: an uncommitted tile is never read.
 
-    Writes win over reads on single-port banks (see :class:`BankedSram`); a dropped write does not
-    hold up a read. The collector writes every word of a tile exactly once (pad words included),
-    since commit counts words.
+    The check and the commit count are made in the cycle a write arrives; the banks take the
+    write the cycle after, from a register (so that the bank ports see flip-flops, not the
+    check). On single-port banks a read of one of its banks in that cycle waits one cycle (writes
+    win, see :class:`BankedSram`); on two-port banks such a read of the row being written gets
+    the new word. A dropped write never reaches the banks and holds up no read; a refused read
+    reads its banks and comes out as zeros. The collector writes every word of a tile exactly
+    once (pad words included), since commit counts words.
 
     Parameters
     ----------
@@ -646,7 +683,6 @@ class TileBuffer(wiring.Component):
         wiring.connect(m, fifo.grant, wiring.flipped(self.grant))
         wiring.connect(m, fifo.committed, wiring.flipped(self.committed))
         wiring.connect(m, wiring.flipped(self.free), fifo.free)
-        wiring.connect(m, sram.rdata, wiring.flipped(self.rdata))
         m.d.comb += [self.used.eq(fifo.used), self.full.eq(fifo.full),
                      self.empty.eq(fifo.empty), self.fill.eq(fifo.fill)]
 
@@ -658,19 +694,37 @@ class TileBuffer(wiring.Component):
                            for i in lanes).all()),
             write_ok.eq(Cat(~wr.en[i] | _inside(wr.row[i], fifo.fill, fifo.fill_end)
                             for i in lanes).all()),
+            # a read reads its banks whatever its check says; a refused one's words come out 0
             sram.read.valid.eq(self.read.valid),
-            sram.read.payload.row.eq(rd.row),
-            sram.read.payload.en.eq(Mux(read_ok, rd.en, 0)),
+            sram.read.payload.eq(rd),
+            sram.read_ok.eq(read_ok),
             self.read.ready.eq(sram.read.ready),
-            sram.write.valid.eq(self.write.valid),
-            sram.write.payload.row.eq(wr.row),
-            sram.write.payload.data.eq(wr.data),
-            sram.write.payload.en.eq(Mux(write_ok, wr.en, 0)),
-            self.write.ready.eq(sram.write.ready),
+            self.write.ready.eq(1),
         ]
         write_go = self.write.valid & self.write.ready
         m.d.comb += [fifo.filled.eq(sum(wr.en[i] for i in lanes)),
                      fifo.filled_valid.eq(write_go & write_ok)]
+
+        # the banks take a write the cycle after it arrives, from a register: the check and the
+        # FIFO's count are made in the cycle it arrives, the bank ports see flip-flops only
+        held = Signal(write_request_layout(self._lanes, self._depth, self._width))
+        held_valid = Signal()
+        m.d.sync += [held_valid.eq(write_go & write_ok & wr.en.any()), held.eq(wr)]
+        m.d.comb += [sram.write.valid.eq(held_valid), sram.write.payload.eq(held)]
+        if self._ports == 2:
+            # a read in the cycle a held write goes reads the bank's old word: the held word
+            # takes its place (per bank, where the rows are the same)
+            hit = Signal(self._lanes)
+            word = Signal.like(held.data)
+            with m.If(sram.read.valid & sram.read.ready):
+                m.d.sync += [hit.eq(Cat(held_valid & held.en[i] & rd.en[i] & read_ok
+                                        & (held.row[i] == rd.row[i]) for i in lanes)),
+                             word.eq(held.data)]
+            m.d.comb += [self.rdata.payload[i].eq(Mux(hit[i], word[i], sram.rdata.payload[i]))
+                         for i in lanes]
+        else:
+            m.d.comb += self.rdata.payload.eq(sram.rdata.payload)
+        m.d.comb += [self.rdata.valid.eq(sram.rdata.valid), sram.rdata.ready.eq(self.rdata.ready)]
 
         read_error = self.read.valid & self.read.ready & ~read_ok
         write_error = write_go & ~write_ok
