@@ -88,15 +88,16 @@ bench-golden: $(STAMP)
 
 # one TAU of 32 lanes at 8 B/cycle over the benchmark workloads -> docs/results/tau.md; then the
 # paper's Tables VIII/IX on MERIT-z (4 TAUs x 32 lanes; whole layers where the model predicts
-# under 1 million cycles, else slices) and Fig. 15 in RTL at 32, 64, 128 and 256 ALUs
+# under 3 million cycles for all of the layer, one group of a layer of groups, else slices) and
+# Fig. 15 in RTL at 32, 64, 128 and 256 ALUs
 # -> docs/results/utilization.md (builds of a few minutes each, then about an hour of simulation);
 # then the same rows with the CP's partial-result SRAM at 8 KB instead of 5 KB, beside the 5 KB
 # runs -> docs/results/partial_store.md (one more build, minutes of simulation)
 bench-hw: $(STAMP)
 	$(PY) -m bench.tau --lanes 32 --dram-bytes-per-cycle 8
-	$(PY) -m bench.top --lanes 32 --taus 4 --dram-bytes-per-cycle 8 --whole-under 1000000 \
+	$(PY) -m bench.top --lanes 32 --taus 4 --dram-bytes-per-cycle 8 --whole-under 3000000 \
 		--scaling --scaling-taus 0 2 4 8
-	$(PY) -m bench.top --lanes 32 --taus 4 --dram-bytes-per-cycle 8 --whole-under 1000000 \
+	$(PY) -m bench.top --lanes 32 --taus 4 --dram-bytes-per-cycle 8 --whole-under 3000000 \
 		--cp-bytes 8192
 
 synth: $(STAMP)

@@ -159,20 +159,22 @@ ONE_TAU_SLOTS = 24
 
 def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20):
     """``(problems, "full" or "slice")``: the tuple of problems row ``name`` simulates, one
-    after the other: the whole layer when its problems run once each (one layer, or
-    ``Row.split``: one layer run as several problems) and ``merit.perf`` predicts fewer than
-    ``whole_under`` cycles for them, else the row's slice
-    (:meth:`merit.paper.Row.slice_problems`). The prediction is that of the default CP size
-    (``merit.arch.CP_BYTES``), so that a run with another (``--cp-bytes``) simulates the same
-    problems as the tables it is compared with."""
+    after the other: the whole layer when it is one layer (one problem, or ``Row.split``: one
+    layer run as several problems) and ``merit.perf`` predicts fewer than ``whole_under``
+    cycles for all of it, else the row's slice (:meth:`merit.paper.Row.slice_problems`). A
+    layer of ``k`` groups (one problem repeated ``k`` times: the same kernel on each group's
+    data, one group after the other) runs one group: the others take the same cycles. The
+    prediction is that of the default CP size (``merit.arch.CP_BYTES``), so that a run with
+    another (``--cp-bytes``) simulates the same problems as the tables it is compared with."""
     r = row(name)
     full = r.full()
-    if whole_under and (len(full) == 1 and full[0][1] == 1 or r.split):
+    if whole_under and (len(full) == 1 or r.split):
         from merit.perf import predict_problem
         layer = tuple(p for p, _ in full)
-        cycles = sum(predict_problem(p, lanes=lanes, taus=max(taus or 1, 1),
-                                     dram_bytes_per_cycle=bandwidth, latency=latency).cycles
-                     for p in layer)
+        cycles = sum(repeat * predict_problem(p, lanes=lanes, taus=max(taus or 1, 1),
+                                              dram_bytes_per_cycle=bandwidth,
+                                              latency=latency).cycles
+                     for p, repeat in full)
         if cycles < whole_under:
             return layer, "full"
     return r.slice_problems(), "slice"
@@ -253,6 +255,9 @@ def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_unde
                       seed=seed, done=done, whole_under=whole_under, cp_bytes=cp_bytes)
     whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
     part = "whole layer" if whole else r.slice_what
+    groups = r.full()[0][1] if len(r.full()) == 1 else 1
+    if entry["simulated"] == "full" and groups > 1:
+        part += f" (one of its {groups} groups, the same kernel on each group's data)"
     if entry.get("runs"):
         part += f" ({len(entry['runs'])} problems, one run after the other)"
     return dict(entry, table=r.table, label=r.label, paper=r.paper, what=r.what,
@@ -700,8 +705,9 @@ def main(argv=None):
                         help="TAU counts simulated for Fig. 15 (0: one TAU alone, driven by "
                              "the bench; the TAU count of the tables reuses their runs)")
     parser.add_argument("--whole-under", type=int, default=0, metavar="CYCLES",
-                        help="simulate a row's whole layer (one problem) when the model predicts "
-                             "fewer cycles than this for it (default 0: slices)")
+                        help="simulate a row's whole layer (one layer: one problem, its groups, "
+                             "or a split layer) when the model predicts fewer cycles than this "
+                             "for all of it (default 0: slices; a layer of groups runs one group)")
     parser.add_argument("--share-prediction", type=int, nargs="+", metavar="TAUS",
                         help="also predict (model only) the Fig. 15 rows with 1-D and 2-D "
                              "operand sharing on these TAU counts")

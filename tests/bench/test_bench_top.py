@@ -68,6 +68,20 @@ def test_whole_layers_under_the_limit_are_simulated_whole():
     assert M.simulated("gemm")[1] == "slice"
 
 
+def test_a_layer_of_groups_runs_one_group_when_all_of_it_is_under_the_limit():
+    """AlexNet CONV5: two groups of the same kernel; the limit is on both groups' cycles, and
+    the run is one group (the table's utilization is the layer's: the groups take the same
+    cycles one after the other)."""
+    from merit.perf import predict_problem
+    (problem, groups), = row("alexnet_conv5").full()
+    one = predict_problem(problem, lanes=32, taus=4).cycles
+    assert groups == 2
+    (ran,), part = M.simulated("alexnet_conv5", whole_under=2 * one + 1)
+    assert part == "full" and M.describe_problem(ran) == M.describe_problem(problem)
+    assert M.simulated("alexnet_conv5", whole_under=2 * one)[1] == "slice"
+    assert M.simulated("alexnet_conv5", whole_under=one + 1)[1] == "slice"
+
+
 def test_render_lists_the_share_prediction_with_its_bounds():
     point = [{"variant": label, "cycles": 1000 - 100 * k, "std": 0.4 + 0.1 * k,
               "tile": [8, 8], "groups": [[0, 2], [2, 4]][:k], "read_bytes": 1,
