@@ -134,15 +134,9 @@ def test_the_sm_models_extras_get_lean_and_vread_copies(monkeypatch):
 
 
 @pytest.mark.gpu
-def test_added_candidates_match_float64_on_the_device():
+def test_added_candidates_match_float64_on_the_device(cupy):
     """Every tile the additions bring to a skinny GEMM, a ragged GEMM and a small batch-1
     convolution, run on NaN-poisoned outputs against float64."""
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
     from merit.gpu import run
 
     rng = np.random.default_rng(11)

@@ -87,15 +87,9 @@ def test_second_round_off_and_tensor_cores(monkeypatch):
 
 
 @pytest.mark.gpu
-def test_tuned_sums_match_float64_on_the_device(tmp_path):
+def test_tuned_sums_match_float64_on_the_device(tmp_path, cupy):
     """The autotuner, both extras on, from an empty tile cache: its choice on a ragged GEMM and
     a 1x1 stride-2 convolution, on NaN-poisoned outputs against float64."""
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("no CUDA device")
     from merit.gpu import prepare
     from merit.gpu.runtime import TileCache
 
