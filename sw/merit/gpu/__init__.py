@@ -270,26 +270,20 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
     cands = rank(spec, count=TUNED + extra if tune else 1, device=model)
     best = cands[0]
     if tune and len(cands) > 1:
-        _compile_all(spec, cands)
-        times = []
-        for t in cands:
-            try:
-                ms = runtime.time_launch(
-                    runtime.launcher(spec, t, half_inputs if t.half else inputs, out),
-                    min_ms=5.0, batches=3)
-            except Exception:  # a candidate that fails to compile or launch is skipped
-                continue
-            times.append((ms, t))
+        def timed(tiles):
+            _compile_all(spec, tiles)
+            for t in tiles:
+                try:
+                    ms = runtime.time_launch(
+                        runtime.launcher(spec, t, half_inputs if t.half else inputs, out),
+                        min_ms=5.0, batches=3)
+                except Exception:  # a candidate that fails to compile or launch is skipped
+                    continue
+                yield ms, t
+
+        times = list(timed(cands))
         # the second round: the forms of the fastest plain tiles (SIMT sums)
-        more = timed_variants(spec, times, model)
-        _compile_all(spec, more)
-        for t in more:
-            try:
-                ms = runtime.time_launch(runtime.launcher(spec, t, inputs, out),
-                                         min_ms=5.0, batches=3)
-            except Exception:
-                continue
-            times.append((ms, t))
+        times += timed(timed_variants(spec, times, model))
         if times:
             best = min(times, key=lambda mt: mt[0])[1]
         cache.put(device, spec, best)
