@@ -182,6 +182,17 @@ def test_yosys_errors_name_the_module_and_the_log(tmp_path):
         synth.synthesize_verilog(tmp_path / "broken.v", "absent", tmp_path / "work2")
 
 
+def test_a_tool_error_leaves_out_the_tools_own_source_location():
+    log = ("-- Running command `synth_ecp5' --\n"
+           "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed in "
+           "/src/yosys/kernel/rtlil.cc:3091.\nEnd of script.\n")
+    assert synth.last_error(log) == \
+        "ERROR: Assert `GetSize(conn.first) == GetSize(conn.second)' failed."
+    assert synth.last_error("ERROR: Module `absent' not found!") == \
+        "ERROR: Module `absent' not found!"
+    assert synth.last_error("no error line\n") == "no error line"
+
+
 def test_bad_family_and_component(tmp_path):
     source = tmp_path / "good.v"
     source.write_text("module good(input a, output y); assign y = ~a; endmodule\n")

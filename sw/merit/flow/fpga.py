@@ -321,11 +321,12 @@ def breakdown_config(lanes, taus, work_root="build/fpga", **options):
 
 
 def _last_error(result, log=None):
+    from merit.flow.synth import last_error
+
     text = result.stdout + result.stderr
     if log is not None and Path(log).exists():
         text += Path(log).read_text(errors="replace")
-    errors = [line for line in text.splitlines() if "ERROR" in line]
-    return errors[-1].strip() if errors else text.strip()[-300:]
+    return last_error(text)
 
 
 def _pnr_args(device, freq_mhz, seed, router=None):

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["CELL_AREAS", "FPGA_FAMILIES", "SynthesisError", "liberty", "yosys_version",
-           "synthesize", "synthesize_verilog", "fpga_fit", "fpga_fit_verilog"]
+__all__ = ["CELL_AREAS", "FPGA_FAMILIES", "SynthesisError", "last_error", "liberty",
+           "yosys_version", "synthesize", "synthesize_verilog", "fpga_fit", "fpga_fit_verilog"]
 
 #: Area of each cell of the generic library in NAND2 equivalents: (area, Liberty function, inputs).
 #: The ratios are those of the X1 cells of an open 45 nm library (NanGate FreePDK45 Open Cell
@@ -69,6 +69,19 @@ FPGA_FAMILIES = {
 }
 
 _DEFAULT_TIMEOUT = 1200
+
+
+#: A tool's own source location in its assertion messages (``failed in /src/rtlil.cc:3091.``):
+#: a path of the machine the tool was built on, which says nothing about the design.
+_SOURCE_LOCATION = re.compile(r" in \S+\.(?:cc|cpp|c|h|hpp):\d+")
+
+
+def last_error(text):
+    """The last ``ERROR`` line of a tool's output (Yosys, nextpnr), without the tool's own source
+    location; the end of the output where no line says ``ERROR``."""
+    errors = [line for line in text.splitlines() if "ERROR" in line]
+    line = errors[-1].strip() if errors else text.strip()[-300:]
+    return _SOURCE_LOCATION.sub("", line)
 
 
 class SynthesisError(RuntimeError):
@@ -169,9 +182,8 @@ def _yosys_flow(names, top, script, work, timeout, what, cache):
         log = work / "yosys.log"
         text = result.stdout + result.stderr + (log.read_text(errors="replace")
                                                 if log.exists() else "")
-        errors = [line for line in text.splitlines() if "ERROR" in line]
-        detail = errors[-1].strip() if errors else result.stderr.strip()[-300:]
-        raise SynthesisError(f"{what} of {top} failed: {detail} (log: {work / 'yosys.log'})")
+        raise SynthesisError(f"{what} of {top} failed: {last_error(text)} "
+                             f"(log: {work / 'yosys.log'})")
     seconds = round(time.monotonic() - started, 1)
     done.write_text(json.dumps({"key": key, "seconds": seconds}) + "\n")
     return seconds
