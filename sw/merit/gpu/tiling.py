@@ -999,6 +999,14 @@ EPI_TUNED = True
 EPI_BUFFERS = (2, 4)
 #: ... each also with these L2 cache hints (``Tile.evict``: 1 the bulk stores evict-first).
 EVICT_TUNED = (1,)
+#: ... and the form staging the whole output tile (``epi`` = a warpgroup's chunks: no consumer
+#: waits for the copy engine to read a staging buffer before the next output tile's products,
+#: the stores drain while they run), with the k tile halved where only that leaves room for
+#: the staging beside the ring (a 128 x 256 fp32 tile is 128 KB), would be timed too.  Off: on
+#: GEMM 4096^3 (H100, ``whole_probe.sh``, two runs) the BK 32 form took 0.230-0.233 ms FP16 and
+#: 0.224-0.225 BF16 against 0.2135-0.2156 / 0.203-0.205 for the BK 64 tiles with 2 staging
+#: buffers: BK 32's k loop costs more than the staging hides (see ``docs/gpu.md``).
+EPI_WHOLE = False
 
 
 def _staged(spec, tile, device):
@@ -1009,8 +1017,16 @@ def _staged(spec, tile, device):
         return []
     cap = device.smem_block - 1024
     out = []
-    for n in EPI_BUFFERS:
-        e = _replace(tile, epi=n)
+    forms = [_replace(tile, epi=n) for n in EPI_BUFFERS]
+    whole = 8 * tile.frags[1] // ldsm.EPI_COLS
+    if EPI_WHOLE and whole not in EPI_BUFFERS:
+        for chunk in (tile.chunk, tile.chunk // 2):
+            e = _replace(tile, epi=whole, chunk=chunk)
+            if (not ldsm.wgmma_fits(spec, e) and ldsm.epi_plan(spec, e) is not None
+                    and _smem_bytes(spec, e) <= cap):
+                forms.append(e)
+                break
+    for e in forms:
         if ldsm.epi_plan(spec, e) is None or _smem_bytes(spec, e) > cap:
             continue
         g = persist_blocks(spec, e, device)

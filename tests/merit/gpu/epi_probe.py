@@ -11,8 +11,8 @@ stores switched off at run time (each store under a condition the compiler canno
 difference is the share of the time the epilogue's stores cost.
 
 ``PYTHONPATH=sw python tests/merit/gpu/epi_probe.py [--prec fp16,bf16] [--match LABEL,...]
-[--nostore] [--hints] [--evict] [--out DIR]``: one line per tile and form, a JSON file under
-``--out``."""
+[--nostore] [--hints] [--evict] [--also 'FIELD=V,FIELD=V;...'] [--out DIR]``: one line per
+tile and form, a JSON file under ``--out``."""
 
 import argparse
 import dataclasses
@@ -113,12 +113,16 @@ def main():
     ap.add_argument("--grids", default="",
                     help="cluster tiles: also with these persistent grids, e.g. '128,120'")
     ap.add_argument("--extra", default="", help="Tile field overrides, e.g. 'epi=2;epi=4'")
+    ap.add_argument("--also", default="",
+                    help="sets of Tile field overrides applied together to each matched tile, "
+                         "each set a further tile, e.g. 'chunk=32,epi=8;chunk=32'")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     import cupy as cp
     import torch
 
     from merit.gpu import TUNED, _compile_all
+    from merit.gpu.ldsm import wgmma_fits
     from merit.gpu.runtime import launcher, ptxas_logs, time_launch, to_device
     from merit.gpu.spec import OPERAND_DTYPES, spec_of
     from merit.gpu.tiling import H100, WG_TUNED, rank
@@ -144,6 +148,11 @@ def main():
         for ov in filter(None, args.extra.split(";")):
             k, v = ov.split("=")
             tiles += [dataclasses.replace(t, **{k: int(v)}) for t in list(tiles)]
+        base = list(tiles)
+        for ov in filter(None, args.also.split(";")):
+            kw = {k: int(v) for k, v in (f.split("=") for f in ov.split(","))}
+            tiles += [u for u in (dataclasses.replace(t, **kw) for t in base)
+                      if u not in tiles and not wgmma_fits(spec, u)]
         if args.clusters:
             tiles += [dataclasses.replace(t, cluster=2, persist=t.persist - t.persist % 2)
                       for t in list(tiles) if t.persist and t.cluster == 1]

@@ -573,7 +573,8 @@ def test_wgmma_staged_epilogue():
     stores them (clipped at the output's edges) while the next output tile's products run.
     Ragged GEMMs and an FC layer (tiles past the edge, K not a multiple of the k tile), tile
     counts that are no multiple of the grid, a grid larger than the tiles, 2 to 8 chunks per
-    warpgroup, 3 and 4 buffers, MN-major and K-major B; FP16 / BF16 on half arrays, TF32 on
+    warpgroup (and as many buffers: the whole tile staged), 3 and 4 buffers, MN-major and K-major
+    B; FP16 / BF16 on half arrays, TF32 on
     float32 arrays; twice each, against float64 on the rounded operands."""
     from merit.gpu import ldsm
     from merit.gpu.tiling import check_tile
@@ -588,8 +589,11 @@ def test_wgmma_staged_epilogue():
     seen = set()
     for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=53):
         grid = next(g for p, _, g in cases if p is problem)
-        for chunk, stages, persist, epi in ((64, 4, grid, 2), (32, 3, grid, 4), (64, 3, 1000, 2)):
+        for chunk, stages, persist, epi in ((64, 4, grid, 2), (32, 3, grid, 4), (64, 3, 1000, 2),
+                                            (32, 4, grid, 0)):
             fn = shape["frags"][1]
+            if not epi:   # the whole output tile staged (tiling.EPI_WHOLE)
+                epi = 8 * fn // 32
             if (8 * fn // 32) % epi:
                 epi = 2
             tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=problem.name == "gemm",

@@ -11,7 +11,7 @@ import pytest
 from sm90 import assert_builds_without_spills
 
 from merit import workloads as W
-from merit.gpu import TUNED, ldsm
+from merit.gpu import TUNED, ldsm, tiling
 from merit.gpu.ldsm import EPI_BYTES, EPI_COLS, epi_offset, epi_plan, smem_bytes, source
 from merit.gpu.spec import OPERAND_DTYPES, spec_of
 from merit.gpu.tiling import H100, WG_TUNED, check_tile, rank
@@ -202,7 +202,7 @@ def test_refusals():
     assert epi_plan(conv, dataclasses.replace(ct, epi=2)) is None
 
 
-def test_candidates():
+def test_candidates(monkeypatch):
     """The staged forms (2 and 4 buffers where they fit) sit beside the persistent GEMM tiles,
     with the grid their shared memory leaves; none for a convolution or the areg tiles."""
     spec = _half_spec(W.gemm(4096, 4096, 4096))
@@ -219,6 +219,17 @@ def test_candidates():
                 u.persist and not u.epi and dataclasses.replace(u, epi=t.epi, evict=t.evict,
                                                                 persist=t.persist)
                 == t for u in tiles)
+    # the whole tile staged (tiling.EPI_WHOLE, off): 8 buffers a warpgroup fit beside 4 of
+    # the ring only at BK 32, and 3 at BK 32 (BK 64 leaves no room)
+    assert not any(t.epi == 8 for t in tiles)
+    monkeypatch.setattr(tiling, "EPI_WHOLE", True)
+    whole = [t for t in rank(spec, count=TUNED + WG_TUNED, device=H100) if t.epi == 8]
+    labels = {t.label() for t in whole}
+    assert "fp16_b128x256_w8x1_f1x32_k32_wg_h4_mn_ws_tma_g132_e8" in labels
+    assert "fp16_b128x256_w8x1_f1x32_k32_wg_h3_mn_ws_tma_g132_e8" in labels
+    assert all(t.chunk == 32 and t.persist == 132 for t in whole)
+    assert all(smem_bytes(spec, t) <= H100.smem_block - 1024 for t in whole)
+    assert max(smem_bytes(spec, t) for t in whole) == 231424
     vgg = _half_spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1))
     assert not any(t.epi for t in rank(vgg, count=TUNED + WG_TUNED, device=H100))
     tf = spec_of(W.gemm(4096, 4096, 4096), "float32", "tf32")
