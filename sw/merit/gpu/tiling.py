@@ -14,9 +14,11 @@ footprint too large for the smallest tile) it is read through the read-only data
 post inputs are read once per output and always go through the cache.
 """
 
+import dataclasses
 import functools
 import itertools
 import math
+import operator
 import re
 
 import numpy as np
@@ -70,16 +72,19 @@ def _state_words(spec):
 
 def shared_inputs(spec, tile, device=H100):
     """Per input, whether the rule in the module docstring sends it through shared memory."""
-    lanes = tile.nthreads * tile.nregs
-    ext = extents(spec, tile)
+    return _shared_rule(spec, tile.nthreads * tile.nregs, tuple(tile.block), tile.chunk)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _shared_rule(spec, lanes, block, chunk):
+    ext = extents(spec, Tile((1,) * len(block), block, chunk))
     steps = math.prod(ext[spec.np:])
     out = []
     for k, op in enumerate(spec.inputs):
         if op.stage != "loop" or spec.na == 0:
             out.append(False)
             continue
-        probe = Tile(tile.threads, tile.regs, tile.chunk)
-        g = geometry(spec, probe, k)
+        g = geometry(spec, Tile((1,) * len(block), block, chunk), k)
         out.append(lanes * steps >= 2 * g.elements and g.elements * 4 <= SMEM_CAP)
     return tuple(out)
 
@@ -102,21 +107,26 @@ def _unroll(spec, chunk, limit=None):
 
 def _reg_footprint(spec, tile, k, unroll):
     """Distinct elements of input k one thread touches per unrolled region (Eq. 9 on registers)."""
+    return _reg_elems(spec, k, tuple(tile.regs), tuple(tile.run(j) for j in range(spec.np)),
+                      extents(spec, tile)[spec.np:], unroll)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _reg_elems(spec, k, regs, runs, aext, unroll):
     tr = spec.inputs[k].transform
     P = spec.np
     n = {}
     for j in range(P):
-        n[j] = tile.regs[j]
-    ext = extents(spec, tile)
+        n[j] = regs[j]
     for i in range(spec.na - unroll, spec.na):
-        n[P + i] = ext[P + i]
+        n[P + i] = aext[i]
     total = 1
     for terms in tr.terms:
         side, copies = 1, 1
         for pos, s in terms:
             if pos in n and n[pos] > 1:
                 if pos < P:
-                    g = tile.run(pos)
+                    g = runs[pos]
                     copies *= n[pos] // g
                     side += (g - 1) * abs(s)
                 else:
@@ -228,6 +238,59 @@ def estimate(spec, tile, device=H100, detail=True, tail="wave"):
         nb *= split
         ntiles = -(-ntiles // split)
     tile_steps = math.prod(ext[P:])
+    terms = _block_terms(spec, tile, device, detail)
+    if terms is None:
+        return None
+    lds, lds_cycles, ldg, copy_instr, gl_bytes, per_sm = terms
+    warps = nb * nt / 32
+    steps = tile_steps * ntiles
+    # a sum of products is one fused multiply-add per step; other bodies cost more
+    body = 1.0 if splittable(spec) else 1.0 + 0.5 * sum(1 for op in spec.inputs
+                                                        if op.stage == "loop")
+    issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_instr / nt)
+    lsu = warps * steps * (lds_cycles + 2 * ldg)
+    run = tile.block[-1] if tile.block else 1
+    out_bytes = math.prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
+    resident = per_sm * nt / 32
+    eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
+    busy = sorted((issue / device.fma_rate, lsu / device.lds_rate))
+    sm_time = (busy[1] + 0.25 * busy[0]) / device.sms / eff   # imperfect overlap
+    costs = []
+    for how in ("wave", "sm") if tail == "both" else (tail,):
+        if how == "sm":
+            per = nb / device.sms
+            quant = math.ceil(per) / per
+            atomics = split * math.prod(spec.pshape) * spec.outputs if split > 1 else 0
+            dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk \
+                + atomics / device.atomics_clk
+        else:
+            waves = nb / (device.sms * per_sm)
+            quant = math.ceil(waves) / waves if waves < 4 else 1.0
+            dram = (nb * ntiles * gl_bytes + out_bytes * (2 * split if split > 1 else 1)) \
+                / device.dram_bytes_clk
+        costs.append(max(sm_time * quant, dram) + 2000.0 + 200.0 * ntiles)
+    return tuple(costs) if tail == "both" else costs[0]
+
+
+_BLOCK_TERMS = {}
+_BUT_SPLIT = operator.attrgetter(*(f for f in Tile.__dataclass_fields__ if f != "split"))
+
+
+def _block_terms(spec, tile, device, detail):
+    """The part of :func:`estimate` that a split-K copy of a tile shares with the tile (loads,
+    copies and bytes per thread, step and accumulation tile; blocks per SM), or None where the
+    tile does not fit: memoized on every field but ``split``."""
+    key = (spec, _BUT_SPLIT(tile), device, detail)
+    if key not in _BLOCK_TERMS:
+        if len(_BLOCK_TERMS) >= 1 << 15:
+            _BLOCK_TERMS.clear()
+        _BLOCK_TERMS[key] = _block_terms_of(spec, tile, device, detail)
+    return _BLOCK_TERMS[key]
+
+
+def _block_terms_of(spec, tile, device, detail):
+    nt, R = tile.nthreads, tile.nregs
+    chunk = extents(spec, tile)[spec.np] if spec.na else 1
     u, usteps = _unroll(spec, chunk, tile.unroll or None)
     shared = tile.shared or shared_inputs(spec, tile, device)
     nbuf = tile.buffers
@@ -271,34 +334,7 @@ def estimate(spec, tile, device=H100, detail=True, tail="wave"):
                  device.smem_sm // smem if smem else 32)
     if per_sm < 1:
         return None
-    warps = nb * nt / 32
-    steps = tile_steps * ntiles
-    # a sum of products is one fused multiply-add per step; other bodies cost more
-    body = 1.0 if sums else 1.0 + 0.5 * sum(1 for op in spec.inputs
-                                                         if op.stage == "loop")
-    issue = warps * (steps * (R * body + lds + 10 * ldg) + ntiles * copy_instr / nt)
-    lsu = warps * steps * (lds_cycles + 2 * ldg)
-    run = tile.block[-1] if tile.block else 1
-    out_bytes = math.prod(spec.pshape) * 4 * spec.outputs * _coalescing(run)
-    resident = per_sm * nt / 32
-    eff = min(1.0, resident * min(R, 4) / 16.0) ** 0.5
-    busy = sorted((issue / device.fma_rate, lsu / device.lds_rate))
-    sm_time = (busy[1] + 0.25 * busy[0]) / device.sms / eff   # imperfect overlap
-    costs = []
-    for how in ("wave", "sm") if tail == "both" else (tail,):
-        if how == "sm":
-            per = nb / device.sms
-            quant = math.ceil(per) / per
-            atomics = split * math.prod(spec.pshape) * spec.outputs if split > 1 else 0
-            dram = (nb * ntiles * gl_bytes + out_bytes) / device.dram_bytes_clk \
-                + atomics / device.atomics_clk
-        else:
-            waves = nb / (device.sms * per_sm)
-            quant = math.ceil(waves) / waves if waves < 4 else 1.0
-            dram = (nb * ntiles * gl_bytes + out_bytes * (2 * split if split > 1 else 1)) \
-                / device.dram_bytes_clk
-        costs.append(max(sm_time * quant, dram) + 2000.0 + 200.0 * ntiles)
-    return tuple(costs) if tail == "both" else costs[0]
+    return lds, lds_cycles, ldg, copy_instr, gl_bytes, per_sm
 
 
 def _coalescing(run):
@@ -363,12 +399,18 @@ def _footprint_elems(spec, k, ext):
 def _chunk(spec, tile):
     """Largest power-of-two chunk (or all of a_0) whose loop footprints fit half the shared
     budget (so that two buffers fit)."""
+    return _block_chunk(spec, tuple(tile.block))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _block_chunk(spec, block):
+    """:func:`_chunk` of a tile of this block (it depends on nothing else; memoized, since the
+    candidates repeat few blocks over many thread layouts, splits and strides)."""
     if spec.na == 0:
         return 1
     a0 = spec.ashape[0]
     if spec.levels[0] == 0:
         return a0
-    block = tile.block
     loop = [k for k, op in enumerate(spec.inputs) if op.stage == "loop"]
     best = 1
     for c in sorted({c for c in (2, 4, 8, 16, 32, a0) if c <= a0}):
@@ -384,11 +426,17 @@ def _waste(spec, tile):
     return padded / math.prod(spec.pshape)
 
 
-def _candidates(spec, extended=False):
+def _candidates(spec, extended=False, tagged=False):
     """Tiles the cost model ranks.  ``extended``: also split-K variants of the strided tiles
     and 3- and 6-way splits (:func:`_hedged` ranks those; the default list stays the one the
-    bench rows were tuned with)."""
+    bench rows were tuned with).  ``tagged``: the extended list in one pass as pairs (tile,
+    whether the default list has it); the default list is its tagged tiles, in order."""
     P = spec.np
+    ext = extended or tagged
+
+    def out(t, default):
+        return (t, default) if tagged else t
+
     idx = [j for j in range(P) if spec.pshape[j] > 1]
     regsets = [tuple([1] * P)]
     for j in idx:
@@ -419,18 +467,21 @@ def _candidates(spec, extended=False):
             t = Tile(threads, regs, 1)
             if _waste(spec, t) <= 1.3:
                 t = Tile(threads, regs, _chunk(spec, t))
-                yield t
+                yield out(t, True)
                 if sums:
-                    yield from _splits(spec, t, extended=extended)
+                    for s, default in _splits(spec, t, extended=ext, tagged=True):
+                        yield out(s, default)
                 # runs of 4 copies, threads * 4 apart: 16-byte reads of neighbouring lanes
                 runs = tuple(4 if r >= 8 and r % 4 == 0 and n > 1 else 0
                              for r, n in zip(regs, threads, strict=True))
                 if any(runs):
-                    yield _replace(t, strided=runs)
-                    if sums and extended:
-                        yield from _splits(spec, _replace(t, strided=runs), extended=True)
+                    yield out(_replace(t, strided=runs), True)
+                    if sums and ext:
+                        for s in _splits(spec, _replace(t, strided=runs), extended=True):
+                            yield out(s, False)
 
 
+@functools.lru_cache(maxsize=256)
 def splittable(spec):
     """Whether split-K applies: one level summing ``in0 * in1`` or ``in0`` into ``acc`` from
     zero, whose PostLoop only stores the sum (partial sums then add up to the result)."""
@@ -457,10 +508,11 @@ def vread_ok(spec, tile):
 SPLIT_CHUNKS = True
 
 
-def _splits(spec, tile, device=H100, extended=False):
+def _splits(spec, tile, device=H100, extended=False, tagged=False):
     """Split-K variants of ``tile`` when its blocks fill less than two waves of the SMs
     (``extended``: 3 and 6 ways besides the powers of two, and a split that the tile's chunk
-    cannot deal out evenly at a smaller chunk that can: a one-row GEMM's 32-way split)."""
+    cannot deal out evenly at a smaller chunk that can: a one-row GEMM's 32-way split).
+    ``tagged``: pairs (tile, whether the list without ``extended`` has it)."""
     nb = math.prod(-(-n // b) for n, b in zip(spec.pshape, tile.block, strict=True))
     ntiles = -(-spec.ashape[0] // min(tile.chunk, spec.ashape[0]))
     if nb >= 2 * device.sms:
@@ -470,13 +522,15 @@ def _splits(spec, tile, device=H100, extended=False):
             continue
         per = -(-ntiles // split)
         if -(-ntiles // per) == split:   # every split must get tiles
-            yield _replace(tile, split=split)
+            s = _replace(tile, split=split)
+            yield (s, split not in (3, 6)) if tagged else s
         elif extended and SPLIT_CHUNKS:   # else a smaller chunk (down to 8) that deals evenly
             chunk = tile.chunk // 2
             while chunk >= 8:
                 n = -(-spec.ashape[0] // chunk)
                 if -(-n // -(-n // split)) == split:
-                    yield _replace(tile, chunk=chunk, split=split)
+                    s = _replace(tile, chunk=chunk, split=split)
+                    yield (s, False) if tagged else s
                     break
                 chunk //= 2
 
@@ -547,8 +601,12 @@ def _complete_mma(spec, tile, device):
     return t
 
 
+_FIELDS = tuple(Tile.__dataclass_fields__)
+_ALL_FIELDS = operator.attrgetter(*_FIELDS)
+
+
 def _replace(tile, **kw):
-    fields = {k: getattr(tile, k) for k in Tile.__dataclass_fields__}
+    fields = dict(zip(_FIELDS, _ALL_FIELDS(tile), strict=True))
     fields.update(kw)
     return Tile(**fields)
 
@@ -582,33 +640,51 @@ def _lane_coords(threads, order):
 def conflicts(spec, tile, k):
     """Bank-conflict degree of input k's shared reads: the most distinct words one bank serves
     to warp 0 in one step (1 = conflict-free; equal words are broadcast)."""
-    from merit.mapping.bank import BankFunction
-
     if tile.ldsm:
         return 1    # XOR-swizzled pieces: conflict-free ldmatrix phases by construction
     if tile.mma:
         return mma.conflicts(spec, tile, k)
-    addrs = _lane_addresses(spec, tile, k)
-    banks = BankFunction(32).bank(addrs)
-    per_bank = {}
-    for a, b in zip(addrs, banks.tolist(), strict=True):
-        per_bank.setdefault(b, set()).add(a)
-    return max(len(v) for v in per_bank.values())
+    return _conflict_degree(spec, k, *_lane_key(spec, tile, k))
+
+
+def _lane_key(spec, tile, k):
+    """What warp 0's addresses of input k depend on: the footprint's geometry, the threads,
+    their order and the register copies' runs."""
+    return (geometry(spec, tile, k), tuple(tile.threads),
+            tuple(tile.order) or tuple(range(spec.np - 1, -1, -1)),
+            tuple(tile.run(j) for j in range(spec.np)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _conflict_degree(spec, k, g, threads, order, runs):
+    """:func:`conflicts` of the lanes :func:`_lane_key` describes (memoized: the padding search
+    and the thread orders revisit the same layouts), counted on the distinct words."""
+    words = np.unique(_addresses(spec, k, g, threads, order, runs))
+    return int(np.bincount(_bank_function().bank(words), minlength=32).max())
+
+
+@functools.cache
+def _bank_function():
+    from merit.mapping.bank import BankFunction
+
+    return BankFunction(32)
 
 
 def _lane_addresses(spec, tile, k):
     """Shared word address (offset and box shift included) input k's first register copy reads
     for each of the 32 lanes of warp 0 in the first step."""
+    return _addresses(spec, k, *_lane_key(spec, tile, k)).tolist()
+
+
+def _addresses(spec, k, g, threads, order, runs):
     tr = spec.inputs[k].transform
-    g = geometry(spec, tile, k)
-    order = tile.order or tuple(range(spec.np - 1, -1, -1))
     base = sum(g.coef(ax, g.shift[ax]) for ax in range(len(g.sides)))
     coef = np.zeros(spec.np, dtype=np.int64)
     for ax, terms in enumerate(tr.terms):
         for pos, s in terms:
             if pos < spec.np:
-                coef[pos] += tile.run(pos) * g.coef(ax, s)
-    return (base + _lane_coords(tuple(tile.threads), tuple(order)) @ coef).tolist()
+                coef[pos] += runs[pos] * g.coef(ax, s)
+    return base + _lane_coords(threads, order) @ coef
 
 
 def _align_pads(spec, tile, k):
@@ -622,8 +698,11 @@ def _align_pads(spec, tile, k):
     return tuple(pads)
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def _tune_banks(spec, tile):
-    """Pick the thread order (re-tiling) and per-axis padding that minimize bank conflicts."""
+    """Pick the thread order (re-tiling) and per-axis padding that minimize bank conflicts
+    (memoized: the list, the ``"sm"`` model's extras and the grid-filling ones complete many
+    of the same tiles)."""
     shared = [k for k in range(len(spec.inputs)) if tile.shared and tile.shared[k]]
     if not shared:
         return tile
@@ -684,18 +763,56 @@ def _pad_search(spec, t, k, start=None):
     cur = list(base)
     deg = conflicts(spec, _with_pad(t, k, cur), k)
     step = 4 if start or geometry(spec, t, k).vector else mma.pad_step(spec, t, k) if t.mma else 1
+    fast = not t.ldsm and not t.mma
     for ax in range(nax - 2, -1, -1):
         if deg == 1:
             break
+        trials = []
         for pad in range(step, 33, step):
             trial = list(cur)
             trial[ax] = base[ax] + pad
-            d = conflicts(spec, _with_pad(t, k, trial), k)
+            trials.append(trial)
+        # the degrees of all trials at once (the SIMT tiles' count, vectorized), then the same
+        # greedy scan: the first pad that lowers the degree most so far, until conflict-free
+        degs = (_pad_degrees(spec, t, k, trials) if fast else
+                [conflicts(spec, _with_pad(t, k, trial), k) for trial in trials])
+        for trial, d in zip(trials, degs, strict=True):
             if d < deg:
-                deg, cur = d, trial
+                deg, cur = int(d), trial
                 if d == 1:
                     break
     return cur, deg
+
+
+def _pad_degrees(spec, tile, k, trials):
+    """:func:`conflicts` of SIMT tile ``tile``'s input ``k`` with each padding of ``trials``, in
+    one pass: a lane's word address is linear in the buffer's pitches (:meth:`Geometry.coef`),
+    and the pitches follow from the padding and the row widths, which the padding leaves as
+    they are."""
+    g, threads, order, runs = _lane_key(spec, tile, k)
+    n = len(g.sides)
+    widths = g.sides[:-1] + (g.row,)
+    # the lanes' multiples of each pitch: their addresses with one pitch 1 and the others 0
+    unit = np.eye(n, dtype=np.int64)
+    mult = np.stack([_addresses(spec, k, dataclasses.replace(g, pitches=tuple(int(v) for v in e)),
+                                threads, order, runs) for e in unit], axis=1)
+    pads = np.asarray(trials, dtype=np.int64)
+    pitches = np.ones((len(trials), n), dtype=np.int64)
+    for ax in range(n - 2, -1, -1):
+        pitches[:, ax] = pitches[:, ax + 1] * widths[ax + 1] + pads[:, ax]
+    return _degrees(pitches @ mult.T)
+
+
+def _degrees(addrs):
+    """Per row of lane addresses, the most distinct words one bank serves (:func:`conflicts`)."""
+    a = np.sort(addrs, axis=1)
+    new = np.ones(a.shape, dtype=bool)
+    new[:, 1:] = a[:, 1:] != a[:, :-1]
+    banks = np.asarray(_bank_function().bank(a.ravel())).reshape(a.shape)
+    rows = np.broadcast_to(np.arange(len(a))[:, None], a.shape)
+    counts = np.zeros((len(a), 32), dtype=np.int64)
+    np.add.at(counts, (rows[new], banks[new]), 1)
+    return counts.max(axis=1).tolist()
 
 
 def _with_vector(tile, k, v):
@@ -749,7 +866,9 @@ def rank(spec, count=6, device=H100):
     else:
         hedge = sums and count > 1
         alt = []
-        base = list(_candidates(spec))
+        # the default list and, for the hedge, the extended one's further tiles, in one pass
+        tagged = list(_candidates(spec, tagged=True)) if hedge else []
+        base = [t for t, default in tagged if default] if hedge else list(_candidates(spec))
         for t in base:
             cost = estimate(spec, t, device, detail=False, tail="both" if hedge else "wave")
             if cost is not None:
@@ -758,7 +877,7 @@ def rank(spec, count=6, device=H100):
                     alt.append((cost[1], t))
         if hedge:
             known = set(base)
-            for t in _candidates(spec, extended=True):
+            for t, _ in tagged:
                 if t not in known:
                     cost = estimate(spec, t, device, detail=False, tail="sm")
                     if cost is not None:

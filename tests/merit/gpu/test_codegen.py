@@ -138,6 +138,94 @@ def test_table_v_conv_tiles_use_registers_and_few_bank_conflicts():
             assert _smem_bytes(spec, t) <= SMEM_CAP
 
 
+def test_conflict_counts_fast_path_matches_the_plain_count():
+    """``conflicts`` (memoized, counted on the distinct words with NumPy) and the padding
+    search's degrees of all trial paddings at once (``tiling._pad_degrees``) give the plain
+    count: warp 0's addresses grouped by bank (``merit.mapping.BankFunction``), distinct words
+    per bank, and the greedy search the same padding as with one plain count per trial; on a
+    spread of the candidates of four shapes (strided, dilated, ragged), both thread orders,
+    16-byte rows or words, from zero and from the aligned start."""
+    import itertools
+
+    from merit.gpu import tiling as T
+    from merit.mapping.bank import BankFunction
+
+    def plain(spec, t, k):
+        addrs = T._lane_addresses(spec, t, k)
+        per = {}
+        for a, b in zip(addrs, BankFunction(32).bank(addrs).tolist(), strict=True):
+            per.setdefault(b, set()).add(a)
+        return max(len(v) for v in per.values())
+
+    def plain_search(spec, t, k, start=None):
+        nax = len(spec.inputs[k].transform.source_shape)
+        base = list(start) if start else [0] * nax
+        cur = list(base)
+        deg = plain(spec, T._with_pad(t, k, cur), k)
+        step = 4 if start or geometry(spec, t, k).vector else 1
+        for ax in range(nax - 2, -1, -1):
+            if deg == 1:
+                break
+            for pad in range(step, 33, step):
+                trial = list(cur)
+                trial[ax] = base[ax] + pad
+                d = plain(spec, T._with_pad(t, k, trial), k)
+                if d < deg:
+                    deg, cur = d, trial
+                    if d == 1:
+                        break
+        return cur, deg
+
+    problems = [W.conv2d(16, 32, 128, 128, 32, 3, padding=1),
+                W.conv2d(16, 32, 128, 128, 32, 9, stride=2, padding=4),
+                W.conv2d(4, 39, 75, 41, 53, 3, stride=2, dilation=2),
+                W.gemm(827, 1615, 1509)]
+    checked = searched = 0
+    for prob in problems:
+        spec = spec_of(prob, "float32")
+        tiles = list(itertools.islice(T._candidates(spec), 0, 1800, 300))
+        assert len(tiles) >= 4
+        for t in tiles:
+            t = T.complete(spec, t)
+            active = [j for j in t.order if t.threads[j] > 1]
+            rest = tuple(j for j in t.order if t.threads[j] == 1)
+            for perm in list(itertools.permutations(active))[:2]:
+                for k in [k for k in range(len(spec.inputs)) if t.shared[k]]:
+                    for v in (True, False):
+                        tv = T._with_vector(dataclasses.replace(t, order=perm + rest), k, v)
+                        nax = len(spec.inputs[k].transform.source_shape)
+                        trials = [[(3 * i + 5 * ax) % 9 for ax in range(nax)] for i in range(4)]
+                        want = [plain(spec, T._with_pad(tv, k, p), k) for p in trials]
+                        assert T._pad_degrees(spec, tv, k, trials) == want
+                        assert [T.conflicts(spec, T._with_pad(tv, k, p), k)
+                                for p in trials] == want
+                        for start in (None, T._align_pads(spec, tv, k)):
+                            assert T._pad_search(spec, tv, k, start) == \
+                                plain_search(spec, tv, k, start)
+                            searched += 1
+                        checked += len(trials)
+    assert checked > 200 and searched > 50
+
+
+def test_candidates_in_one_pass_are_both_lists():
+    """``rank`` takes the default and the extended candidate lists from one pass
+    (``_candidates(..., tagged=True)``): its tiles are the extended list, its tagged ones the
+    default list, both in order (3- and 6-way splits, smaller chunks for a split and the strided
+    tiles' splits untagged)."""
+    from merit.gpu import tiling as T
+
+    seen = set()
+    for prob in (W.gemm(827, 1615, 1509), W.gemm(1, 4065, 5543),
+                 W.conv2d(2, 16, 32, 32, 24, 3, padding=1)):
+        spec = spec_of(prob, "float32")
+        tagged = list(T._candidates(spec, tagged=True))
+        assert [t for t, _ in tagged] == list(T._candidates(spec, extended=True))
+        assert [t for t, d in tagged if d] == list(T._candidates(spec))
+        seen |= {(t.split, any(t.strided), d) for t, d in tagged}
+    assert {(3, False, False), (6, False, False), (2, False, True), (1, True, True),
+            (2, True, False)} <= seen
+
+
 def test_padding_removes_a_conflict():
     # 32 threads walk axis 0 of a 32-wide box: without padding every lane hits bank 0
     tr = Transform((64, 32), p=[Index(0)], a=[Index(1)], name="x")
