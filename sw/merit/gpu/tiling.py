@@ -938,7 +938,7 @@ def rank(spec, count=6, device=H100):
         order = PTXAS_VARIANTS if PTXAS_TUNED else ()
         wide = _wide_variants(spec, out[:VARIANTS_OF] + extra, device) if WIDE_TUNED else []
         out = (out + extra + fill + grids
-               + _lean_variants(spec, out[:VARIANTS_OF], device, LEAN_VARIANTS + order)
+               + _lean_variants(spec, out[:VARIANTS_OF], device, LEAN_VARIANTS + _ptxas_forms())
                + _lean_variants(spec, extra, device, HEDGE_VARIANTS + order[1:])
                + _lean_variants(spec, fill + grids, device, ({"lean": True},) + order[1:])
                + wide)
@@ -1332,7 +1332,8 @@ def _other_grids(spec, ranked, have):
 
 
 #: SIMT sums: after timing its list, the autotuner times the ``LEAN_VARIANTS`` and
-#: ``PTXAS_VARIANTS`` forms of the ``TIMED_VARIANTS`` fastest plain tiles that lack some of them
+#: ``PTXAS_VARIANTS`` forms (and ``VAHEAD_VARIANT``) of the ``TIMED_VARIANTS`` fastest plain
+#: tiles that lack some of them
 #: (:func:`timed_variants`).  The list gives those forms to the model's best 3 and its extras
 #: only, but the forms move a tile by -15 to +30 % (the model cannot tell them apart), so the
 #: fastest plain tiles by the clock are where they pay: bench seed 90417's GEMM 2387 x 1123 x
@@ -1351,7 +1352,7 @@ def timed_variants(spec, times, device=H100):
     plain = sorted((mt for mt in times if not (mt[1].lean or mt[1].vread or mt[1].ptxas)
                     and not mt[1].mma and any(mt[1].shared)), key=lambda mt: mt[0])
     out, bases = [], 0
-    forms = LEAN_VARIANTS + (PTXAS_VARIANTS if PTXAS_TUNED else ())
+    forms = LEAN_VARIANTS + _ptxas_forms()
     for ms, t in plain:
         if bases >= TIMED_VARIANTS:
             break
@@ -1415,6 +1416,25 @@ PTXAS_TUNED = True
 PTXAS_VARIANTS = ({"lean": True, "ptxas": 1},
                   {"lean": True, "vread": True, "forder": 1, "ptxas": 1})
 
+#: SIMT sums, with :data:`PTXAS_TUNED`: the snake ``-O1`` form with the shared loads of each
+#: group of steps written a group ahead (:attr:`Tile.vahead`) is timed too, for the model's best
+#: ``VARIANTS_OF`` tiles and in the second round (:func:`timed_variants`).  At ``-O1`` ptxas
+#: keeps that order, so the loads are in flight over the previous group's products: VGG conv3_1
+#: (H100) ran its list's best-ranked tiles (255 registers, one block a SM) 0.886 -> 0.841 ms
+#: and 0.873 -> 0.848 ms with it (the list's best form 0.869), 0.896 -> 0.884 another; the
+#: sweep's three fastest tiles (125-233 registers, not in the list) did not gain (0.810 -> 0.813,
+#: 0.858 -> 0.861, 0.842 -> 0.868), nor did the GEMM 4096^3 (2.914 against 2.919 ms), so the
+#: autotuner times it beside the others.
+VAHEAD_TUNED = True
+VAHEAD_VARIANT = {"lean": True, "vread": True, "forder": 1, "ptxas": 1, "vahead": True}
+
+
+def _ptxas_forms():
+    """The ``-O1`` forms the autotuner times (:data:`PTXAS_VARIANTS`, :data:`VAHEAD_VARIANT`)."""
+    if not PTXAS_TUNED:
+        return ()
+    return PTXAS_VARIANTS + ((VAHEAD_VARIANT,) if VAHEAD_TUNED else ())
+
 
 #: SIMT sums: the autotuner also times, for each of those tiles (and the ``"sm"`` model's
 #: extras) whose register tile is 64 sums on two indices, the ``PTXAS_VARIANTS`` snake form with
@@ -1457,7 +1477,7 @@ def _lean_variants(spec, ranked, device, variants=LEAN_VARIANTS):
         for fields in variants:
             v = complete(spec, _replace(t, **fields), device)
             if v not in seen and (v.vread or "vread" not in fields) and \
-                    (v.forder or "forder" not in fields):
+                    (v.forder or "forder" not in fields) and (v.vahead or "vahead" not in fields):
                 seen.add(v)
                 out.append((cost, v))
     return out

@@ -705,7 +705,7 @@ def test_lean_tiles_copy_unrolled_with_one_barrier():
 
 
 def test_autotuner_times_lean_and_vread_variants_of_sums_only():
-    from merit.gpu.tiling import FILL_TUNED, GRID_PER, GRID_TUNED, HEDGE
+    from merit.gpu.tiling import FILL_TUNED, GRID_PER, GRID_TUNED, HEDGE, VARIANTS_OF
 
     spec = spec_of(W.gemm(512, 512, 512), "float32")
     tiles = rank(spec, count=6)
@@ -715,8 +715,13 @@ def test_autotuner_times_lean_and_vread_variants_of_sums_only():
     variants = [t for t in tiles if (t.lean or t.vread) and t.nregs <= 64]   # not the wide ones
     assert plain[:6] == base and len(plain) <= 6 + HEDGE + FILL_TUNED + GRID_TUNED * GRID_PER
     assert {(t.lean, t.vread) for t in variants} == {(True, False), (True, True)}
-    assert all(dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0) in plain
-               for t in variants)
+    assert all(dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0,
+                                   vahead=False) in plain for t in variants)
+    # the loads-ahead snake -O1 form, for the model's best VARIANTS_OF tiles only
+    ahead = [t for t in variants if t.vahead]
+    assert ahead and all(t.vread and t.forder == 1 and t.ptxas == 1 for t in ahead)
+    assert {dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0, vahead=False)
+            for t in ahead} <= set(base[:VARIANTS_OF])
     assert rank(spec, count=1) == base[:1]
     # not a sum: no variants
     relu = spec_of(W.conv_relu(2, 3, 12, 12, 4, 3), "float32")

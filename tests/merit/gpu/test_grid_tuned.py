@@ -18,7 +18,7 @@ CONV_1X1 = (8, 155, 69, 111, 127, 1)
 
 
 def _plain(t):
-    return dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0)
+    return dataclasses.replace(t, lean=False, vread=False, forder=0, ptxas=0, vahead=False)
 
 
 def test_other_grids_are_added_after_the_list_whole(monkeypatch):
@@ -68,9 +68,11 @@ def test_second_round_takes_the_fastest_plain_tiles_forms():
     lacking = [t for t in sorted(plain, key=ms.get)
                if any(_plain(v) == t for _, v in tiling._lean_variants(
                    spec, [(0, t)], tiling.H100,
-                   tiling.LEAN_VARIANTS + tiling.PTXAS_VARIANTS) if v not in tiles)]
+                   tiling.LEAN_VARIANTS + tiling._ptxas_forms()) if v not in tiles)]
     assert bases == lacking[:len(bases)]
     assert _plain(more[0]) == lacking[0]
+    # the loads-ahead snake form is among the forms of the second round
+    assert any(t.vahead and t.forder == 1 and t.ptxas == 1 for t in more)
     # forms already timed are not timed again
     again = timed_variants(spec, times + [(9.0, t) for t in more])
     assert not set(again) & set(more)
