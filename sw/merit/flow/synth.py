@@ -75,7 +75,9 @@ FPGA_FAMILIES = {
     },
 }
 
-_DEFAULT_TIMEOUT = 1200
+#: seconds before Yosys is stopped: the processor's ECP5 fit (``synth_ecp5`` with ``share``)
+#: took over 1,200 s on two busy cores
+_DEFAULT_TIMEOUT = 3600
 
 
 #: A tool's own source location in its assertion messages (``failed in /src/rtlil.cc:3091.``):
