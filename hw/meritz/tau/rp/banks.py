@@ -548,7 +548,7 @@ class TileFifo(wiring.Component):
                                                   strict=True):
             value = Signal.like(reg, name=f"{reg.name}_next")
             # no ``keep`` on the two answers: Yosys' ABC9 then merges the last multiplexer
-            # into the logic in front of it, and with it ABC9 asserted on the processor
+            # into the logic in front of it (rp0 faster alone, rp1 slower; docs/decisions.md)
             answers = [Signal.like(reg, name=f"{reg.name}_if_{k}") for k in ("counted", "not")]
             m.d.comb += [answers[0].eq(if_counted), answers[1].eq(if_not)]
             m.d.comb += value.eq(Mux(self.filled_valid, *answers))

@@ -247,15 +247,6 @@ def test_bank_module_ports():
         assert sorted(re.findall(r"\.(\w+)\(", body)) == sorted(header.split(", "))
 
 
-def test_the_tile_buffer_keeps_no_wire_for_synthesis():
-    """No ``(* keep *)`` in the emitted tile buffer: with kept wires in the tile FIFO, Yosys 0.70's
-    ABC9 asserted on the processor's ECP5 synthesis (``GetSize(conn.first) ==
-    GetSize(conn.second)``; the top alone takes minutes, the buffer alone does not show it)."""
-    text = verilog.convert(TileBuffer(lanes=2, depth=8, max_tiles=2), name="tiles",
-                           emit_src=False)
-    assert "keep" not in text
-
-
 def test_smallest_legal_parameters_are_accepted():
     TileBuffer(lanes=2, depth=2, max_tiles=1)
     TileFifo(lanes=2, depth=2, max_tiles=1)
