@@ -362,7 +362,10 @@ def markdown(report):
                    f"(`{report['baseline']['command']}`, {report['baseline']['date']}, "
                    "kept in `fpga_baseline.json`)." if before else "")
                 + "".join(f" Marked *not rerun*: the row of `{f['command']}` on {f['date']}, "
-                          "kept as it was (this run placed the other blocks)."
+                          "kept as it was ("
+                          + ("this run placed the other blocks)."
+                             if any(not b.get("from") for b in report["blocks"])
+                             else "this run placed no block alone).")
                           for f in {b["from"]["date"]: b["from"] for b in report["blocks"]
                                     if b.get("from")}.values()), "",
                 "| block | module | Fmax MHz | other seeds | before | LUT4 sites | FF | BRAM | DSP "
@@ -426,12 +429,12 @@ def carry_depth(report, previous):
 
 def carry_blocks(report, previous):
     """Keep the rows of the blocks placed alone that this run did not place (``--blocks`` names
-    some of them) from the ``previous`` report, marked with the run they come from, in
-    :func:`merit.flow.fpga.block_names` order: a run of a few blocks rewrites their rows, not
-    the table."""
-    if report.get("blocks") is None or not previous.get("blocks"):
+    some of them, ``--no-blocks`` none) from the ``previous`` report, marked with the run they
+    come from, in :func:`merit.flow.fpga.block_names` order: a run of a few blocks rewrites
+    their rows, a run of the processor alone none, not the table."""
+    if not previous.get("blocks"):
         return report
-    mine = {b["block"] for b in report["blocks"]}
+    mine = {b["block"] for b in report.get("blocks") or ()}
     kept = [{**b, "from": b.get("from", {"command": previous["command"],
                                           "date": previous["date"]})}
             for b in previous["blocks"] if b["block"] not in mine]
@@ -440,7 +443,8 @@ def carry_blocks(report, previous):
     from merit.flow.fpga import block_names
 
     order = {name: k for k, name in enumerate(block_names())}
-    blocks = sorted(report["blocks"] + kept, key=lambda b: order.get(b["block"], len(order)))
+    blocks = sorted((report.get("blocks") or []) + kept,
+                    key=lambda b: order.get(b["block"], len(order)))
     return {**report, "blocks": blocks}
 
 

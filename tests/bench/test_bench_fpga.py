@@ -206,7 +206,14 @@ def test_a_run_of_some_blocks_keeps_the_other_rows_marked():
     again = fpga.carry_blocks({**new, "date": "later"}, kept)
     assert again["blocks"][1]["from"]["date"] == "then"
     assert fpga.carry_blocks({**old, "date": "now"}, kept)["blocks"] == old["blocks"]
-    assert fpga.carry_blocks({"blocks": None}, old) == {"blocks": None}
+    # a run of the processor alone (--no-blocks) keeps every row, marked
+    alone = fpga.carry_blocks({"command": "python -m bench.fpga --no-blocks", "date": "now"}, old)
+    assert [(b["block"], b["from"]["date"]) for b in alone["blocks"]] == [
+        ("rp0_sram", "then"), ("cp_simd", "then"), ("rp_router", "then")]
+    assert fpga.carry_blocks({"blocks": None}, {"blocks": []}) == {"blocks": None}
+    assert "kept as it was (this run placed no block alone)" in fpga.markdown(
+        {"command": "c", "date": "d", "machine": "m", "tools": {}, "device": "LFE5U-85F",
+         "speed_grade": 6, "configs": [], "blocks": alone["blocks"]})
     text = fpga.markdown({"command": "c", "date": "d", "machine": "m", "tools": {},
                           "device": "LFE5U-85F", "speed_grade": 6, "configs": [],
                           "blocks": kept["blocks"]})

@@ -56,9 +56,16 @@ FPGA_FAMILIES = {
                   "TRELLIS_DPR16X4": ("lutram", 1), "MULT18X18D": ("dsp", 1)},
         "devices": [("LFE5U-12F", 12000, 12000, 32), ("LFE5U-25F", 24000, 24000, 56),
                     ("LFE5U-45F", 44000, 44000, 108), ("LFE5U-85F", 84000, 84000, 208)],
-        # where Yosys' ABC9 LUT mapping fails on a design (an internal assertion on the SIMD
-        # array and the top that holds it), the classic ABC mapper, as merit.flow.fpga does
-        "fallback": "-noabc9",
+        # where Yosys' ABC9 LUT mapping fails on a design, the classic ABC mapper, as
+        # merit.flow.fpga does: synth_ecp5 up to its LUT mapping, ``abc -lut 4`` in place of its
+        # ``abc9`` step, then the rest. (Yosys 0.70's synth_ecp5 has no ``-noabc9``: it takes
+        # the option and still runs ABC9, so the option is no fallback.)
+        "fallback": ("classic ABC (abc -lut 4)",
+                     "synth_ecp5 -top {top} -run :map_luts\n"
+                     "techmap -map +/lattice/latches_map.v\n"
+                     "abc -lut 4\n"
+                     "clean\n"
+                     "synth_ecp5 -top {top} -run map_cells:\n"),
     },
     "ice40": {
         "command": "synth_ice40",
@@ -68,7 +75,9 @@ FPGA_FAMILIES = {
     },
 }
 
-_DEFAULT_TIMEOUT = 1200
+#: seconds before Yosys is stopped: the processor's ECP5 fit (``synth_ecp5`` with ``share``)
+#: took over 1,200 s on two busy cores
+_DEFAULT_TIMEOUT = 3600
 
 
 #: A tool's own source location in its assertion messages (``failed in /src/rtlil.cc:3091.``):
@@ -350,7 +359,7 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
 
     Returns a dict: ``module``, ``family``, ``lut``, ``ff``, ``bram``, ``lutram``, ``dsp``,
     ``cells_by_type``, ``fits`` (the smallest listed device that holds it, or None), ``seconds``,
-    ``fallback`` (None, or why the family's fallback option was added: the first run's error).
+    ``fallback`` (None, or why the family's fallback script ran: the first run's error).
     """
     top = _check_top(top)
     if family not in FPGA_FAMILIES:
@@ -359,20 +368,20 @@ def fpga_fit_verilog(verilog, top, work_dir, *, family="ecp5", timeout=_DEFAULT_
     paths, work = _check_paths(verilog, work_dir)
     names = _stage_sources(paths, work)
 
-    def flow(option):
-        script = (f"hierarchy -check -top {top}\n"
-                  f"{spec['command']}{option} -top {top}\n"
-                  "tee -q -o stat.json stat -json\n")
-        return _yosys_flow(names, top, script, work, timeout, spec["command"] + option, cache)
+    def flow(commands, what):
+        script = (f"hierarchy -check -top {top}\n" + commands
+                  + "tee -q -o stat.json stat -json\n")
+        return _yosys_flow(names, top, script, work, timeout, what, cache)
 
     fallback = None
     try:
-        seconds = flow("")
+        seconds = flow(f"{spec['command']} -top {top}\n", spec["command"])
     except SynthesisError as error:
         if "fallback" not in spec or "ran past" in str(error):
             raise
-        fallback = f"{spec['command']} {spec['fallback']}; without it: {error}"
-        seconds = flow(" " + spec["fallback"])
+        what, commands = spec["fallback"]
+        fallback = f"{spec['command']} with the {what}; without it: {error}"
+        seconds = flow(commands.format(top=top), f"{spec['command']} with the {what}")
     stats = _module_stats(work / "stat.json", top)
     by_type = {name.lstrip("\\"): count
                for name, count in stats.get("num_cells_by_type", {}).items()}

@@ -547,8 +547,9 @@ class TileFifo(wiring.Component):
         for (reg, if_counted), (_, if_not) in zip(following(True), following(False),
                                                   strict=True):
             value = Signal.like(reg, name=f"{reg.name}_next")
-            answers = [Signal.like(reg, name=f"{reg.name}_if_{k}", attrs={"keep": 1})
-                       for k in ("counted", "not")]
+            # no ``keep`` on the two answers: Yosys' ABC9 then merges the last multiplexer
+            # into the logic in front of it (rp0 faster alone, rp1 slower; docs/decisions.md)
+            answers = [Signal.like(reg, name=f"{reg.name}_if_{k}") for k in ("counted", "not")]
             m.d.comb += [answers[0].eq(if_counted), answers[1].eq(if_not)]
             m.d.comb += value.eq(Mux(self.filled_valid, *answers))
             m.d.sync += reg.eq(value)
