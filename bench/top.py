@@ -311,8 +311,12 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
     out["alus"] = alus
     rtl = out.setdefault("rtl", {})
     model = out.setdefault("model", {})
+    command = ("python -m bench.top --no-rows --scaling --scaling-taus "
+               + " ".join(str(t) for t in rtl_taus)
+               + "".join(f" --only {n}" for n in only or ()))
     for name in SCALING_ROWS:
         r = row(name)
+        runs = out.setdefault("runs", {}).setdefault(name, {})
         points = [_model([(p, 1) for p in r.slice_problems()], lanes=lanes, taus=a // lanes,
                          bandwidth=bandwidth, latency=latency) for a in alus]
         model[name] = [None if p is None else round(p[3], 4) for p in points]
@@ -321,8 +325,12 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
             a = max(taus, 1) * lanes
             if a not in alus:
                 continue
-            if taus == results.get("setup", {}).get("taus") and name in results["rows"]:
-                value = _std(results["rows"][name], name)
+            table = results["rows"].get(name, {})
+            run = {"date": now(), "command": command}
+            if (taus == results.get("setup", {}).get("taus") and table.get("cycles")
+                    and table.get("simulated") != "full"):
+                value = _std(table, name)       # the table ran this slice: its run
+                run = {"date": table.get("rtl_date"), "command": "the tables' run"}
             elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
                 if name not in one_tau:
                     one_tau[name] = run_slice(name, lanes=lanes, taus=None, bandwidth=bandwidth,
@@ -331,12 +339,38 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
             else:
                 value = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth,
                                   latency=latency, seed=seed, done={})["utilization_std"]
+            runs[str(a)] = run
             measured[alus.index(a)] = value
             print(f"scaling {name} at {a} ALUs: {value}", flush=True)
     out["note"] = ("utilization (standard count) of each row's slice; RTL: Verilator model of "
                    "Top with "
                    f"{lanes}-lane TAUs ({lanes} ALUs: one TAU driven by the bench); model: "
                    "merit.perf")
+
+
+def _scaling_runs(sc):
+    """The dates and commands of Fig. 15's RTL points, by ALU count (``scaling["runs"]``,
+    recorded since the points of the table's TAU count are the slice's own run, not the
+    table's whole layer), as a sentence."""
+    runs = sc.get("runs", {})
+    parts = []
+    for a in sc.get("alus", []):
+        rows = {name: r[str(a)] for name, r in runs.items() if str(a) in r}
+        measured = [name for name, values in sc.get("rtl", {}).items()
+                    if values[sc["alus"].index(a)] is not None]
+        if not measured:
+            continue
+        dated = {}
+        for name in measured:
+            run = rows.get(name)
+            key = (f"{run['date'][:16]} UTC (`{run['command']}`)" if run and run.get("date")
+                   else "an earlier run, its date not recorded by the bench (the page's "
+                        "history has it)")
+            dated.setdefault(key, []).append(name)
+        parts.append(f"{a} ALUs: " + "; ".join(
+            f"{key}" + ("" if len(names) == len(measured) else f": {', '.join(sorted(names))}")
+            for key, names in dated.items()))
+    return ("RTL points: " + "; ".join(parts)) if parts else ""
 
 
 #: the sharing variants of the two-dimensional sharing prediction (``--share-prediction``):
@@ -662,7 +696,9 @@ def render(results, one_tau=None):
     sc = results.get("scaling") or {}
     if sc.get("alus"):
         lines += ["## Fig. 15: utilization vs ALUs", "",
-                  f"{sc.get('note', '')}. DRAM stays at {setup['dram_bytes_per_cycle']} bytes "
+                  f"{sc.get('note', '')}"
+                  + (f"; {_scaling_runs(sc)}" if _scaling_runs(sc) else "")
+                  + f". DRAM stays at {setup['dram_bytes_per_cycle']} bytes "
                   "per cycle, so the DRAM-bound rows fall as ALUs are added.", "",
                   "| row | " + " | ".join(f"{a} ALUs" for a in sc["alus"]) + " |",
                   "|---|" + "---|" * len(sc["alus"])]
