@@ -355,21 +355,27 @@ def _scaling_runs(sc):
     runs = sc.get("runs", {})
     parts = []
     for a in sc.get("alus", []):
-        rows = {name: r[str(a)] for name, r in runs.items() if str(a) in r}
-        measured = [name for name, values in sc.get("rtl", {}).items()
-                    if values[sc["alus"].index(a)] is not None]
+        measured = sorted(name for name, values in sc.get("rtl", {}).items()
+                          if values[sc["alus"].index(a)] is not None)
         if not measured:
             continue
-        dated = {}
+        by = {}         # command -> (dates, rows)
         for name in measured:
-            run = rows.get(name)
-            key = (f"{run['date'][:16]} UTC (`{run['command']}`)" if run and run.get("date")
-                   else "an earlier run, its date not recorded by the bench (the page's "
-                        "history has it)")
-            dated.setdefault(key, []).append(name)
-        parts.append(f"{a} ALUs: " + "; ".join(
-            f"{key}" + ("" if len(names) == len(measured) else f": {', '.join(sorted(names))}")
-            for key, names in dated.items()))
+            run = runs.get(name, {}).get(str(a))
+            key = run["command"] if run and run.get("date") else None
+            dates, names = by.setdefault(key, ([], []))
+            dates += [run["date"]] if key else []
+            names.append(name)
+        cells = []
+        for key, (dates, names) in by.items():
+            rows = "" if len(names) == len(measured) else f" ({', '.join(names)})"
+            if key is None:
+                cells.append(f"earlier runs, dates not recorded by the bench{rows}")
+                continue
+            low, high = min(dates)[:16], max(dates)[:16]
+            span = low if low == high else f"{low}-{high[11:]}"
+            cells.append(f"{span} UTC, `{key}`{rows}")
+        parts.append(f"{a} ALUs: " + "; ".join(cells))
     return ("RTL points: " + "; ".join(parts)) if parts else ""
 
 
