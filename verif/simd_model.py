@@ -29,13 +29,15 @@ def move(*, save_row=None, load_row=None, clear=False, regs=0, set_=0):
 
 
 def legacy(command, depth):
-    """A command as a 7-tuple: ``LOAD`` / ``STORE`` of register r at ``row`` become a MOVE of
-    registers 0 .. r on set 0 (rows from ``row``, kept inside the ``depth`` rows), ``CLEAR`` a
-    MOVE that clears set 0; other commands padded (set 0)."""
+    """A command as a 7-tuple: ``STORE`` of register r at ``row`` becomes a MOVE that saves
+    registers 0 .. r of set 0 (rows from ``row``, kept inside the ``depth`` rows: ``row`` is
+    one of them), ``LOAD`` at ``row`` one that loads register 0 from ``row`` (a row a STORE
+    wrote: the SRAM's other rows hold what the model cannot know), ``CLEAR`` a MOVE that
+    clears set 0; other commands padded (set 0)."""
     command = tuple(command) + (0,) * (7 - len(command))
     kind, word, row = command[:3]
     if kind in (LOAD, STORE):
-        regs = ((word >> 17) & 7) + 1
+        regs = ((word >> 17) & 7) + 1 if kind == STORE else 1
         row = min(row, depth - regs)
         return move(save_row=row if kind == STORE else None,
                     load_row=row if kind == LOAD else None, regs=regs)
