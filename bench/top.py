@@ -236,6 +236,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
              "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
+             "cp_sets": 2,
              "bench": "tau" if taus is None else "top",
              "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
@@ -588,6 +589,13 @@ def _run_dates(results):
                  f"{_labels(results, double)}; the other runs had the earlier "
                  "single-port banks (each row a load writes cost the CP a read cycle), and "
                  "their model columns model those")
+    sets = sorted(n for n, e in results["rows"].items()
+                  if e.get("cycles") and e.get("cp_sets") == 2)
+    if sets:        # recorded since the CP's restore and save are hidden (two register sets)
+        text += (". The CP's two register sets (a lane group's restore and save hidden behind "
+                 "its neighbour's steps, `docs/decisions.md`, Compute Pipeline) in the runs of "
+                 f"{_labels(results, sets)}; the other runs had one set (the restore and save "
+                 "in the issue slots), and their model columns are the model of that day")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
                                            for date, names in sorted(by_model.items()))
     return text + "."
