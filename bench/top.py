@@ -236,6 +236,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
              "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
+             "cp_sets": 2,
              "bench": "tau" if taus is None else "top",
              "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
@@ -311,8 +312,12 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
     out["alus"] = alus
     rtl = out.setdefault("rtl", {})
     model = out.setdefault("model", {})
+    command = ("python -m bench.top --no-rows --scaling --scaling-taus "
+               + " ".join(str(t) for t in rtl_taus)
+               + "".join(f" --only {n}" for n in only or ()))
     for name in SCALING_ROWS:
         r = row(name)
+        runs = out.setdefault("runs", {}).setdefault(name, {})
         points = [_model([(p, 1) for p in r.slice_problems()], lanes=lanes, taus=a // lanes,
                          bandwidth=bandwidth, latency=latency) for a in alus]
         model[name] = [None if p is None else round(p[3], 4) for p in points]
@@ -321,8 +326,12 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
             a = max(taus, 1) * lanes
             if a not in alus:
                 continue
-            if taus == results.get("setup", {}).get("taus") and name in results["rows"]:
-                value = _std(results["rows"][name], name)
+            table = results["rows"].get(name, {})
+            run = {"date": now(), "command": command}
+            if (taus == results.get("setup", {}).get("taus") and table.get("cycles")
+                    and table.get("simulated") != "full"):
+                value = _std(table, name)       # the table ran this slice: its run
+                run = {"date": table.get("rtl_date"), "command": "the tables' run"}
             elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
                 if name not in one_tau:
                     one_tau[name] = run_slice(name, lanes=lanes, taus=None, bandwidth=bandwidth,
@@ -331,12 +340,44 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
             else:
                 value = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth,
                                   latency=latency, seed=seed, done={})["utilization_std"]
+            runs[str(a)] = run
             measured[alus.index(a)] = value
             print(f"scaling {name} at {a} ALUs: {value}", flush=True)
     out["note"] = ("utilization (standard count) of each row's slice; RTL: Verilator model of "
                    "Top with "
                    f"{lanes}-lane TAUs ({lanes} ALUs: one TAU driven by the bench); model: "
                    "merit.perf")
+
+
+def _scaling_runs(sc):
+    """The dates and commands of Fig. 15's RTL points, by ALU count (``scaling["runs"]``,
+    recorded since the points of the table's TAU count are the slice's own run, not the
+    table's whole layer), as a sentence."""
+    runs = sc.get("runs", {})
+    parts = []
+    for a in sc.get("alus", []):
+        measured = sorted(name for name, values in sc.get("rtl", {}).items()
+                          if values[sc["alus"].index(a)] is not None)
+        if not measured:
+            continue
+        by = {}         # command -> (dates, rows)
+        for name in measured:
+            run = runs.get(name, {}).get(str(a))
+            key = run["command"] if run and run.get("date") else None
+            dates, names = by.setdefault(key, ([], []))
+            dates += [run["date"]] if key else []
+            names.append(name)
+        cells = []
+        for key, (dates, names) in by.items():
+            rows = "" if len(names) == len(measured) else f" ({', '.join(names)})"
+            if key is None:
+                cells.append(f"earlier runs, dates not recorded by the bench{rows}")
+                continue
+            low, high = min(dates)[:16], max(dates)[:16]
+            span = low if low == high else f"{low}-{high[11:]}"
+            cells.append(f"{span} UTC, `{key}`{rows}")
+        parts.append(f"{a} ALUs: " + "; ".join(cells))
+    return ("RTL points: " + "; ".join(parts)) if parts else ""
 
 
 #: the sharing variants of the two-dimensional sharing prediction (``--share-prediction``):
@@ -548,6 +589,13 @@ def _run_dates(results):
                  f"{_labels(results, double)}; the other runs had the earlier "
                  "single-port banks (each row a load writes cost the CP a read cycle), and "
                  "their model columns model those")
+    sets = sorted(n for n, e in results["rows"].items()
+                  if e.get("cycles") and e.get("cp_sets") == 2)
+    if sets:        # recorded since the CP's restore and save are hidden (two register sets)
+        text += (". The CP's two register sets (a lane group's restore and save hidden behind "
+                 "its neighbour's steps, `docs/decisions.md`, Compute Pipeline) in the runs of "
+                 f"{_labels(results, sets)}; the other runs had one set (the restore and save "
+                 "in the issue slots), and their model columns are the model of that day")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
                                            for date, names in sorted(by_model.items()))
     return text + "."
@@ -662,7 +710,9 @@ def render(results, one_tau=None):
     sc = results.get("scaling") or {}
     if sc.get("alus"):
         lines += ["## Fig. 15: utilization vs ALUs", "",
-                  f"{sc.get('note', '')}. DRAM stays at {setup['dram_bytes_per_cycle']} bytes "
+                  f"{sc.get('note', '')}"
+                  + (f"; {_scaling_runs(sc)}" if _scaling_runs(sc) else "")
+                  + f". DRAM stays at {setup['dram_bytes_per_cycle']} bytes "
                   "per cycle, so the DRAM-bound rows fall as ALUs are added.", "",
                   "| row | " + " | ".join(f"{a} ALUs" for a in sc["alus"]) + " |",
                   "|---|" + "---|" * len(sc["alus"])]

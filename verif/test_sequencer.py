@@ -404,8 +404,9 @@ def test_sequencer_parameters_are_validated(kwargs, error, match):
 def _simulate_sequencer(config, job, *, max_cycles=400, with_indices=False):
     """Amaranth-level run of a lone Sequencer on one job, ``cmd`` ready every other cycle.
 
-    Returns the commands issued, as ``(kind, word, row)``, and the error flag at the end (and
-    each command's ``(index, lane_shift, lane_bits)`` with ``with_indices``).
+    Returns the commands issued, as ``(kind, word, set)`` for an EXEC and ``(kind, 0,
+    (set, save, save_row, clear, load, load_row, regs))`` for a MOVE, and the error flag at the
+    end (and each command's ``(index, lane_shift, lane_bits)`` with ``with_indices``).
     """
     from amaranth.sim import Simulator
 
@@ -425,8 +426,13 @@ def _simulate_sequencer(config, job, *, max_cycles=400, with_indices=False):
             ctx.set(dut.cmd.ready, cycle % 2)
             valid, payload = ctx.get(dut.cmd.valid), ctx.get(dut.cmd.payload)
             if valid and cycle % 2:
-                issued.append((Command(payload.kind), payload.word.as_value().value,
-                               int(payload.row)))
+                kind = Command(payload.kind)
+                mv = payload.move
+                issued.append((kind, payload.word.as_value().value, int(payload.set))
+                              if kind == Command.EXEC else
+                              (kind, 0, (int(payload.set), int(mv.save), int(mv.save_row),
+                                         int(mv.clear), int(mv.load), int(mv.load_row),
+                                         int(mv.regs))))
                 indices.append((int(payload.index), int(payload.lane_shift),
                                 int(payload.lane_bits)))
             if ctx.get(dut.idle) and cycle > 1:
@@ -443,25 +449,39 @@ def _simulate_sequencer(config, job, *, max_cycles=400, with_indices=False):
     return issued, result["error"]
 
 
-def _expected_commands(program, a_shape, a_origin, a_extent, groups, regs):
-    """The command order of docs/isa.md: groups -> restore -> steps -> ranges -> save."""
+def _expected_commands(program, a_shape, a_origin, a_extent, groups, regs, first_set=0):
+    """The command order of docs/isa.md: per group a MOVE of the other register set (the save
+    of the group before, the restore of the group after), the job's first group's own restore
+    before it, the steps' ranges on the group's set, the job's last group's save after it."""
     first = not any(a_origin)
     last = all(o + e == n for o, e, n in zip(a_origin, a_extent, a_shape, strict=True))
     cmds = []
     for g in range(groups):
-        rows = [(g * regs + r) for r in range(regs)]
-        if first:
-            cmds.append((Command.CLEAR, 0, 0))
-        else:
-            cmds += [(Command.LOAD, r << 17, row) for r, row in enumerate(rows)]
+        own = (first_set + g) % 2
+        if g == 0:
+            cmds.append((Command.MOVE, 0, (own, 0, 0, int(first), int(not first), 0, regs)))
+        after = g + 1 < groups
+        cmds.append((Command.MOVE, 0, (1 - own, int(g > 0 and not last), (g - 1) * regs
+                                       if g > 0 else 0, int(after and first),
+                                       int(after and not first), (g + 1) * regs, regs)))
         tile = [range(o, o + e) for o, e in zip(a_origin, a_extent, strict=True)]
         for index in itertools.product(*tile):
             kf, kl = range_select(index, a_shape)
-            cmds += [(Command.EXEC, program.words[a], 0)
+            cmds += [(Command.EXEC, program.words[a], own)
                      for a in range(program.begs[kf], program.ends[kl])]
-        if not last:
-            cmds += [(Command.STORE, r << 17, row) for r, row in enumerate(rows)]
+        if g == groups - 1 and not last:
+            cmds.append((Command.MOVE, 0, (own, 1, g * regs, 0, 0, 0, regs)))
     return cmds
+
+
+def _rows_used(cmds):
+    """The SRAM rows the MOVEs save and restore, in order: ``("save" or "load", row)``."""
+    out = []
+    for k, _, mv in cmds:
+        if k == Command.MOVE:
+            out += [("save", mv[2])] if mv[1] else []
+            out += [("load", mv[5])] if mv[4] else []
+    return out
 
 
 def _two_level_job(a_origin, a_extent, groups, **simulate):
@@ -485,11 +505,8 @@ def test_sequencer_command_order(a_origin, a_extent, groups):
     program, a_shape, issued, error = _two_level_job(a_origin, a_extent, groups)
     want = _expected_commands(program.with_levels(2), a_shape, a_origin, a_extent, groups,
                               program.regs)
-    # rows matter only to LOAD/STORE, whose words carry only the register number
-    mem = (Command.LOAD, Command.STORE)
-    got = [(k, w & (7 << 17) if k in mem else w if k == Command.EXEC else 0,
-            row if k in mem else 0) for k, w, row in issued]
-    assert got == want and not error
+    assert _rows_used(issued) == _rows_used(want)
+    assert issued == want and not error
 
 
 @pytest.mark.parametrize("a_origin, a_extent", [
@@ -504,15 +521,13 @@ def test_sequencer_saves_unless_the_tile_ends_the_space(a_origin, a_extent):
     sequencer makes from the waiting job's registers after it starts."""
     program, a_shape, issued, error = _two_level_job(a_origin, a_extent, 2, max_cycles=1500)
     last = all(o + e == n for o, e, n in zip(a_origin, a_extent, a_shape, strict=True))
-    stores = [row for k, _, row in issued if k == Command.STORE]
+    saves = [mv[2] for k, _, mv in issued if k == Command.MOVE and mv[1]]
     assert not error and issued
-    assert stores == ([] if last else list(range(2 * program.regs)))
+    assert saves == ([] if last else [0, program.regs])
     if all(o + e <= n for o, e, n in zip(a_origin, a_extent, a_shape, strict=True)):
         want = _expected_commands(program.with_levels(2), a_shape, a_origin, a_extent, 2,
                                   program.regs)
-        mem = (Command.LOAD, Command.STORE)
-        assert [(k, w & (7 << 17) if k in mem else w if k == Command.EXEC else 0,
-                 row if k in mem else 0) for k, w, row in issued] == want
+        assert issued == want
 
 
 def test_sequencer_index_commands_carry_their_steps_indices():

@@ -45,7 +45,7 @@ from merit.sim.benchlib import (
     unpack_lanes,
 )
 from meritz.tau.cp.simd import Command, SimdArray, cmd_layout
-from simd_model import SimdModel
+from simd_model import CLEAR, LOAD, STORE, SimdModel, legacy
 
 CORNERS16 = [-32768, -32767, -1, 0, 1, 32766, 32767]
 CORNERS32 = [-(1 << 31), -(1 << 31) + 1, -32769, 32768, (1 << 31) - 1]
@@ -109,18 +109,22 @@ class Stimulus:
                 return word
 
     def command(self, illegal_rate):
-        """(kind, word, row, index, lane_shift, lane_bits)."""
+        """(kind, word, move, index, lane_shift, lane_bits, set) (``simd_model``): the older
+        single-register LOAD / STORE / CLEAR become MOVEs on set 0 (``simd_model.legacy``)."""
+        return legacy(self._command(illegal_rate), self.depth)
+
+    def _command(self, illegal_rate):
         r = self.rand
         x = r.random()
         row = r.randrange(self.depth)
         if x < 0.06:
             self.stored.add(row)
-            return (Command.STORE, encode(Instruction(op=Op.ADD, d=r.randrange(8))), row, 0, 0, 0)
+            return (STORE, encode(Instruction(op=Op.ADD, d=r.randrange(8))), row, 0, 0, 0)
         if x < 0.11 and self.stored:
             row = r.choice(sorted(self.stored))
-            return (Command.LOAD, encode(Instruction(op=Op.ADD, d=r.randrange(8))), row, 0, 0, 0)
+            return (LOAD, encode(Instruction(op=Op.ADD, d=r.randrange(8))), row, 0, 0, 0)
         if x < 0.12:
-            return (Command.CLEAR, 0, 0, 0, 0, 0)
+            return (CLEAR, 0, 0, 0, 0, 0)
         if x < 0.12 + illegal_rate:
             return (Command.EXEC, self.illegal(), 0, 0, 0, 0)
         shift_max = self.lanes.bit_length() - 1
@@ -169,7 +173,9 @@ class TB:
         self.model = SimdModel(self.lanes, self.consts, self.luts)
         layout = cmd_layout(self.lanes, self.depth)
         self.offsets = {name: layout[name].offset for name in
-                        ("kind", "word", "row", "index", "lane_shift", "lane_bits")}
+                        ("kind", "set", "word", "move", "index", "lane_shift", "lane_bits")}
+        self.move_offsets = [layout["move"].shape[name].offset for name in
+                             ("save", "save_row", "clear", "load", "load_row", "regs")]
         self.cmd = Source(dut, "cmd", pause_generator(self.rand, pause_prob))
         self.rp = [Source(dut, f"rp{k}", pause_generator(self.rand, pause_prob))
                    for k in (0, 1)]
@@ -178,9 +184,11 @@ class TB:
         self.count = Counter()
 
     def pack_cmd(self, cmd):
-        kind, word, row, index, lane_shift, lane_bits = cmd
+        kind, word, mv, index, lane_shift, lane_bits, set_ = cmd
         o = self.offsets
-        return ((kind.value << o["kind"]) | (word << o["word"]) | (row << o["row"])
+        move = sum(v << off for v, off in zip(mv or (), self.move_offsets, strict=False))
+        return ((kind.value << o["kind"]) | (set_ << o["set"]) | (word << o["word"])
+                | (move << o["move"])
                 | (index << o["index"]) | (lane_shift << o["lane_shift"])
                 | (lane_bits << o["lane_bits"]))
 
@@ -203,7 +211,9 @@ class TB:
     def cover(self, cmd):
         kind, word = cmd[0], cmd[1]
         if kind != Command.EXEC:
-            self.count[kind.name] += 1
+            for name, on in zip(("STORE", "LOAD", "CLEAR"), (cmd[2][0], cmd[2][3], cmd[2][2]),
+                                strict=True):
+                self.count[name] += on
         elif not is_legal(word):
             self.count["illegal"] += 1
         else:
@@ -299,10 +309,12 @@ async def random_program_no_backpressure(dut):
     tb, cfg = await _start(dut, 0.0)
     commands = [tb.stim.command(0.0) for _ in range(cfg["commands"])]
     tb.feed(commands)
-    # the stalls without backpressure: a LOAD right behind a STORE (single-port SRAM), and the
-    # interlock (an instruction whose b / c is the previous instruction's result)
-    stalls = sum(a[0] == Command.STORE and b[0] == Command.LOAD
-                 for a, b in zip(commands, commands[1:], strict=False))
+    # the stalls without backpressure: the mover's cycles of each MOVE (on set 0, the set the
+    # instructions run on, so they wait for it; at most ``perf._mover_cycles`` and the drain
+    # of E1 and E2, three), and the interlock (an instruction whose b / c is the previous
+    # instruction's result)
+    stalls = sum(perf._mover_cycles(c[2][5], c[2][0], c[2][3]) + 3
+                 for c in commands if c[0] == Command.MOVE)
     interlocks = sum(interlocked(a, b) for a, b in zip(commands, commands[1:], strict=False))
     # a LOOKUP at the end drains its E1 cycles beyond the two the margin below allows
     last = commands[-1]
@@ -319,7 +331,7 @@ async def random_program_no_backpressure(dut):
         f"{cycles} cycles for {cfg['commands']} commands ({stalls} SRAM stalls, " \
         f"{interlocks} interlocks)"
     record_metric("commands_per_cycle",
-                  round(cfg["commands"] / (cycles - interlocks - stalls), 4))
+                  round(cfg["commands"] / max(cycles - interlocks - stalls, 1), 4))
     record_metric("interlocks", interlocks)
     record_metric("coverage", funcov.export("tau"))
 

@@ -284,8 +284,23 @@ def _step_cycles(program, a_size, origin, extent, locks):
     return cycles + int(inside.sum()) + int((across * both).sum())
 
 
+#: cycles the SIMD array's mover spends on a MOVE besides its rows: the cycle it takes the
+#: MOVE, the wait for the group before's last instructions to leave E1 and E2 (two), its last
+#: cycle (``meritz.tau.cp.simd``)
+MOVE_CYCLES = 4
+
+
+def _mover_cycles(regs, save, load):
+    """Cycles from a MOVE's issue to the next MOVE's: its rows saved, then loaded (one a cycle,
+    and one more for the last row's write)."""
+    return MOVE_CYCLES + (regs if save else 0) + (regs + 1 if load and regs else 0)
+
+
 def _warp_cycles(kernel):
-    """CP cycles of one warp in each accumulation tile (a job takes one more cycle)."""
+    """CP cycles of one warp in each accumulation tile: one MOVE (the other register set saved
+    for the warp before and restored for the warp after, ``meritz.tau.cp.sequencer``) and the
+    steps, or the mover's time for that MOVE where the steps are shorter (the next warp's
+    MOVE waits for it)."""
     a_size = tuple(kernel.problem.a_shape) or (1,)
     regs = int(kernel.config["regs"])
     tiles = _a_tiles(kernel)
@@ -293,10 +308,22 @@ def _warp_cycles(kernel):
     out = []
     for b, (origin, extent) in enumerate(tiles):
         first, last = b == 0, b == len(tiles) - 1
-        restore = 1 if first else regs + 1       # CLEAR, or LOADs (+1: the SRAM turns around
-        save = 0 if last else regs               # from the previous warp's STOREs)
         steps = _step_cycles(kernel.program, a_size, origin, extent, locks)
-        out.append(restore + steps + save)
+        out.append(max(1 + steps, _mover_cycles(regs, not last, not first)))
+    return np.asarray(out, dtype=np.int64)
+
+
+def _job_cycles(kernel):
+    """CP cycles of a job in each accumulation tile besides its warps': the sequencer's cycle
+    between jobs, the first warp's own restore (a MOVE, and the wait for its rows before the
+    warp's steps start), the last warp's save (a MOVE)."""
+    regs = int(kernel.config["regs"])
+    tiles = _a_tiles(kernel)
+    out = []
+    for b in range(len(tiles)):
+        first, last = b == 0, b == len(tiles) - 1
+        own = _mover_cycles(regs, False, not first) - 1
+        out.append(1 + 1 + own + (0 if last else 1 + regs))
     return np.asarray(out, dtype=np.int64)
 
 
@@ -599,7 +626,8 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
     write = np.zeros((n_t, n_a), dtype=np.int64)
     beats = _write_beats(kernel, origins)
     write[:, -1] = beats * outs
-    compute = 1 + _tile_warps(kernel, origins)[:, None] * per_warp[None, :]
+    per_job = _job_cycles(kernel)
+    compute = per_job[None, :] + _tile_warps(kernel, origins)[:, None] * per_warp[None, :]
     warps = int(np.prod(kernel.tiling.p_tile)) // kernel.lanes
     # CP cycles after a tile's last output: every warp a tile runs holds an output (the edge
     # warps are skipped), but the one warp of a void tile writes nothing
@@ -622,7 +650,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
     ahead_port = tuple(max(depth[r] // rows[r], 1) if rows[r] else 0 for r in (0, 1))
     prog = kernel.program
     a_size = tuple(kernel.problem.a_shape) or (1,)
-    total = n_a + warps * int(per_warp.sum())
+    total = int(per_job.sum()) + warps * int(per_warp.sum())
     density = []
     for port in (0, 1):              # share of CP cycles whose instruction reads the RP
         readers = np.zeros(len(prog.words) + 1, dtype=np.int64)

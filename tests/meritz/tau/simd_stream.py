@@ -1,10 +1,11 @@
 """A stream of commands through the SIMD array (Amaranth simulator), checked against
 :class:`simd_model.SimdModel`: the driver of the SIMD array's pipeline tests.
 
-Commands are ``(kind, word, row, index, lane_shift, lane_bits)``; a shorter tuple is padded with
-zeros. RP vectors are consumed in order as the array takes them; every element taken is matched
-to the command it belongs to, and the golden model's output of each command is what the array
-must send on ``out``.
+Commands are ``(kind, word, move, index, lane_shift, lane_bits, set)`` (``simd_model``); a
+shorter tuple is padded with zeros, and the older benches' ``LOAD`` / ``STORE`` / ``CLEAR``
+become MOVEs (:func:`simd_model.legacy`). RP vectors are consumed in order as the array takes
+them; every element taken is matched to the command it belongs to, and the golden model's
+output of each command is what the array must send on ``out``.
 """
 
 from collections import deque
@@ -12,8 +13,8 @@ from collections import deque
 import numpy as np
 from amaranth.sim import Simulator
 
-from meritz.tau.cp.simd import SimdArray
-from simd_model import SimdModel
+from meritz.tau.cp.simd import SimdArray, sram_depth
+from simd_model import SimdModel, legacy
 
 LANES = 8
 CONSTS = (-7, 1 << 20, 300, -(1 << 31))
@@ -38,7 +39,7 @@ def stream_vectors(commands, luts, rng):
 
 
 def _padded(command):
-    return tuple(command) + (0,) * (6 - len(command))
+    return legacy(command, sram_depth(LANES, 5120))
 
 
 def run_stream(commands, luts, *, rp=None, seed=0, gap=0.0, out_gap=0.0, probe_ready=False):
@@ -67,11 +68,15 @@ def run_stream(commands, luts, *, rp=None, seed=0, gap=0.0, out_gap=0.0, probe_r
             offer = bool(pending) and rng.random() >= gap
             ctx.set(dut.cmd.valid, offer)
             if offer:
-                kind, word, row, index, lane_shift, lane_bits = pending[0]
+                kind, word, mv, index, lane_shift, lane_bits, set_ = pending[0]
                 p = dut.cmd.payload
                 ctx.set(p.kind, kind)
+                ctx.set(p.set, set_)
                 ctx.set(p.word.as_value(), word)
-                ctx.set(p.row, row)
+                if mv:
+                    for name, v in zip(("save", "save_row", "clear", "load", "load_row",
+                                        "regs"), mv, strict=True):
+                        ctx.set(getattr(p.move, name), v)
                 ctx.set(p.index, index)
                 ctx.set(p.lane_shift, lane_shift)
                 ctx.set(p.lane_bits, lane_bits)

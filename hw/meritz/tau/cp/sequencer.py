@@ -188,10 +188,14 @@ class Sequencer(wiring.Component):
         x_cur = Array(Signal(range(N_REGS), name=f"x{j}") for j in range(DIMS))
         x_org = Array(Signal(range(N_REGS), name=f"x_org{j}") for j in range(DIMS))
         row_base = Signal(range(self.sram_depth + N_REGS * 2))
-        reg = Signal(range(N_REGS + 1))
-        # ``reg + 1 == cfg.regs`` (the last register to restore or save) as a register, assigned
-        # with ``reg`` from the next value's own comparison (``cfg.regs`` is held while jobs run)
-        reg_last = Signal()
+        # the SRAM rows of the group before (its save) and after (its restore ahead)
+        prev_row = Signal(range(self.sram_depth + N_REGS * 2))
+        next_row = Signal(range(self.sram_depth + N_REGS * 3))
+        # the register set of the group (the groups of the stream alternate between the SIMD
+        # array's two sets), and whether the group's set was restored by the group before's
+        # MOVE (``restored``: every group of a job but the first)
+        cur_set = Signal()
+        restored = Signal()
         first_tile = Signal()
         # the job's last accumulation tile, or no registers: the group ends without saving (a
         # register set with the job; ``cfg.regs`` is held while jobs run)
@@ -336,8 +340,8 @@ class Sequencer(wiring.Component):
         # the index that an INDEX instruction reads is selected by the word's j: the program
         # word is read a cycle before its command leaves, and the program memory's read and the
         # index selection are in different cycles
-        formed = data.StructLayout({"kind": Command, "word": instruction_layout,
-                                    "row": out.payload.shape()["row"].shape})
+        formed = data.StructLayout({"kind": Command, "set": 1, "word": instruction_layout,
+                                    "move": out.payload.shape()["move"].shape})
         form = Signal(formed, name="form")
         form_valid = Signal()
         form_a = Array(Signal(INDEX, name=f"form_a{j}") for j in range(DIMS))
@@ -378,8 +382,9 @@ class Sequencer(wiring.Component):
             m.d.sync += [
                 out.valid.eq(form_valid),
                 out.payload.kind.eq(form.kind),
+                out.payload.set.eq(form.set),
                 out.payload.word.eq(issued),
-                out.payload.row.eq(form.row),
+                out.payload.move.eq(form.move),
                 out.payload.index.eq(Mux(f_exec, Mux(f_par, form_par[f_j], form_a[f_j]), 0)),
                 out.payload.lane_shift.eq(Mux(f_exec, cfg.lane_shift[f_j], 0)),
                 out.payload.lane_bits.eq(Mux(f_exec, cfg.lane_bits[f_j], 0)),
@@ -388,8 +393,9 @@ class Sequencer(wiring.Component):
                                                 | (f_a[3] & f_areg))):
                 m.d.sync += self.error.eq(1)    # an indexed register past r7
         m.d.comb += [
-            cmd.row.eq(row_base + reg),
-            cmd.word.d.eq(reg),
+            cmd.set.eq(cur_set),
+            cmd.move.regs.eq(cfg.regs),
+            next_row.eq(row_base + cfg.regs),
         ]
         bad_job = Signal()
         p = self.job.payload
@@ -404,7 +410,8 @@ class Sequencer(wiring.Component):
 
         def finish_group():
             """The group's last command issued: on to the next group, or to the next job."""
-            m.d.sync += [row_base.eq(row_base + cfg.regs), reg.eq(0), reg_last.eq(cfg.regs == 1)]
+            m.d.sync += [row_base.eq(next_row), prev_row.eq(row_base), cur_set.eq(~cur_set),
+                         restored.eq(~gwrap.all())]
             m.d.comb += restart.eq(1)
             for jj in range(DIMS):
                 to_origin(jj, job.a_origin[jj], o_next[jj])
@@ -412,7 +419,7 @@ class Sequencer(wiring.Component):
             with m.If(gwrap.all()):
                 m.next = "IDLE"
             with m.Else():
-                m.next = "RESTORE"
+                m.next = "AHEAD"
 
         # the next lane group's coordinates, a cycle after the group's end (``group_step``, a
         # register): their enables are that flip-flop and ``ginner``, not the FSM's decision.
@@ -441,10 +448,11 @@ class Sequencer(wiring.Component):
                          for jj in range(DIMS)]
 
         def end_steps():
-            with m.If(no_save):
+            """The group's steps issued: the job's last group saves its set now (a MOVE; the
+            others' sets are saved by the next group's MOVE)."""
+            with m.If(no_save | ~gwrap.all()):
                 finish_group()
             with m.Else():
-                m.d.sync += [reg.eq(0), reg_last.eq(cfg.regs == 1)]
                 m.next = "SAVE"
 
         # the job input register: a job is taken while the register is empty or being accepted,
@@ -579,27 +587,34 @@ class Sequencer(wiring.Component):
                               for jj in range(DIMS)],
                             first_tile.eq(pend.first_tile),
                             row_base.eq(0),
-                            reg.eq(0),
-                            reg_last.eq(cfg.regs == 1),
+                            restored.eq(0),
                         ]
                         m.d.sync += [g_cur[jj].eq(0) for jj in range(DIMS)]
                         m.next = "RESTORE"
             with m.State("RESTORE"):
-                with m.If(row_base + cfg.regs > self.sram_depth):
+                # the job's first group: its own set restored (cleared on the first
+                # accumulation tile, else loaded from its rows), its instructions wait for it
+                m.d.comb += [emit.eq(1), cmd.kind.eq(Command.MOVE),
+                             cmd.move.clear.eq(first_tile), cmd.move.load.eq(~first_tile),
+                             cmd.move.load_row.eq(row_base)]
+                with m.If(take):
+                    m.next = "AHEAD"
+            with m.State("AHEAD"):
+                # every group: the other set (that of the groups before and after it) saved
+                # for the group before, unless it is the job's first or the job its last
+                # accumulation tile, and restored for the group after, if the job has one
+                # (the group's wrap flags are stepped in this cycle after a group's end:
+                # ``wrapped``, their next value, then)
+                last_group = Mux(group_step, Cat(*wrapped).all(), gwrap.all())
+                with m.If(next_row > self.sram_depth):
                     m.d.sync += self.error.eq(1)   # more groups x registers than SRAM rows
-                with m.If(first_tile):
-                    m.d.comb += [emit.eq(1), cmd.kind.eq(Command.CLEAR)]
-                    with m.If(take):
-                        m.next = "STEPS"
-                with m.Elif(cfg.regs == 0):
+                m.d.comb += [emit.eq(1), cmd.kind.eq(Command.MOVE), cmd.set.eq(~cur_set),
+                             cmd.move.save.eq(restored & ~no_save), cmd.move.save_row.eq(prev_row),
+                             cmd.move.clear.eq(~last_group & first_tile),
+                             cmd.move.load.eq(~last_group & ~first_tile),
+                             cmd.move.load_row.eq(next_row)]
+                with m.If(take):
                     m.next = "STEPS"
-                with m.Else():
-                    m.d.comb += [emit.eq(1), cmd.kind.eq(Command.LOAD)]
-                    with m.If(take):
-                        m.d.sync += [reg.eq(reg + 1), reg_last.eq(reg + 2 == cfg.regs)]
-                        with m.If(reg_last):
-                            m.d.sync += [reg.eq(0), reg_last.eq(cfg.regs == 1)]
-                            m.next = "STEPS"
             with m.State("STEPS"):
                 with m.If(at_empty):               # empty range: next step, no command
                     advance_step()
@@ -619,11 +634,10 @@ class Sequencer(wiring.Component):
                         with m.Else():
                             m.d.comb += step_in.eq(1)
             with m.State("SAVE"):
-                m.d.comb += [emit.eq(1), cmd.kind.eq(Command.STORE)]
+                m.d.comb += [emit.eq(1), cmd.kind.eq(Command.MOVE),
+                             cmd.move.save.eq(1), cmd.move.save_row.eq(row_base)]
                 with m.If(take):
-                    m.d.sync += [reg.eq(reg + 1), reg_last.eq(reg + 2 == cfg.regs)]
-                    with m.If(reg_last):
-                        finish_group()
+                    finish_group()
         m.d.comb += self.job.ready.eq(~pend_valid | fsm.ongoing("IDLE"))
         with m.If(self.job.valid & self.job.ready):
             m.d.sync += [pend_valid.eq(1), pend.eq(prep)]

@@ -103,12 +103,10 @@ class LogicFn(enum.Enum, shape=3):
     XOR = Logic.XOR.value
 
 
-class Command(enum.Enum, shape=2):
+class Command(enum.Enum, shape=1):
     """What a command asks of the SIMD array."""
-    EXEC = 0    # execute ``word``
-    LOAD = 1    # register ``word.d`` of every lane <- SRAM row ``row``
-    STORE = 2   # SRAM row ``row`` <- register ``word.d`` of every lane
-    CLEAR = 3   # every register of every lane <- 0
+    EXEC = 0    # execute ``word`` on the register set ``set``
+    MOVE = 1    # the mover: register set ``set`` saved to and / or restored from the SRAM
 
 
 instruction_layout = data.StructLayout({
@@ -116,12 +114,23 @@ instruction_layout = data.StructLayout({
 })
 
 
+def move_layout(depth):
+    """What a ``MOVE`` command asks of the mover, on its register set (in this order): ``save``
+    registers 0 .. regs-1 to the SRAM rows from ``save_row``, then ``load`` them from the rows
+    from ``load_row``, or ``clear`` every register of the set (it reads 0 until written)."""
+    return data.StructLayout({
+        "save": 1, "load": 1, "clear": 1, "regs": range(N_REGS + 1),
+        "save_row": range(depth), "load_row": range(depth),
+    })
+
+
 def cmd_layout(lanes, depth):
     """Payload of the command stream for ``lanes`` lanes and an SRAM of ``depth`` rows."""
     return data.StructLayout({
         "kind": Command,
+        "set": 1,                   # the register set an EXEC runs on, or a MOVE moves
         "word": instruction_layout,
-        "row": range(depth),
+        "move": move_layout(depth),
         "index": unsigned(16),      # a_fn of the step, or the group's base of p_fn
         "lane_shift": range(8),     # PAR: the lane adds (lane >> lane_shift) & (2**lane_bits - 1)
         "lane_bits": range(8),
@@ -278,18 +287,20 @@ class SimdArray(wiring.Component):
         m = Module()
         n = self.lanes
         vec32 = data.ArrayLayout(signed(32), n)
-        # the lane registers: a memory of N_REGS rows (row i = register i of every lane) with
-        # three asynchronous read ports (a or d, b, c) and one write port, which an FPGA builds
-        # from LUT RAM; CLEAR empties ``written`` in one cycle, and a register not written since
-        # reads 0
-        m.submodules.regs = regs = memory.Memory(shape=vec32, depth=N_REGS, init=[])
-        reg_wr = regs.write_port()
-        written = Signal(N_REGS)
+        # the lane registers: two sets, each a memory of N_REGS rows (row i = register i of
+        # every lane) with four asynchronous read ports (a, b, c; the mover's save) and one
+        # write port (E2's, or the mover's restore on the set no instruction runs on), which an
+        # FPGA builds from LUT RAM; a clear empties the set's ``written`` in one cycle, and a
+        # register not written since reads 0
+        sets = [memory.Memory(shape=vec32, depth=N_REGS, init=[]) for _ in range(2)]
+        m.submodules.regs0, m.submodules.regs1 = sets
+        reg_wr = [x.write_port() for x in sets]
+        written = [Signal(N_REGS, name=f"written{k}") for k in range(2)]
         m.submodules.sram = sram = memory.Memory(shape=vec32, depth=self.depth, init=[])
         rd = sram.read_port()
         wr = sram.write_port()
         stage = data.StructLayout({
-            "valid": 1, "kind": Command, "word": instruction_layout,
+            "valid": 1, "set": 1, "word": instruction_layout,
         })
 
         # ---- stage 3 (E2: the accumulator add, LOGIC, out; writes the register) ------------
@@ -306,19 +317,17 @@ class SimdArray(wiring.Component):
         # through (bits 15 + s and up), registered from s as the instruction enters E2
         omask3 = Signal(33, name="omask3")
         w3 = s3.word
-        s3_out = (s3.kind == Command.EXEC) & (w3.op == Opcode.OUT)
+        s3_out = w3.op == Opcode.OUT
         s3_fire = s3.valid & (~s3_out | self.out.ready)
-        s3_writes = s3.valid & (((s3.kind == Command.EXEC) & (w3.op != Opcode.OUT))
-                                | (s3.kind == Command.LOAD))
-        s3_clear = s3.valid & (s3.kind == Command.CLEAR)
+        s3_writes = s3.valid & (w3.op != Opcode.OUT)
         s3_sel = w3.fn == LogicFn.SEL
         # the sum a + (v >> s) (the slowest value: the shifter and a carry chain) enters the
         # result's last multiplexer, LOOKUP's sum (a carry-save step and a carry chain) the one
         # before it
-        s3_lookup = (s3.kind != Command.LOAD) & (w3.op == Opcode.LOOKUP)
-        s3_total = (s3.kind != Command.LOAD) & (w3.op != Opcode.LOGIC) & (w3.op != Opcode.LOOKUP)
+        s3_lookup = w3.op == Opcode.LOOKUP
+        s3_total = (w3.op != Opcode.LOGIC) & (w3.op != Opcode.LOOKUP)
         # max / min: their comparison's answer enters the multiplexer behind the sum's
-        s3_logic = (s3.kind != Command.LOAD) & (w3.op == Opcode.LOGIC)
+        s3_logic = w3.op == Opcode.LOGIC
         s3_max = w3.fn == LogicFn.MAX
         s3_minmax = s3_logic & (s3_max | (w3.fn == LogicFn.MIN))
         result = Signal(vec32)       # the value written to register w3.d
@@ -326,13 +335,11 @@ class SimdArray(wiring.Component):
         for lane in range(n):
             a, u = a3[lane], u3[lane]
             # ``v3``: what E1 computed from b and c, not shifted yet (the MAC product, b + c,
-            # b - c, |b - c|; b for LOGIC and INDEX; the SRAM row of LOAD); ``v``: it
-            # shifted right by s, the value added to ``a`` (b >> s for LOGIC); ``raw``: the
-            # SRAM row of LOAD (not shifted); ``u``: b (MAX, MIN) or c (SEL) unshifted, and
+            # b - c, |b - c|; b for LOGIC and INDEX); ``v``: it shifted right by s, the value
+            # added to ``a`` (b >> s for LOGIC); ``u``: b (MAX, MIN) or c (SEL) unshifted, and
             # b of out (E2's result where it is the instruction's right before). The shift is
             # E2's first step, in front of the adder: E1 ends at the multiplier, and a MAC
             # chain through ``a`` still runs back to back.
-            raw = v3[lane][:32].as_signed()
             v = Signal(signed(32), name=f"vsh{lane}")
             m.d.comb += v.eq(v3[lane] >> w3.s)
             # LOOKUP: a + y(u) = (256 * a + p0 + p1) >> 8 (256 * a is a multiple of 256, so
@@ -377,26 +384,30 @@ class SimdArray(wiring.Component):
             m.d.comb += [
                 result[lane].eq(Mux(s3_total, total[:32],
                                     Mux(s3_minmax, pick,
-                                        Mux(s3_lookup, lsum[8:40],
-                                            Mux(s3.kind == Command.LOAD, raw, f))))),
+                                        Mux(s3_lookup, lsum[8:40], f)))),
                 outv[lane].eq(Mux(o_over, Const(32767, signed(16)),
                                   Mux(o_under, Const(-32768, signed(16)), o_low))),
             ]
         m.d.comb += [
             self.out.valid.eq(s3.valid & s3_out),
             self.out.payload.eq(outv),
-            reg_wr.addr.eq(w3.d), reg_wr.data.eq(result),
-            reg_wr.en.eq(Mux(s3_fire & s3_writes, (1 << len(reg_wr.en)) - 1, 0)),
         ]
-        with m.If(s3_fire):
-            with m.If(s3_clear):
-                m.d.sync += written.eq(0)
-            with m.Elif(s3_writes):
-                m.d.sync += written.bit_select(w3.d, 1).eq(1)
+        # each set's write port: E2's result, or the mover's restore of a register (the mover
+        # restores a set only when no instruction on it is in E1 or E2)
+        mv_wr = Signal(2)            # the mover writes register ``mv_wreg`` of set k
+        mv_wreg = Signal(range(N_REGS))
+        for k in range(2):
+            e2_writes = s3_fire & s3_writes & (s3.set == k)
+            m.d.comb += [
+                reg_wr[k].addr.eq(Mux(mv_wr[k], mv_wreg, w3.d)),
+                reg_wr[k].data.eq(Mux(mv_wr[k], rd.data, result)),
+                reg_wr[k].en.eq(Mux(e2_writes | mv_wr[k], (1 << len(reg_wr[k].en)) - 1, 0)),
+            ]
+            with m.If(e2_writes):
+                m.d.sync += written[k].bit_select(w3.d, 1).eq(1)
 
         # ---- stage 2 (E1: everything that does not need ``a``) -----------------------------
         s2 = Signal(stage, name="s2")
-        s2_row = Signal(range(self.depth))
         a_fwd = Signal()             # ``a`` is the result of the instruction in E2 (forwarded)
         b_fwd = Signal()             # the same for ``b`` of out
         a2, b2, c2 = (Signal(vec32, name=f"{x}2") for x in "abc")
@@ -421,10 +432,10 @@ class SimdArray(wiring.Component):
         n_even, n_odd = len(range(0, LUT_ENTRIES, 2)), len(range(1, LUT_ENTRIES, 2))
         even2 = Signal(data.ArrayLayout(n_even, n), name="lut_even2")
         odd2 = Signal(data.ArrayLayout(n_odd, n), name="lut_odd2")
-        s2_lookup = s2.valid & (s2.kind == Command.EXEC) & (w2.op == Opcode.LOOKUP)
+        s2_lookup = s2.valid & (w2.op == Opcode.LOOKUP)
         s2_hold = s2_lookup & ~lut_third
         s2_move = s2.valid & s3_free & ~s2_hold
-        s2_writer = s2.valid & (s2.kind == Command.EXEC) & (w2.op != Opcode.OUT)
+        s2_writer = s2.valid & (w2.op != Opcode.OUT)
         a_in = Signal(vec32)
         m.d.comb += a_in.eq(Mux(a_fwd, result, a2))
         # LOOKUP's table (``fn``), registered in its first E1 cycles: the third cycle's table
@@ -436,7 +447,7 @@ class SimdArray(wiring.Component):
         entries = [table[k] for k in range(LUT_ENTRIES)]
         v_next = Signal.like(v3)
         # MAC's product enters the last multiplexer in front of v3
-        s2_mac = (s2.kind != Command.LOAD) & (w2.op == Opcode.MAC)
+        s2_mac = w2.op == Opcode.MAC
         u_next = Signal(vec32)
         lp_next = Signal.like(lp3)
         lq_next = Signal.like(lq3)
@@ -540,18 +551,10 @@ class SimdArray(wiring.Component):
                 lq_next[lane].eq(y_odd * Mux(i[0], w_rest, w_f)),
                 v_next[lane].eq(Mux(s2_mac & mac_inside, prod,
                                     Mux(s2_mac, mac_fix,
-                                        Mux((s2.kind != Command.LOAD) & (w2.op != Opcode.OUT),
-                                            pre_other,
-                                            Mux(s2.kind == Command.LOAD, rd.data[lane], b))))),
+                                        Mux(w2.op != Opcode.OUT, pre_other, b)))),
                 # out's b: b, or E2's result forwarded (one multiplexer, not through v3's)
                 u_next[lane].eq(Mux(b_fwd, result[lane], Mux(w2.fn == LogicFn.SEL, c, b))),
             ]
-        # STORE writes the SRAM from E1 (``a`` forwarded from E2 like an instruction's)
-        m.d.comb += [
-            wr.addr.eq(s2_row),
-            wr.data.eq(a_in),
-            wr.en.eq(Mux(s2_move & (s2.kind == Command.STORE), (1 << len(wr.en)) - 1, 0)),
-        ]
         with m.If(s2_move):
             m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next),
                          lq3.eq(lq_next),
@@ -573,7 +576,8 @@ class SimdArray(wiring.Component):
         cmd_shape = self.cmd.payload.shape()
         lane_idx = data.ArrayLayout(unsigned(17), n)
         decoded = data.StructLayout({
-            "valid": 1, "kind": Command, "word": instruction_layout, "row": range(self.depth),
+            "valid": 1, "kind": Command, "set": 1, "word": instruction_layout,
+            "move": move_layout(self.depth),
             "exec": 1, "legal": 1, "run": 1, "need0": 1, "need1": 1, "index": 1,
             "out": 1, "a_code": 5,
             # per operand (a: a_code, b, c): a register (its number is the code), and
@@ -599,8 +603,7 @@ class SimdArray(wiring.Component):
         used_b = sw_.op != Opcode.INDEX
         used_c = ((sw_.op != Opcode.INDEX) & (sw_.op != Opcode.OUT)
                   & ~((sw_.op == Opcode.LOGIC) & (sw_.fn != LogicFn.SEL)))
-        # port a reads register d for the commands that are not instructions (STORE saves it)
-        a_code0 = Mux(exec0, sw_.a, sw_.d)
+        a_code0 = sw_.a
         codes = [(a_code0, Const(1, 1)), (sw_.b, used_b), (sw_.c, used_c)]
 
         def sel_of(code):
@@ -617,7 +620,8 @@ class SimdArray(wiring.Component):
         commutes = (((sw_.op == Opcode.LOGIC) & (sw_.fn != LogicFn.SEL))
                     | (((sw_.op == Opcode.ADD) | (sw_.op == Opcode.SUB)) & (sw_.s == 0)))
         m.d.comb += [
-            nxt.kind.eq(src.kind), nxt.word.eq(sw_), nxt.row.eq(src.row),
+            nxt.kind.eq(src.kind), nxt.set.eq(src.set), nxt.word.eq(sw_),
+            nxt.move.eq(src.move),
             nxt.exec.eq(exec0), nxt.legal.eq(legal0), nxt.run.eq(run0),
             nxt.need0.eq(run0 & Cat(*[(c == OPERAND_RP0) & u for c, u in codes]).any()),
             nxt.need1.eq(run0 & Cat(*[(c == OPERAND_RP1) & u for c, u in codes]).any()),
@@ -652,9 +656,13 @@ class SimdArray(wiring.Component):
         run = d.run
         need0, need1 = d.need0, d.need1
 
+        # an instruction in E1 on the same register set (the instructions of the lane group
+        # before run on the other set)
+        e1_same = s2_writer & (s2.set == d.set)
+
         def from_e1(code, is_reg):
             """``code`` is a register that the instruction in E1 writes."""
-            return s2_writer & is_reg & (w2.d == code[:3])
+            return e1_same & is_reg & (w2.d == code[:3])
 
         # interlock: E1 reads ``b`` and ``c`` at its start, so an instruction whose ``b`` / ``c``
         # is the result of the instruction right before it (in E1, not done) waits one cycle;
@@ -666,17 +674,17 @@ class SimdArray(wiring.Component):
         m.d.comb += swap.eq(d.swap_ok & from_e1(w.b, d.b_reg) & ~from_e1(d.a_code, d.a_reg))
         hazard = ((d.b_haz & from_e1(w.b, d.b_reg) & ~swap) | (d.c_haz & from_e1(w.c, d.c_reg)))
         s2_free = ~s2.valid | s2_move
-        # the SRAM is single-port: a LOAD does not read while E1 writes a STORE
-        sram_busy = (d.kind == Command.LOAD) & s2.valid & (s2.kind == Command.STORE)
-        ready = (s2_free & ~sram_busy & ~hazard & (~need0 | self.rp0.valid)
-                 & (~need1 | self.rp1.valid))
+        # an instruction waits while the mover has its register set (``set_ready``); a MOVE
+        # waits for the mover to finish the one before
+        set_ready = Signal(2, init=0b11)
+        mv_idle = Signal()           # the mover is idle (a comb signal: 0 unless IDLE)
+        ready = (s2_free & ~hazard & set_ready.bit_select(d.set, 1)
+                 & (~need0 | self.rp0.valid) & (~need1 | self.rp1.valid))
         m.d.comb += [
-            issue.eq(d.valid & ready),
+            issue.eq(d.valid & Mux(exec1, ready, mv_idle)),
             self.rp0.ready.eq(d.valid & ready & need0),
             self.rp1.ready.eq(d.valid & ready & need1),
-            rd.addr.eq(d.row),
-            rd.en.eq(issue & (d.kind == Command.LOAD)),
-            self.busy.eq(d.valid | skid_valid | s2.valid | s3.valid),
+            self.busy.eq(d.valid | skid_valid | s2.valid | s3.valid | ~mv_idle),
         ]
 
         def operand(sel, k, lane, forwarded, is_reg, x):
@@ -696,27 +704,25 @@ class SimdArray(wiring.Component):
                     m.d.comb += v.eq(k)
             return v, hit & is_reg
 
-        s2_clear = s2.valid & (s2.kind == Command.CLEAR)
-        s2_load = s2.valid & (s2.kind == Command.LOAD)
-
         def register(code):
-            """Register ``code`` of every lane: 0 behind a CLEAR, the SRAM row of a LOAD in E1,
-            the result of E2 forwarded, else the register file (an instruction in E1 that writes
-            it is handled by the interlock or by forwarding into E2). Returned as ``(other,
-            hit)``: E2's result is selected by ``hit`` in the last multiplexer in front of the
-            E1 registers, so that it passes one multiplexer, not the whole chain."""
+            """Register ``code`` of every lane on the instruction's set: the result of E2
+            forwarded, else the set's register file, 0 where not written since the set's clear
+            (an instruction in E1 that writes it is handled by the interlock or by forwarding
+            into E2). Returned as ``(other, hit)``: E2's result is selected by ``hit`` in the
+            last multiplexer in front of the E1 registers, so that it passes one multiplexer,
+            not the whole chain."""
             other = Signal(vec32, name=f"fwd_{len(fwd_values)}")
             hit = Signal(name=f"fwd_hit_{len(fwd_values)}")
             r = code[:3]
-            load_hit = s2_load & (w2.d == r)
-            port = regs.read_port(domain="comb")
+            ports = [x.read_port(domain="comb") for x in sets]
+            # a set's register reads its word where written and the instruction runs on that
+            # set (flip-flops only: ``d.set``, ``written``), else 0: an AND-OR of the two ports
+            on = [Signal(name=f"fwd_on{k}_{len(fwd_values)}") for k in range(2)]
+            m.d.comb += [port.addr.eq(r) for port in ports]
+            m.d.comb += [on[k].eq((d.set == k) & written[k].bit_select(r, 1)) for k in range(2)]
             m.d.comb += [
-                port.addr.eq(r),
-                other.eq(Mux(s2_clear, 0,
-                             Mux(load_hit, rd.data,
-                                 Mux(s3_clear, 0,
-                                     Mux(written.bit_select(r, 1), port.data, 0))))),
-                hit.eq(s3_writes & (w3.d == r) & ~s2_clear & ~load_hit & ~s3_clear),
+                other.eq(Mux(on[0], ports[0].data, 0) | Mux(on[1], ports[1].data, 0)),
+                hit.eq(s3_writes & (s3.set == d.set) & (w3.d == r)),
             ]
             fwd_values.append(other)
             return other, hit
@@ -726,17 +732,16 @@ class SimdArray(wiring.Component):
         fb, fc = register(w.b), register(w.c)
         # E1's registers take the issue stage's values whenever E1 is free (they matter only
         # where ``s2.valid`` is set): their enable does not wait for the handshake
-        with m.If(issue):
-            m.d.sync += s2.valid.eq(run | ~exec1)
+        with m.If(issue & exec1):
+            m.d.sync += s2.valid.eq(run)
             with m.If(exec1 & ~d.legal):
                 m.d.sync += self.error.eq(1)
         with m.Elif(s2_move):
             m.d.sync += s2.valid.eq(0)
         with m.If(s2_free):
             m.d.sync += [
-                s2.kind.eq(d.kind),
+                s2.set.eq(d.set),
                 s2.word.eq(w),
-                s2_row.eq(d.row),
                 a_fwd.eq(from_e1(d.a_code, d.a_reg) | swap),
                 b_fwd.eq(from_e1(w.b, d.b_reg) & d.out),
                 lut_second.eq(0),
@@ -756,4 +761,73 @@ class SimdArray(wiring.Component):
                                         Mux(swap, op_a, op_b)))),
                     c2[lane].eq(Mux(hit_c, r, op_c)),
                 ]
+
+        # ---- the mover: a MOVE's save and restore of a register set ------------------------
+        # A MOVE leaves the issue stage when the mover is idle; the mover takes it, clears its
+        # set's ``set_ready`` (the set's instructions behind it wait), waits until no instruction
+        # on that set is left in E1 or E2 (those of the lane group that ran on it), then saves
+        # registers 0 .. regs-1 to the SRAM (one a cycle, from the set's fourth read port),
+        # loads them (one SRAM read a cycle, each written into the set a cycle later) or clears
+        # the set, and marks the set ready. It is the only user of the SRAM, which is read or
+        # written, never both, in a cycle (one single-port macro).
+        mv = Signal(move_layout(self.depth), name="mv")
+        mv_set = Signal(name="mv_set")
+        mv_i = Signal(range(N_REGS + 1), name="mv_i")
+        mv_wpend = Signal(name="mv_wpend")      # the SRAM row read last cycle is to be written
+        save_ports = [x.read_port(domain="comb") for x in sets]
+        m.d.comb += [port.addr.eq(mv_i[:3]) for port in save_ports]
+        e_on_set = ((s2.valid & (s2.set == mv_set)) | (s3.valid & (s3.set == mv_set)))
+        m.d.comb += [
+            wr.addr.eq(mv.save_row + mv_i),
+            # a register not written since its set's clear saves 0 (it reads 0)
+            wr.data.eq(Mux(mv_set, Mux(written[1].bit_select(mv_i[:3], 1), save_ports[1].data, 0),
+                           Mux(written[0].bit_select(mv_i[:3], 1), save_ports[0].data, 0))),
+            rd.addr.eq(mv.load_row + mv_i),
+            mv_wr.eq(Mux(mv_wpend, Mux(mv_set, 0b10, 0b01), 0)),
+        ]
+        m.d.sync += mv_wpend.eq(0)
+        with m.If(mv_wpend):
+            m.d.sync += mv_wreg.eq(mv_wreg + 1)
+            for k in range(2):
+                with m.If(mv_set == k):
+                    m.d.sync += written[k].bit_select(mv_wreg, 1).eq(1)
+        with m.FSM(name="mover"):
+            with m.State("IDLE"):
+                m.d.comb += mv_idle.eq(1)
+                with m.If(issue & ~exec1):
+                    m.d.sync += [mv.eq(d.move), mv_set.eq(d.set), mv_i.eq(0),
+                                 set_ready.bit_select(d.set, 1).eq(0)]
+                    m.next = "DRAIN"
+            with m.State("DRAIN"):
+                with m.If(~e_on_set):
+                    with m.If(mv.save & (mv.regs != 0)):
+                        m.next = "SAVE"
+                    with m.Elif(mv.load & (mv.regs != 0)):
+                        m.d.sync += mv_wreg.eq(0)
+                        m.next = "LOAD"
+                    with m.Else():
+                        m.next = "DONE"
+            with m.State("SAVE"):
+                m.d.comb += wr.en.eq((1 << len(wr.en)) - 1)
+                m.d.sync += mv_i.eq(mv_i + 1)
+                with m.If(mv_i + 1 == mv.regs):
+                    m.d.sync += mv_i.eq(0)
+                    with m.If(mv.load):
+                        m.d.sync += mv_wreg.eq(0)
+                        m.next = "LOAD"
+                    with m.Else():
+                        m.next = "DONE"
+            with m.State("LOAD"):
+                m.d.comb += rd.en.eq(1)
+                m.d.sync += [mv_i.eq(mv_i + 1), mv_wpend.eq(1)]
+                with m.If(mv_i + 1 == mv.regs):
+                    m.next = "LAST"
+            with m.State("LAST"):       # the last row read is written into the set
+                m.next = "DONE"
+            with m.State("DONE"):
+                for k in range(2):
+                    with m.If((mv_set == k) & mv.clear):
+                        m.d.sync += written[k].eq(0)
+                m.d.sync += set_ready.bit_select(mv_set, 1).eq(1)
+                m.next = "IDLE"
         return m
