@@ -24,30 +24,7 @@ for run in 1 2; do
         --out "$out/run$run" >"$out/probe$run.txt" 2>&1
     grep -E "^(fp16|bf16) " "$out/probe$run.txt" | sort -k4 -n | head -14
 done
-rows=$(python - "$out" <<'PY'
-import json, sys
-best = {}
-for run in (1, 2):
-    try:
-        rows = json.load(open(f"{sys.argv[1]}/run{run}/epi_probe.json"))
-    except OSError:
-        continue
-    for r in rows:
-        if "ms" in r and r.get("rel_err", 1) < 1e-4:
-            new = r["cluster"] > 1 or r["evict"] > 0
-            k = (run, r["prec"], new)
-            if r["ms"] < best.get(k, (9e9,))[0]:
-                best[k] = (r["ms"], r["tile"])
-for k in sorted(best):
-    print(k, best[k], file=sys.stderr)
-wins = [p for p in ("fp16", "bf16")
-        if all(best.get((r, p, True), (9e9,))[0] < best.get((r, p, False), (0,))[0]
-               for r in (1, 2))]
-print("new forms faster in both runs:", ",".join(f"gemm@{p}" for p in wins) or "none",
-      file=sys.stderr)
-print(",".join(f"gemm@{p}" for p in wins))
-PY
-)
+rows=$(python tests/merit/gpu/epi_probe.py verdict "$out" cluster\>1 evict\>0 --each)
 left=$(( ${2:-560} - $(date +%s) + t0 ))
 echo "bench rows: ${rows:-none}; ${left} s left"
 if [ -n "$rows" ] && [ $left -gt 100 ]; then

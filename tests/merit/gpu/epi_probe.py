@@ -201,5 +201,42 @@ def main():
               f"err {r.get('rel_err', float('nan')):.1e} {r.get('error', '')[:200]}")
 
 
+def _holds(row, condition):
+    """``row`` meets ``condition``, a field compared with a whole number: ``place>1``, ``epi=8``."""
+    field, op, value = re.fullmatch(r"(\w+)([>=])(\d+)", condition).groups()
+    return row[field] > int(value) if op == ">" else row[field] == int(value)
+
+
+def verdict(out, new, each=False):
+    """The bench rows (``gemm@fp16,gemm@bf16``) where a tile meeting any of the ``new``
+    conditions beats every other correct tile in both runs (``OUT/run1``, ``OUT/run2``) of its
+    precision; unless ``each``, both precisions must win or neither row is named. The best tiles
+    go to stderr."""
+    best = {}
+    for run in (1, 2):
+        path = Path(out) / f"run{run}" / "epi_probe.json"
+        if not path.is_file():
+            continue
+        for r in json.loads(path.read_text()):
+            if "ms" in r and r.get("rel_err", 1) < 1e-4:
+                k = (run, r["prec"], any(_holds(r, c) for c in new))
+                if r["ms"] < best.get(k, (9e9,))[0]:
+                    best[k] = (r["ms"], r["tile"], r["peer_ms"])
+    for k in sorted(best):
+        print(k, best[k], file=sys.stderr)
+    wins = [p for p in ("fp16", "bf16")
+            if all(best.get((r, p, True), (9e9,))[0] < best.get((r, p, False), (0,))[0]
+                   for r in (1, 2))]
+    if not each and len(wins) < 2:
+        wins = []
+    print("new forms faster in both runs:", ",".join(wins) or "none", file=sys.stderr)
+    return ",".join(f"gemm@{p}" for p in wins)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["verdict"]:
+        # verdict OUT CONDITION [CONDITION ...] [--each]: the rows to re-measure, on stdout
+        conditions = [a for a in sys.argv[3:] if a != "--each"]
+        print(verdict(sys.argv[2], conditions, each="--each" in sys.argv[3:]))
+    else:
+        main()

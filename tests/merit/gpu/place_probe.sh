@@ -27,27 +27,7 @@ for run in 1 2; do
         --extra "place=2" --out "$out/run$run" >"$out/probe$run.txt" 2>&1
     grep -E "^(fp16|bf16) " "$out/probe$run.txt" | sed 's/_b128x256_w8x1_f1x32_k64//'
 done
-rows=$(python - "$out" <<'PY'
-import json, sys
-best = {}
-for run in (1, 2):
-    try:
-        rows = json.load(open(f"{sys.argv[1]}/run{run}/epi_probe.json"))
-    except OSError:
-        continue
-    for r in rows:
-        if "ms" in r and r.get("rel_err", 1) < 1e-4:
-            k = (run, r["prec"], r["place"] > 1)
-            if r["ms"] < best.get(k, (9e9,))[0]:
-                best[k] = (r["ms"], r["tile"], r["peer_ms"])
-for k in sorted(best):
-    print(k, best[k], file=sys.stderr)
-win = all(best.get((r, p, True), (9e9,))[0] < best.get((r, p, False), (0,))[0]
-          for r in (1, 2) for p in ("fp16", "bf16"))
-print("placed faster in both runs, both precisions:", win, file=sys.stderr)
-print("gemm@fp16,gemm@bf16" if win else "")
-PY
-)
+rows=$(python tests/merit/gpu/epi_probe.py verdict "$out" place\>1)
 left=$(( ${2:-540} - $(date +%s) + t0 ))
 echo "bench rows: ${rows:-none}; ${left} s left"
 case "$card" in *H100*) h100=1 ;; *) h100=0 ;; esac
