@@ -451,6 +451,14 @@ def wgmma_fits(spec, tile):
         return ("tile.elect (one producer warp polls the \"empty\" barriers, its first thread "
                 "issues the copies) needs a producer tile whose operands are all bulk tensor "
                 "copies")
+    if getattr(tile, "hold", 0):
+        why = hold_fits(spec, tile)
+        if why:
+            return why
+    if getattr(tile, "skew", 0):
+        why = skew_fits(spec, tile)
+        if why:
+            return why
     place = getattr(tile, "place", 1)
     if place != 1 and not (place == 2 and tile.persist and tile.producer and tile.cluster == 1
                            and grid_blocks(spec, tile)[1] % 2 == 0):
@@ -464,6 +472,82 @@ def wgmma_fits(spec, tile):
             return (f"tile.cluster 2 needs an even number of blocks along a row index and a "
                     f"B tile of a multiple of 16 lines (box {tile.regs})")
     return ""
+
+
+#: The named barrier of a skewed tile (``Tile.skew``): the first consumer warpgroup arrives once
+#: per output tile, the second waits there before the tile's k loop (0 is the block's barrier,
+#: 1 and 2 the ping-pong groups', :data:`EPI_BARRIER` + g the staged epilogue's).
+SKEW_BARRIER = 3
+
+
+def k_tiles(spec, tile):
+    """The k tiles of one output tile of ``tile`` (a ring buffer each: a row of taps for
+    ``Tile.halo``, on the channels-last problem for ``Tile.cl``); 0 where the form does not
+    apply."""
+    s2 = cl_spec(spec, tile)
+    if s2 is None:
+        return 0
+    K = math.prod(s2.ashape)
+    if getattr(tile, "halo", False):
+        hp = halo_plan(spec, tile)
+        return K // (tile.chunk * hp["kw"]) if hp else 0
+    return -(-K // tile.chunk)
+
+
+def skew_fits(spec, tile):
+    """Why ``tile``'s ``Tile.skew`` cannot be built, or "".  The second consumer warpgroup waits
+    at :data:`SKEW_BARRIER` (256 threads) before each output tile's k loop, the first arrives
+    there once per tile, after issuing its k tile ``skew - 1``.  That needs a persistent producer
+    tile of exactly two consumer warpgroups, cluster 1, no ping-pong, and ``1 <= skew <
+    stages``: the first warpgroup's first ``skew`` k tiles of a tile lie in buffers the second
+    released in the tile before (the ring holds ``stages``), so it never waits for the second
+    there (no deadlock).  And ``k_tiles >= stages - skew + 1`` (and ``>= skew``): the first
+    warpgroup cannot reach its next arrival, k tile ``skew - 1`` of the block's next tile,
+    before the second has released a k tile of this one, hence passed its wait (two arrivals
+    never meet one wait: the barrier's count would complete without the second warpgroup)."""
+    sk = getattr(tile, "skew", 0)
+    nbuf = _buffers(tile)
+    if not (tile.persist and tile.producer and tile.cluster == 1 and not tile.pingpong
+            and math.prod(tile.warps) == 8):
+        return (f"tile.skew (the second consumer warpgroup trailing the first by {sk} k tiles) "
+                f"needs a persistent producer tile of two consumer warpgroups (8 warps), "
+                f"cluster 1, no pingpong, not warps {tile.warps}, persist {tile.persist}, "
+                f"cluster {tile.cluster}")
+    kt = k_tiles(spec, tile)
+    if not (isinstance(sk, int) and 1 <= sk < nbuf and kt >= max(sk, nbuf - sk + 1)):
+        return (f"tile.skew {sk!r} must be 1 .. stages - 1 ({nbuf - 1}) with at least "
+                f"max(skew, stages - skew + 1) k tiles per output tile, not {kt}")
+    return ""
+
+
+def hold_fits(spec, tile):
+    """Why ``tile``'s ``Tile.hold`` cannot be built, or "": a staged-epilogue tile
+    (:func:`epi_plan`) of two consumer warpgroups whose operands all go by bulk tensor copies
+    (the producer's registers: :data:`HOLD_REGS`), holding 1 .. chunks - 1 of each
+    warpgroup's chunks."""
+    hd = getattr(tile, "hold", 0)
+    ep = epi_plan(spec, tile) if getattr(tile, "epi", 0) else None
+    if (ep is None or not all(tma_ops(spec, tile)) or tile.cluster != 1
+            or math.prod(tile.warps) != 8):
+        return ("tile.hold (chunks of sums stored from registers during the next output "
+                "tile's k loop) needs a staged epilogue (tile.epi, ldsm.epi_plan) of a tile of "
+                "two consumer warpgroups whose operands are all bulk tensor copies, cluster 1")
+    if not (isinstance(hd, int) and 1 <= hd < ep["chunks"]):
+        return f"tile.hold {hd!r} must be 1 .. {ep['chunks'] - 1} (chunks per warpgroup - 1)"
+    return ""
+
+
+def held(spec, tile):
+    """The held sums of a ``Tile.hold`` tile, per thread: a list of ``(fragment, h)`` pairs (two
+    adjacent sums each: fragment ``f``'s values ``2 h``, ``2 h + 1``, row ``gq + 8 h`` of the
+    warp's 16, columns ``8 f + 2 tq``, ``+ 1``), the last ``hold`` chunks' fragments, and the
+    k tile of the next output tile in whose loop each pair is stored: pair ``j`` of ``n`` at k
+    tile ``j * kt // n`` (``kt`` k tiles per output tile)."""
+    fn = tile.frags[1]
+    f0 = fn - tile.hold * EPI_COLS // 8
+    pairs = [(f, h) for f in range(f0, fn) for h in (0, 1)]
+    kt = k_tiles(spec, tile)
+    return [(f, h, j * kt // len(pairs)) for j, (f, h) in enumerate(pairs)]
 
 
 def candidates(spec, precision, cap, wgmma=False):
@@ -726,6 +810,20 @@ __device__ __forceinline__ void merit_bar_arrive(int id, int n) {
     asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(n) : "memory");
 }
 """
+_PRELUDE_MAXNREG = r"""
+template <int N> __device__ __forceinline__ void merit_maxnreg_inc() {
+    // this warpgroup's registers a thread raised to N (taken from those another released)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+template <int N> __device__ __forceinline__ void merit_maxnreg_dec() {
+    // this warpgroup's registers a thread lowered to N (released to the block's others)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+"""
+#: ``Tile.hold``: the registers a thread of the consumer warpgroups and of the producer
+#: warpgroup after ``setmaxnreg`` (two consumers' and one producer's within the 512 a thread
+#: slot of each SM quarter holds: 2 x 232 + 40).
+HOLD_REGS = (232, 40)
 _PRELUDE_TMA = r"""
 struct __align__(64) MeritTmap { unsigned long long v[16]; };   // a CUtensorMap, by value
 __device__ __forceinline__ void merit_mb_expect(unsigned bar, unsigned bytes) {
@@ -1011,8 +1109,10 @@ def source(spec, tile):
         out.append(_PRELUDE_HALF)
     if tile.producer:
         out.append(_PRELUDE_MBAR)
-    if tile.pingpong:
+    if tile.pingpong or tile.skew:
         out.append(_PRELUDE_PINGPONG)
+    if tile.hold:
+        out.append(_PRELUDE_MAXNREG)
     if tile.tma:
         out.append(evict_loads(_PRELUDE_TMA) if tile.evict == 2 else _PRELUDE_TMA)
         out += [_tma_nd(len(t["dims"])) for t in tma_ops(spec, tile) if t and t.get("cl")]
@@ -1363,6 +1463,11 @@ def source(spec, tile):
         if pers:
             w(f"g0 += {2 * ntiles if tile.pingpong else ntiles};")
             w.close()
+        if tile.hold:   # the block's last output tile's held sums
+            w.open("if (hon)")
+            for j, (f, h, _) in enumerate(held(spec, tile)):
+                _emit_held_store(w, spec, tile, j, f, h)
+            w.close()
         if ep:   # the last bulk stores complete before the block leaves
             w("if ((tid & 127) == 0) merit_bulk_wait_all();")
         if pers and cl > 1:   # no block leaves while its peer may still signal it
@@ -1610,7 +1715,7 @@ def _emit_wgmma_loop(w, spec, tile, emit_loads, emit_stores, ntiles, stage_bytes
         fence = TMA_FENCE or not all(tmas)
         _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles, areg,
                             fence, grid_blocks(spec, tile) if tile.persist else None,
-                            steps=bk // ks * hp["kw"] if tile.halo else None)
+                            steps=bk // ks * hp["kw"] if tile.halo else None, spec=spec)
         return
     if tile.half and _buffers(tile) >= 3:
         _emit_half_wgmma_deep(w, tile, emit_loads, emit_stores, ntiles, stage_bytes, accs,
@@ -2220,7 +2325,8 @@ def _emit_epilogue_staged(w, spec, tile, r, blk, ep):
     w(f"const unsigned eb = sbase + {ep['top']} + eg * {epi * EPI_BYTES};")
     w("const int er = (wm & 3) * 16 + gq;   // the thread's first row of the warpgroup's 64")
     w("const int e0 = pb0 + (wm >> 2) * 64, e1 = pb1 + wn * " + str(8 * fn_n) + ";")
-    for c in range(ep["chunks"]):
+    hold = getattr(tile, "hold", 0)
+    for c in range(ep["chunks"] - hold):
         b = c % epi
         w(f"if ((tid & 127) == 0) merit_bulk_wait_read<{epi - 1}>();")
         w(f"merit_epi_sync({EPI_BARRIER} + eg);")
@@ -2254,6 +2360,20 @@ def _emit_epilogue_staged(w, spec, tile, r, blk, ep):
         w(f"merit_epi_sync({EPI_BARRIER} + eg);")
         w(f"if ((tid & 127) == 0) {{ merit_tma_store2(eb + {b * EPI_BYTES}, &tmo, "
           f"e1 + {EPI_COLS * c}, e0); merit_bulk_commit(); }}")
+    if hold:   # the last chunks' sums (after the PostLoop) kept for the next tile's k loop
+        for j, (f, h, _) in enumerate(held(spec, tile)):
+            for e in (0, 1):
+                p0 = f"e0 + er + {8 * h}"
+                p1 = f"e1 + {8 * f + e} + 2 * tq"
+                pargs = [p0, p1] + post_args_a
+                args = [f"merit_ld{q}(g_in{q}, {', '.join(pargs)})" for q in post] + pargs
+                body = (f"Strat st; st.acc = c0_{f}_{2 * h + e}; st.post0({', '.join(args)}); "
+                        f"hv{2 * j + e} = st.out0;")
+                if post and ragged:   # no reads outside the inputs
+                    w(f"if ({p0} < {M} && {p1} < {N}) {{ {body} }}")
+                else:
+                    w(f"{{ {body} }}")
+        w("he0 = e0; he1 = e1; hon = true;")
     w.close()
 
 
@@ -2281,6 +2401,8 @@ def _emit_producer_head(w, tile, stage_bytes, ncons, nreg, tmas=(None, None), as
     w.close()
     w("merit_cluster_sync();" if cl else "__syncthreads();")
     w.open(f"if (warp >= {ncons // 32})")
+    if getattr(tile, "hold", 0):   # the consumers take the registers the producer leaves
+        w(f"merit_maxnreg_dec<{HOLD_REGS[1]}>();")
     w(f"const int tid = threadIdx.x - {ncons};   // the producer's own thread index")
     if getattr(tile, "elect", False):   # the first warp alone polls "empty" (its thread 0 copies)
         w(f"if (tid >= 32) {{ {'merit_cluster_sync(); ' if cl else ''}return; }}")
@@ -2383,8 +2505,24 @@ def _emit_halo_copies(w, spec, tile, tmas, stage_bytes, bases):
     w.close()
 
 
+def _emit_held_store(w, spec, tile, j, f, h):
+    """Store held pair ``j`` (fragment ``f``, row half ``h``; :func:`held`) of the last output
+    tile, at rows ``he0``, columns ``he1`` of its warpgroup's box (8 bytes; guarded where the
+    output is ragged)."""
+    M, N = spec.pshape
+    blk = tile.block
+    row = f"he0 + (wm & 3) * 16 + gq + {8 * h}"
+    col = f"he1 + {8 * f} + 2 * tq"
+    st = (f"*reinterpret_cast<float2*>(g_out0 + (long long)({row}) * {N} + ({col})) = "
+          f"make_float2(hv{2 * j}, hv{2 * j + 1});")
+    if M % blk[0] or N % blk[1]:
+        w(f"if ({row} < {M} && {col} < {N}) {st}")
+    else:
+        w(st)
+
+
 def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=None,
-                        areg=None, fence=True, pers=None, steps=None):
+                        areg=None, fence=True, pers=None, steps=None, spec=None):
     """The consumers' loop: per k tile, wait for its buffer's "full" phase, a proxy fence (the
     tensor cores read what the copies wrote), its wgmma issued and committed, then
     ``wgmma.wait_group 1`` (tile kt - 1's products are done) and one arrival on the "empty"
@@ -2408,6 +2546,12 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
     ks = KSTEP[prec]
     full, empty = mbarriers(tile, stage_bytes)
     pp = tile.pingpong
+    hd = held(spec, tile) if getattr(tile, "hold", 0) else None
+    if hd:   # the held sums of the block's last output tile, where they go, whether any
+        w(f"merit_maxnreg_inc<{HOLD_REGS[0]}>();")
+        w(f"float {', '.join(f'hv{i} = 0.f' for i in range(2 * len(hd)))};")
+        w("int he0 = 0, he1 = 0;")
+        w("bool hon = false;")
     if open_tiles and pp:
         w(f"int g0 = pp * {ntiles};   // k tiles of this block's earlier output tiles")
         open_tiles(group=True)
@@ -2421,6 +2565,9 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
         open_tiles()
         for a in accs:
             w(f"{a} = 0.f;")
+    sk = getattr(tile, "skew", 0)
+    if open_tiles and sk:   # the second warpgroup trails the first by sk k tiles
+        w(f"if (warp >= 4) merit_bar_sync({SKEW_BARRIER}, 256);")
     w("#pragma unroll 1")
     w.open(f"for (int kt = 0; kt < {ntiles}; ++kt)")
     g = "g" if open_tiles else "kt"
@@ -2440,11 +2587,27 @@ def _emit_consumer_loop(w, tile, ntiles, stage_bytes, accs, product, open_tiles=
             w("merit_wg_wait1();")
             if k == 0:
                 w(f"if (kt > 0) merit_mb_arrive({rel});")
+        if open_tiles and sk:   # the first warpgroup has issued k tiles 0 .. sk - 1
+            w(f"if (kt == {sk - 1} && warp < 4) merit_bar_arrive({SKEW_BARRIER}, 256);")
     else:
         w("merit_wg_fence();")
         for k in range(steps or bk // ks):
             w(product(k))
         w("merit_wg_commit();")
+        if open_tiles and sk:   # the first warpgroup has issued k tiles 0 .. sk - 1
+            w(f"if (kt == {sk - 1} && warp < 4) merit_bar_arrive({SKEW_BARRIER}, 256);")
+        if hd:   # the last output tile's held sums, a few per k tile, while the products run
+            w.open("if (hon)")
+            w.open("switch (kt)")
+            for k in sorted({k for _, _, k in hd}):
+                w(f"case {k}:")
+                for j, (f, h, kk) in enumerate(hd):
+                    if kk == k:
+                        _emit_held_store(w, spec, tile, j, f, h)
+                w("break;")
+            w("default: break;")
+            w.close()
+            w.close()
         w("merit_wg_wait1();")
         if tile.cluster > 1:   # one thread per warpgroup for this block, one for the peer
             w(f"if (kt > 0 && (tid & 127) == 0) merit_mb_arrive({rel});")

@@ -200,6 +200,26 @@ class Tile:
         before; only the blocks' placement differs (a cluster's two blocks run on SMs of one GPC
         at once).  The launched grid must be even.  Built and tested, not a candidate
         (:data:`merit.gpu.tiling.PLACE_TUNED`: not faster on the H100).
+    hold : int
+        Staged-epilogue tiles (``epi``) whose operands all go by bulk tensor copies only: 0, or
+        the chunks (of :data:`merit.gpu.ldsm.EPI_COLS` columns) of each consumer warpgroup's
+        sums that are not staged at the tile's epilogue but kept in registers and stored from
+        there (8-byte stores) during the next output tile's k loop, a few per k tile (the last
+        tile's after the loop), so that they leave while the tensor cores run instead of
+        holding the consumers at the epilogue.  The registers come from the producer
+        warpgroup (``setmaxnreg``: the producer drops to :data:`merit.gpu.ldsm.HOLD_REGS`
+        ``[1]`` a thread, the consumers rise to ``[0]``).  See
+        :func:`merit.gpu.ldsm.hold_fits`.
+    skew : int
+        Persistent producer tiles of two consumer warpgroups (cluster 1, no ping-pong) only: 0,
+        or the k tiles by which the second warpgroup trails the first through each output tile:
+        it starts the tile's k loop only once the first has issued its first ``skew`` k tiles
+        (a named barrier, :data:`merit.gpu.ldsm.SKEW_BARRIER`).  The two warpgroups share the
+        ring (each k tile's buffer is released by both), so the first reaches its epilogue while
+        the second still has k tiles to multiply, and starts the next tile's k tiles (already in
+        the ring) while the second stores: one warpgroup's products run beside the other's
+        stores, at the same box and the same bytes from L2.  See
+        :func:`merit.gpu.ldsm.skew_fits`.
     forder : int
         ``vread`` tiles only: the order of the register copies' products within one accumulation
         step (:func:`merit.gpu.codegen.fma_order`): 0 C order, 1 a snake over the last parallel
@@ -263,6 +283,8 @@ class Tile:
     evict: int = field(default=0, repr=False)
     place: int = field(default=1, repr=False)
     elect: bool = field(default=False, repr=False)
+    skew: int = field(default=0, repr=False)
+    hold: int = field(default=0, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -321,6 +343,8 @@ class Tile:
                 kind += f"_ef{self.evict}" if self.evict else ""
                 kind += f"_pl{self.place}" if self.place > 1 else ""
                 kind += "_el" if self.elect else ""
+                kind += f"_sk{self.skew}" if self.skew else ""
+                kind += f"_hd{self.hold}" if self.hold else ""
                 return f"{self.mma}_b{r}_w{w}_f{f}_k{self.chunk}_{kind}"
             return f"{self.mma}_b{r}_w{w}_f{f}_c{self.chunk}_{sh}{db}"
         sk = f"_k{self.split}" if self.split > 1 else ""

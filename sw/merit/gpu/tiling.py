@@ -584,7 +584,8 @@ def _complete_mma(spec, tile, device):
                     mn=tile.mn, producer=tile.producer, tma=tile.tma, persist=tile.persist,
                     areg=tile.areg, pingpong=tile.pingpong, cl=tile.cl, halo=tile.halo,
                     epi=tile.epi, evict=tile.evict, place=tile.place,
-                    elect=tile.elect)
+                    elect=tile.elect, skew=tile.skew,
+                    hold=tile.hold)
     chunk = min(tile.chunk, spec.ashape[0])
     t = Tile((1,) * P, tuple(tile.regs), chunk, shared, tile.pads, tuple(range(P - 1, -1, -1)),
              (False,) * P, tile.double, 0, tuple(tile.vector), tile.mma, tuple(tile.warps),
@@ -1049,8 +1050,44 @@ def _persistent(spec, tile, device):
     if ldsm.grid_blocks(spec, p)[0] <= g or ldsm.wgmma_fits(spec, p):
         return []
     forms = [p] + _staged(spec, p, device)
+    forms += _held(spec, forms)
+    forms += _skewed(spec, forms)
     forms += _placed(spec, forms)
     return forms + _elected(spec, forms) + _clustered(spec, p, device)
+
+
+#: Staged-epilogue tiles of two consumer warpgroups whose operands all go by bulk copies: each
+#: also with these chunks of each warpgroup's sums held in registers and stored during the next
+#: output tile's k loop (``Tile.hold``; ``setmaxnreg`` moves the producer's registers to the
+#: consumers) would be timed.  Off: on GEMM 4096^3 (H100, ``hold_probe.sh`` and ``ab_probe.py``,
+#: 15 rounds in turns) holding 2 or 4 of 8 chunks ran within the spread of the same tiles
+#: holding none (FP16 medians 0.2187-0.2252 ms against 0.2210-0.2227, BF16 0.2149-0.2161
+#: against 0.2132-0.2138; see ``docs/gpu.md``); built and tested.
+HOLD_TUNED = ()
+
+
+def _held(spec, forms):
+    """The ``Tile.hold`` forms (:data:`HOLD_TUNED`) of each staged tile of ``forms`` where they
+    apply (:func:`merit.gpu.ldsm.hold_fits`)."""
+    return [q for t in forms if t.epi for q in (_replace(t, hold=n) for n in HOLD_TUNED)
+            if not ldsm.wgmma_fits(spec, q)]
+
+
+#: Persistent producer tiles of two consumer warpgroups (plain and staged-epilogue forms): each
+#: also with its second warpgroup trailing the first by these k tiles (``Tile.skew``: one
+#: warpgroup's products run beside the other's epilogue) would be timed beside it.  Off: on
+#: GEMM 4096^3 (H100, ``skew_probe.sh``, two runs) the best skewed tile was no faster than the
+#: best tile without (FP16 0.2110 / 0.2147 ms against 0.2168 / 0.2148, BF16 0.2064 / 0.2062
+#: against 0.2012 / 0.2012), and a skew of 1 or 2 slowed the direct-store tiles by 6-27 %;
+#: built and tested.
+SKEW_TUNED = ()
+
+
+def _skewed(spec, forms):
+    """The ``Tile.skew`` forms (:data:`SKEW_TUNED`) of each persistent tile of ``forms`` where
+    they apply (:func:`merit.gpu.ldsm.skew_fits`)."""
+    return [q for t in forms for q in (_replace(t, skew=n) for n in SKEW_TUNED)
+            if not ldsm.wgmma_fits(spec, q)]
 
 
 #: Persistent producer tiles (plain and staged-epilogue forms): each also launched in clusters of

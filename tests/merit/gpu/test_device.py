@@ -618,6 +618,118 @@ def test_wgmma_staged_epilogue():
             _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
 
 
+def test_wgmma_hold():
+    """Staged-epilogue tiles holding some chunks of sums in registers (``Tile.hold``): stored
+    from there, 8 bytes at a time, during the next output tile's k loop (the block's last tile's
+    after the loop), the producer one warp.  Ragged GEMMs and an FC layer (tiles past the
+    edges: guarded stores; K not a multiple of the k tile; fewer k tiles than held pairs),
+    tile counts that are no multiple of the grid and a grid larger than the tiles, 1 to 4 of 4
+    and 8 chunks held, 2 and 4 staging buffers, with a skew; FP16 / BF16 on half arrays, TF32
+    on float32 arrays (the FC layer: both operands by bulk copies); twice each, against float64
+    on the rounded operands and bit for bit against the same tile holding nothing."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 4),
+        (W.gemm(1000, 520, 200), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 7),
+        (W.gemm(300, 264, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}, 5),
+        (W.fc(520, 312, 200), {"regs": (64, 256), "warps": (4, 2), "frags": (1, 16)}, 3),
+    ]
+    seen = set()
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=71):
+        grid = next(g for p, _, g in cases if p is problem)
+        for chunk, stages, persist, epi, hold, skew in ((64, 4, grid, 2, 2, 0),
+                                                        (32, 3, grid, 2, 3, 0),
+                                                        (64, 4, 1000, 2, 1, 0),
+                                                        (64, 3, grid, 4, 2, 2)):
+            tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=problem.name == "gemm",
+                        chunk=chunk, half=True, stages=stages, producer=True, tma=True,
+                        persist=persist, epi=epi)
+            plain = _run_checked(problem, half, tile, spec.pshape, prec, ref)
+            form = dict(tile, hold=hold, skew=skew)
+            t = check_tile(spec, form)
+            assert t.hold == hold and t.nthreads == 384
+            n, launched = ldsm.grid_blocks(spec, t)
+            seen.add((n % launched != 0, launched == n))
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                got = _run_checked(problem, half, form, spec.pshape, prec, ref)
+                assert np.array_equal(got, plain), t.label()
+    assert seen >= {(True, False), (False, True)}
+    rng = np.random.default_rng(73)
+    problem = W.fc(520, 312, 200)
+    arrays = problem.random_inputs(rng, np.float32)
+    spec = spec_of(problem, "float32", "tf32")
+    tile = dict(regs=(64, 256), warps=(4, 2), frags=(1, 16), mma="tf32", ldsm=True, wgmma=True,
+                chunk=32, stages=3, producer=True, tma=True, persist=3, epi=2)
+    t0 = check_tile(spec, tile)
+    ref = problem.run(*_tc_operands(problem, spec, t0, arrays, "tf32"))
+    plain = _run_checked(problem, arrays, tile, spec.pshape, "tf32", ref, tol=5e-6)
+    for hold in (1, 3):
+        for _ in range(2):
+            got = _run_checked(problem, arrays, dict(tile, hold=hold), spec.pshape, "tf32", ref,
+                               tol=5e-6)
+            assert np.array_equal(got, plain)
+
+
+def test_wgmma_skew():
+    """Skewed persistent producer tiles (``Tile.skew``): the second consumer warpgroup starts
+    each output tile's k loop only once the first has issued its first ``skew`` k tiles (a
+    named barrier), the two sharing the ring.  Ragged GEMMs and an FC layer (K not a multiple
+    of the k tile, 4 to 32 k tiles per output tile), tile counts that are no multiple of the
+    grid and a grid larger than the tiles, skews 1 to 3 of 3 and 4 buffers, direct and staged
+    epilogues, warpgroups along the rows and along the columns; FP16 / BF16 on half arrays,
+    TF32 (A from registers) on float32 arrays; twice each, against float64 on the rounded
+    operands and bit for bit against the same tile without the skew (the products and their
+    order are the same)."""
+    from merit.gpu import ldsm
+    from merit.gpu.tiling import check_tile
+
+    cases = [
+        (W.gemm(333, 200, 1000), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 4),
+        (W.gemm(1000, 520, 200), {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)}, 7),
+        (W.gemm(300, 260, 520), {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)}, 5),
+        (W.fc(520, 312, 200), {"regs": (64, 256), "warps": (4, 2), "frags": (1, 16)}, 3),
+    ]
+    seen = set()
+    for problem, shape, prec, half, ref, spec in _half_cases([c[:2] for c in cases], seed=61):
+        grid = next(g for p, _, g in cases if p is problem)
+        for chunk, stages, persist, epi, skew in ((64, 4, grid, 2, 1), (64, 4, grid, 0, 2),
+                                                  (32, 3, grid, 4, 2), (64, 4, 1000, 2, 3),
+                                                  (32, 4, grid, 2, 3)):
+            tile = dict(shape, mma=prec, ldsm=True, wgmma=True, mn=problem.name == "gemm",
+                        chunk=chunk, half=True, stages=stages, producer=True, tma=True,
+                        persist=persist, epi=epi)
+            if epi and ldsm.epi_plan(spec, check_tile(spec, tile)) is None:
+                tile["epi"] = 0
+            plain = _run_checked(problem, half, tile, spec.pshape, prec, ref)
+            t = check_tile(spec, dict(tile, skew=skew))
+            assert t.skew == skew and t.label().endswith(f"_sk{skew}")
+            n, launched = ldsm.grid_blocks(spec, t)
+            seen.add((n % launched != 0, launched == n, bool(t.epi)))
+            for _ in range(2):   # twice: fresh poison, the same answer (no race)
+                got = _run_checked(problem, half, dict(tile, skew=skew), spec.pshape, prec, ref)
+                assert np.array_equal(got, plain), t.label()
+    assert seen >= {(True, False, True), (False, True, True), (True, False, False)}
+    rng = np.random.default_rng(67)
+    problem = W.gemm(300, 260, 520)
+    arrays = problem.random_inputs(rng, np.float32)
+    spec = spec_of(problem, "float32", "tf32")
+    base = check_tile(spec, dict(regs=(128, 256), warps=(8, 1), frags=(1, 32), mma="tf32",
+                                 ldsm=True, wgmma=True, chunk=32, stages=4, producer=True,
+                                 tma=True, persist=3))
+    t0 = ldsm.areg_variant(spec, base)
+    assert t0 is not None and t0.areg
+    ref = problem.run(*_tc_operands(problem, spec, t0, arrays, "tf32"))
+    plain = _run_checked(problem, arrays, t0, spec.pshape, "tf32", ref, tol=5e-6)
+    for skew in (1, 3):
+        t = dataclasses.replace(t0, skew=skew)
+        assert not ldsm.wgmma_fits(spec, t)
+        for _ in range(2):
+            got = _run_checked(problem, arrays, t, spec.pshape, "tf32", ref, tol=5e-6)
+            assert np.array_equal(got, plain)
+
+
 def test_wgmma_persistent_clusters_and_l2_hints():
     """Persistent producer tiles in clusters of two (``Tile.cluster`` 2 with ``Tile.persist``):
     the cluster walks pairs of output tiles adjacent along the rows, each block's producer
