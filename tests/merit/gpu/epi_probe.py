@@ -28,14 +28,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from probelib import LAYERS  # noqa: E402
 
-#: the stores of the outputs in the generated epilogues (16-byte, scalar, staged bulk stores)
-_STORE = re.compile(r"(\*reinterpret_cast<float4\*>\(g_out0 \+[^;]*;|g_out0\[[^;]*;"
+#: the stores of the outputs in the generated epilogues (16-byte, scalar, staged bulk stores,
+#: and the 8-byte stores of sums held past the epilogue, ``Tile.hold``)
+_STORE = re.compile(r"(\*reinterpret_cast<float[24]\*>\(g_out0 \+[^;]*;|g_out0\[[^;]*;"
                     r"|merit_tma_store[^;]*;)")
 
 
 def no_stores(code):
     """``code`` with every output store under a run-time condition that is false."""
     return _STORE.sub(lambda m: f"if (blockIdx.y == 7) {{ {m.group(0)} }}", code)
+
+
+def some_stores(n):
+    """A patch: the output stores of blocks ``blockIdx.x % n == 0`` only (``n`` 0: none), the
+    others' under a run-time condition that is false (``no_stores``'s); the staging writes,
+    barriers and bulk-group commits of a staged epilogue stay."""
+    keep = "false" if not n else f"blockIdx.x % {n} == 0"
+
+    def patch(code):
+        head, body = code.split('extern "C"', 1)   # the kernel's body (not the prelude's functions)
+        return head + 'extern "C"' + _STORE.sub(
+            lambda m: f"if (({keep}) || blockIdx.y == 7) {{ {m.group(0)} }}", body)
+
+    return patch
 
 
 _STORE_ASM = ('"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\\n"')
@@ -116,6 +131,9 @@ def main():
     ap.add_argument("--also", default="",
                     help="sets of Tile field overrides applied together to each matched tile, "
                          "each set a further tile, e.g. 'chunk=32,epi=8;chunk=32'")
+    ap.add_argument("--partial", default="",
+                    help="each tile also with the stores of every n-th block only, e.g. '0,2,4' "
+                         "(0: no block stores; staged forms too)")
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     import cupy as cp
@@ -165,6 +183,8 @@ def main():
         for t in tiles:
             forms = [("as generated", None)] + ([("no stores", no_stores)]
                                                 if args.nostore and not t.epi else [])
+            forms += [(f"stores 1/{n}" if n else "stores off", some_stores(n))
+                      for n in map(int, filter(None, args.partial.split(",")))]
             forms += ([("evict first", evict_first)] if args.evict and t.epi and not t.evict
                       else [])
             if args.decompose and t.persist and not t.evict:
@@ -173,14 +193,14 @@ def main():
             for form, patch in forms:
                 row = dict(prec=prec, tile=t.label(), form=form, peer_ms=peer,
                            cluster=t.cluster, evict=t.evict, epi=t.epi, place=t.place,
-                           elect=bool(t.elect))
+                           elect=bool(t.elect), skew=t.skew, hold=t.hold)
                 out = (cp.full(spec.pshape, cp.nan, dtype=cp.float32),)
                 try:
                     go = (launcher(spec, t, inputs, out) if patch is None
                           else launcher_patched(spec, t, inputs, out, patch))
                     go()
                     cp.cuda.Device().synchronize()
-                    if patch is not no_stores:
+                    if patch is not no_stores and not form.startswith("stores"):
                         got = out[0].astype(cp.float64)
                         row["rel_err"] = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
                     row["ms"] = time_launch(go)
@@ -204,7 +224,8 @@ def main():
 def _holds(row, condition):
     """``row`` meets ``condition``, a field compared with a whole number: ``place>1``, ``epi=8``."""
     field, op, value = re.fullmatch(r"(\w+)([>=])(\d+)", condition).groups()
-    return row[field] > int(value) if op == ">" else row[field] == int(value)
+    have = row.get(field, 0)
+    return have > int(value) if op == ">" else have == int(value)
 
 
 def verdict(out, new, each=False):

@@ -60,10 +60,11 @@ def main():
             inputs = [by[op.tensor] for op in prob.operands]
             spec = spec_of(prob, "float32", prec)
             tiles = {t.label(): t for t in rank(spec, count=16)}
-        if label not in tiles:   # the forms built but not timed by default (clusters)
+        if label not in tiles:   # the forms built but not timed by default (clusters, skew, hold)
             from merit.gpu import tiling
 
             tiling.CLUSTER_TUNED = True
+            tiling.SKEW_TUNED, tiling.HOLD_TUNED = (1, 2, 3), (1, 2, 3, 4)
             tiles = {t.label(): t for t in rank(spec, count=TUNED + WG_TUNED)}
         out = (cp.empty(spec.pshape, dtype=cp.float32),)
         go = launcher(spec, tiles[label], inputs, out)
