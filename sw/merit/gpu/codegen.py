@@ -167,6 +167,10 @@ def source(spec, tile):
         from .ldsm import source as ldsm_source
 
         return ldsm_source(spec, tile)
+    if tile.gemv:
+        from .gemv import source as gemv_source
+
+        return gemv_source(spec, tile)
     if tile.mma:
         from .mma import source as mma_source
 

@@ -337,6 +337,18 @@ def launcher(spec, tile, inputs, outputs):
             kernel((nblocks,), (nthreads,), args, shared_mem=smem)
 
         return go
+    if tile.gemv:   # the streaming form's workspace: zeroed here, left zeroed by each launch
+        from .gemv import workspace
+
+        ws = workspace(spec, tile)
+        if ws is not None:
+            cp = cupy()
+            args += (cp.zeros(ws[0], dtype=cp.float32), cp.zeros(ws[1], dtype=cp.int32))
+
+        def go():
+            kernel((nblocks,), (nthreads,), args, shared_mem=smem)
+
+        return go
     if tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
         cp = cupy()
         zero = [(o.data.ptr, o.nbytes) for o in outputs]
@@ -385,7 +397,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 20
+CACHE_VERSION = 21
 
 
 class TileCache:

@@ -86,6 +86,9 @@ class Tile:
         pairs of output tiles adjacent along the row index (:func:`merit.gpu.ldsm.pair_index`;
         where that index has an odd number of blocks the last pair's second tile lies outside
         the output: its block copies and multiplies, and stores nothing).
+        ``gemv`` tiles: the ``split`` blocks of a column block form one cluster (``cluster ==
+        split``, 2 to 8) and add their sums through distributed shared memory: plain stores,
+        no atomics and no zeroed output (:mod:`merit.gpu.gemv`).
     half : bool
         Staged tensor-core tiles only (``ldsm``, FP16 / BF16): the loop operands are read from
         arrays already in that precision (2 bytes per element,
@@ -243,6 +246,18 @@ class Tile:
         Split-K: the accumulation tiles are dealt to ``split`` blocks per output block, whose
         partial sums are added atomically into outputs zeroed first (sums only, see
         :func:`merit.gpu.tiling.splittable`).
+    gemv : int
+        SIMT sums that reuse one operand too little to tile it (a matrix read with unit stride
+        along one output index, at most :data:`merit.gpu.gemv.ROWS` other outputs per column):
+        0, or the matrix rows (4, 8, 12 or 16) a thread reads per step as aligned 16-byte pieces,
+        every load of the step issued before its products (:mod:`merit.gpu.gemv`).  ``threads``
+        then counts the block's threads (``threads / kgroups`` along that index, 4 columns
+        each), ``chunk`` equals ``gemv`` and ``split`` deals the steps to blocks (the sums go
+        out atomically).
+    kgroups : int
+        ``gemv`` tiles only: groups of the block's threads that take turns over its steps (group
+        ``g`` the steps ``g, g + kgroups, ...``) and add their sums in shared memory before the
+        atomic adds, so that a grid of as many threads adds ``kgroups`` times fewer.
     """
 
     threads: tuple
@@ -285,6 +300,8 @@ class Tile:
     elect: bool = field(default=False, repr=False)
     skew: int = field(default=0, repr=False)
     hold: int = field(default=0, repr=False)
+    gemv: int = field(default=0, repr=False)
+    kgroups: int = field(default=1, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -354,6 +371,9 @@ class Tile:
         vr += "_a" if self.vahead else ""
         vr += f"_x{self.ptxas}" if self.ptxas else ""
         vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""
+        vr += f"_gv{self.gemv}" if self.gemv else ""
+        vr += f"g{self.kgroups}" if self.kgroups > 1 else ""
+        vr += f"c{self.cluster}" if self.gemv and self.cluster > 1 else ""
         return f"t{t}_r{r}_c{self.chunk}_u{self.unroll}_{sh}{db}{sk}{st}{vr}"
 
 

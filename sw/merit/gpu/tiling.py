@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from . import ldsm, mma
+from . import gemv, ldsm, mma
 from .tile import Tile, extents, geometry
 
 __all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts",
@@ -540,6 +540,8 @@ def complete(spec, tile, device=H100):
     P = spec.np
     if tile.mma:
         return _complete_mma(spec, tile, device)
+    if tile.gemv:   # the streaming form stages nothing: its fields are all given
+        return _replace(tile, shared=tile.shared or (False,) * len(spec.inputs))
     chunk = min(tile.chunk, spec.ashape[0]) if spec.na else 1
     if spec.na and spec.levels[0] == 0:
         # a0 belongs to an inner level whose PreLoop runs inside the tile loop: one tile only
@@ -943,10 +945,21 @@ def rank(spec, count=6, device=H100):
                + _lean_variants(spec, extra, device, HEDGE_VARIANTS + order[1:])
                + _lean_variants(spec, fill + grids, device, ({"lean": True},) + order[1:])
                + wide)
+        if GEMV_TUNED:
+            have = {t for _, t in out}
+            out += [(0.0, t) for t in gemv.candidates(spec, device) if t not in have]
     if not out:
         raise ValueError(f"problem {spec.name!r}: no tile fits the device "
                          f"(shared memory or registers)")
     return [t for _, t in out]
+
+
+#: SIMT sums that reuse one operand too little to tile it (:func:`merit.gpu.gemv.roles`: a
+#: matrix read with unit stride along one output index, at most :data:`merit.gpu.gemv.ROWS`
+#: outputs per column besides): the autotuner also times the streaming form's tiles
+#: (:data:`merit.gpu.gemv.TUNED`), which read the matrix in aligned 16-byte pieces.  No other
+#: problem's list changes.
+GEMV_TUNED = True
 
 
 #: Tensor-core problems: wgmma tiles the autotuner times (the model's best first).
@@ -1582,13 +1595,17 @@ def check_tile(spec, tile, device=H100):
             "tile.ldsm and tile.mma 'fp16' or 'bf16'")
         if why:
             raise ValueError(why)
-    if tile.cluster != 1 and not tile.wgmma:
+    if tile.cluster != 1 and not tile.wgmma and not tile.gemv:
         raise ValueError(f"tile.cluster {tile.cluster!r}: clusters are for wgmma tiles only")
     if tile.place != 1 and not tile.wgmma:
         raise ValueError(f"tile.place {tile.place!r}: clustered placement is for persistent "
                          f"wgmma tiles only")
     if tile.wgmma:
         why = ldsm.wgmma_fits(spec, tile) if tile.mma else "wgmma needs tile.mma and tile.ldsm"
+        if why:
+            raise ValueError(why)
+    if tile.gemv:
+        why = gemv.fits(spec, tile)
         if why:
             raise ValueError(why)
     if tile.nthreads > 1024:

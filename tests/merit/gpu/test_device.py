@@ -12,7 +12,7 @@ import pytest
 from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, fixed_inputs
 
 from merit import workloads as W
-from merit.gpu import Tile, run, run_fixed
+from merit.gpu import Tile, prepare, run, run_fixed
 from merit.gpu.spec import spec_of
 from merit.gpu.tiling import rank
 
@@ -165,6 +165,41 @@ def _tc_operands(problem, spec, tile, arrays, precision):
     return [(_trunc_tf32(a) if t.name in copied else _round_operand(a, precision))
             if t.name in loop else a.astype(np.float64)
             for t, a in zip(problem.tensors, arrays, strict=True)]
+
+
+@pytest.mark.parametrize("shape", [(1, 4065, 5543), (3, 1001, 777), (2, 33, 9), (1, 8, 40),
+                                   (4, 130, 1029), (1, 4, 5)])
+def test_gemv_streams_the_matrix(shape):
+    """``Tile.gemv``: rows of every misalignment, steps past the last row, splits that leave a
+    block one step, 1-4 rows of the output; every output written, fresh inputs twice."""
+    from merit import workloads as W
+    from merit.gpu import gemv
+    from merit.gpu.tiling import H100
+
+    problem = W.gemm(*shape)
+    spec = spec_of(problem, "float32")
+    rng = np.random.default_rng(sum(shape))
+    tiles = gemv.candidates(spec, H100) + [
+        gemv.tile_for(spec, t, u, s, g) for t, u, s, g in
+        ((32, 4, 1, 1), (64, 16, 3, 1), (128, 12, 1000, 1), (128, 4, 1, 4), (256, 8, 5, 2))] + [
+        gemv.tile_for(spec, t, u, s, g, cluster=True) for t, u, s, g in
+        ((64, 4, 3, 1), (128, 8, 8, 2), (256, 4, 5, 4), (1024, 16, 8, 16))]
+    tiles = [t for t in tiles if not gemv.fits(spec, t)]
+    assert tiles
+    for tile in tiles:
+        for _ in range(2):
+            a, b = problem.random_inputs(rng, np.float32)
+            want = a.astype(np.float64) @ b.astype(np.float64)
+            _run_checked(problem, (a, b), tile, shape[:2], "fp32", want, tol=1e-5)
+        # one launcher three times: each launch leaves its workspace and counters zeroed
+        a, b = problem.random_inputs(rng, np.float32)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        _, go, out = prepare(problem, cp.asarray(a), cp.asarray(b), tile=tile)
+        for _ in range(3):
+            out[0].fill(cp.nan)
+            go()
+            got = cp.asnumpy(out[0]).astype(np.float64)
+            assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5, tile
 
 
 @pytest.mark.parametrize("precision", ["tf32", "fp16", "bf16"])
