@@ -14,10 +14,17 @@ row's misalignment.  ``s`` repeats every 4 rows, so in a step of ``gemv`` rows (
 starting at a multiple of 4) every row's misalignment is a compile-time constant: the thread keeps
 7 sums per row of the output (columns ``4q - 3 .. 4q + 3``) and adds each word to the one of its
 column.  Words outside the row land in sums of columns outside ``[0, n)``, which are dropped.  A
-step issues its ``gemv`` 16-byte loads before their products.  The accumulation index is split
-over ``split`` blocks; at the end each thread passes its sums of columns below ``4q`` to the lane
-below it (the warp's first lane adds its own) and adds columns ``4q .. 4q + 3`` to the zeroed
-output atomically.
+step issues its ``gemv`` 16-byte loads before their products.  ``kgroups`` groups of a block's
+threads take turns over its steps, and ``split`` blocks share the steps of a column block.
+
+Column ``x`` is the sum of slot ``x / 4``'s sum ``x % 4 + 3`` and (``x % 4 > 0``) the next slot's
+``x % 4 - 1``: a block of ``C`` columns of threads covers ``C`` slots and gives the columns of its
+first ``C - 1`` (neighbouring column blocks overlap by one slot, 1/C more reads), after adding
+its groups' sums in shared memory.  The split blocks then add their columns atomically into the
+output, which block 0 zeroes first and flags with the launch's own number (an argument every
+launch changes; the blocks wait for it before adding: no zeroing launch), or, as clusters
+(``Tile.cluster``), the first block of each cluster adds the others' through distributed
+shared memory and stores them.
 """
 
 import math
@@ -184,7 +191,7 @@ def source(spec, tile):
              f'extern "C" __global__ void __launch_bounds__({T})'
              + (f" __cluster_dims__({S}, 1, 1)" if S > 1 else ""),
              f"{name}({', '.join(ins)}, float* __restrict__ out0"
-             + (", float* __restrict__ ws, int* __restrict__ cnt) {" if S == 1 and tile.split > 1
+             + (", int* __restrict__ flag, const int epoch) {" if S == 1 and tile.split > 1
                 else ") {"),
              f"  const float* __restrict__ M = in{r['m']};",
              f"  const float* __restrict__ V = in{r['v']};",
@@ -197,6 +204,7 @@ def source(spec, tile):
              f"  float acc[{R}][7];",
              f"  #pragma unroll\n  for (int i = 0; i < {R}; ++i)",
              "    #pragma unroll\n    for (int d = 0; d < 7; ++d) acc[i][d] = 0.f;"]
+    lines += _epoch_head(spec, T, S == 1 and tile.split > 1)
     # a piece that lies wholly past the row's last column is not read (past the matrix's end
     # on its last row)
     for i in range(4):
@@ -260,42 +268,41 @@ def _gather(C, G, R):
     return out
 
 
+def _epoch_head(spec, T, epoch):
+    """An unclustered split tile's start: block 0 zeroes the output and then sets the flag to
+    this launch's number (``epoch``, an argument that every launch changes), which the blocks
+    wait for before their atomic adds, at their end."""
+    if not epoch:
+        return []
+    return ["  if (blockIdx.x == 0) {",
+            f"    for (int x = threadIdx.x; x < {math.prod(spec.pshape)}; x += {T}) out0[x] = 0.f;",
+            "    __threadfence();",
+            "    __syncthreads();",
+            "    if (threadIdx.x == 0) atomicExch(flag, epoch);",
+            "  }"]
+
+
 def _fixup_tail(r, C, G, R, n, ix, S):
     """An unclustered tile's end: the block's column sums (its first ``C - 1`` slots, as
-    :func:`_cluster_tail` takes them) added atomically into a zeroed workspace of the output's
-    shape; the block that finds the column block's counter at ``split - 1`` copies them to the
-    output and zeroes the workspace and the counter for the next launch (one block a column
-    block: stored directly)."""
+    :func:`_cluster_tail` takes them) added atomically into the output once the flag says
+    block 0 has zeroed it (one block a column block: stored directly)."""
     cols = ["    #pragma unroll\n    for (int e = 0; e < 4; ++e) {",
             "      const float v = part[0][i][e + 3][c] + (e ? part[0][i][e - 1][c + 1] : 0.f);"]
     idx = f"ooff[i] + ({ix})(4 * q + e) * {r['ocol']}"
-    out = ["  __syncthreads();",
-           f"  const int ooff[{R}] = {{{', '.join(str(o) for _, o in r['rows'])}}};"]
+    out = [f"  const int ooff[{R}] = {{{', '.join(str(o) for _, o in r['rows'])}}};"]
     if S == 1:
-        return out + [f"  if (kg == 0 && c < {C - 1}) {{",
-                      f"    #pragma unroll\n    for (int i = 0; i < {R}; ++i)"] + cols + [
-                      f"      if (4 * q + e < {n}) out0[{idx}] = v;",
-                      "    }", "  }", "}"]
-    return out + [f"  if (kg == 0 && c < {C - 1}) {{",
-                  f"    #pragma unroll\n    for (int i = 0; i < {R}; ++i)"] + cols + [
-                  f"      if (4 * q + e < {n}) atomicAdd(ws + {idx}, v);",
-                  "    }", "  }",
-                  "  __threadfence();",
-                  "  __syncthreads();",
-                  "  __shared__ int last;",
-                  f"  if (threadIdx.x == 0) last = atomicAdd(cnt + bx, 1) == {S - 1};",
-                  "  __syncthreads();",
-                  "  if (!last) return;",
-                  "  __threadfence();",
-                  f"  if (kg == 0 && c < {C - 1}) {{",
-                  f"    #pragma unroll\n    for (int i = 0; i < {R}; ++i)",
-                  "      #pragma unroll\n      for (int e = 0; e < 4; ++e)",
-                  f"        if (4 * q + e < {n}) {{",
-                  f"          out0[{idx}] = __ldcg(ws + {idx});",
-                  f"          ws[{idx}] = 0.f;",
-                  "        }", "  }",
-                  "  if (threadIdx.x == 0) cnt[bx] = 0;",
-                  "}"]
+        return ["  __syncthreads();"] + out + [
+            f"  if (kg == 0 && c < {C - 1}) {{",
+            f"    #pragma unroll\n    for (int i = 0; i < {R}; ++i)"] + cols + [
+            f"      if (4 * q + e < {n}) out0[{idx}] = v;",
+            "    }", "  }", "}"]
+    return ["  if (threadIdx.x == 0)",
+            "    while (*(volatile int*)flag != epoch) __nanosleep(64);",
+            "  __syncthreads();"] + out + [
+            f"  if (kg == 0 && c < {C - 1}) {{",
+            f"    #pragma unroll\n    for (int i = 0; i < {R}; ++i)"] + cols + [
+            f"      if (4 * q + e < {n}) atomicAdd(out0 + {idx}, v);",
+            "    }", "  }", "}"]
 
 
 def _cluster_tail(r, C, G, R, n, ix, S):
@@ -329,11 +336,9 @@ def _cluster_tail(r, C, G, R, n, ix, S):
 
 
 def workspace(spec, tile):
-    """``(output elements, counters)`` of the workspace an unclustered split tile's launch
-    keeps (zeroed once; each launch leaves it zeroed), or None."""
-    if tile.cluster > 1 or tile.split == 1:
-        return None
-    return math.prod(spec.pshape), geometry(spec, tile)[0]
+    """Whether a launch of ``tile`` takes a flag (one int, zeroed once) and its own number
+    after the arrays: unclustered split tiles."""
+    return tile.cluster == 1 and tile.split > 1
 
 
 def tile_for(spec, threads, rows, split, groups=1, cluster=False):
@@ -350,9 +355,13 @@ def tile_for(spec, threads, rows, split, groups=1, cluster=False):
 
 
 #: The candidates the autotuner times: (threads, groups, rows per step, threads per SM, or
-#: minus the blocks of a cluster along the accumulation index).
-TUNED = ((1024, 8, 8, 1792), (512, 8, 8, 1792), (256, 8, 8, 1792), (1024, 32, 8, -4),
-         (512, 16, 16, -8))
+#: minus the blocks of a cluster along the accumulation index).  On the H100, 1 x 4065 x 5543
+#: (``tests/merit/gpu/gemv_probe.py``): these three 0.0347 / 0.0349 / 0.0356 ms in turns over 9
+#: rounds (cuBLAS 0.0348): 8 groups of 128 / 64 / 32 columns of threads, 29 blocks a column
+#: block, 1792 threads a SM; timed once, 16 or 32 groups ran 0.0355-0.0359, 4 groups 0.0364,
+#: 16 rows a step 0.0352 (8: 0.0352), 896 or 3584 threads a SM 0.0359 / 0.0368, clusters of 4
+#: or 8 blocks 0.0364-0.0367: built and tested, not timed by the autotuner.
+TUNED = ((1024, 8, 8, 1792), (512, 8, 8, 1792), (256, 8, 8, 1792))
 
 
 def candidates(spec, device, tuned=TUNED):

@@ -337,13 +337,21 @@ def launcher(spec, tile, inputs, outputs):
             kernel((nblocks,), (nthreads,), args, shared_mem=smem)
 
         return go
-    if tile.gemv:   # the streaming form's workspace: zeroed here, left zeroed by each launch
+    if tile.gemv:   # the streaming form: no zeroing launch
         from .gemv import workspace
 
-        ws = workspace(spec, tile)
-        if ws is not None:
+        if workspace(spec, tile):   # a flag and each launch's own number
+            import numpy as np
+
             cp = cupy()
-            args += (cp.zeros(ws[0], dtype=cp.float32), cp.zeros(ws[1], dtype=cp.int32))
+            args += (cp.zeros(1, dtype=cp.int32),)
+            epoch = [0]
+
+            def go():
+                epoch[0] = epoch[0] % (2**31 - 1) + 1
+                kernel((nblocks,), (nthreads,), args + (np.int32(epoch[0]),), shared_mem=smem)
+
+            return go
 
         def go():
             kernel((nblocks,), (nthreads,), args, shared_mem=smem)

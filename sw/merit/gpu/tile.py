@@ -252,8 +252,8 @@ class Tile:
         0, or the matrix rows (4, 8, 12 or 16) a thread reads per step as aligned 16-byte pieces,
         every load of the step issued before its products (:mod:`merit.gpu.gemv`).  ``threads``
         then counts the block's threads (``threads / kgroups`` along that index, 4 columns
-        each), ``chunk`` equals ``gemv`` and ``split`` deals the steps to blocks (the sums go
-        out atomically).
+        each), ``chunk`` equals ``gemv`` and ``split`` deals the steps to blocks (their sums
+        added atomically into the output that block 0 zeroes, or through a cluster).
     kgroups : int
         ``gemv`` tiles only: groups of the block's threads that take turns over its steps (group
         ``g`` the steps ``g, g + kgroups, ...``) and add their sums in shared memory before the
