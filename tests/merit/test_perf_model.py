@@ -147,7 +147,7 @@ def test_perf_as_dict_is_json():
 
 
 def test_perf_predict_problem_compiles_a_full_layer():
-    problem = W.conv2d(1, 64, 56, 56, 64, 3, padding=1)
+    problem = W.conv2d(1, 32, 28, 28, 32, 3, padding=1)
     p = perf.predict_problem(problem, lanes=32, taus=4)
     # the kernel the compiler chooses for the layer (24 instruction slots), predicted whole
     from merit.compile import compile_problem
@@ -299,10 +299,12 @@ def test_perf_within_five_percent_of_the_deconv_phase_groups(name):
     _check_four_tau_row(name)
 
 
-@pytest.mark.parametrize("name", ["alexnet_conv1", "alexnet_fc"])
+@pytest.mark.parametrize("name", ["alexnet_fc"])
 def test_perf_within_five_percent_of_the_4x32_rtl(name):
     """Four 32-lane TAUs sharing an operand, DRAM bound: a job allocates its RP0 tiles before
-    its RP1 tiles, so RP0's loads run ahead of a full RP1 (the TileLooper's order)."""
+    its RP1 tiles, so RP0's loads run ahead of a full RP1 (the TileLooper's order). The whole
+    layers (AlexNet CONV1's 814,308 cycles compiled and predicted: about a minute) are in
+    ``make regress``, with every other row."""
     _check_four_tau_row(name)
 
 

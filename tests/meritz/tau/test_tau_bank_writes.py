@@ -15,7 +15,7 @@ SETUP = dict(lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048, latency=4)
 
 def _conv():
     # several accumulation tiles per output tile: the next job's tiles load while one computes
-    return W.conv2d(1, 8, 9, 13, 4, 3, padding=1)
+    return W.conv2d(1, 8, 9, 7, 4, 3, padding=1)
 
 
 def _run(monkeypatch, ports):
