@@ -158,6 +158,77 @@ async def stop_empties_the_slots(dut):
     assert sorted(o for o, _ in tb.handed) == grid_tiles([1, 1, 1, 1, 2, 3], [1] * 6)
 
 
+#: (p_size, p_tile, indices the shared slot moves along): edge tiles on one or both inner
+#: indices, a run shorter than a group, a shared index of one tile, an inner shared index
+SHARED_GRIDS = [
+    ([1, 1, 1, 3, 13, 13], [1, 1, 1, 1, 4, 2], (3,)),
+    ([1, 1, 2, 1, 5, 7], [1, 1, 1, 1, 2, 3], (2,)),
+    ([1, 1, 1, 1, 13, 5], [1, 1, 1, 1, 5, 1], (0,)),
+    ([1, 2, 2, 1, 3, 5], [1, 1, 2, 1, 2, 2], (2, 5)),
+]
+
+
+def shared_units(size, tile, dep, group, order):
+    """The units a group of ``group`` TAUs is dealt, computed here from the order's one home
+    (``merit.compile.share_order_key``, ``share_order`` = ``order``) and the dispatcher's rule:
+    the next tile for the first TAU, the next while it agrees on ``dep`` for each other, else a
+    void tile."""
+    from merit.compile import share_order_key
+    tiles = sorted(grid_tiles(size, tile), key=share_order_key(size, tile, dep, bool(order)))
+    units, k = [], 0
+    while k < len(tiles):
+        unit = [tiles[k]]
+        k += 1
+        for _ in range(group - 1):
+            if k < len(tiles) and all(tiles[k][j] == unit[0][j] for j in dep):
+                unit.append(tiles[k])
+                k += 1
+            else:
+                unit.append(tuple(unit[0][j] if j in dep else size[j] for j in range(P)))
+        units.append(unit)
+    return units
+
+
+@cocotb.test()
+async def groups_take_whole_tiles_first(dut):
+    """1-D sharing: each group's k-th unit is the next unit of the order (``share_order`` 1:
+    whole tiles of a run first, then its edge tiles; 0: the grid's), each member its tile of the
+    unit; every tile exactly once."""
+    tb = TB(dut)
+    await tb.start()
+    for log2, order in itertools.product(range(1, tb.n.bit_length()), (1, 0)):
+        g = 1 << log2
+        for size, tile, dep in SHARED_GRIDS:
+            stride = [int(j in dep) for j in range(P)] + [0] * (kernelcfg.INDICES - P)
+            tb.dut.config.value = kernelcfg.pack({
+                "p_size": size, "p_tile": tile, "share_slot": 0, "share_log2": log2,
+                "share_order": order, "rp0": [{"enable": 1, "stride": stride}]})
+            tb.handed.clear()
+            tb.finished = 0
+            await RisingEdge(dut.clk)
+            dut.run.value = 1
+            await RisingEdge(dut.clk)
+            dut.run.value = 0
+            for _ in range(200000):
+                await RisingEdge(dut.clk)
+                if tb.finished:
+                    break
+            assert tb.finished == 1, f"no finish for {size} / {tile} / {dep}"
+            got = [[o for o, i in tb.handed if i == t] for t in range(tb.n)]
+            dealt = []
+            for first in range(0, tb.n, g):
+                members = got[first:first + g]
+                assert len({len(m) for m in members}) == 1, f"uneven group {members}"
+                dealt += [[m[k] for m in members] for k in range(len(members[0]))]
+            expected = shared_units(size, tile, dep, g, order)
+            assert sorted(dealt) == sorted(expected), f"{size} / {tile} / {dep} / {g}"
+            for first in range(0, tb.n, g):     # each group in the order's sequence
+                mine = [[m[k] for m in got[first:first + g]] for k in range(len(got[first]))]
+                at = [expected.index(u) for u in mine]
+                assert at == sorted(at), f"{size} / {tile} / {dep}: group {first} out of order"
+            assert int(dut.count.value) == len(grid_tiles(size, tile))
+
+
 # ---- pytest side: build the model and run the cocotb tests above ----
 
 

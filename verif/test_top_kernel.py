@@ -50,3 +50,20 @@ def test_top_odd_tiles(name):
     metrics = simulate(problem, taus=2, backpressure=0.2, **SMALL)
     assert metrics["tiling"] == f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}"
     assert metrics["cycles"] <= metrics["cycles_register"] <= metrics["cycles"] + 32
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+@pytest.mark.parametrize("taus", [1, 2, 4, 8])
+def test_top_whole_tiles_first(taus):
+    """A 13 x 13 output in tiles of 5 x 7 (edge tiles on both inner indices), the weights
+    shared by groups dealt each run's whole tiles first (``share_order`` 1): the kernel compiled
+    for 4 TAUs runs bit-exact on 1 (no groups), 2 (groups cut to 2), 4 and 8 TAUs."""
+    from merit.compile import compile_problem
+    problem = W.conv2d(1, 8, 15, 15, 16, 3)
+    kernel = compile_problem(problem, lanes=8, rp_bytes=SMALL["rp_bytes"],
+                             cp_bytes=SMALL["cp_bytes"], taus=4)
+    assert kernel.config["share_log2"] and kernel.config["share_order"] == 1, kernel.config
+    metrics = simulate(problem, taus=taus, compile_taus=4, backpressure=0.2, seed=1, **SMALL)
+    assert metrics["tiling"] == f"p={kernel.tiling.p_tile} a={kernel.tiling.a_tile}"
+    assert metrics["tiles"] == len(kernel.tiles)

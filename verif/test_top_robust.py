@@ -100,6 +100,8 @@ async def robust_tb(dut):
                                  share_dims=cfg.get("share_dims", 1), share_counts=(2,))
         if cfg.get("share_dims", 1) == 2:
             assert kernel.sharing and len(kernel.sharing) == 2, kernel.sharing
+        if "share_order" in cfg:
+            assert kernel.config["share_order"] == cfg["share_order"], kernel.config
         tb = TB(dut, dram_bytes=kernel.dram_bytes)
         jobs = [KernelJob(tb, problem, kernel)]
         long = jobs[0]
@@ -425,3 +427,24 @@ def test_top_robust_share2d(tmp_path):
     run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
               testcase=["kernels_complete_under_random_latency", "abort_at_a_random_point",
                         "reset_in_the_middle_of_a_kernel"])
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_top_robust_whole_tiles_first(tmp_path):
+    """1-D sharing dealt each run's whole tiles first (``share_order`` 1: a 13 x 13 output in
+    tiles with edges on both inner indices) under the stress DRAM (random latency, reordered
+    responses): exact, and abort, reset, SLVERR and an illegal instruction end as documented.
+    (The unchecked fields run on the smaller convolution of ``test_top_robust_real_tau``: on
+    this one "every instruction at every level" outlasts its limit of 20 good runs under the
+    stress DRAM, every tile taken and the port still moving write bursts at the limit.)"""
+    lanes, taus, rp_bytes, cp_bytes = 8, 4, (2048, 1024), 2048
+    problem = tmp_path / "problem.pkl"
+    problem.write_bytes(pickle.dumps(W.conv2d(1, 8, 15, 15, 16, 3)))
+    top = Top(lanes=lanes, taus=taus, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1],
+              cp_bytes=cp_bytes)
+    config = {"problem": str(problem), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
+              "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2,
+              "share_order": 1, **STRESS}
+    run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
+              testcase=[t for t in KERNEL_TESTS if t != "unchecked_fields_never_hang"])

@@ -17,6 +17,18 @@ tile** (those indices of the leader's origin, every other index at ``p_size``: i
 computes in step with its group and writes nothing, since the WP masks outputs outside the
 parallel space). ``share_log2`` = 0 is the plain dealing above (groups of one).
 
+**Whole tiles first** (1-D groups, ``share_order`` = 1): the members of a group take its tiles
+in lock step (each job's shared rows arrive once every member has room for them, and the RP
+tile FIFOs hold a few jobs of a tile's dozens), so a group takes as long as its largest tile, and
+a unit mixing whole tiles with edge tiles (which skip their warps outside the space) leaves the
+edge tiles' TAUs waiting. The walk therefore splits each *run* (the tiles at one point of the
+indices up to the innermost one the shared slot moves along with more than one tile, which a
+group may take together) in two: first its tiles whole along every inner index, then its edge
+tiles, each row-major; the walk steps over a tile of the other half in a cycle
+(:func:`merit.compile.share_order_key` is the order; the compiler sets the bit where it shortens
+the groups' waits, :func:`merit.compile.share_order`). Which TAU computes which tile changes,
+never a result (output stationary).
+
 **Two-dimensional sharing** (``share_log2`` and ``share2_log2`` > 0, :func:`share_shape`): two
 slots are shared, each by its own groups: a **block** of ``g_1 x g_2`` TAUs (``g_1 =
 2**share_log2`` on the low TAU-index bits, ``x``; ``g_2 = 2**share2_log2`` on the next, ``y``) is
@@ -127,14 +139,30 @@ class Dispatcher(wiring.Component):
             m.d.comb += wraps[j].eq(origin[j] + cfg.p_tile[j] >= cfg.p_size[j])
         last_tile = Cat(wraps).all()
 
+        # 1-D groups: whole tiles first (module docstring). ``inner``: the indices after the
+        # innermost one that the shared slot moves along and that has more than one tile (a
+        # run: the tiles a group may take together); ``second``: the walk of a run's edge tiles
+        inner = [Signal(name=f"inner{j}") for j in range(P)]
+        ordered = Signal()
+        second = Signal()
+        run_end = Signal()
+        skip = Signal()
+
         def advance():
-            for j in range(P):
-                inner_wrap = Cat(wraps[j + 1:]).all() if j + 1 < P else 1
-                with m.If(inner_wrap):
-                    m.d.sync += origin[j].eq(
-                        ((origin[j] + cfg.p_tile[j]) & ~wraps[j].replicate(17))[:16])
-            with m.If(last_tile):
-                m.d.sync += walking.eq(0)
+            with m.If(ordered & run_end & ~second):
+                # the run's whole tiles done: its edge tiles, from the run's first position
+                m.d.sync += second.eq(1)
+                m.d.sync += [origin[j].eq(Mux(inner[j], 0, origin[j])) for j in range(P)]
+            with m.Else():
+                with m.If(run_end):
+                    m.d.sync += second.eq(0)
+                for j in range(P):
+                    inner_wrap = Cat(wraps[j + 1:]).all() if j + 1 < P else 1
+                    with m.If(inner_wrap):
+                        m.d.sync += origin[j].eq(
+                            ((origin[j] + cfg.p_tile[j]) & ~wraps[j].replicate(17))[:16])
+                with m.If(last_tile):
+                    m.d.sync += walking.eq(0)
 
         # groups: TAUs i with the same i >> share_log2; the parallel indices the shared slot
         # depends on (a stride on them) must agree across the tiles of a group
@@ -150,6 +178,12 @@ class Dispatcher(wiring.Component):
         dep = [Signal(name=f"dep{j}") for j in range(P)]
         m.d.comb += [dep[j].eq((cfg.share_log2 != 0) & (shared.stride[j] != 0))
                      for j in range(P)]
+        moving = [dep[j] & (cfg.p_tile[j] < cfg.p_size[j]) for j in range(P)]
+        m.d.comb += [inner[j].eq(~Cat(moving[j:]).any()) for j in range(P)]
+        m.d.comb += ordered.eq(~two & (log2s[0] != 0) & cfg.share_order)
+        m.d.comb += run_end.eq(Cat(wraps[j] | ~inner[j] for j in range(P)).all())
+        edge = Cat(inner[j] & (origin[j] + cfg.p_tile[j] > cfg.p_size[j]) for j in range(P)).any()
+        m.d.comb += skip.eq(ordered & walking & (edge != second))
         lead = [Signal(name=f"lead{i}") for i in range(n)]
         ends = [Signal(range(n + 1), name=f"group_end{i}") for i in range(n)]
         for i in range(n):
@@ -254,7 +288,9 @@ class Dispatcher(wiring.Component):
                         with m.If(wrap_r):
                             m.d.sync += walking.eq(0)
 
-        with m.If(two & walking & ~filling & free):
+        with m.If(skip):
+            advance()       # a tile of the run's other walk (whole / edge): passed over
+        with m.Elif(two & walking & ~filling & free):
             m.d.sync += [last.eq(pick), member.eq(pick + 1), member_end.eq(Array(ends)[pick]),
                          filling.eq(1)]
             for i in range(n):
@@ -310,9 +346,9 @@ class Dispatcher(wiring.Component):
         with m.If(self.run & ~self.busy & ~armed):
             m.d.sync += [walking.eq(1), armed.eq(1), self.count.eq(0), last.eq(n - 1),
                          *(origin[j].eq(0) for j in range(P)), *(group[j].eq(0) for j in range(P)),
-                         xk.eq(0), yk.eq(0), x_end.eq(0), y_end.eq(0)]
+                         xk.eq(0), yk.eq(0), x_end.eq(0), y_end.eq(0), second.eq(0)]
         with m.If(self.stop):
             m.d.sync += [walking.eq(0), armed.eq(0), filling.eq(0), xk.eq(0), yk.eq(0),
-                         x_end.eq(0), y_end.eq(0),
+                         x_end.eq(0), y_end.eq(0), second.eq(0),
                          *(self.tiles[i].valid.eq(0) for i in range(n))]
         return m

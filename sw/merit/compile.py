@@ -16,6 +16,7 @@ Placement rules (``docs/tau.md`` §3-5):
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -46,8 +47,8 @@ PREFIX_JOBS = 512
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
            "lane_coords", "program_slots", "search_caps", "share_choice", "share_plan",
-           "share_plans", "share_walk", "estimate_time",
-           "slot_config", "tile_words", "hw_index"]
+           "share_plans", "share_walk", "share_order", "share_order_key", "lockstep_warps",
+           "estimate_time", "slot_config", "tile_words", "hw_index"]
 
 
 
@@ -359,6 +360,76 @@ def _runs(tiles, dep):
     return runs
 
 
+def share_order_key(shape, p_tile, dep, whole_first=True):
+    """Sort key of a tile origin in the dispatcher's order for 1-D groups sharing a slot that
+    moves along the parallel indices ``dep`` (``meritz.dispatcher``, *whole tiles first*): the
+    indices up to the innermost one of ``dep`` walk row-major outside (a *run*: the tiles a group
+    may take together), and within a run the tiles whole along every inner index come before
+    those cut by the edge of the parallel space, each row-major. A group's tiles then cost the
+    same wherever the run has enough whole tiles (an edge tile of a group runs fewer warps, and
+    the group waits for its largest tile, job after job). An index of ``dep`` that one tile
+    covers does not end a run. ``whole_first=False``: the grid's order (row-major), the
+    configuration's ``share_order`` = 0."""
+    inner = max((j for j in dep if p_tile[j] < shape[j]), default=-1) + 1
+    n_p = len(shape)
+
+    def key(origin):
+        cut = whole_first and any(origin[j] + p_tile[j] > shape[j] for j in range(inner, n_p))
+        return (tuple(origin[:inner]), cut, tuple(origin[inner:]))
+    return key
+
+
+@functools.lru_cache(maxsize=4096)
+def _lockstep(shape, p_tile, dep, group):
+    """:func:`lockstep_warps` with one lane along every index (a tile costs its outputs), in the
+    better of the two orders (:func:`share_order`)."""
+    return min(lockstep_warps(shape, p_tile, (1,) * len(shape), dep, group, whole)
+               for whole in (True, False))
+
+
+def share_order(config, lanes_per_index, n_p):
+    """The configuration's ``share_order`` for 1-D sharing: 1 (each run's whole tiles first)
+    where that order's groups wait less for their largest tiles than the grid's order
+    (:func:`lockstep_warps`, the warps of ``lanes_per_index``), else 0."""
+    if not config["share_log2"] or config["share2_log2"]:
+        return 0
+    slots = list(config["rp0"]) + list(config["rp1"])
+    dep = [j for j in range(n_p) if slots[config["share_slot"]]["stride"][j]]
+    shape, p_tile = config["p_size"][:n_p], config["p_tile"][:n_p]
+    g = 1 << config["share_log2"]
+    whole, _ = lockstep_warps(shape, p_tile, lanes_per_index, dep, g, True)
+    grid, _ = lockstep_warps(shape, p_tile, lanes_per_index, dep, g, False)
+    return int(whole < grid)
+
+
+def lockstep_warps(shape, p_tile, per_index, dep, group, whole_first=True):
+    """``(warps, units)`` of the 1-D dealing in groups of ``group`` TAUs (the dispatcher's order,
+    :func:`share_order_key` with ``whole_first``; ``dep``: the indices the shared slot moves
+    along): the sum over the units (a group's tiles dealt at once) of the most warps one of its
+    tiles runs, which the group's members take in lock step, and the number of units.
+    ``per_index``: lanes along each index (an edge tile skips its warps wholly outside the
+    space, as :func:`merit.mapping.search.computed_warps`)."""
+    per = []
+    for t, n, k in zip(p_tile, shape, per_index, strict=True):
+        per.append(np.asarray([max(1, min(t // k, -(-(n - o) // k))) for o in range(0, n, t)],
+                              dtype=np.int64))
+    inner = max((j for j in dep if p_tile[j] < shape[j]), default=-1) + 1
+    outer = np.ones(1, dtype=np.int64)
+    for w in per[:inner]:
+        outer = np.multiply.outer(outer, w).ravel()
+    warps = np.ones(1, dtype=np.int64)
+    cut = np.zeros(1, dtype=bool)
+    for j in range(inner, len(shape)):
+        edge = np.asarray([o + p_tile[j] > shape[j] for o in range(0, shape[j], p_tile[j])])
+        warps = np.multiply.outer(warps, per[j]).ravel()
+        cut = np.logical_or.outer(cut, edge & whole_first).ravel()
+    run = np.concatenate([warps[~cut], warps[cut]])
+    pad = -len(run) % group
+    # a void tile runs one warp (it computes in step with its group, writes nothing)
+    run = np.concatenate([run, np.ones(pad, dtype=np.int64)]).reshape(-1, group)
+    return int(outer.sum()) * int(run.max(axis=1).sum()), len(outer) * len(run)
+
+
 def share_choice(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8):
     """``(share_slot, share_log2)``: the operand a group of ``2**share_log2`` TAUs fetches once.
 
@@ -596,12 +667,12 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
             continue
         # a run (the tiles of the grid's order, last index innermost, that agree on ``dep``)
         # ends where an index of ``dep`` changes: one of more than one tile (as ``_runs``)
-        moving = [j for j in dep if counts[j] > 1]
-        run = int(np.prod(counts[max(moving) + 1:])) if moving else tiles
         g = 2
         while g <= taus and taus % g == 0:
-            groups = tiles // run * -(-run // g)
-            work = groups * g / tiles * compute / taus
+            # the groups' lock step (:func:`lockstep_warps`, edge tiles costing their outputs)
+            # and the void tiles of runs that do not divide by the group
+            units, groups = _lockstep(tuple(problem.p_shape), tuple(tile_p), tuple(dep), g)
+            work = units * g / int(np.prod(problem.p_shape)) * compute / taus
             dram = 2 * (total - words[k] + words[k] * groups / tiles) / bytes_per_cycle
             best = min(best, max(work, dram))
             g *= 2
@@ -852,6 +923,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                     (config["share2_slot"], config["share2_log2"]) = sharing
             else:
                 sharing = None
+        config["share_order"] = share_order(config, tiling.lanes_per_index(), n_p)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
         return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),

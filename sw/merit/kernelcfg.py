@@ -118,6 +118,8 @@ def fields(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
                                           "share_log2's (0 = 1-D sharing)"),
         Field("xstride", _u(3), A_INDICES, "register stride of each accumulation index for "
                                            "the indexed register rN+x (Program.xstride)"),
+        Field("share_order", _u(1), None, "1-D groups: 1 = each run's whole tiles before its "
+                                          "edge tiles, 0 = the grid's order"),
     )
 
 

@@ -480,23 +480,28 @@ def _group(kernel, taus):
 def _units(kernel, group, shared):
     """Dispatch units of :mod:`meritz.dispatcher`: the next tile for a group's first TAU, then
     for each other TAU the next tile while its origin agrees with the first on the indices the
-    shared slot moves along, else a void origin (outside the parallel space). Returns a list of
-    lists of ``(tile index or -1, origin)``."""
+    shared slot moves along, else a void origin (outside the parallel space); the tiles in the
+    dispatcher's order for groups (:func:`merit.compile.share_order_key`: with ``share_order``,
+    each run's whole tiles first). Returns a list of lists of ``(tile index or -1, origin)``."""
+    from .compile import share_order_key
     tiles = [tuple(t) for t in kernel.tiles]
     if group == 1:
         return [[(t, o)] for t, o in enumerate(tiles)]
     slot = _numbered_slots(kernel)[shared][1]
     n_p = len(kernel.problem.p_shape)
     dep = [j for j in range(n_p) if slot["stride"][j]]
-    units, t = [], 0
-    while t < len(tiles):
-        first = tiles[t]
-        unit = [(t, first)]
-        t += 1
+    key = share_order_key(tuple(kernel.problem.p_shape), tuple(kernel.tiling.p_tile), dep,
+                          bool(kernel.config.get("share_order", 0)))
+    order = sorted(range(len(tiles)), key=lambda t: key(tiles[t]))
+    units, k = [], 0
+    while k < len(order):
+        first = tiles[order[k]]
+        unit = [(order[k], first)]
+        k += 1
         for _ in range(group - 1):
-            if t < len(tiles) and all(tiles[t][j] == first[j] for j in dep):
-                unit.append((t, tiles[t]))
-                t += 1
+            if k < len(order) and all(tiles[order[k]][j] == first[j] for j in dep):
+                unit.append((order[k], tiles[order[k]]))
+                k += 1
             else:
                 void = tuple(first[j] if j in dep else kernel.problem.p_shape[j]
                              for j in range(n_p))

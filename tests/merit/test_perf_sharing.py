@@ -95,6 +95,59 @@ def test_a_run_shorter_than_the_group_leaves_void_tiles():
     assert (costs["tile"] < 0).sum() == len(voids) * len(perf._a_tiles(k))
 
 
+def test_the_groups_lock_step_on_a_13x13_grid():
+    """AlexNet CONV2+Pool2's pooled 13 x 13 grid, 32 channels a tile on the lanes, groups of 4
+    sharing the weights: the sum over units of their largest tile (warps) in each order."""
+    from merit.compile import lockstep_warps
+    shape, lanes, dep = (1, 128, 13, 13), (1, 32, 1, 1), [1]
+    # 1 x 5 tiles: 5, 5, 3 columns; the grid's order puts a 3 in every unit of 5s
+    assert lockstep_warps(shape, (1, 32, 1, 5), lanes, dep, 4, False) == (4 * 50, 4 * 10)
+    assert lockstep_warps(shape, (1, 32, 1, 5), lanes, dep, 4, True) == (4 * 44, 4 * 10)
+    # 4 x 2 tiles: 46 either way, against 169 / 4 warps a member
+    for whole in (True, False):
+        assert lockstep_warps(shape, (1, 32, 4, 2), lanes, dep, 4, whole) == (4 * 46, 4 * 7)
+    assert lockstep_warps(shape, (1, 32, 4, 2), lanes, dep, 1) == (4 * 169, 4 * 28)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_the_models_units_follow_the_share_order(order):
+    """Each run's whole tiles first (``share_order`` 1) or the grid's order, and the model's
+    units wait for the warps the compiler's estimate counts."""
+    from merit.compile import lockstep_warps
+    k = compile_problem(W.conv2d(1, 8, 15, 15, 16, 3), taus=4, share_dims=1, **SMALL)
+    weights = len(k.config["rp0"])
+    k = dataclasses.replace(k, config=dict(k.config, share_slot=weights, share_log2=2,
+                                           share_order=order))
+    units = perf._units(k, 4, weights)
+    real = [t for unit in units for t, _ in unit if t >= 0]
+    assert sorted(real) == list(range(len(k.tiles)))
+    shape, tile = k.problem.p_shape, k.tiling.p_tile
+    cut = [any(o + t > n for o, t, n in zip(k.tiles[i][2:], tile[2:], shape[2:], strict=True))
+           for i in real]
+    runs = [[c for i, c in zip(real, cut, strict=True) if k.tiles[i][1] == ch]
+            for ch in sorted({o[1] for o in k.tiles})]
+    assert any(cut)
+    if order:
+        assert all(r == sorted(r) for r in runs)        # whole (False) before cut (True)
+    else:
+        assert real == list(range(len(k.tiles)))
+    warps = [[int(np.prod(k.tiling.edge_warps(o, shape))) for _, o in unit] for unit in units]
+    assert lockstep_warps(shape, tile, k.tiling.lanes_per_index(), [1], 4, bool(order)) == (
+        sum(max(w) for w in warps), len(units))
+
+
+def test_the_compiler_takes_whole_tiles_first_where_the_groups_wait_less():
+    from merit.compile import lockstep_warps
+    k = compile_problem(W.conv2d(1, 8, 15, 15, 16, 3), taus=4, share_dims=1, **SMALL)
+    n_p = len(k.problem.p_shape)
+    assert k.config["share_log2"] == 2
+    slot = (k.config["rp0"] + k.config["rp1"])[k.config["share_slot"]]
+    dep = [j for j in range(n_p) if slot["stride"][j]]
+    args = (k.problem.p_shape, k.tiling.p_tile, k.tiling.lanes_per_index(), dep, 4)
+    assert k.config["share_order"] == int(lockstep_warps(*args, True)[0]
+                                          < lockstep_warps(*args, False)[0])
+
+
 def test_a_group_that_does_not_divide_the_taus_is_modelled_without_sharing():
     k = _conv(4)
     assert perf._group(k, 3) == (1, None)
