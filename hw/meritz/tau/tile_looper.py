@@ -12,7 +12,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from merit.arch import MAX_SLOTS
+from merit.arch import MAX_SLOTS, RP_BYTES
 from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
 from meritz.tau.cp.sequencer import job_layout
@@ -43,8 +43,9 @@ class TileLooper(wiring.Component):
     ----------
     lanes : int
         Lanes of the TAU (a job names the lane groups of its tile that hold an output).
-    rows : (int, int)
-        SRAM rows of RP0 and RP1 (the width of their grants' base rows).
+    rows : (int, int) or None
+        SRAM rows of RP0 and RP1 (the width of their grants' base rows); None: those of the
+        TAU's default SRAM sizes (:data:`merit.arch.RP_BYTES`) at ``lanes``.
     rp0_slots, rp1_slots, outputs, instructions : int
         As for :func:`meritz.kernelcfg.layout`.
 
@@ -77,8 +78,10 @@ class TileLooper(wiring.Component):
         credits.
     """
 
-    def __init__(self, *, lanes, rows, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
+    def __init__(self, *, lanes, rows=None, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         self._lanes = check_lanes(lanes)
+        if rows is None:
+            rows = tuple(size // (2 * lanes) for size in RP_BYTES)
         self._slots = (check_range("rp0_slots", rp0_slots, 1, MAX_SLOTS),
                        check_range("rp1_slots", rp1_slots, 1, MAX_SLOTS))
         self._params = dict(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
