@@ -78,9 +78,17 @@ def _sha(*parts):
     return hashlib.sha1("\0".join(parts).encode()).hexdigest()
 
 
+#: the longest one-bit input shift register of :func:`timing_wrapper`: Yosys' techmap sorts the
+#: cells topologically by recursion, and a chain of the TAU parts' ~3,900 configuration bits
+#: exhausts the WebAssembly build's call stack (1,746 bits, cp_sequencer's, pass)
+_CHAIN_BITS = 2048
+
+
 def timing_wrapper(ports, top, name="fpga_wrap"):
     """Verilog of module ``name`` around ``top``: every input but ``clk`` comes from a shift
-    register fed by pin ``sin``, every output is registered and XOR-reduced into pin ``sout``.
+    register fed by pin ``sin`` (beyond :data:`_CHAIN_BITS` inputs, a ring shifting several bits
+    a cycle, each XORed with ``sin``), every output is registered and XOR-reduced into pin
+    ``sout``.
 
     ``ports`` is the ``ports`` list of ``rtl_out/<top>.json`` (``name``, ``dir``, ``width``).
     """
@@ -96,7 +104,13 @@ def timing_wrapper(ports, top, name="fpga_wrap"):
              f"  reg [{max(n_in, 1) - 1}:0] chain = 0;",
              f"  wire [{n_out - 1}:0] outs;",
              f"  reg [{n_out - 1}:0] outs_r = 0;"]
-    if n_in > 1:
+    if n_in > _CHAIN_BITS:
+        # a ring shifting ``width`` bits a cycle, each entering bit XORed with ``sin``: every
+        # input still comes from a flip-flop, the chain is at most 1,024 flip-flops deep
+        width = -(-n_in // 1024)
+        lines.append(f"  always @(posedge clk) chain <= {{chain[{n_in - width - 1}:0], "
+                     f"chain[{n_in - 1}:{n_in - width}] ^ {{{width}{{sin}}}}}};")
+    elif n_in > 1:
         lines.append(f"  always @(posedge clk) chain <= {{chain[{n_in - 2}:0], sin}};")
     else:
         lines.append("  always @(posedge clk) chain <= sin;")
