@@ -273,20 +273,26 @@ class StepLooper(wiring.Component):
             return (here, [Cat(here[:lv]).any() if lv else Const(0) for lv in range(levels)],
                     [Cat(here[:lv + 1]).any() for lv in range(levels)])
 
+        # the flags for both answers of the accept (a late signal: the waiting tile's origin
+        # compared), the accept the last multiplexer
         wrap_next = [Signal(name=f"wrap{lv}_next") for lv in range(levels)]
+        wrap_new = [Signal(name=f"wrap{lv}_new") for lv in range(levels)]    # a tile taken
         for lv in range(levels):
-            m.d.comb += wrap_next[lv].eq(wrap[lv])
+            m.d.comb += [wrap_next[lv].eq(wrap[lv]),
+                         wrap_new[lv].eq((pre_p_last + pre_a_last)[lv] == 0)]
             with m.If(transfer):
                 with m.If(steps_here[lv]):
                     m.d.comb += wrap_next[lv].eq(count[lv] == last_m1[lv])
                 with m.Elif(outer[lv]):
                     m.d.comb += wrap_next[lv].eq(last_zero[lv])
-            with m.If(self.tiles.valid & self.tiles.ready):
-                m.d.comb += wrap_next[lv].eq((pre_p_last + pre_a_last)[lv] == 0)
-        here, above, through = flags(wrap_next)
-        m.d.sync += [w.eq(n) for w, n in zip(wrap, wrap_next, strict=True)]
-        m.d.sync += [f.eq(n) for f, n in zip(steps_here + outer + upto, here + above + through,
-                                             strict=True)]
+        accept = self.tiles.valid & self.tiles.ready
+        kept = flags(wrap_next)
+        new = flags(wrap_new)
+        m.d.sync += [w.eq(Mux(accept, n, k)) for w, k, n in zip(wrap, wrap_next, wrap_new,
+                                                                  strict=True)]
+        m.d.sync += [f.eq(Mux(accept, n, k))
+                     for f, k, n in zip(steps_here + outer + upto, sum(kept, []), sum(new, []),
+                                        strict=True)]
 
         def pick(values, upto):
             """The value of the level that steps, among levels 0 .. upto (an OR tree)."""
@@ -311,13 +317,15 @@ class StepLooper(wiring.Component):
                     m.d.sync += count[lv].eq(0)
                     if lv >= P:
                         m.d.sync += g[lv - P].eq(a_origin[lv - P])
+            # one selection over every level serves each level at or inside the one that steps
+            # (no level above it steps), so no selection is a prefix of another
+            picked = [pick([sums[k][lv] + chan_steps[k][lv] for lv in range(levels)],
+                           levels - 1) for k in range(len(slots))]
+            opicked = pick([osums[lv] + out_steps[lv] for lv in range(levels)], levels - 1)
             for inner in range(levels):
                 with m.If(upto[inner]):
-                    for k in range(len(slots)):
-                        stepped = [sums[k][lv] + chan_steps[k][lv] for lv in range(levels)]
-                        m.d.sync += sums[k][inner].eq(pick(stepped, inner))
-                    ostepped = [osums[lv] + out_steps[lv] for lv in range(levels)]
-                    m.d.sync += osums[inner].eq(pick(ostepped, inner))
+                    m.d.sync += [sums[k][inner].eq(picked[k]) for k in range(len(slots))]
+                    m.d.sync += osums[inner].eq(opicked)
         return m
 
 
