@@ -201,7 +201,11 @@ class StepLooper(wiring.Component):
             m.d.sync += pre_p_last[j].eq(Mux(pre_outside[j], 0,
                                              Mux(need_m1 < full_m1[j], need_m1, full_m1[j])))
         m.d.sync += pre_base.eq(sum(pre_prod))
-        p_ready = Cat(pre_p[j] == tile.p_origin[j] for j in range(P)).all()
+        # the waiting tile's origin is that of the values formed (``pre_p``) when it held last
+        # cycle and the origin one stage in equalled it then: compared into a register
+        p_same = Signal()
+        m.d.sync += p_same.eq(Cat(pre_p1[j] == tile.p_origin[j] for j in range(P)).all())
+        p_ready = p_same
 
         # per level: the last count less one and whether it is 0 (registered at tile start),
         # and whether the level is at its last count (``wrap``, a register: no comparison lies
