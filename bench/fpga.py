@@ -80,7 +80,8 @@ def _parser():
     parser.add_argument("--blocks", nargs="+", metavar="NAME",
                         help="place and route only these blocks alone (default: all of "
                              "merit.flow.fpga.block_names(): rp0_sram, rp1_sram, cp_simd, "
-                             "cp_sequencer, rp_router, rp_butterfly, rp_collector)")
+                             "cp_sequencer, rp_router, rp_butterfly, rp_collector, then the "
+                             "TAU's parts tau_dma, tau_step_looper, tau_tile_looper)")
     parser.add_argument("--block-lanes", type=int, default=8, metavar="N",
                         help="lanes of the blocks placed and routed alone (default: 8)")
     parser.add_argument("--out", default="docs/results", metavar="DIR")

@@ -70,6 +70,8 @@ def _command_layout(slot_bits):
         "right": unsigned(16),          # fill words after it
         "clamp": unsigned(1),           # fills replicate the edge word (else 0)
         "taddr": unsigned(16),          # tile address of the row's first word
+        "t_inside": unsigned(16),       # ... of its first word read (taddr + left)
+        "t_right": unsigned(16),        # ... of its right fill (taddr + left + inside)
         "rows": unsigned(16),           # rows of the tile
         "base": unsigned(16),
         "slot": unsigned(slot_bits),
@@ -143,6 +145,10 @@ class Dma(wiring.Component):
         req = self.requests.payload
 
         # ---- 1. accept a request: low corner of the footprint --------------------------------
+        # in three register stages, one request at a time, while the walker may still walk the
+        # one before: Q the origins moved by the slot's negative strides (origin + tile - 1),
+        # M their products with the strides (one per index), S per axis the sums of the
+        # products of indices 0-5 and 6-11 (and the offset); the walker takes the corner from S
         busy = Signal()
         slot_no = Signal(2)
         base_row = Signal(16)
@@ -154,109 +160,178 @@ class Dma(wiring.Component):
                      rslot.eq(Array(s.as_value() for s in slots)[req.slot])]
         origin = [req.tile.p_origin[j] for j in range(P)] + [req.tile.a_origin[j] for j in range(A)]
         tiles = [cfg.p_tile[j] for j in range(P)] + [cfg.a_tile[j] for j in range(A)]
-        k = [Signal(16, name=f"k{i}") for i in range(3)]
-        taddr = [Signal(16, name=f"taddr{i}") for i in range(3)]
-        m.d.comb += self.requests.ready.eq(~busy)
-        with m.If(self.requests.valid & ~busy):
-            m.d.sync += [busy.eq(1), slot_no.eq(req.slot), base_row.eq(req.base)]
-            m.d.sync += [k[i].eq(0) for i in range(3)] + [taddr[i].eq(0) for i in range(3)]
+        tile_m1 = [Signal(signed(17), name=f"tile_m1_{j}") for j in range(P + A)]
+        m.d.sync += [tile_m1[j].eq(tiles[j] - 1) for j in range(P + A)]
+        q_valid, m_valid, s_valid = Signal(), Signal(), Signal()
+        q_slot, m_slot, s_slot = Signal(2), Signal(2), Signal(2)
+        q_base, m_base, s_base = Signal(16), Signal(16), Signal(16)
+        q_org = [Signal(signed(18), name=f"q_org{j}") for j in range(P + A)]
+        q_stride = [Signal(signed(8), name=f"q_stride{j}") for j in range(P + A)]
+        q_axis = [Signal(2, name=f"q_axis{j}") for j in range(P + A)]
+        m_prod = [Signal(signed(20), name=f"m_prod{j}") for j in range(P + A)]
+        m_axis = [Signal(2, name=f"m_axis{j}") for j in range(P + A)]
+        s_half = [[Signal(signed(20), name=f"s_half{i}_{h}") for h in range(2)]
+                  for i in range(AXES)]
+        m.d.comb += self.requests.ready.eq(~q_valid & ~m_valid & ~s_valid)
+        m.d.sync += [q_valid.eq(self.requests.valid & self.requests.ready), m_valid.eq(q_valid)]
+        with m.If(self.requests.valid & self.requests.ready):
+            m.d.sync += [q_slot.eq(req.slot), q_base.eq(req.base)]
+            for j in range(P + A):
+                s = rslot.stride[j]
+                m.d.sync += [q_org[j].eq(origin[j] + Mux(s < 0, tile_m1[j], 0)),
+                             q_stride[j].eq(s), q_axis[j].eq(rslot.axis[j])]
+        with m.If(q_valid):
+            m.d.sync += [m_slot.eq(q_slot), m_base.eq(q_base)]
+            m.d.sync += [m_prod[j].eq(q_org[j] * q_stride[j]) for j in range(P + A)]
+            m.d.sync += [m_axis[j].eq(q_axis[j]) for j in range(P + A)]
+        with m.If(m_valid):
+            m.d.sync += [s_valid.eq(1), s_slot.eq(m_slot), s_base.eq(m_base)]
+            mslot = Array(s.as_value() for s in slots)[m_slot]
+            mslot = kernelcfg.slot_layout()(mslot)
             for i in range(AXES):
-                terms = []
-                for j in range(P + A):
-                    s = rslot.stride[j]
-                    move = (rslot.axis[j] == i) & (s != 0)
-                    here = origin[j] * s + Mux(s < 0, (tiles[j] - 1) * s, 0)
-                    terms.append(Mux(move, here, 0))
-                m.d.sync += low[i].eq(rslot.offset[i] + sum(terms))
+                for h, js in enumerate((range(P), range(P, P + A))):
+                    terms = [Mux(m_axis[j] == i, m_prod[j], 0) for j in js]
+                    if h == 0:
+                        terms.append(mslot.offset[i])
+                    m.d.sync += s_half[i][h].eq(sum(terms))
 
         # ---- 2. the row walker: one row command per cycle ------------------------------------
+        # four stages, all held while the AR issuer's spare holds a command (``advance``): the
+        # counters (box coordinates k, tensor coordinates x = low + k), then R1 the coordinates
+        # clipped into the tensor, R2 their products with the slot's pitches and the row's fill
+        # and read words, R3 the element's address and the read's first column, then the command
         cmd_layout = _command_layout(2)
         m.submodules.cmds = cmds = SyncFIFOBuffered(width=cmd_layout.size, depth=MAX_BURST)
-        cmd = Signal(cmd_layout)
+        k = [Signal(16, name=f"k{i}") for i in range(3)]
         x = [Signal(signed(20), name=f"x{i}") for i in range(3)]
-        xc = [Signal(16, name=f"xc{i}") for i in range(3)]
-        outside = []
-        for i in range(3):
-            n = slot.extent[i]
-            m.d.comb += [x[i].eq(low[i] + k[i]),
-                         xc[i].eq(_clip(x[i], 0, n - 1))]
-            outside.append(((x[i] < 0) | (x[i] >= n)) & ~slot.clamp[i])
-        zero_row = Signal()
-        m.d.comb += zero_row.eq(Cat(outside).any())
-        elem = Signal(32)
-        m.d.comb += elem.eq(sum(xc[i] * slot.dpitch[i] for i in range(3)))
-        c_lo = low[3]
-        box3 = slot.box[3]
-        n3 = slot.extent[3]
-        left = Signal(16)
-        right = Signal(16)
-        inside = Signal(16)
-        m.d.comb += [
-            left.eq(_clip(-c_lo, 0, box3)),
-            right.eq(_clip(c_lo + box3 - n3, 0, box3)),
-            inside.eq(box3 - left - right),
-        ]
-        edge_only = (inside == 0) & slot.clamp[3]
-        reads = ~zero_row & ((inside != 0) | slot.clamp[3])
-        col = Signal(16)
-        m.d.comb += col.eq(Mux(inside != 0, Mux(c_lo < 0, 0, c_lo),
-                               Mux(left != 0, 0, n3 - 1)))
-        nread = Mux(edge_only, 1, inside)
-        byte = Signal(32)
-        m.d.comb += byte.eq(slot.base + ((elem + col) << 1))
-        skip = byte[1:3]
-        last_row = Cat([k[i] + 1 >= slot.box[i] for i in range(3)]).all()
-        m.d.comb += [
-            cmd.read.eq(reads),
-            cmd.addr.eq(Cat(Const(0, 3), byte[3:])),
-            cmd.beats.eq((skip + nread + WORDS_PER_BEAT - 1) >> 2),
-            cmd.skip.eq(skip),
-            cmd.left.eq(left),
-            cmd.inside.eq(inside),
-            cmd.right.eq(right),
-            cmd.clamp.eq(slot.clamp[3]),
-            cmd.taddr.eq(taddr[2]),
-            cmd.rows.eq(slot.rows),
-            cmd.base.eq(base_row),
-            cmd.slot.eq(slot_no),
-            cmd.last.eq(last_row),
-        ]
-        # the walker feeds the AR issuer through a one-entry register
+        box_m1 = [Signal(16, name=f"box_m1_{i}") for i in range(3)]
+        n_m1 = [Signal(signed(17), name=f"n_m1_{i}") for i in range(3)]
+        taddr = [Signal(16, name=f"taddr{i}") for i in range(3)]
+        dpitch = [Signal(32, name=f"dpitch{i}") for i in range(3)]
         walk_valid = Signal()
         walk_cmd = Signal(cmd_layout)
         walk_take = Signal()
-        can_load = ~walk_valid | walk_take
-        with m.If(busy & can_load):
-            m.d.sync += [walk_valid.eq(1), walk_cmd.eq(cmd)]
-            with m.If(last_row):
-                m.d.sync += busy.eq(0)
-            # advance (axis 2 innermost); tile addresses as per-level running sums
-            with m.If(k[2] + 1 < slot.box[2]):
-                m.d.sync += [k[2].eq(k[2] + 1), taddr[2].eq(taddr[2] + slot.lpitch[2])]
-            with m.Elif(k[1] + 1 < slot.box[1]):
-                new = taddr[1] + slot.lpitch[1]
-                m.d.sync += [k[2].eq(0), k[1].eq(k[1] + 1), taddr[1].eq(new), taddr[2].eq(new)]
-            with m.Else():
-                new = taddr[0] + slot.lpitch[0]
-                m.d.sync += [k[2].eq(0), k[1].eq(0), k[0].eq(k[0] + 1), taddr[0].eq(new),
-                             taddr[1].eq(new), taddr[2].eq(new)]
-        with m.Elif(walk_take):
-            m.d.sync += walk_valid.eq(0)
+        advance = Signal()
+        r_valid = [Signal(name=f"r{n}_valid") for n in (1, 2, 3)]
+        # the row in R1 .. R3: its command fields so far, and what the next stage needs
+        r_cmd = [Signal(cmd_layout, name=f"r{n}_cmd") for n in (1, 2, 3)]
+        r_lo3 = [Signal(signed(20), name=f"r{n}_lo3") for n in (1, 2)]
+        r1_xc = [Signal(16, name=f"r1_xc{i}") for i in range(3)]
+        r1_dpitch = [Signal(32, name=f"r1_dpitch{i}") for i in range(3)]
+        r2_lo = [Signal(32, name=f"r2_lo{i}") for i in range(3)]
+        r2_hi = [Signal(16, name=f"r2_hi{i}") for i in range(3)]
+        r3_elem = Signal(32)
+        r3_col = Signal(16)
+        r3_nread = Signal(17)
 
+        # the counters' row
+        xc = [Signal(16, name=f"xc{i}") for i in range(3)]
+        outside = []
+        for i in range(3):
+            m.d.comb += xc[i].eq(Mux(x[i] < 0, 0, Mux(x[i] > n_m1[i], n_m1[i], x[i])))
+            outside.append(((x[i] < 0) | (x[i] > n_m1[i])) & ~slot.clamp[i])
+        last_row = Cat([k[i] == box_m1[i] for i in range(3)]).all()
+        row0 = Signal(cmd_layout)
+        m.d.comb += [row0.taddr.eq(taddr[2]), row0.rows.eq(slot.rows), row0.base.eq(base_row),
+                     row0.slot.eq(slot_no), row0.last.eq(last_row), row0.clamp.eq(slot.clamp[3]),
+                     row0.read.eq(~Cat(outside).any())]     # R2 adds the fills' condition
+        with m.If(~busy & s_valid):
+            # take the next request: its corner, its box and the slot's sizes
+            sslot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[s_slot])
+            m.d.sync += [busy.eq(1), s_valid.eq(0), slot_no.eq(s_slot), base_row.eq(s_base)]
+            for i in range(AXES):
+                m.d.sync += low[i].eq(s_half[i][0] + s_half[i][1])
+            for i in range(3):
+                m.d.sync += [k[i].eq(0), taddr[i].eq(0), x[i].eq(s_half[i][0] + s_half[i][1]),
+                             box_m1[i].eq(Mux(sslot.box[i] == 0, 0, sslot.box[i] - 1)),
+                             n_m1[i].eq(sslot.extent[i] - 1), dpitch[i].eq(sslot.dpitch[i])]
+        with m.If(advance):
+            m.d.sync += [r_valid[0].eq(busy), r_valid[1].eq(r_valid[0]),
+                         r_valid[2].eq(r_valid[1])]
+            m.d.sync += [r_cmd[0].eq(row0), r_lo3[0].eq(low[3])]
+            m.d.sync += [r1_xc[i].eq(xc[i]) for i in range(3)]
+            m.d.sync += [r1_dpitch[i].eq(dpitch[i]) for i in range(3)]
+            with m.If(busy):
+                with m.If(last_row):
+                    m.d.sync += busy.eq(0)
+                # advance (axis 2 innermost); tile addresses as per-level running sums
+                with m.If(k[2] != box_m1[2]):
+                    m.d.sync += [k[2].eq(k[2] + 1), x[2].eq(x[2] + 1),
+                                 taddr[2].eq(taddr[2] + slot.lpitch[2])]
+                with m.Elif(k[1] != box_m1[1]):
+                    new = taddr[1] + slot.lpitch[1]
+                    m.d.sync += [k[2].eq(0), x[2].eq(low[2]), k[1].eq(k[1] + 1),
+                                 x[1].eq(x[1] + 1), taddr[1].eq(new), taddr[2].eq(new)]
+                with m.Else():
+                    new = taddr[0] + slot.lpitch[0]
+                    m.d.sync += [k[2].eq(0), x[2].eq(low[2]), k[1].eq(0), x[1].eq(low[1]),
+                                 k[0].eq(k[0] + 1), x[0].eq(x[0] + 1), taddr[0].eq(new),
+                                 taddr[1].eq(new), taddr[2].eq(new)]
+
+        # R1 -> R2: the products (low and high halves of each pitch), the fills of the row
+        r1slot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[r_cmd[0].slot])
+        c_lo = r_lo3[0]
+        box3 = r1slot.box[3]
+        n3 = r1slot.extent[3]
+        left = Signal(16)
+        right = Signal(16)
+        m.d.comb += [
+            left.eq(_clip(-c_lo, 0, box3)),
+            right.eq(_clip(c_lo + box3 - n3, 0, box3)),
+        ]
+        with m.If(advance):
+            m.d.sync += [r2_lo[i].eq(r1_xc[i] * r1_dpitch[i][:16]) for i in range(3)]
+            m.d.sync += [r2_hi[i].eq(r1_xc[i] * r1_dpitch[i][16:]) for i in range(3)]
+            m.d.sync += [r_cmd[1].eq(r_cmd[0]), r_lo3[1].eq(c_lo),
+                         r_cmd[1].left.eq(left), r_cmd[1].right.eq(right)]
+
+        # R2 -> R3: the element's offset, the words read and placed, the first column read
+        r2 = r_cmd[1]
+        r2slot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[r2.slot])
+        inside = Signal(16)
+        m.d.comb += inside.eq(r2slot.box[3] - r2.left - r2.right)
+        edge_only = (inside == 0) & r2.clamp
+        with m.If(advance):
+            m.d.sync += [r_cmd[2].eq(r2), r_cmd[2].inside.eq(inside),
+                         r_cmd[2].t_inside.eq(r2.taddr + r2.left),
+                         r_cmd[2].t_right.eq(r2.taddr + r2slot.box[3] - r2.right),
+                         r_cmd[2].read.eq(r2.read & ((inside != 0) | r2.clamp)),
+                         r3_elem.eq(sum(r2_lo) + (sum(r2_hi) << 16)),
+                         r3_col.eq(Mux(inside != 0, Mux(r_lo3[1] < 0, 0, r_lo3[1]),
+                                       Mux(r2.left != 0, 0, r2slot.extent[3] - 1))),
+                         r3_nread.eq(Mux(edge_only, 1, inside) + WORDS_PER_BEAT - 1)]
+
+        # R3 -> the command: byte address, first-beat skip and beats
+        r3 = r_cmd[2]
+        r3slot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[r3.slot])
+        byte = Signal(32)
+        m.d.comb += byte.eq(r3slot.base + ((r3_elem + r3_col) << 1))
+        skip = byte[1:3]
+        cmd = Signal(cmd_layout)
+        m.d.comb += [
+            cmd.eq(r3),
+            cmd.addr.eq(Cat(Const(0, 3), byte[3:])),
+            cmd.beats.eq((skip + r3_nread) >> 2),
+            cmd.skip.eq(skip),
+        ]
         # ---- 3. AR issuer ---------------------------------------------------------------------
+        # the command being issued (``walk_cmd``) and a spare behind it: the walker's stages
+        # move while the spare is empty, a registered condition, and the issuer counts down
+        # the beats left from a running address, so no path runs from the AR handshake
+        # through the burst arithmetic into every register of the walker
         axi = self.m_axi
-        issued = Signal(16)              # beats of the current command already requested
+        spare_valid = Signal()
+        spare_cmd = Signal(cmd_layout)
         ar_addr = Signal(32)
-        remaining = Signal(16)
-        m.d.comb += [remaining.eq(walk_cmd.beats - issued),
-                     ar_addr.eq(walk_cmd.addr + (issued << 3))]
+        remaining = Signal(16)           # beats of the current command still to request
+        first_ar = Signal()
         to_4k = Signal(10)
         m.d.comb += to_4k.eq(512 - ar_addr[3:12])
         burst = Signal(16)
         m.d.comb += burst.eq(Mux(remaining < MAX_BURST, remaining, MAX_BURST))
         burst_len = Signal(16)
         m.d.comb += burst_len.eq(Mux(to_4k < burst, to_4k, burst))
-        first_ar = issued == 0
+        last_ar = (remaining <= MAX_BURST) & (remaining <= to_4k)
         need_ar = walk_valid & walk_cmd.read
         # the command goes to the data path with the first AR of its row (or alone)
         push_ok = cmds.w_rdy
@@ -270,21 +345,30 @@ class Dma(wiring.Component):
         ]
         ar_go = axi.arvalid & axi.arready
         with m.If(ar_go):
-            with m.If(issued + burst_len >= walk_cmd.beats):
-                m.d.sync += issued.eq(0)
+            with m.If(last_ar):
                 m.d.comb += walk_take.eq(1)
             with m.Else():
-                m.d.sync += issued.eq(issued + burst_len)
+                m.d.sync += [first_ar.eq(0), remaining.eq(remaining - burst_len),
+                             ar_addr.eq(ar_addr + (burst_len << 3))]
         with m.If(walk_valid & ~walk_cmd.read & push_ok):
             m.d.comb += walk_take.eq(1)
         m.d.comb += cmds.w_en.eq((ar_go & first_ar) | (walk_valid & ~walk_cmd.read & push_ok))
+        # the walker's last stage: into the issuer when it is free, else into the spare
+        m.d.comb += advance.eq(~spare_valid)
+        push = r_valid[2] & advance
+        head = Signal(cmd_layout)
+        m.d.comb += head.eq(Mux(spare_valid, spare_cmd, cmd))
+        with m.If(~walk_valid | walk_take):
+            m.d.sync += [walk_valid.eq(spare_valid | push), walk_cmd.eq(head),
+                         remaining.eq(head.beats), ar_addr.eq(head.addr), first_ar.eq(1),
+                         spare_valid.eq(0)]
+        with m.Elif(push):
+            m.d.sync += [spare_valid.eq(1), spare_cmd.eq(cmd)]
 
         # ---- 4. data path: chunks of up to 4 words at tile addresses ------------------------
         cur = Signal(cmd_layout)
         m.d.comb += cur.eq(cmds.r_data)
         phase = Signal(2)                # 0 left, 1 inside, 2 right
-        done_words = Signal(16)          # words of the current phase already placed
-        beats_seen = Signal(16)
         edge = Signal(16)                # last word read (right fill of clamp rows)
         chunk_valid = Signal()
         chunk_addr = Signal(16)
@@ -294,66 +378,92 @@ class Dma(wiring.Component):
         beat = [axi.rdata[16 * q:16 * q + 16] for q in range(WORDS_PER_BEAT)]
 
         have = cmds.r_rdy
+        # the row's first cycle (``fresh``) reads its counts from the command; then registers
+        # hold the words left of each part (left fill, read, right fill) and the beats left,
+        # so no subtraction lies between them and the chunk's handshake
+        wa_ok = Signal()
+        fresh = ~wa_ok
+        left_rem_r = Signal(16)
+        in_rem_r = Signal(16)
+        right_rem_r = Signal(16)
+        beats_rem_r = Signal(16)
+        first_beat_r = Signal()
+        left_rem = Mux(fresh, cur.left, left_rem_r)
+        in_rem = Mux(fresh, cur.inside, in_rem_r)
+        right_rem = Mux(fresh, cur.right, right_rem_r)
+        beats_rem = Mux(fresh, cur.beats, beats_rem_r)
+        first_beat = fresh | first_beat_r
         # phases: 0 left fill, 1 inside, 2 right fill; a phase with nothing to do falls through
         # to the next one in the same cycle, and a row ends with its last chunk
         left_fill = cur.clamp & cur.read & (cur.left != 0)
         right_fill = cur.clamp & cur.read & (cur.right != 0)
-        ld = Mux(phase == 0, done_words, 0)
-        idn = Mux(phase == 1, done_words, 0)
-        rdn = Mux(phase == 2, done_words, 0)
-        in_left = (phase == 0) & left_fill & (ld != cur.left)
-        in_inside = ~in_left & (phase <= 1) & cur.read & (beats_seen != cur.beats)
-        in_right = ~in_left & ~in_inside & right_fill & (rdn != cur.right)
-        left_left = cur.left - ld
-        left_n = Mux(left_left < WORDS_PER_BEAT, left_left, WORDS_PER_BEAT)
+        in_left = (phase == 0) & left_fill & (left_rem != 0)
+        in_inside = ~in_left & (phase <= 1) & cur.read & (beats_rem != 0)
+        in_right = ~in_left & ~in_inside & right_fill & (right_rem != 0)
+        # the counts' comparisons with at most a beat's words as tests of bits (no carry chain)
+        wb = WORDS_PER_BEAT.bit_length() - 1
+        assert WORDS_PER_BEAT == 1 << wb
+        left_n = Mux(left_rem[wb:] == 0, left_rem[:wb], WORDS_PER_BEAT)
         first_word = Array(beat)[cur.skip]
         # inside: words of this beat that land in the tile
-        beat_first = Mux(beats_seen == 0, cur.skip, 0)
+        beat_first = Mux(first_beat, cur.skip, 0)
         avail = WORDS_PER_BEAT - beat_first
-        in_left_words = cur.inside - idn
-        in_n = Mux(in_left_words < avail, in_left_words, avail)
-        right_left = cur.right - rdn
-        right_n = Mux(right_left < WORDS_PER_BEAT, right_left, WORDS_PER_BEAT)
+        in_n = Mux((in_rem[wb + 1:] == 0) & (in_rem[:wb + 1] < avail), in_rem[:wb + 1], avail)
+        right_n = Mux(right_rem[wb:] == 0, right_rem[:wb], WORDS_PER_BEAT)
         shifted = Signal(64)
         m.d.comb += shifted.eq(axi.rdata >> (beat_first << 4))
-        last_beat = beats_seen + 1 >= cur.beats
+        last_beat = beats_rem[1:] == 0
         row_done = Signal()
         m.d.comb += axi.rready.eq(0)
+        # the address of the row's next word: the left fill, the words read and the right fill
+        # follow each other, so after the row's first cycle it is a register (``wa``) that the
+        # words placed advance; in that first cycle it is the start of the row's first part
+        wa = Signal(16)
+        addr_now = Signal(16)
+        m.d.comb += addr_now.eq(Mux(wa_ok, wa, Mux(in_left, cur.taddr,
+                                                   Mux(in_inside, cur.t_inside, cur.t_right))))
+        left_took = Signal()
+        in_took = Signal()
+        right_took = Signal()
         with m.If(have):
             with m.If(in_left):
                 with m.If(axi.rvalid):
-                    m.d.comb += [chunk_valid.eq(1), chunk_addr.eq(cur.taddr + ld),
+                    m.d.comb += [chunk_valid.eq(1), chunk_addr.eq(addr_now),
                                  chunk_count.eq(left_n)]
                     m.d.comb += [w.eq(first_word) for w in chunk_words]
-                    with m.If(chunk_ready):
-                        m.d.sync += done_words.eq(ld + left_n)
+                    m.d.comb += left_took.eq(chunk_ready)
             with m.Elif(in_inside):
                 with m.If(axi.rvalid):
                     m.d.comb += [chunk_valid.eq(in_n != 0),
-                                 chunk_addr.eq(cur.taddr + cur.left + idn),
+                                 chunk_addr.eq(addr_now),
                                  chunk_count.eq(in_n)]
                     m.d.comb += [chunk_words[q].eq(shifted[16 * q:16 * q + 16])
                                  for q in range(WORDS_PER_BEAT)]
                     with m.If(chunk_ready | (in_n == 0)):
-                        m.d.comb += axi.rready.eq(1)
-                        m.d.sync += [phase.eq(1), beats_seen.eq(beats_seen + 1),
-                                     done_words.eq(idn + in_n)]
+                        m.d.comb += [axi.rready.eq(1), in_took.eq(1)]
+                        m.d.sync += phase.eq(1)
                         # remember the last word read for a replicated right edge
                         last_pos = Mux(in_n == 0, beat_first, beat_first + in_n - 1)
                         with m.If(last_beat):
-                            m.d.sync += [edge.eq(Array(beat)[last_pos[:2]]), phase.eq(2),
-                                         done_words.eq(0)]
+                            m.d.sync += [edge.eq(Array(beat)[last_pos[:2]]), phase.eq(2)]
                             m.d.comb += row_done.eq(~right_fill)
             with m.Elif(in_right):
                 m.d.comb += [chunk_valid.eq(1),
-                             chunk_addr.eq(cur.taddr + cur.left + cur.inside + rdn),
+                             chunk_addr.eq(addr_now),
                              chunk_count.eq(right_n)]
                 m.d.comb += [w.eq(edge) for w in chunk_words]
                 with m.If(chunk_ready):
-                    m.d.sync += [phase.eq(2), done_words.eq(rdn + right_n)]
-                    m.d.comb += row_done.eq(rdn + right_n == cur.right)
+                    m.d.sync += phase.eq(2)
+                    m.d.comb += [right_took.eq(1),
+                                 row_done.eq((right_rem[wb + 1:] == 0)
+                                             & ~(right_rem[wb] & (right_rem[:wb] != 0)))]
             with m.Else():
                 m.d.comb += row_done.eq(1)
+            m.d.sync += [left_rem_r.eq(left_rem - Mux(left_took, left_n, 0)),
+                         in_rem_r.eq(in_rem - Mux(in_took, in_n, 0)),
+                         right_rem_r.eq(right_rem - Mux(right_took, right_n, 0)),
+                         beats_rem_r.eq(beats_rem - in_took),
+                         first_beat_r.eq(first_beat & ~in_took)]
         # a row is finished: pop it; the tile's last row also flushes the row buffer
         flush_pending = Signal()
         flush_rows = Signal(16)
@@ -361,7 +471,7 @@ class Dma(wiring.Component):
         flush_slot = Signal(2)
         m.d.comb += cmds.r_en.eq(row_done & ~(cur.last & flush_pending))
         with m.If(cmds.r_en):
-            m.d.sync += [phase.eq(0), done_words.eq(0), beats_seen.eq(0)]
+            m.d.sync += phase.eq(0)
             with m.If(cur.last):
                 m.d.sync += [flush_pending.eq(1), flush_rows.eq(cur.rows),
                              flush_base.eq(cur.base), flush_slot.eq(cur.slot)]
@@ -370,11 +480,16 @@ class Dma(wiring.Component):
         row_bits = lanes.bit_length() - 1
         buf = [Signal(16, name=f"buf{p}") for p in range(2 * lanes)]
         row_out = Signal(16)              # next tile row to send
-        chunk_end = chunk_addr + chunk_count - 1
+        row_out1 = Signal(16, init=1)     # row_out + 1, row_out + 2
+        row_out2 = Signal(16, init=2)
         start_row = chunk_addr >> row_bits
-        end_row = chunk_end >> row_bits
+        # the chunk's last word in the row after its first (a chunk spans two rows at most)
+        cross = (chunk_addr[:row_bits] + chunk_count - 1) >> row_bits
+        # chunks come in address order and rows leave only up to the chunk's, so a chunk's row
+        # is never below row_out: it is row_out, row_out + 1, row_out + 2 or further
+        at = [start_row == row_out, start_row == row_out1, start_row == row_out2]
         out = self.rows.payload
-        emit_for_chunk = chunk_valid & (start_row > row_out)
+        emit_for_chunk = chunk_valid & ~at[0]
         emit_for_flush = flush_pending & (row_out < flush_rows)
         # a tile's rows carry the tile info of the rows being flushed or of the current command
         emitting = emit_for_chunk | emit_for_flush
@@ -384,27 +499,30 @@ class Dma(wiring.Component):
             out.row.eq(row_out),
             out.base.eq(Mux(flush_pending, flush_base, cur.base)),
             out.slot.eq(Mux(flush_pending, flush_slot, cur.slot)),
-            out.last.eq(flush_pending & (row_out + 1 == flush_rows)),
+            out.last.eq(flush_pending & (row_out1 == flush_rows)),
         ]
         for p in range(lanes):
             m.d.comb += out.data[p].eq(Mux(half, buf[lanes + p], buf[p]))
         sent = self.rows.valid & self.rows.ready
         with m.If(sent):
-            m.d.sync += row_out.eq(row_out + 1)
+            m.d.sync += [row_out.eq(row_out1), row_out1.eq(row_out2), row_out2.eq(row_out2 + 1)]
             for p in range(lanes):
                 with m.If(half):
                     m.d.sync += buf[lanes + p].eq(0)
                 with m.Else():
                     m.d.sync += buf[p].eq(0)
             with m.If(out.last):
-                m.d.sync += [flush_pending.eq(0), row_out.eq(0)]
+                m.d.sync += [flush_pending.eq(0), row_out.eq(0), row_out1.eq(1), row_out2.eq(2)]
         # a chunk is placed in the cycle a row leaves: the buffer then holds rows row_out + 1
         # and row_out + 2 (the half being sent is cleared and refilled at once), so R stays
         # accepted while rows are handed on (no cycle lost per SRAM row)
-        room = Signal(16)
-        m.d.comb += room.eq(row_out + 1 + (emit_for_chunk & self.rows.ready))
-        m.d.comb += chunk_ready.eq(~flush_pending & (end_row <= room))
+        # the chunk's last row at most row_out + 1, + 2 while a row leaves
+        e = emit_for_chunk & self.rows.ready
+        m.d.comb += chunk_ready.eq(~flush_pending & (at[0] | at[1] & (~cross | e)
+                                                     | at[2] & ~cross & e))
         write = chunk_valid & chunk_ready
+        with m.If(have):
+            m.d.sync += [wa_ok.eq(~cmds.r_en), wa.eq(addr_now + Mux(write, chunk_count, 0))]
         pos0 = chunk_addr[:row_bits + 1]
         for p in range(2 * lanes):
             rel = Signal(row_bits + 1, name=f"rel{p}")
@@ -419,13 +537,24 @@ class Dma(wiring.Component):
         m.d.sync += outstanding.eq(outstanding + ar_beats - r_beat)
         with m.If(r_beat & (axi.rresp != 0)):
             m.d.sync += self.error.eq(1)
+        # the oldest load whose reads are still to be requested: the command waiting for its
+        # ARs, the rows in the walker's stages, the walk, the request being set up
+        setup = q_valid | m_valid | s_valid
+        rows_in = Cat(*r_valid, spare_valid).any()
         m.d.comb += [
-            self.loading.eq(busy | (walk_valid & walk_cmd.read)),
-            self.loading_slot.eq(Mux(walk_valid & walk_cmd.read, walk_cmd.slot, slot_no)),
+            self.loading.eq(busy | setup | rows_in | (walk_valid & walk_cmd.read)),
+            self.loading_slot.eq(Mux(walk_valid & walk_cmd.read, walk_cmd.slot,
+                                     Mux(spare_valid, spare_cmd.slot,
+                                     Mux(r_valid[2], r_cmd[2].slot,
+                                         Mux(r_valid[1], r_cmd[1].slot,
+                                             Mux(r_valid[0], r_cmd[0].slot,
+                                                 Mux(busy, slot_no,
+                                                     Mux(s_valid, s_slot,
+                                                         Mux(m_valid, m_slot, q_slot))))))))),
         ]
         m.d.comb += [
             axi.arid.eq(0),
-            self.idle.eq(~busy & ~walk_valid & ~cmds.r_rdy & ~flush_pending
-                         & (outstanding == 0)),
+            self.idle.eq(~busy & ~setup & ~rows_in & ~walk_valid & ~cmds.r_rdy
+                         & ~flush_pending & (outstanding == 0)),
         ]
         return m

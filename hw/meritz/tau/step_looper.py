@@ -20,11 +20,14 @@ from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
 
 __all__ = ["StepLooper", "lane_map", "edge_groups", "beat_layout", "acc_tile_layout",
-           "ADDRESS_BITS"]
+           "ADDRESS_BITS", "CONFIG_CYCLES"]
 
 P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 #: Width of tile addresses (SRAM word addresses of one RP; wraps).
 ADDRESS_BITS = 16
+#: Cycles the configuration is held before the first tile reaches the StepLooper: it registers
+#: the values it forms from the configuration (in the TAU the TileLooper alone takes more).
+CONFIG_CYCLES = 4
 
 
 def lane_map(m, config, lanes):
@@ -100,7 +103,8 @@ class StepLooper(wiring.Component):
     Members
     -------
     config : In(kernelcfg.layout(...))
-        The kernel configuration (held for the whole kernel).
+        The kernel configuration (held for the whole kernel, from :data:`CONFIG_CYCLES` cycles
+        before the first tile).
     tiles : In(stream.Signature(acc_tile_layout()))
         Accumulation tiles, in the order of the rule.
     beats : Out(stream.Signature(beat_layout(...)))
@@ -125,24 +129,22 @@ class StepLooper(wiring.Component):
         cfg = self.config
         slots = [cfg.rp0[k] for k in range(self._slots[0])] + \
                 [cfg.rp1[k] for k in range(self._slots[1])]
-        _, _, lanelog = lane_map(m, cfg, self._lanes)
+        bits = self._lanes.bit_length() - 1
         levels = P + A                       # warp indices outer, accumulation indices inner
         # level lv < P: warp index lv; level P + j: accumulation index j
 
-        # per level: size (registered at tile start), step per channel
-        size = [Signal(16, name=f"size{lv}") for lv in range(levels)]
-        a_origin = Array(Signal(16, name=f"a_origin{j}") for j in range(A))
-        p_origin = Array(Signal(16, name=f"p_origin{j}") for j in range(P))
+        # ---- values of the configuration (held for the whole kernel), registered: no path
+        # runs from the configuration's decode into the loop -----------------------------------
+        _, _, lanelog_now = lane_map(m, cfg, self._lanes)
+        lanelog = [Signal(range(bits + 1), name=f"lanelog{j}_r") for j in range(P)]
+        m.d.sync += [lanelog[j].eq(lanelog_now[j]) for j in range(P)]
         chan_steps = []                      # [channel][level]
         for k, slot in enumerate(slots):
             steps = []
             for lv in range(levels):
-                if lv >= P:
-                    steps.append(slot.lstep[lv])
-                else:
-                    s = Signal(ADDRESS_BITS, name=f"wstep{k}_{lv}")
-                    m.d.comb += s.eq(slot.lstep[lv] << lanelog[lv])
-                    steps.append(s)
+                s = Signal(ADDRESS_BITS, name=f"wstep{k}_{lv}")
+                m.d.sync += s.eq(slot.lstep[lv] << lanelog[lv] if lv < P else slot.lstep[lv])
+                steps.append(s)
             chan_steps.append(steps)
         out_steps = []
         for lv in range(levels):
@@ -150,10 +152,71 @@ class StepLooper(wiring.Component):
                 out_steps.append(Const(0, 32))
             else:
                 s = Signal(32, name=f"ostep{lv}")
-                m.d.comb += s.eq(cfg.out_pitch[lv] << lanelog[lv])
+                m.d.sync += s.eq(cfg.out_pitch[lv] << lanelog[lv])
                 out_steps.append(s)
+        p_last = [Signal(signed(18), name=f"p_size_m1_{j}") for j in range(P)]
+        full_m1 = [Signal(16, name=f"full_m1_{j}") for j in range(P)]
+        a_last = [Signal(16, name=f"a_size_m1_{j}") for j in range(A)]
+        a_tile_m1 = [Signal(16, name=f"a_tile_m1_{j}") for j in range(A)]
+        for j in range(P):
+            full = cfg.p_tile[j] >> lanelog[j]
+            m.d.sync += [p_last[j].eq(cfg.p_size[j] - 1),
+                         full_m1[j].eq(Mux(full == 0, 0, full - 1))]
+        for j in range(A):
+            m.d.sync += [a_last[j].eq(cfg.a_size[j] - 1),
+                         a_tile_m1[j].eq(Mux(cfg.a_tile[j] == 0, 0, cfg.a_tile[j] - 1))]
 
+        # ---- the next tile's values, computed while it waits in front of the looper ----------
+        # a stream's payload holds while it is valid and not taken, so a value registered from
+        # it is the waiting tile's from the cycle after it arrived (``held``); the values of
+        # its parallel origin take two cycles and carry that origin (``pre_p``), which the
+        # accumulation tiles of one parallel tile share
+        tile = self.tiles.payload
+        held = Signal()
+        m.d.sync += held.eq(self.tiles.valid & ~self.tiles.ready)
+        # per accumulation index: the last step of the tile, min(a_size - origin, a_tile) - 1
+        pre_a_last = [Signal(16, name=f"pre_a_last{j}") for j in range(A)]
+        for j in range(A):
+            rest = Signal(16, name=f"pre_a_rest{j}")
+            m.d.comb += rest.eq(a_last[j] - tile.a_origin[j])
+            m.d.sync += pre_a_last[j].eq(Mux(rest < a_tile_m1[j], rest, a_tile_m1[j]))
+        # per parallel index: the last warp of the tile (the tile's groups, ``edge_groups``,
+        # minus one) and the output offset of its origin, sum origin * out_pitch
+        pre_p1 = [Signal(16, name=f"pre_p1_{j}") for j in range(P)]
+        pre_p = [Signal(16, name=f"pre_p{j}") for j in range(P)]
+        pre_rest = [Signal(signed(18), name=f"pre_rest{j}") for j in range(P)]
+        pre_outside = [Signal(name=f"pre_outside{j}") for j in range(P)]
+        pre_prod = [Signal(32, name=f"pre_prod{j}") for j in range(P)]
+        pre_p_last = [Signal(16, name=f"pre_p_last{j}") for j in range(P)]
+        pre_base = Signal(32)
+        for j in range(P):
+            # groups - 1 = min(ceil(rest / lanes_j), full) - 1 = min((rest - 1) >> lanelog,
+            # full - 1) for rest = p_size - origin > 0; one group when the tile lies outside
+            m.d.sync += [pre_p1[j].eq(tile.p_origin[j]), pre_p[j].eq(pre_p1[j]),
+                         pre_rest[j].eq(p_last[j] - tile.p_origin[j]),
+                         pre_outside[j].eq(tile.p_origin[j] > p_last[j]),
+                         pre_prod[j].eq(tile.p_origin[j] * cfg.out_pitch[j])]
+            need_m1 = Signal(16, name=f"pre_need_m1_{j}")
+            m.d.comb += need_m1.eq(pre_rest[j].as_unsigned() >> lanelog[j])
+            m.d.sync += pre_p_last[j].eq(Mux(pre_outside[j], 0,
+                                             Mux(need_m1 < full_m1[j], need_m1, full_m1[j])))
+        m.d.sync += pre_base.eq(sum(pre_prod))
+        # the waiting tile's origin is that of the values formed (``pre_p``) when it held last
+        # cycle and the origin one stage in equalled it then: compared into a register
+        p_same = Signal()
+        m.d.sync += p_same.eq(Cat(pre_p1[j] == tile.p_origin[j] for j in range(P)).all())
+        p_ready = p_same
+
+        # per level: the last count less one and whether it is 0 (registered at tile start),
+        # and whether the level is at its last count (``wrap``, a register: no comparison lies
+        # between the counts and the enables of every sum)
+        last_m1 = [Signal(16, name=f"last_m1_{lv}") for lv in range(levels)]
+        last_zero = [Signal(name=f"last_zero{lv}") for lv in range(levels)]
+        wrap = [Signal(name=f"wrap{lv}") for lv in range(levels)]
+        a_origin = Array(Signal(16, name=f"a_origin{j}") for j in range(A))
+        p_origin = Array(Signal(16, name=f"p_origin{j}") for j in range(P))
         count = [Signal(16, name=f"k{lv}") for lv in range(levels)]
+        g = [Signal(16, name=f"g{j}") for j in range(A)]     # global accumulation index
         sums = [[Signal(ADDRESS_BITS, name=f"sum{k}_{lv}") for lv in range(levels)]
                 for k in range(len(slots))]
         osums = [Signal(32, name=f"osum{lv}") for lv in range(levels)]
@@ -161,38 +224,26 @@ class StepLooper(wiring.Component):
         first = Signal()
         warp = Signal(8)
 
-        # accept a tile
-        tile = self.tiles.payload
-        groups = edge_groups(m, cfg, tile.p_origin, lanelog, "sl_groups")
-        m.d.comb += self.tiles.ready.eq(~busy)
-        with m.If(self.tiles.valid & ~busy):
-            base = sum(tile.p_origin[j] * cfg.out_pitch[j] for j in range(P))
+        # accept a tile (ready while idle with no tile waiting, as the TAU's idle reads it)
+        m.d.comb += self.tiles.ready.eq(~busy & (~self.tiles.valid | held & p_ready))
+        with m.If(self.tiles.valid & self.tiles.ready):
             m.d.sync += [busy.eq(1), first.eq(1), warp.eq(0)]
             for j in range(A):
-                rest = cfg.a_size[j] - tile.a_origin[j]
-                m.d.sync += [
-                    size[P + j].eq(Mux(rest < cfg.a_tile[j], rest, cfg.a_tile[j])),
-                    a_origin[j].eq(tile.a_origin[j]),
-                ]
+                m.d.sync += [a_origin[j].eq(tile.a_origin[j]), g[j].eq(tile.a_origin[j])]
             for j in range(P):
-                m.d.sync += [size[j].eq(groups[j]),
-                             p_origin[j].eq(tile.p_origin[j])]
+                m.d.sync += p_origin[j].eq(tile.p_origin[j])
+            for lv, pre in enumerate(pre_p_last + pre_a_last):
+                m.d.sync += [last_m1[lv].eq(pre - 1), last_zero[lv].eq(pre == 0)]
             for lv in range(levels):
-                m.d.sync += [count[lv].eq(0), osums[lv].eq(base)]
+                m.d.sync += [count[lv].eq(0), osums[lv].eq(pre_base)]
                 for k in range(len(slots)):
                     m.d.sync += sums[k][lv].eq(0)
 
         # the beat
         beat = self.beats.payload
-        bumped = [Signal(16, name=f"k{lv}_next") for lv in range(levels)]
-        m.d.comb += [bumped[lv].eq(count[lv] + 1) for lv in range(levels)]
-        wrap = [Signal(name=f"wrap{lv}") for lv in range(levels)]
-        m.d.comb += [wrap[lv].eq(bumped[lv] >= size[lv]) for lv in range(levels)]
         done = Cat(wrap).all()
-        g = [Signal(16, name=f"g{j}") for j in range(A)]
-        m.d.comb += [g[j].eq(a_origin[j] + count[P + j]) for j in range(A)]
         is_first = [g[j] == 0 for j in range(A)]
-        is_last = [g[j] + 1 == cfg.a_size[j] for j in range(A)]
+        is_last = [g[j] == a_last[j] for j in range(A)]
         kf = Signal(range(A + 1))
         kl = Signal(range(A + 1))
         m.d.comb += [
@@ -211,34 +262,74 @@ class StepLooper(wiring.Component):
                      for j in range(P)]
         m.d.comb += [beat.addr[k].eq(sums[k][-1]) for k in range(len(slots))]
 
-        # advance: the innermost level that does not wrap steps, the levels inside restart
-        stepped = [[Signal(ADDRESS_BITS, name=f"sum{k}_{lv}_next") for lv in range(levels)]
-                   for k in range(len(slots))]
-        ostepped = [Signal(32, name=f"osum{lv}_next") for lv in range(levels)]
+        # advance: the innermost level that does not wrap steps, the levels inside restart;
+        # each sum takes the stepped sum of that level through one AND-OR selection. Which level
+        # steps is kept in flip-flops beside the wrap flags it follows from (formed from their
+        # next values), so the enables of the sums start at registers
+        transfer = self.beats.valid & self.beats.ready
+        steps_here = [Signal(name=f"steps{lv}") for lv in range(levels)]
+        outer = [Signal(name=f"outer{lv}") for lv in range(levels)]     # a level above steps
+        upto = [Signal(name=f"upto{lv}") for lv in range(levels)]       # this one or one above
+
+        def flags(w):
+            here = [~w[lv] & (Cat(w[lv + 1:]).all() if lv + 1 < levels else Const(1))
+                    for lv in range(levels)]
+            return (here, [Cat(here[:lv]).any() if lv else Const(0) for lv in range(levels)],
+                    [Cat(here[:lv + 1]).any() for lv in range(levels)])
+
+        # the flags for both answers of the accept (a late signal: the waiting tile's origin
+        # compared), the accept the last multiplexer
+        wrap_next = [Signal(name=f"wrap{lv}_next") for lv in range(levels)]
+        wrap_new = [Signal(name=f"wrap{lv}_new") for lv in range(levels)]    # a tile taken
         for lv in range(levels):
-            m.d.comb += [stepped[k][lv].eq(sums[k][lv] + chan_steps[k][lv])
-                         for k in range(len(slots))]
-            m.d.comb += ostepped[lv].eq(osums[lv] + out_steps[lv])
-        with m.If(self.beats.valid & self.beats.ready):
+            m.d.comb += [wrap_next[lv].eq(wrap[lv]),
+                         wrap_new[lv].eq((pre_p_last + pre_a_last)[lv] == 0)]
+            with m.If(transfer):
+                with m.If(steps_here[lv]):
+                    m.d.comb += wrap_next[lv].eq(count[lv] == last_m1[lv])
+                with m.Elif(outer[lv]):
+                    m.d.comb += wrap_next[lv].eq(last_zero[lv])
+        accept = self.tiles.valid & self.tiles.ready
+        kept = flags(wrap_next)
+        new = flags(wrap_new)
+        m.d.sync += [w.eq(Mux(accept, n, k)) for w, k, n in zip(wrap, wrap_next, wrap_new,
+                                                                  strict=True)]
+        m.d.sync += [f.eq(Mux(accept, n, k))
+                     for f, k, n in zip(steps_here + outer + upto, sum(kept, []), sum(new, []),
+                                        strict=True)]
+
+        def pick(values, upto):
+            """The value of the level that steps, among levels 0 .. upto (an OR tree)."""
+            terms = [Mux(steps_here[lv], values[lv], 0) for lv in range(upto + 1)]
+            while len(terms) > 1:
+                terms = [terms[i] | terms[i + 1] if i + 1 < len(terms) else terms[i]
+                         for i in range(0, len(terms), 2)]
+            return terms[0]
+
+        with m.If(transfer):
             m.d.sync += first.eq(0)
             with m.If(done):
                 m.d.sync += busy.eq(0)
-            steps_here = [None] * levels
-            for lv in range(levels):
-                inner_wrap = Cat(wrap[lv + 1:]).all() if lv + 1 < levels else Const(1)
-                steps_here[lv] = ~wrap[lv] & inner_wrap
             with m.If(Cat(wrap[P:]).all()):
                 m.d.sync += warp.eq(warp + 1)
             for lv in range(levels):
                 with m.If(steps_here[lv]):
-                    m.d.sync += count[lv].eq(bumped[lv])
-                    for inner in range(lv + 1, levels):
-                        m.d.sync += count[inner].eq(0)
-                    for k in range(len(slots)):
-                        for inner in range(lv, levels):
-                            m.d.sync += sums[k][inner].eq(stepped[k][lv])
-                    for inner in range(lv, levels):
-                        m.d.sync += osums[inner].eq(ostepped[lv])
+                    m.d.sync += count[lv].eq(count[lv] + 1)
+                    if lv >= P:
+                        m.d.sync += g[lv - P].eq(g[lv - P] + 1)
+                with m.Elif(outer[lv]):
+                    m.d.sync += count[lv].eq(0)
+                    if lv >= P:
+                        m.d.sync += g[lv - P].eq(a_origin[lv - P])
+            # one selection over every level serves each level at or inside the one that steps
+            # (no level above it steps), so no selection is a prefix of another
+            picked = [pick([sums[k][lv] + chan_steps[k][lv] for lv in range(levels)],
+                           levels - 1) for k in range(len(slots))]
+            opicked = pick([osums[lv] + out_steps[lv] for lv in range(levels)], levels - 1)
+            for inner in range(levels):
+                with m.If(upto[inner]):
+                    m.d.sync += [sums[k][inner].eq(picked[k]) for k in range(len(slots))]
+                    m.d.sync += osums[inner].eq(opicked)
         return m
 
 

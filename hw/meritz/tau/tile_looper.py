@@ -7,18 +7,18 @@ tile to the StepLooper and, as a job, to the Compute Pipeline (one FIFO each). A
 of compute as far as the SRAM and the two FIFOs allow: the prefetch of Fig. 10 of the MERIT paper.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from merit.arch import MAX_SLOTS
+from merit.arch import MAX_SLOTS, RP_BYTES
 from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
 from meritz.tau.cp.sequencer import job_layout
 from meritz.tau.dma import request_layout
 from meritz.tau.rp.banks import grant_layout
-from meritz.tau.step_looper import acc_tile_layout, edge_groups, lane_map
+from meritz.tau.step_looper import acc_tile_layout, lane_map
 
 __all__ = ["TileLooper", "tile_layout"]
 
@@ -28,6 +28,31 @@ P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 def tile_layout():
     """One parallel tile: its origin per parallel index (from the Dispatcher to a TAU)."""
     return data.ArrayLayout(unsigned(16), P)
+
+
+def _edge_groups_registered(m, config, p_origin, lanelog, lanes):
+    """:func:`meritz.tau.step_looper.edge_groups` in two register stages (the origin's
+    difference to the last index, then the groups), the configuration's values registered
+    first: ``min(ceil(rest / lanes_j), full)`` is ``(d >> lanelog) + 1`` or ``full`` for
+    ``d = p_size - 1 - origin >= 0``, one group for a tile wholly outside."""
+    bits = lanes.bit_length() - 1
+    out = []
+    for j in range(P):
+        log = Signal(range(bits + 1), name=f"tl_lanelog{j}")
+        full = Signal(16, name=f"tl_full{j}")
+        full_m1 = Signal(signed(17), name=f"tl_full_m1_{j}")
+        last = Signal(signed(18), name=f"tl_p_last{j}")
+        d = Signal(signed(18), name=f"tl_rest_m1_{j}")
+        outside = Signal(name=f"tl_outside{j}")
+        groups = Signal(16, name=f"tl_groups{j}")
+        need_m1 = Signal(16, name=f"tl_need_m1_{j}")
+        m.d.sync += [log.eq(lanelog[j]), full.eq(config.p_tile[j] >> log),
+                     full_m1.eq(full - 1), last.eq(config.p_size[j] - 1),
+                     d.eq(last - p_origin[j]), outside.eq(p_origin[j] > last)]
+        m.d.comb += need_m1.eq(d.as_unsigned() >> log)
+        m.d.sync += groups.eq(Mux(outside, 1, Mux(need_m1 < full_m1, need_m1 + 1, full)))
+        out.append(groups)
+    return out
 
 
 def _fifo(m, name, layout, depth):
@@ -43,8 +68,9 @@ class TileLooper(wiring.Component):
     ----------
     lanes : int
         Lanes of the TAU (a job names the lane groups of its tile that hold an output).
-    rows : (int, int)
-        SRAM rows of RP0 and RP1 (the width of their grants' base rows).
+    rows : (int, int) or None
+        SRAM rows of RP0 and RP1 (the width of their grants' base rows); None: those of the
+        TAU's default SRAM sizes (:data:`merit.arch.RP_BYTES`) at ``lanes``.
     rp0_slots, rp1_slots, outputs, instructions : int
         As for :func:`meritz.kernelcfg.layout`.
 
@@ -77,8 +103,10 @@ class TileLooper(wiring.Component):
         credits.
     """
 
-    def __init__(self, *, lanes, rows, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
+    def __init__(self, *, lanes, rows=None, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
         self._lanes = check_lanes(lanes)
+        if rows is None:
+            rows = tuple(size // (2 * lanes) for size in RP_BYTES)
         self._slots = (check_range("rp0_slots", rp0_slots, 1, MAX_SLOTS),
                        check_range("rp1_slots", rp1_slots, 1, MAX_SLOTS))
         self._params = dict(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
@@ -123,10 +151,13 @@ class TileLooper(wiring.Component):
         tile_fifo = _fifo(m, "tile_fifo", acc_tile_layout(), 4)
         job_fifo = _fifo(m, "job_fifo", job_layout(), 4)
 
+        # a job's extents, lane groups and wraps, registered from the origins: an origin is set
+        # in IDLE or JOB, and the next JOB comes three cycles or more later (ALLOC visits every
+        # slot and the end), so they are the new origin's by then
         extent = [Signal(16, name=f"tl_extent{j}") for j in range(A)]
         for j in range(A):
             rest = cfg.a_size[j] - a_origin[j]
-            m.d.comb += extent[j].eq(Mux(rest < cfg.a_tile[j], rest, cfg.a_tile[j]))
+            m.d.sync += extent[j].eq(Mux(rest < cfg.a_tile[j], rest, cfg.a_tile[j]))
         tile_value = Signal(acc_tile_layout())
         m.d.comb += [tile_value.p_origin[j].eq(p_origin[j]) for j in range(P)]
         m.d.comb += [tile_value.a_origin[j].eq(a_origin[j]) for j in range(A)]
@@ -135,11 +166,16 @@ class TileLooper(wiring.Component):
         m.d.comb += [job_value.a_origin[j].eq(a_origin[j]) for j in range(A)]
         m.d.comb += [job_value.a_extent[j].eq(extent[j]) for j in range(A)]
         _, _, lanelog = lane_map(m, cfg, self._lanes)
-        groups = edge_groups(m, cfg, p_origin, lanelog, "tl_groups")
+        groups = _edge_groups_registered(m, cfg, p_origin, lanelog, self._lanes)
         m.d.comb += [job_value.p_groups[j].eq(groups[j]) for j in range(P)]
         m.d.comb += [tile_fifo.w_data.eq(tile_value.as_value()),
                      job_fifo.w_data.eq(job_value.as_value())]
-        a_wrap = [a_origin[j] + cfg.a_tile[j] >= cfg.a_size[j] for j in range(A)]
+        # per index: it wraps, and every index after it wraps (it steps or wraps in JOB)
+        wraps = [a_origin[j] + cfg.a_tile[j] >= cfg.a_size[j] for j in range(A)]
+        a_wrap = [Signal(name=f"tl_a_wrap{j}") for j in range(A)]
+        a_inner = [Signal(name=f"tl_a_inner{j}") for j in range(A + 1)]
+        m.d.sync += [a_wrap[j].eq(wraps[j]) for j in range(A)]
+        m.d.sync += [a_inner[j].eq(Cat(*wraps[j:], Const(1, 1)).all()) for j in range(A + 1)]
 
         enable = Array(s.enable for s in slots + [slots[-1]])
         rows_of = Array(s.rows for s in slots + [slots[-1]])
@@ -203,11 +239,11 @@ class TileLooper(wiring.Component):
                     m.d.sync += slot_no.eq(0)
                     # next accumulation tile: last index fastest
                     for j in range(A):
-                        inner = Cat(*a_wrap[j + 1:], Const(1, 1)).all()
+                        inner = a_inner[j + 1]
                         with m.If(inner):
                             m.d.sync += a_origin[j].eq(Mux(a_wrap[j], 0,
                                                            a_origin[j] + cfg.a_tile[j]))
-                    with m.If(Cat(*a_wrap).all()):
+                    with m.If(a_inner[0]):
                         m.next = "IDLE"
                     with m.Else():
                         m.next = "ALLOC"

@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["DEVICES", "MAPPERS", "FpgaError", "timing_wrapper", "synth_ecp5", "place_and_route",
-           "summarize", "run_component", "run_config", "run_blocks", "breakdown",
-           "breakdown_config"]
+__all__ = ["DEVICES", "MAPPERS", "TAU_PARTS", "FpgaError", "timing_wrapper", "synth_ecp5",
+           "place_and_route", "summarize", "run_component", "run_config", "run_blocks",
+           "breakdown", "breakdown_config"]
 
 #: nextpnr-ecp5 device options and capacities (TRELLIS_COMB = LUT4 sites, DP16KD, MULT18X18D).
 DEVICES = {
@@ -78,9 +78,17 @@ def _sha(*parts):
     return hashlib.sha1("\0".join(parts).encode()).hexdigest()
 
 
+#: the longest one-bit input shift register of :func:`timing_wrapper`: Yosys' techmap sorts the
+#: cells topologically by recursion, and a chain of the TAU parts' ~3,900 configuration bits
+#: exhausts the WebAssembly build's call stack (1,746 bits, cp_sequencer's, pass)
+_CHAIN_BITS = 2048
+
+
 def timing_wrapper(ports, top, name="fpga_wrap"):
     """Verilog of module ``name`` around ``top``: every input but ``clk`` comes from a shift
-    register fed by pin ``sin``, every output is registered and XOR-reduced into pin ``sout``.
+    register fed by pin ``sin`` (beyond :data:`_CHAIN_BITS` inputs, a ring shifting several bits
+    a cycle, each XORed with ``sin``), every output is registered and XOR-reduced into pin
+    ``sout``.
 
     ``ports`` is the ``ports`` list of ``rtl_out/<top>.json`` (``name``, ``dir``, ``width``).
     """
@@ -96,7 +104,13 @@ def timing_wrapper(ports, top, name="fpga_wrap"):
              f"  reg [{max(n_in, 1) - 1}:0] chain = 0;",
              f"  wire [{n_out - 1}:0] outs;",
              f"  reg [{n_out - 1}:0] outs_r = 0;"]
-    if n_in > 1:
+    if n_in > _CHAIN_BITS:
+        # a ring shifting ``width`` bits a cycle, each entering bit XORed with ``sin``: every
+        # input still comes from a flip-flop, the chain is at most 1,024 flip-flops deep
+        width = -(-n_in // 1024)
+        lines.append(f"  always @(posedge clk) chain <= {{chain[{n_in - width - 1}:0], "
+                     f"chain[{n_in - 1}:{n_in - width}] ^ {{{width}{{sin}}}}}};")
+    elif n_in > 1:
         lines.append(f"  always @(posedge clk) chain <= {{chain[{n_in - 2}:0], sin}};")
     else:
         lines.append("  always @(posedge clk) chain <= sin;")
@@ -519,27 +533,47 @@ def run_config(lanes, taus, work_root="build/fpga", **options):
 #: the rows of ``meritz.blocks.BLOCKS`` that :func:`run_blocks` never places alone
 NOT_BLOCKS = ("top", "tau", "sram_bank_256x16")
 
+#: parts of the TAU that :func:`run_blocks` places alone after the rows of ``BLOCKS``, in the
+#: same form (stem, ``"module:Class"``, default parameters; ``lanes`` set by the run, the other
+#: parameters the TAU's defaults). They are not emitted by ``make verilog``: nothing outside the
+#: TAU instantiates them, and their ports are the TAU's internal wiring, so they live here, with
+#: the flow that places them
+TAU_PARTS = [
+    # footprints from DRAM into SRAM rows: row walker, AR issuer, row assembler
+    ("tau_dma", "meritz.tau.dma:Dma", {"lanes": 32}),
+    # the ordering rule's loop nest: one beat per (warp, step)
+    ("tau_step_looper", "meritz.tau.step_looper:StepLooper", {"lanes": 32}),
+    # accumulation tiles of a parallel tile: allocations, DMA requests, jobs
+    ("tau_tile_looper", "meritz.tau.tile_looper:TileLooper", {"lanes": 32}),
+]
 
-def block_names():
-    """The blocks :func:`run_blocks` can place and route alone, in table order."""
+
+def _block_rows():
     from meritz.blocks import BLOCKS
 
-    return [r[0] for r in BLOCKS if "taus" not in r[2] and r[0] not in NOT_BLOCKS]
+    return [r for r in BLOCKS if "taus" not in r[2] and r[0] not in NOT_BLOCKS] + TAU_PARTS
+
+
+def block_names():
+    """The blocks :func:`run_blocks` can place and route alone, in table order (the rows of
+    ``meritz.blocks.BLOCKS``, then :data:`TAU_PARTS`)."""
+    return [r[0] for r in _block_rows()]
 
 
 def run_blocks(lanes, work_root="build/fpga", names=None, mappers=None, **options):
     """:func:`run_component` of every row of ``meritz.blocks.BLOCKS`` but the top, the TAU (the
-    processor holds them) and the bank model, at ``lanes`` lanes: where each block's own
-    register-to-register paths end. ``names`` keeps only those blocks (in table order);
-    ``mappers`` maps a block to its own LUT mapper (the others: ``mapper``)."""
-    from meritz.blocks import BLOCKS, build
+    processor holds them) and the bank model, then of the TAU's parts (:data:`TAU_PARTS`), at
+    ``lanes`` lanes: where each block's own register-to-register paths end. ``names`` keeps only
+    those blocks (in table order); ``mappers`` maps a block to its own LUT mapper (the others:
+    ``mapper``)."""
+    from meritz.blocks import build
 
     known = block_names()
     if names is not None:
         unknown = sorted(set(names) - set(known))
         if unknown:
             raise ValueError(f"no block {', '.join(unknown)}; the blocks are {', '.join(known)}")
-    rows = [r for r in BLOCKS if r[0] in known and (names is None or r[0] in names)]
+    rows = [r for r in _block_rows() if names is None or r[0] in names]
     # synthesized as in the processor (without ``share``), so that a block's paths are the ones
     # it has there
     options.setdefault("share", TOP_SHARE)

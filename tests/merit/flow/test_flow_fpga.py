@@ -33,6 +33,17 @@ def test_the_timing_wrapper_registers_every_port():
         fpga.timing_wrapper(PORTS, "a b")
 
 
+def test_a_wide_core_is_fed_by_a_ring_shifting_several_bits_a_cycle():
+    # past 2,048 input bits one chain is too deep for Yosys' WebAssembly build
+    ports = [{"name": "clk", "dir": "in", "width": 1}, {"name": "cfg", "dir": "in", "width": 3000},
+             {"name": "y", "dir": "out", "width": 1}]
+    text = fpga.timing_wrapper(ports, "core")
+    assert "always @(posedge clk) chain <= {chain[2996:0], chain[2999:2997] ^ {3{sin}}};" in text
+    assert ".cfg(chain[2999:0])" in text
+    narrow = [ports[0], {"name": "cfg", "dir": "in", "width": 2048}, ports[2]]
+    assert "chain <= {chain[2046:0], sin};" in fpga.timing_wrapper(narrow, "core")
+
+
 @pytest.fixture(scope="module")
 def routed(tmp_path_factory):
     work = tmp_path_factory.mktemp("add16")

@@ -11,7 +11,7 @@ from merit.compile import Tiling, lane_coords, slot_config
 from merit.transform import Index, Transform
 from meritz import kernelcfg
 from meritz.tau.rp.agu import LaneAddressGenerator
-from meritz.tau.step_looper import StepLooper
+from meritz.tau.step_looper import CONFIG_CYCLES, StepLooper
 
 LANES = 8
 
@@ -109,6 +109,7 @@ def test_lane_addresses_match_transform(port):
         ctx.set(agu.config.as_value(), bits)
         ctx.set(agu.reads.ready, 1)
         ctx.set(agu.free.ready, 1)
+        await ctx.tick().repeat(CONFIG_CYCLES)
         pending = list(tiles)
         base_queue = list(bases)
         for _ in range(5000):
@@ -229,6 +230,7 @@ def test_reads_last_and_free_under_backpressure(port):
     async def bench(ctx):
         ctx.set(looper.config.as_value(), bits)
         ctx.set(agu.config.as_value(), bits)
+        await ctx.tick().repeat(CONFIG_CYCLES)
         pending, base_queue = list(tiles), list(bases)
         for _ in range(20000):
             ctx.set(agu.reads.ready, bool(rng.random() < 0.6))
