@@ -137,7 +137,12 @@ def test_two_taus_share_the_weights_exactly(backpressure):
     problem = W.conv2d(1, 3, 9, 13, 4, 3, padding=1)
     kernel = compile_problem(problem, lanes=LANES, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                              instructions=INSTRUCTIONS, taus=2)
-    assert (kernel.config["share_slot"], kernel.config["share_log2"]) == (2, 1)
+    # the weights are the shared slot (slots numbered RP0's first), in groups of two
+    slot = kernel.config["share_slot"]
+    assert kernel.config["share_log2"] == 1
+    rp0 = len(kernel.config["rp0"])
+    shared = kernel.config["rp0"][slot] if slot < rp0 else kernel.config["rp1"][slot - rp0]
+    assert shared["base"] == kernel.tensors["W"]
     assert len(kernel.tiles) % 2 == 0      # every group of two real tiles (no void tile)
     state, got, expected = _run(problem, kernel, backpressure)
     assert state["done"], "the pair never finished (a deadlock)"
