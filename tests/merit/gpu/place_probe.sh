@@ -11,17 +11,8 @@
 # without Tile.elect.
 # Usage: sh tests/merit/gpu/place_probe.sh OUT [BUDGET]
 set -u
-t0=$(date +%s)
-out=${1:-.}
-mkdir -p "$out"
-export PYTHONPATH=sw PYTHONUNBUFFERED=1
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "card: $card"
-timeout 150 python -m pytest -q -x -rA tests/merit/gpu/test_device.py \
-    -k "test_wgmma_persistent_clustered_placement" >"$out/device_tests.txt" 2>&1
-rc=$?
-tail -3 "$out/device_tests.txt"
-[ $rc -eq 0 ] || { tail -60 "$out/device_tests.txt" | cut -c1-300; echo "device tests failed: no timing"; exit 1; }
+. tests/merit/gpu/probe_head.sh
+device_test "test_wgmma_persistent_clustered_placement" 150
 for run in 1 2; do
     timeout 100 python tests/merit/gpu/epi_probe.py --match "f1x32_k64+_h4_mn_ws_tma_g132" \
         --extra "place=2" --out "$out/run$run" >"$out/probe$run.txt" 2>&1

@@ -8,18 +8,8 @@
 # card) and tiling.SKEW_TUNED lets the autotuner time it.
 # Usage: sh tests/merit/gpu/skew_probe.sh OUT [BUDGET]
 set -u
-t0=$(date +%s)
-out=${1:-.}
-mkdir -p "$out"
-export PYTHONPATH=sw PYTHONUNBUFFERED=1
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "card: $card"
-timeout 200 python -m pytest -q -x -rA tests/merit/gpu/test_device.py \
-    -k "test_wgmma_skew" >"$out/device_tests.txt" 2>&1
-rc=$?
-tail -3 "$out/device_tests.txt"
-[ $rc -eq 0 ] || { tail -60 "$out/device_tests.txt" | cut -c1-300; echo "device test failed: no timing"; exit 1; }
-echo "device test: $(( $(date +%s) - t0 )) s"
+. tests/merit/gpu/probe_head.sh
+device_test "test_wgmma_skew" 200
 m="f1x32_k64+_h4_mn_ws_tma_g132,f1x32_k64+_h3_mn_ws_tma_g132_e4"
 for run in 1 2; do
     timeout 150 python tests/merit/gpu/epi_probe.py --match "$m" --also "skew=1;skew=2;skew=3" \

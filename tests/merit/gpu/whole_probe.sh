@@ -8,17 +8,8 @@
 # an H100 (the bench page's card).
 # Usage: sh tests/merit/gpu/whole_probe.sh OUT [BUDGET]
 set -u
-t0=$(date +%s)
-out=${1:-.}
-mkdir -p "$out"
-export PYTHONPATH=sw PYTHONUNBUFFERED=1
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-echo "card: $card; ncu: $(command -v ncu || echo none)"
-timeout 150 python -m pytest -q -x -rA tests/merit/gpu/test_device.py \
-    -k "test_wgmma_staged_epilogue" >"$out/device_tests.txt" 2>&1
-rc=$?
-tail -3 "$out/device_tests.txt"
-[ $rc -eq 0 ] || { tail -60 "$out/device_tests.txt" | cut -c1-300; echo "device test failed: no timing"; exit 1; }
+. tests/merit/gpu/probe_head.sh
+device_test "test_wgmma_staged_epilogue" 150
 m="f1x32_k64+_h4_mn_ws_tma_g132,f1x32_k32+_mn_ws_tma_g132_e8"
 for run in 1 2; do
     ns=""; [ $run -eq 1 ] && ns="--nostore"
