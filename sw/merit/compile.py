@@ -27,6 +27,7 @@ from .arch import CP_BYTES, RP_BYTES, RP_PORTS, TILE_ADDRESS_BITS
 from .checks import check_ports, check_taus
 from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
+from .mapping.search import warps_along
 from .transform import Transform
 
 #: Mapped tiles, cheapest in DRAM traffic per output first, that the compiler weighs (under
@@ -360,6 +361,12 @@ def _runs(tiles, dep):
     return runs
 
 
+def _run_inner(shape, p_tile, dep):
+    """How many outer parallel indices set a group's run (:func:`share_order_key`): those up to
+    the innermost index of ``dep`` that more than one tile covers."""
+    return max((j for j in dep if p_tile[j] < shape[j]), default=-1) + 1
+
+
 def share_order_key(shape, p_tile, dep, whole_first=True):
     """Sort key of a tile origin in the dispatcher's order for 1-D groups sharing a slot that
     moves along the parallel indices ``dep`` (``meritz.dispatcher``, *whole tiles first*): the
@@ -370,7 +377,7 @@ def share_order_key(shape, p_tile, dep, whole_first=True):
     the group waits for its largest tile, job after job). An index of ``dep`` that one tile
     covers does not end a run. ``whole_first=False``: the grid's order (row-major), the
     configuration's ``share_order`` = 0."""
-    inner = max((j for j in dep if p_tile[j] < shape[j]), default=-1) + 1
+    inner = _run_inner(shape, p_tile, dep)
     n_p = len(shape)
 
     def key(origin):
@@ -409,11 +416,9 @@ def lockstep_warps(shape, p_tile, per_index, dep, group, whole_first=True):
     tiles runs, which the group's members take in lock step, and the number of units.
     ``per_index``: lanes along each index (an edge tile skips its warps wholly outside the
     space, as :func:`merit.mapping.search.computed_warps`)."""
-    per = []
-    for t, n, k in zip(p_tile, shape, per_index, strict=True):
-        per.append(np.asarray([max(1, min(t // k, -(-(n - o) // k))) for o in range(0, n, t)],
-                              dtype=np.int64))
-    inner = max((j for j in dep if p_tile[j] < shape[j]), default=-1) + 1
+    per = [np.asarray(warps_along(t, n, k), dtype=np.int64)
+           for t, n, k in zip(p_tile, shape, per_index, strict=True)]
+    inner = _run_inner(shape, p_tile, dep)
     outer = np.ones(1, dtype=np.int64)
     for w in per[:inner]:
         outer = np.multiply.outer(outer, w).ravel()

@@ -130,8 +130,14 @@ def computed_warps(tile_p, p_shape, per_index):
     the indices multiply."""
     total = 1
     for t, n, k in zip(tile_p, p_shape, per_index, strict=True):
-        total *= sum(max(1, min(t // k, -(-(n - o) // k))) for o in range(0, n, t))
+        total *= sum(warps_along(t, n, k))
     return total
+
+
+def warps_along(t, n, k):
+    """The warps of each tile along one index of ``n`` cut in tiles of ``t`` with ``k`` lanes
+    along it, in origin order: ``min(t / k, ceil((n - o) / k))`` at origin ``o``, at least 1."""
+    return [max(1, min(t // k, -(-(n - o) // k))) for o in range(0, n, t)]
 
 
 def vector_lines(grouping, p_shape, words_per_line=4, pitch=None, offset=0):
