@@ -352,12 +352,7 @@ def launcher(spec, tile, inputs, outputs):
                 kernel((nblocks,), (nthreads,), args + (np.int32(epoch[0]),), shared_mem=smem)
 
             return go
-
-        def go():
-            kernel((nblocks,), (nthreads,), args, shared_mem=smem)
-
-        return go
-    if tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
+    elif tile.split > 1:   # split-K adds partial sums atomically: outputs start at zero
         cp = cupy()
         zero = [(o.data.ptr, o.nbytes) for o in outputs]
 
