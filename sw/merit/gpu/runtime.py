@@ -6,6 +6,7 @@ specialization) is kept in a JSON file (``$MERIT_GPU_CACHE``, default
 ``~/.cache/merit/gpu-tiles.json``) so a later process starts with the tuned tile.
 """
 
+import hashlib
 import json
 import os
 import threading
@@ -131,7 +132,11 @@ def _module_nvrtc(name, code, arch, ptxas=""):
     with _lock:
         if not _cubin_dir:
             _cubin_dir.append(tempfile.mkdtemp(prefix="merit-gpu-"))
-    path = Path(_cubin_dir[0]) / f"{name}.cubin"
+    # the source's digest in the file name: a kernel name is not unique to its source (a module
+    # flag a probe toggles changes the source, not the name), and CuPy keeps the module it
+    # loaded from a path
+    digest = hashlib.sha1(code.encode()).hexdigest()[:12]
+    path = Path(_cubin_dir[0]) / f"{name}_{digest}.cubin"
     path.write_bytes(cubin)
     return cp.RawModule(path=str(path))
 
