@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .codegen import kernel_name, source
 from .spec import OPERAND_DTYPES, PRECISIONS, Spec, spec_of
 from .tile import Tile
-from .tiling import H100, WG_TUNED, Device, check_tile, rank, timed_variants
+from .tiling import H100, WG_TUNED, Device, check_tile, rank, row_variants, timed_variants
 
 __all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "run_fixed", "tune",
            "prepare", "dtype_of"]
@@ -284,6 +284,8 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
         times = list(timed(cands))
         # the second round: the forms of the fastest plain tiles (SIMT sums)
         times += timed(timed_variants(spec, times, model))
+        # the third round: the fastest tile's word copies by rows
+        times += timed(row_variants(spec, times, model))
         if times:
             best = min(times, key=lambda mt: mt[0])[1]
         cache.put(device, spec, best)

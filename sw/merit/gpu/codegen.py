@@ -668,6 +668,8 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unrol
         w(f"T* dst = {dst};")
         if g.vector:
             _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll)
+        elif nax and tile.wrows and row_lanes(g, nt):
+            _emit_row_lanes(w, tr, g, nt, idx, strides, k, unroll)
         elif nax and g.sides[-1] >= 4:
             _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll)
         else:
@@ -694,6 +696,54 @@ def _stepped(g, ax, c):
     the axis's step, see :class:`merit.gpu.tile.Geometry`)."""
     d = g.step[ax] if g.step else 1
     return c if d == 1 else f"({c}) * {d}"
+
+
+def row_lanes(g, nt):
+    """Box ``g`` can be copied by :func:`_emit_row_lanes` with ``nt`` threads (a ``Tile.wrows``
+    tile): words, rows of at least 4 words whose length divides ``nt``."""
+    return not g.vector and g.sides[-1] >= 4 and nt % g.sides[-1] == 0
+
+
+def _emit_row_lanes(w, tr, g, nt, idx, strides, k, unroll=0):
+    """Copy the box word by word, one column per thread (``Tile.wrows``): thread ``tid`` copies
+    column ``tid % side`` of rows ``tid / side``, ``+ nt / side``, ...; the column's coordinate
+    and boundary check are computed once per copy, a row's per word (a warp's words lie in
+    ``32 / side`` rows, or one)."""
+    nax = len(g.sides)
+    inner = nax - 1
+    side = g.sides[-1]
+    rows = math.prod(g.sides[:-1])
+    step = nt // side
+    per = -(-rows // step)
+    w(f"const int cq = tid % {side};")
+    w(f"bool okc = true; int xi = org{inner} + {_stepped(g, inner, 'cq')};")
+    w(_coord_code(tr.boundary[inner], tr.source_shape[inner], "xi", "okc"))
+    closes = 1
+    if unroll and per <= 4 * unroll:
+        w("#pragma unroll")
+        w.open(f"for (int j = 0; j < {per}; ++j)")
+        w(f"int q = tid / {side} + j * {step};")
+        if rows % step:
+            w.open(f"if (q < {rows})")
+            closes = 2
+    else:
+        w("#pragma unroll 4")
+        w.open(f"for (int q0 = tid / {side}; q0 < {rows}; q0 += {step})")
+        w("int q = q0;")
+    w("bool ok = okc;")
+    for ax in range(nax - 2, -1, -1):
+        if ax > 0:
+            w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
+        else:
+            w("const int c0 = q;")
+    for ax in range(nax - 1):
+        w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
+        w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+    rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
+    sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["cq"])
+    w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({rowp}) + xi, ok ? 4 : 0);")
+    for _ in range(closes):
+        w.close()
 
 
 def _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll=0):

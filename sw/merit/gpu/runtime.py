@@ -405,7 +405,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 21
+CACHE_VERSION = 22
 
 
 class TileCache:

@@ -238,6 +238,13 @@ class Tile:
         unrolled steps freely and moves the sums between registers; at ``-O1`` it keeps the
         source's order of the products (:attr:`forder`), so that most products read one operand
         from the operand reuse cache and the sums stay in their registers.
+    wrows : bool
+        SIMT tiles only: footprints copied word by word (rows not in 16-byte pieces) whose row
+        length divides the thread count go one column a thread, every ``threads / side``-th row
+        (:func:`merit.gpu.codegen.row_lanes`), so that a warp's 4-byte ``cp.async`` copies
+        touch one row (or ``32 / side``) instead of four: each global line a warp's copy touches
+        costs a shared-memory wavefront (Nsight Compute counts the extra ones as LDGSTS bank
+        conflicts); otherwise four adjacent words a thread.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -302,6 +309,7 @@ class Tile:
     hold: int = field(default=0, repr=False)
     gemv: int = field(default=0, repr=False)
     kgroups: int = field(default=1, repr=False)
+    wrows: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -370,6 +378,7 @@ class Tile:
         vr += f"_o{self.forder}" if self.forder else ""
         vr += "_a" if self.vahead else ""
         vr += f"_x{self.ptxas}" if self.ptxas else ""
+        vr += "_w" if self.wrows else ""
         vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""
         vr += f"_gv{self.gemv}" if self.gemv else ""
         vr += f"g{self.kgroups}" if self.kgroups > 1 else ""

@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from . import gemv, ldsm, mma
+from . import codegen, gemv, ldsm, mma
 from .tile import Tile, extents, geometry
 
 __all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts",
@@ -551,7 +551,7 @@ def complete(spec, tile, device=H100):
              tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector),
              split=tile.split, vread=tile.vread, lean=tile.lean,
              minblocks=tile.minblocks, stages=tile.stages, forder=tile.forder,
-             vahead=tile.vahead, ptxas=tile.ptxas)
+             vahead=tile.vahead, ptxas=tile.ptxas, wrows=tile.wrows)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -1412,6 +1412,32 @@ def timed_variants(spec, times, device=H100):
             out += new
             bases += 1
     return out
+
+
+#: SIMT tiles: after the second round the autotuner also times the fastest tile it has timed
+#: with its word copies by rows (:attr:`Tile.wrows`), where it has a word copy they apply to
+#: (:func:`row_variants`).  A third round and not a form of the list, because the form went
+#: both ways (H200, 2026-11-28): the 1x1 stride-2 conv's tile 0.0317 -> 0.0286 ms, its LDGSTS
+#: bank conflicts 0.68 M -> 0.40 M; the ragged GEMM's ``-O1`` tile 0.440 -> 0.567 ms although
+#: its LDGSTS conflicts fell from 15.9 M to 0.07 M.
+WROWS_TUNED = True
+
+
+def row_variants(spec, times, device=H100):
+    """The autotuner's third round: the :attr:`Tile.wrows` copy of the fastest SIMT tile of
+    ``times`` (``(ms, tile)`` pairs) where one of its shared footprints is copied word by word
+    in rows whose length divides the thread count; empty otherwise."""
+    if not WROWS_TUNED:
+        return []
+    simt = [mt for mt in times if not mt[1].mma and not mt[1].gemv and any(mt[1].shared)]
+    if not simt:
+        return []
+    t = min(simt, key=lambda mt: mt[0])[1]
+    if t.wrows or not any(t.shared[k] and codegen.row_lanes(geometry(spec, t, k), t.nthreads)
+                          for k in range(len(spec.inputs))):
+        return []
+    v = _replace(t, wrows=True)
+    return [] if v in {u for _, u in times} else [v]
 
 
 def _diverse(ranked, count):

@@ -906,6 +906,41 @@ def test_strided_footprint_stages_only_the_words_read():
     assert all(geometry(k3, tk, k).step == () for tk in rank(k3, count=3) for k in range(2))
 
 
+def test_word_copies_by_rows_source_and_third_round():
+    """``Tile.wrows``: word copies whose row length divides the thread count go one column a
+    thread (a warp's 4-byte copies in one row); other copies, and every tile without the
+    field, keep four adjacent words a thread.  The autotuner's third round offers the field
+    for the fastest SIMT tile only, and only where it changes a copy."""
+    import dataclasses
+
+    from merit.gpu import codegen, tiling
+
+    spec = spec_of(W.gemm(139, 75, 211), "float32")   # rows of 211 and 75 words: word copies
+    t = check_tile(spec, {"threads": (16, 8), "regs": (7, 8), "chunk": 32, "double": True})
+    tw = dataclasses.replace(t, wrows=True)
+    assert tw.label() == t.label() + "_w" and check_tile(spec, tw) == tw
+    plain, rows = source(spec, t)[1], source(spec, tw)[1]
+    assert "const int cq" not in plain and "4 * v" in plain
+    # A's box: 112 rows of 32 words, 128 threads: 4 rows a step; B's: 32 x 64, 2 rows a step
+    assert rows.count("const int cq = tid % 32;") == 2
+    assert "for (int q0 = tid / 32; q0 < 112; q0 += 4)" in rows   # rolled: not ``lean``
+    lean = source(spec, dataclasses.replace(tw, lean=True))[1]
+    assert "int q = tid / 32 + j * 4;" in lean and "for (int j = 0; j < 28; ++j)" in lean
+    assert rows.count("const int cq = tid % 64;") == 2 and "4 * v" not in rows
+    assert all(codegen.row_lanes(geometry(spec, t, k), t.nthreads) for k in range(2))
+    # a row length that does not divide the threads keeps the four-word copy
+    t3 = check_tile(spec, {"threads": (8, 8), "regs": (4, 4), "chunk": 30, "wrows": True})
+    assert not codegen.row_lanes(geometry(spec, t3, 0), 64) and "4 * v" in source(spec, t3)[1]
+    # the third round: the fastest SIMT tile's copy, once; none for 16-byte row copies
+    other = check_tile(spec, {"threads": (8, 8), "regs": (4, 4), "chunk": 16})
+    assert tiling.row_variants(spec, [(2.0, other), (1.0, t)]) == [tw]
+    assert tiling.row_variants(spec, [(1.0, t), (1.5, tw)]) == []
+    aligned = spec_of(W.gemm(128, 128, 128), "float32")
+    ta = check_tile(aligned, {"threads": (16, 8), "regs": (4, 8), "chunk": 32})
+    assert all(geometry(aligned, ta, k).vector for k in range(2))
+    assert tiling.row_variants(aligned, [(1.0, ta)]) == []
+
+
 @pytest.mark.parametrize("case,prec,digest", [
     ("conv", "fp32", "b7dba9dd0de44677"),
     ("conv_k3_s2", "fp32", "649082b2f769a1e9"),

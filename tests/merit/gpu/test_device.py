@@ -115,6 +115,49 @@ def test_register_runs_and_peeled_last_tile():
            ref)
 
 
+def test_word_copies_by_rows_bit_for_bit():
+    """Word copies (rows not 16-byte aligned) by rows, one column a thread (``Tile.wrows``):
+    the same outputs, bit for bit, as the four-words-a-thread copies of the same tile, and
+    against float64; ragged edges (zero boundaries), strided staging, unrolled (``lean``) and
+    rolled copy loops, a last step with idle threads."""
+    from merit.gpu import codegen, tiling
+    from merit.gpu.tile import geometry
+
+    cases = [
+        (W.gemm(139, 75, 211), [{"threads": (16, 8), "regs": (7, 8), "chunk": 32, "double": True,
+                                 "strided": (0, 4), "lean": True, "vread": True, "forder": 1,
+                                 "ptxas": 1},
+                                {"threads": (8, 8), "regs": (4, 4), "chunk": 16},
+                                {"threads": (4, 8), "regs": (5, 2), "chunk": 8, "lean": True},
+                                {"threads": (8, 4), "regs": (3, 5), "chunk": 16,
+                                 "double": True},
+                                {"threads": (2, 16), "regs": (3, 2), "chunk": 4, "lean": True}]),
+        (W.conv2d(3, 21, 23, 29, 17, 1, stride=2), [
+            {"threads": (1, 8, 4, 8), "regs": (3, 8, 1, 1), "chunk": 8, "double": True,
+             "strided": (0, 4, 0, 0), "lean": True}]),
+        (CASES["conv"](), [{"threads": (1, 5, 2, 2), "regs": (2, 1, 2, 8), "chunk": 2}]),
+    ]
+    rng = np.random.default_rng(11)
+    used = 0
+    for problem, tiles in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        ref = problem.run(*[a.astype(np.float64) for a in arrays])
+        spec = spec_of(problem, "float32")
+        for tile in tiles:
+            t = tiling.complete(spec, Tile(**tile))
+            used += sum(bool(t.shared[k]) and codegen.row_lanes(geometry(spec, t, k), t.nthreads)
+                        for k in range(len(spec.inputs)))
+            got = {}
+            for on in (False, True):
+                tw = dataclasses.replace(t, wrows=on)
+                _check(problem, arrays, "float32", tw, ref)
+                out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+                run(problem, *arrays, tile=tw, out=out)
+                got[on] = cp.asnumpy(out[0])
+            np.testing.assert_array_equal(got[False], got[True], err_msg=f"{t}")
+    assert used >= 8
+
+
 def test_torch_and_numpy_inputs():
     torch = pytest.importorskip("torch")
     problem = CASES["gemm"]()

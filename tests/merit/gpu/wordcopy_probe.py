@@ -1,0 +1,104 @@
+"""Device probe of the word copies by rows (not a test): the bench's tiles of named
+``bench.gpu`` rows without ``Tile.wrows`` (the kernels of before: four adjacent words a
+thread) and with it (one column a thread), each checked against float64 and the two against
+each other bit for bit, then timed in turns beside the rows' peers in one process.
+``--launch``: launch each tile once (before, after, in row order) for Nsight Compute.
+
+``PYTHONPATH=sw python tests/merit/gpu/wordcopy_probe.py [--rows ROW=LABEL,...] [--rounds 3]
+[--out DIR] [--launch]``
+"""
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+from probelib import run_checked, setup
+
+#: the bench page's fp32 rows below their peer and the tiles it gives them (2026-11-27 rows)
+ROWS = ("rand4_gemm_odd=t16x8_r7x8_c32_u1_ss_db_s04_l_v_o1_x1,"
+        "vgg_conv3_1=t4x2x1x28_r1x8x4x2_c4_u3_ss_db_s0400_l_v_o1_a_x1,"
+        "rand2_conv_1x1=t1x8x4x8_r8x8x1x1_c8_u3_ss_db_s0400_l,"
+        "gemm=t16x16_r16x8_c32_u1_ss_db_s44_l_v_o1_x1")
+
+
+def parse(label):
+    """A SIMT tile's fields from its label (those ``tiling.complete`` does not fill)."""
+    from merit.gpu.tile import Tile
+
+    m = re.match(r"t([\dx]+)_r([\dx]+)_c(\d+)_u(\d+)_([sg]+)(_db|_p\d)?(_k\d+)?(_s\d+)?(_l)?"
+                 r"(_v)?(_o\d)?(_a)?(_x\d)?$", label)
+    kw = dict(threads=tuple(map(int, m[1].split("x"))), regs=tuple(map(int, m[2].split("x"))),
+              chunk=int(m[3]), unroll=int(m[4]), double=bool(m[6]), lean=bool(m[9]),
+              vread=bool(m[10]), vahead=bool(m[12]))
+    if m[6] and m[6].startswith("_p"):
+        kw["stages"] = int(m[6][2:])
+    if m[7]:
+        kw["split"] = int(m[7][2:])
+    if m[8]:
+        kw["strided"] = tuple(int(c) for c in m[8][2:])
+    if m[11]:
+        kw["forder"] = int(m[11][2:])
+    if m[13]:
+        kw["ptxas"] = int(m[13][2:])
+    return Tile(**kw)
+
+
+def tiles(spec, label):
+    """``{side: tile}`` of ``label`` completed, without and with its word copies by rows."""
+    import dataclasses
+
+    from merit.gpu import tiling
+
+    t = tiling.complete(spec, parse(label))
+    return {"before": t, "after": dataclasses.replace(t, wrows=True)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", default=ROWS)
+    ap.add_argument("--seed", type=int, default=90417)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--launch", action="store_true")
+    args = ap.parse_args()
+    import cupy as cp
+
+    from bench.gpu import random_rows
+    from bench.gpu import rows as bench_rows
+    from merit.gpu.runtime import time_launch
+
+    table = {key: p for key, _, _, p in random_rows(args.seed)}
+    table.update({key: p for key, _, _, p in bench_rows()})
+    rng = np.random.default_rng(5)
+    out = []
+    for item in args.rows.split(","):
+        key, label = item.split("=")
+        prob, spec, inputs, res, peers, refs = setup(*table[key], rng)
+        ts = tiles(spec, label)
+        row, gos, got = {"row": key, "label": label}, {}, {}
+        for side, t in ts.items():
+            go, err = run_checked(prob, spec, t, inputs, res, refs)
+            got[side] = cp.asnumpy(res[0]).copy()
+            gos[side] = go
+            row[side] = {"pads": t.pads, "order": t.order, "err": err, "ms": []}
+        row["bit_equal"] = bool(np.array_equal(got["before"], got["after"]))
+        print(key, {s: (row[s]["pads"], row[s]["order"], row[s]["err"]) for s in ts}, "bit equal",
+              row["bit_equal"], flush=True)
+        if args.launch:
+            continue
+        row["peers_ms"] = {}
+        for _ in range(args.rounds):
+            for side in ts:
+                row[side]["ms"].append(round(time_launch(gos[side]), 4))
+            for n, fn in peers.items():
+                row["peers_ms"].setdefault(n, []).append(round(time_launch(fn), 4))
+        print(key, {s: row[s]["ms"] for s in ts}, row["peers_ms"], flush=True)
+        out.append(row)
+        Path(args.out, "wordcopy_probe.json").write_text(json.dumps(out, indent=1))
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+if __name__ == "__main__":
+    main()
