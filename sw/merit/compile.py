@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -636,14 +637,14 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     or every output word once. ``ports``: the RP of each operand (``operand_ports``).
     ``share_dims=2``: sharing as :func:`share_plan` (``share_counts`` operands, the block walk)."""
     counts = [-(-n // t) for n, t in zip(problem.p_shape, tile_p, strict=True)]
-    tiles = int(np.prod(counts))
-    a_tiles = int(np.prod([-(-a // t) for a, t in zip(problem.a_shape, tile_a, strict=True)]))
+    tiles = math.prod(counts)
+    a_tiles = math.prod(-(-a // t) for a, t in zip(problem.a_shape, tile_a, strict=True))
     compute = warps * (per_lane + a_tiles * (2 * regs + 1)) + tiles * a_tiles
     words = []
     for op in problem.operands:
         box = op.transform.footprint(tile_p, tile_a)
-        words.append(int(np.prod(box[:-1])) * (box[-1] + 3) * a_tiles * tiles)
-    outs = (int(np.prod(problem.p_shape)) if lines is None else 4 * lines * warps) \
+        words.append(math.prod(box[:-1]) * (box[-1] + 3) * a_tiles * tiles)
+    outs = (math.prod(problem.p_shape) if lines is None else 4 * lines * warps) \
         * max(len(problem.outputs), 1)
     total = sum(words) + outs
     best = max(compute / taus, 2 * total / bytes_per_cycle)
@@ -677,7 +678,7 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
             # the groups' lock step (:func:`lockstep_warps`, edge tiles costing their outputs)
             # and the void tiles of runs that do not divide by the group
             units, groups = _lockstep(tuple(problem.p_shape), tuple(tile_p), tuple(dep), g)
-            work = units * g / int(np.prod(problem.p_shape)) * compute / taus
+            work = units * g / math.prod(problem.p_shape) * compute / taus
             dram = 2 * (total - words[k] + words[k] * groups / tiles) / bytes_per_cycle
             best = min(best, max(work, dram))
             g *= 2
@@ -848,6 +849,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                    step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
                                else program, acc))
 
+    @functools.cache                        # the caps' searches rank the same tiles again
     def rank(tile_p, tile_a, warps, lines):
         return estimate_time(problem, tile_p, tile_a, warps, lines, lanes=lanes, taus=taus,
                              ports=ports, per_lane=per_lane, regs=regs, share_dims=share_dims,

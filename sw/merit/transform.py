@@ -33,6 +33,8 @@ def _as_int(value, what):
 
 
 def _as_shape(shape, what):
+    if type(shape) is tuple and all(type(n) is int and n > 0 for n in shape):
+        return shape            # already a shape (the compiler's searches call this a lot)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     try:

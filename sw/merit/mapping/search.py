@@ -10,6 +10,7 @@ returned with its least-padding choice, or :class:`NoMapping` says why there is 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -134,10 +135,12 @@ def computed_warps(tile_p, p_shape, per_index):
     return total
 
 
+@functools.lru_cache(maxsize=4096)
 def warps_along(t, n, k):
     """The warps of each tile along one index of ``n`` cut in tiles of ``t`` with ``k`` lanes
-    along it, in origin order: ``min(t / k, ceil((n - o) / k))`` at origin ``o``, at least 1."""
-    return [max(1, min(t // k, -(-(n - o) // k))) for o in range(0, n, t)]
+    along it, in origin order (a tuple): ``min(t / k, ceil((n - o) / k))`` at origin ``o``, at
+    least 1. Cached: the compiler's ranking asks for the same few indices many times."""
+    return tuple(max(1, min(t // k, -(-(n - o) // k))) for o in range(0, n, t))
 
 
 def vector_lines(grouping, p_shape, words_per_line=4, pitch=None, offset=0):
@@ -145,11 +148,19 @@ def vector_lines(grouping, p_shape, words_per_line=4, pitch=None, offset=0):
     output dense row-major over ``p_shape``, 16-bit words, or at element ``offset + sum p_j
     pitch[j]``: an affine output map): the WP writes a beat per line that a vector's valid
     lanes touch."""
-    n_p = len(p_shape)
-    coord = np.zeros((n_p, grouping.lanes), dtype=np.int64)
-    lane = np.arange(grouping.lanes)
+    return _vector_lines(grouping.bits, tuple(int(n) for n in p_shape), words_per_line,
+                         None if pitch is None else tuple(int(q) for q in pitch), int(offset))
+
+
+@functools.lru_cache(maxsize=4096)
+def _vector_lines(bits, p_shape, words_per_line, pitch, offset):
+    """:func:`vector_lines` of hashable arguments, cached (the compiler's ranking asks for the
+    same lane groupings of one problem many times)."""
+    n_p, lanes = len(p_shape), 1 << len(bits)
+    coord = np.zeros((n_p, lanes), dtype=np.int64)
+    lane = np.arange(lanes)
     rank = [0] * n_p
-    for i, (j, _) in enumerate(grouping.bits):
+    for i, (j, _) in enumerate(bits):
         coord[j] += ((lane >> i) & 1) << rank[j]
         rank[j] += 1
     if pitch is None:
@@ -165,6 +176,17 @@ def vector_lines(grouping, p_shape, words_per_line=4, pitch=None, offset=0):
 def lane_splits(tile_p, lanes):
     """Every contiguous lane grouping of ``tile_p`` (each index takes its low tile-coordinate
     bits, inner indices the low lane bits): ``(grouping, lanes per index)`` pairs."""
+    return iter(_lane_splits(tuple(int(t) for t in tile_p), int(lanes)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _lane_splits(tile_p, lanes):
+    """:func:`lane_splits` as a tuple, cached (the compiler's searches ask for the same tiles
+    again, one search per tile cap and sharing choice)."""
+    return tuple(_lane_splits_of(tile_p, lanes))
+
+
+def _lane_splits_of(tile_p, lanes):
     m = lanes.bit_length() - 1
     room = [(int(t) & -int(t)).bit_length() - 1 for t in tile_p]
 
@@ -219,21 +241,21 @@ def tile_candidates(problem, lanes, budgets, max_outputs, *, powers_only=False):
     bits = lanes.bit_length() - 1
     out = []
     for tile_p in itertools.product(*sizes):
-        count = int(np.prod(tile_p))
+        count = math.prod(tile_p)
         if count < lanes or count > max_outputs:
             continue
         if sum((t & -t).bit_length() - 1 for t in tile_p) < bits:
             continue            # the lanes need log2(lanes) factors of two among the sizes
         for tile_a in _shrink(problem.a_shape):
-            words = [int(np.prod(tr.footprint(tile_p, tile_a))) for tr in transforms]
+            words = [math.prod(tr.footprint(tile_p, tile_a)) for tr in transforms]
             if all(w <= b for w, b in zip(words, budgets, strict=True)):
                 break
         else:
             continue
         useful = float(np.prod([p / math.ceil(p / t)
                                 for t, p in zip(tile_p, problem.p_shape, strict=True)]))
-        a_tiles = int(np.prod([math.ceil(a / t) for a, t in zip(problem.a_shape, tile_a,
-                                                                  strict=True)]))
+        a_tiles = math.prod(math.ceil(a / t) for a, t in zip(problem.a_shape, tile_a,
+                                                             strict=True))
         cost = sum(words) * a_tiles / useful
         out.append((cost, -count, tile_p, tile_a))
     out.sort()
