@@ -675,20 +675,27 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unrol
         else:
             closes = _copy_loop(w, g.elements, nt, unroll, "4")
             w("int q = e; bool ok = true;")
-            for ax in range(nax - 1, -1, -1):
-                if ax > 0:
-                    w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
-                else:
-                    w("const int c0 = q;")
-            for ax in range(nax):
-                w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
-                w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
-            src = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax)) or "0"
+            src = _emit_coords(w, tr, g, idx, strides, nax)
             sad = " + ".join(f"c{ax} * {g.pitches[ax]}" for ax in range(nax)) or "0"
             w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({src}), ok ? 4 : 0);")
             for _ in range(closes):
                 w.close()
         w.close()
+
+
+def _emit_coords(w, tr, g, idx, strides, axes):
+    """Decode the running index ``q`` into staged coordinates ``c0 .. c{axes-1}`` (``c0``
+    outermost) and their source coordinates ``x0 ..`` with the boundary checks into ``ok``;
+    return the C expression of the source offset of ``x0 .. x{axes-1}``."""
+    for ax in range(axes - 1, -1, -1):
+        if ax > 0:
+            w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
+        else:
+            w("const int c0 = q;")
+    for ax in range(axes):
+        w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
+        w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
+    return " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(axes)) or "0"
 
 
 def _stepped(g, ax, c):
@@ -731,15 +738,7 @@ def _emit_row_lanes(w, tr, g, nt, idx, strides, k, unroll=0):
         w.open(f"for (int q0 = tid / {side}; q0 < {rows}; q0 += {step})")
         w("int q = q0;")
     w("bool ok = okc;")
-    for ax in range(nax - 2, -1, -1):
-        if ax > 0:
-            w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
-        else:
-            w("const int c0 = q;")
-    for ax in range(nax - 1):
-        w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
-        w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
-    rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
+    rowp = _emit_coords(w, tr, g, idx, strides, nax - 1)
     sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["cq"])
     w(f"merit_cp_async4(dst + {sad}, g_in{k} + ({rowp}) + xi, ok ? 4 : 0);")
     for _ in range(closes):
@@ -756,15 +755,7 @@ def _emit_word_quads(w, tr, g, nt, idx, strides, k, unroll=0):
     rows = math.prod(g.sides[:-1])
     closes = _copy_loop(w, rows * nq, nt, unroll)
     w(f"int q = e; bool ok = true; const int v = q % {nq}; q /= {nq};")
-    for ax in range(nax - 2, -1, -1):
-        if ax > 0:
-            w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
-        else:
-            w("const int c0 = q;")
-    for ax in range(nax - 1):
-        w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
-        w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
-    rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
+    rowp = _emit_coords(w, tr, g, idx, strides, nax - 1)
     sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])
     w(f"const T* src = g_in{k} + ({rowp});")
     w(f"T* d = dst + {sad};")
@@ -808,15 +799,7 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll=0):
     w(f"const int a0c = org{inner} & ~3;")
     closes = _copy_loop(w, rows * nv, nt, unroll)
     w(f"int q = e; bool ok = true; const int v = q % {nv}; q /= {nv};")
-    for ax in range(nax - 2, -1, -1):
-        if ax > 0:
-            w(f"const int c{ax} = q % {g.sides[ax]}; q /= {g.sides[ax]};")
-        else:
-            w("const int c0 = q;")
-    for ax in range(nax - 1):
-        w(f"int x{ax} = org{ax} + {_stepped(g, ax, f'c{ax}')};")
-        w(_coord_code(tr.boundary[ax], tr.source_shape[ax], f"x{ax}", "ok"))
-    rowp = " + ".join(f"({idx})x{ax} * {strides[ax]}" for ax in range(nax - 1)) or "0"
+    rowp = _emit_coords(w, tr, g, idx, strides, nax - 1)
     sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])
     w(f"const T* src = g_in{k} + ({rowp});")
     w(f"T* d = dst + {sad};")
