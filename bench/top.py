@@ -49,13 +49,24 @@ def standard_ops(problems):
     return sum(repeat * problem.ops.count for problem, repeat in problems)
 
 
+#: kernels compiled by :func:`compile_row` in this process, by the problem's canonical
+#: description and the setting: a deep layer's compile predicts each of its candidates (minutes
+#: for the fused VGG layers), and one run asks for the same layer up to three times (the
+#: ``--whole-under`` test, the model on what ran, the model on the full layer)
+_COMPILED = {}
+
+
 def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
     """``problem`` compiled as the bench's model columns compile it: 24 program slots (the TAU
     of the measurements), ``cp_bytes`` of CP per TAU, the tiles chosen for ``rp_ports``-port
-    RP banks."""
+    RP banks; compiled once per process."""
     from merit.compile import compile_problem
-    return compile_problem(problem, lanes=lanes, taus=taus, instructions=24, cp_bytes=cp_bytes,
-                           rp_ports=rp_ports)
+    key = (json.dumps(describe_problem(problem), sort_keys=True), lanes, taus, cp_bytes,
+           rp_ports)
+    if key not in _COMPILED:
+        _COMPILED[key] = compile_problem(problem, lanes=lanes, taus=taus, instructions=24,
+                                         cp_bytes=cp_bytes, rp_ports=rp_ports)
+    return _COMPILED[key]
 
 
 def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
@@ -158,34 +169,33 @@ ONE_TAU_SLOTS = 24
 
 
 def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20):
-    """``(problems, "full" or "slice")``: the tuple of problems row ``name`` simulates, one
-    after the other: the whole layer when it is one layer (one problem, or ``Row.split``: one
-    layer run as several problems) and ``merit.perf`` predicts fewer than ``whole_under``
-    cycles for all of it, else the row's slice (:meth:`merit.paper.Row.slice_problems`). A
-    layer of ``k`` groups (one problem repeated ``k`` times: the same kernel on each group's
-    data, one group after the other) runs one group: the others take the same cycles. The
-    prediction is that of the default CP size (``merit.arch.CP_BYTES``), so that a run with
-    another (``--cp-bytes``) simulates the same problems as the tables it is compared with."""
+    """``(problems, part)``: the tuple of problems row ``name`` simulates, one after the other,
+    and what they are (:meth:`merit.paper.Row.whole`): ``"full"``, the whole layer when the
+    row is one layer (one problem, or ``Row.split``: one layer run as several problems),
+    ``"layer"``, one whole layer of a row of several (``Row.layer``), when ``merit.perf``
+    predicts fewer than ``whole_under`` cycles for all of it, else ``"slice"``, the row's slice
+    (:meth:`merit.paper.Row.slice_problems`). A layer of ``k`` groups (one problem repeated
+    ``k`` times: the same kernel on each group's data, one group after the other) runs one
+    group: the others take the same cycles. The prediction is that of the default CP size
+    (``merit.arch.CP_BYTES``), so that a run with another (``--cp-bytes``) simulates the same
+    problems as the tables it is compared with."""
     r = row(name)
-    full = r.full()
-    if whole_under and (len(full) == 1 or r.split):
-        from merit.perf import predict_problem
-        layer = tuple(p for p, _ in full)
-        cycles = sum(repeat * predict_problem(p, lanes=lanes, taus=max(taus or 1, 1),
-                                              dram_bytes_per_cycle=bandwidth,
-                                              latency=latency).cycles
-                     for p, repeat in full)
+    whole, part = r.whole()
+    if whole_under and whole is not None:
+        from merit.perf import predict
+        cycles = sum(repeat * predict(compile_row(p, lanes=lanes, taus=max(taus or 1, 1)),
+                                      taus=max(taus or 1, 1), dram_bytes_per_cycle=bandwidth,
+                                      latency=latency).cycles
+                     for p, repeat in whole)
         if cycles < whole_under:
-            return layer, "full"
+            return r.ran(part), part
     return r.slice_problems(), "slice"
 
 
 def ran_problems(name, part):
-    """The tuple of problems that row ``name`` runs for ``part`` ("full": the whole layer, its
-    problems once each; else the slice)."""
-    if part == "full":
-        return tuple(p for p, _ in row(name).full())
-    return row(name).slice_problems()
+    """The tuple of problems that row ``name`` runs for ``part`` ("full": the whole layer,
+    "layer": the row's one whole layer, their problems once each; else the slice)."""
+    return row(name).ran(part)
 
 
 def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0,
@@ -255,7 +265,9 @@ def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_unde
     entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
                       seed=seed, done=done, whole_under=whole_under, cp_bytes=cp_bytes)
     whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
-    part = "whole layer" if whole else r.slice_what
+    part = ("whole layer" if whole
+            else f"{r.layer_what}: whole layer" if entry["simulated"] == "layer"
+            else r.slice_what)
     groups = r.full()[0][1] if len(r.full()) == 1 else 1
     if entry["simulated"] == "full" and groups > 1:
         part += f" (one of its {groups} groups, the same kernel on each group's data)"
