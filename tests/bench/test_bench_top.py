@@ -61,6 +61,42 @@ def test_render_judges_rows_on_the_standard_count():
     assert "Model error on the slices: max 4.0%" in text
 
 
+def test_the_model_on_what_ran_alone_keeps_the_full_layer_columns(monkeypatch):
+    """``add_model(full=False)`` (``--no-full-model``): the model on what ran is recomputed, the
+    full-layer columns stay with their own date, and the page says which are older or missing;
+    ``full=True`` replaces them and drops that date."""
+    calls = []
+
+    def model(problems, **kw):
+        calls.append(len(problems))
+        return (0.9, 1000 * len(problems), "ALUs", 0.8)
+
+    monkeypatch.setattr(M, "_model", model)
+    kw = dict(lanes=32, taus=4, bandwidth=8, latency=20)
+    kept = {"simulated": "slice", "cycles": 1100, "model_full": 0.5, "model_full_std": 0.4,
+            "model_full_cycles": 7, "bound": "DRAM", "model_date": "yesterday"}
+    M.add_model(kept, "vgg16_conv5_13", full=False, **kw)
+    assert calls == [1]                                 # the slice only, not the 9 layers
+    assert (kept["model_slice_cycles"], kept["model_error"]) == (1000, round(1000 / 1100 - 1, 4))
+    assert (kept["model_full"], kept["model_full_cycles"], kept["bound"]) == (0.5, 7, "DRAM")
+    assert kept["model_full_date"] == "yesterday" and kept["model_date"] != "yesterday"
+    empty = {"simulated": "slice", "cycles": 1100}
+    M.add_model(empty, "vgg16_conv2_4", full=False, **kw)
+    assert empty.get("model_full") is None and "model_full_date" not in empty
+    results = {"setup": {"lanes": 32, "taus": 4, "dram_bytes_per_cycle": 8, "latency": 20,
+                         "command": "cmd`", "date": "today", "machine": "here"},
+               "rows": {"vgg16_conv5_13": dict(kept, label=row("vgg16_conv5_13").label),
+                        "vgg16_conv2_4": dict(empty, label=row("vgg16_conv2_4").label)}}
+    text = M.render(results)
+    assert "the full-layer columns of VGG-16D CONV5-13+Pool2: yesterday" in text
+    assert "no full-layer prediction yet for VGG-16D CONV2-4+Pool2" in text
+    line = next(x for x in text.splitlines() if x.startswith("| VGG-16D CONV2-4+Pool2"))
+    assert "| 0.80 (-9.1%) |  |  |  |" in line
+    M.add_model(kept, "vgg16_conv5_13", **kw)
+    assert calls == [1, 1, 1, 9] and kept["model_full_cycles"] == 9000
+    assert "model_full_date" not in kept
+
+
 def test_whole_layers_under_the_limit_are_simulated_whole():
     (problem,), part = M.simulated("depthwise", whole_under=10**7)
     assert part == "full" and problem.p_shape == row("depthwise").full()[0][0].p_shape
