@@ -95,10 +95,8 @@ def _row_problem(row, name, factories):
     from merit import workloads as W
     if row.get("table") in ("VIII", "IX", "paper"):     # utilization*.json: merit.paper rows
         from merit.paper import row as paper_row
-        if row.get("simulated") == "full":          # the whole layer ran, not the slice
-            ran = tuple(p for p, _ in paper_row(name).full())
-        else:
-            ran = paper_row(name).slice_problems()
+        # the whole layer, one layer of the row, or the slice
+        ran = paper_row(name).ran(row.get("simulated"))
         # a row of several problems run one after the other (a transposed convolution's phase
         # groups) has no single kernel: bench.top gives the model's error on their sum
         return ran[0] if len(ran) == 1 else None

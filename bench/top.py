@@ -49,13 +49,24 @@ def standard_ops(problems):
     return sum(repeat * problem.ops.count for problem, repeat in problems)
 
 
+#: kernels compiled by :func:`compile_row` in this process, by the problem's canonical
+#: description and the setting: a deep layer's compile predicts each of its candidates (minutes
+#: for the fused VGG layers), and one run asks for the same layer up to three times (the
+#: ``--whole-under`` test, the model on what ran, the model on the full layer)
+_COMPILED = {}
+
+
 def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
     """``problem`` compiled as the bench's model columns compile it: 24 program slots (the TAU
     of the measurements), ``cp_bytes`` of CP per TAU, the tiles chosen for ``rp_ports``-port
-    RP banks."""
+    RP banks; compiled once per process."""
     from merit.compile import compile_problem
-    return compile_problem(problem, lanes=lanes, taus=taus, instructions=24, cp_bytes=cp_bytes,
-                           rp_ports=rp_ports)
+    key = (json.dumps(describe_problem(problem), sort_keys=True), lanes, taus, cp_bytes,
+           rp_ports)
+    if key not in _COMPILED:
+        _COMPILED[key] = compile_problem(problem, lanes=lanes, taus=taus, instructions=24,
+                                         cp_bytes=cp_bytes, rp_ports=rp_ports)
+    return _COMPILED[key]
 
 
 def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
@@ -158,34 +169,33 @@ ONE_TAU_SLOTS = 24
 
 
 def simulated(name, *, whole_under=0, lanes=32, taus=4, bandwidth=8, latency=20):
-    """``(problems, "full" or "slice")``: the tuple of problems row ``name`` simulates, one
-    after the other: the whole layer when it is one layer (one problem, or ``Row.split``: one
-    layer run as several problems) and ``merit.perf`` predicts fewer than ``whole_under``
-    cycles for all of it, else the row's slice (:meth:`merit.paper.Row.slice_problems`). A
-    layer of ``k`` groups (one problem repeated ``k`` times: the same kernel on each group's
-    data, one group after the other) runs one group: the others take the same cycles. The
-    prediction is that of the default CP size (``merit.arch.CP_BYTES``), so that a run with
-    another (``--cp-bytes``) simulates the same problems as the tables it is compared with."""
+    """``(problems, part)``: the tuple of problems row ``name`` simulates, one after the other,
+    and what they are (:meth:`merit.paper.Row.whole`): ``"full"``, the whole layer when the
+    row is one layer (one problem, or ``Row.split``: one layer run as several problems),
+    ``"layer"``, one whole layer of a row of several (``Row.layer``), when ``merit.perf``
+    predicts fewer than ``whole_under`` cycles for all of it, else ``"slice"``, the row's slice
+    (:meth:`merit.paper.Row.slice_problems`). A layer of ``k`` groups (one problem repeated
+    ``k`` times: the same kernel on each group's data, one group after the other) runs one
+    group: the others take the same cycles. The prediction is that of the default CP size
+    (``merit.arch.CP_BYTES``), so that a run with another (``--cp-bytes``) simulates the same
+    problems as the tables it is compared with."""
     r = row(name)
-    full = r.full()
-    if whole_under and (len(full) == 1 or r.split):
-        from merit.perf import predict_problem
-        layer = tuple(p for p, _ in full)
-        cycles = sum(repeat * predict_problem(p, lanes=lanes, taus=max(taus or 1, 1),
-                                              dram_bytes_per_cycle=bandwidth,
-                                              latency=latency).cycles
-                     for p, repeat in full)
+    whole, part = r.whole()
+    if whole_under and whole is not None:
+        from merit.perf import predict
+        cycles = sum(repeat * predict(compile_row(p, lanes=lanes, taus=max(taus or 1, 1)),
+                                      taus=max(taus or 1, 1), dram_bytes_per_cycle=bandwidth,
+                                      latency=latency).cycles
+                     for p, repeat in whole)
         if cycles < whole_under:
-            return layer, "full"
+            return r.ran(part), part
     return r.slice_problems(), "slice"
 
 
 def ran_problems(name, part):
-    """The tuple of problems that row ``name`` runs for ``part`` ("full": the whole layer, its
-    problems once each; else the slice)."""
-    if part == "full":
-        return tuple(p for p, _ in row(name).full())
-    return row(name).slice_problems()
+    """The tuple of problems that row ``name`` runs for ``part`` ("full": the whole layer,
+    "layer": the row's one whole layer, their problems once each; else the slice)."""
+    return row(name).ran(part)
 
 
 def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0,
@@ -255,7 +265,9 @@ def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_unde
     entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
                       seed=seed, done=done, whole_under=whole_under, cp_bytes=cp_bytes)
     whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
-    part = "whole layer" if whole else r.slice_what
+    part = ("whole layer" if whole
+            else f"{r.layer_what}: whole layer" if entry["simulated"] == "layer"
+            else r.slice_what)
     groups = r.full()[0][1] if len(r.full()) == 1 else 1
     if entry["simulated"] == "full" and groups > 1:
         part += f" (one of its {groups} groups, the same kernel on each group's data)"
@@ -273,10 +285,12 @@ def run_ports(entry):
     return recorded_ports(entry) if entry.get("cycles") else RP_PORTS
 
 
-def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES):
+def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, full=True):
     """Add the model's predictions (slice and full layer, ``cp_bytes`` of CP per TAU) to a row's
     entry, with the RP banks of the row's RTL run (:func:`run_ports`), so that the model's
-    error is that of the same hardware."""
+    error is that of the same hardware. ``full=False``: the model on what ran only; the
+    full-layer columns stay as the entry has them, with their date (``model_full_date``; a
+    row of several deep layers takes tens of minutes to compile whole)."""
     r = row(name)
     ports = run_ports(entry)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
@@ -284,8 +298,6 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     ran = ran_problems(name, entry.get("simulated"))
     sliced = _model([(p, 1) for p in ran], lanes=lanes, taus=taus, bandwidth=bandwidth,
                     latency=latency, cp_bytes=cp_bytes, rp_ports=ports)
-    full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                  cp_bytes=cp_bytes, rp_ports=ports)
     if sliced is None:
         entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
         return entry
@@ -294,12 +306,20 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     entry["model_slice_cycles"] = sliced[1]
     if entry.get("cycles"):
         entry["model_error"] = round(sliced[1] / entry["cycles"] - 1, 4)
+    entry["ops_unit"] = ran[0].ops.unit
+    if not full:
+        if entry.get("model_full") is not None and "model_full_date" not in entry:
+            entry["model_full_date"] = entry.get("model_date")
+        entry["model_date"] = now()
+        return entry
+    full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
+                  cp_bytes=cp_bytes, rp_ports=ports)
     entry["model_full"] = round(full[0], 4)
     entry["model_full_std"] = round(full[3], 4)
     entry["model_full_cycles"] = full[1]
     entry["bound"] = full[2]
-    entry["ops_unit"] = ran[0].ops.unit
     entry["model_date"] = now()
+    entry.pop("model_full_date", None)
     return entry
 
 
@@ -571,7 +591,7 @@ def _run_dates(results):
             by_run.setdefault(entry.get("rtl_date") or setup.get("rtl_date", "?"), []).append(name)
             if run_ports(entry) == 1:
                 single.append(name)
-        if entry.get("model_full") is not None:
+        if entry.get("model_slice") is not None:
             by_model.setdefault(entry.get("model_date") or setup["date"], []).append(name)
     text = "RTL runs: " + "; ".join(f"{date}: {_labels(results, names)}"
                                      for date, names in sorted(by_run.items()))
@@ -598,6 +618,14 @@ def _run_dates(results):
                  "in the issue slots), and their model columns are the model of that day")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
                                            for date, names in sorted(by_model.items()))
+    older = [n for n in order if rows[n].get("model_full_date")]
+    if older:       # full-layer columns kept from an earlier model (add_model(full=False))
+        text += "; the full-layer columns of " + "; ".join(
+            f"{_labels(results, [n])}: {rows[n]['model_full_date']}" for n in older)
+    missing = [n for n in order if rows[n].get("model_slice") is not None
+               and rows[n].get("model_full") is None]
+    if missing:
+        text += "; no full-layer prediction yet for " + _labels(results, missing)
     return text + "."
 
 
@@ -695,7 +723,8 @@ def render(results, one_tau=None):
             lines.append(
                 f"| {r.label} | {r.paper:.2f} | {_num(ours) or 'not measured'}{base} | "
                 f"{_num(e.get('utilization'))} | {e.get('slice') or r.slice_what} | "
-                f"{_num(e.get('model_slice_std'))} ({_pct(e.get('model_error'))}) | "
+                + (f"{_num(e.get('model_slice_std'))} ({_pct(e.get('model_error'))}) | "
+                   if e.get("model_slice_std") is not None else " | ") +
                 f"{_num(e.get('model_full_std'))} | {_num(e.get('model_full'))} | "
                 f"{e.get('bound') or ''} | {_num(e.get('roofline_full'))} | "
                 f"{_num(e.get('dram_busy'))} | {e.get('cycles') or ''} | {_num(alone)} | "
@@ -743,6 +772,10 @@ def main(argv=None):
                              "simulated")
     parser.add_argument("--model-only", action="store_true",
                         help="recompute the model columns of the stored rows, simulate nothing")
+    parser.add_argument("--no-full-model", action="store_true",
+                        help="the model on what each row ran only: the full-layer columns stay "
+                             "as stored, with their date (the deep VGG rows' full layers take "
+                             "tens of minutes to compile)")
     parser.add_argument("--no-model", action="store_true",
                         help="simulate only (add the model columns later with --model-only)")
     parser.add_argument("--one-tau", action="store_true",
@@ -804,6 +837,7 @@ def main(argv=None):
         results["setup"] = previous     # nothing in the tables changes (--share-prediction)
     model_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
                     latency=args.latency, cp_bytes=args.cp_bytes)
+    full_kw = dict(full=not args.no_full_model)
     base_kw = dict(lanes=args.lanes, taus=args.taus, bandwidth=args.dram_bytes_per_cycle,
                    latency=args.latency)
 
@@ -849,13 +883,14 @@ def main(argv=None):
             entry = results["rows"].setdefault(name, {"table": r.table, "label": r.label,
                                                       "paper": r.paper, "what": r.what,
                                                       "slice": r.slice_what})
-            add_model(entry, name, **model_kw)
+            add_model(entry, name, **model_kw, **full_kw)
             continue
         print(f"== {name}: {row(name).slice_what}", flush=True)
         entry = measure_row(name, seed=args.seed, done=measured,
                             whole_under=args.whole_under, **model_kw)
         results["rows"][name] = measured[name] = (entry if args.no_model
-                                                  else add_model(entry, name, **model_kw))
+                                                  else add_model(entry, name, **model_kw,
+                                                                 **full_kw))
         print(f"{name}: {entry}", flush=True)
         save()
     if args.scaling:

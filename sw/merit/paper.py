@@ -5,6 +5,8 @@ convolution runs once per group, a row that covers several layers lists them) an
 that the Verilator model simulates (``docs/perf.md``: layers too large to simulate whole are
 measured on a contiguous slice, and the table says so). ``bench/top.py`` simulates the slices on
 MERIT-z (4 TAUs x 32 lanes, 8 bytes per DRAM cycle) and ``merit.perf`` predicts the full layers.
+A row that is one layer may be simulated whole instead of its slice; a row of several layers
+names the one of them that may (``Row.layer``: the layer its slice is cut from).
 
 Slices keep what sets the utilization of a layer: the kernel size, stride, dilation, the tile shape
 the mapper chooses (so the same lane occupancy at the edges) and the operations per byte of DRAM
@@ -73,6 +75,12 @@ class Row:
     split : bool
         The layer is one layer run as several problems (``full`` and ``slice`` list them), not
         several layers: it may be simulated whole.
+    layer : callable or None
+        A row of several layers: ``layer() -> list of (Problem, repeat)``, the one of its layers
+        that may be simulated whole in place of the slice (``bench.top --whole-under``), the
+        layer the slice is cut from.
+    layer_what : str
+        That layer in words.
     """
 
     name: str
@@ -84,11 +92,35 @@ class Row:
     slice: object
     slice_what: str
     split: bool = False
+    layer: object = None
+    layer_what: str = ""
 
     def slice_problems(self):
         """The slice as a tuple of problems (one for most rows)."""
         part = self.slice()
         return tuple(part) if isinstance(part, (tuple, list)) else (part,)
+
+    def whole(self):
+        """The ``(Problem, repeat)``s that may be simulated whole instead of the slice, and
+        ``"full"`` (the row is one layer: one problem, its groups, or a split layer) or
+        ``"layer"`` (one layer of a row of several, :attr:`layer`); ``(None, None)`` when there
+        is none."""
+        full = self.full()
+        if len(full) == 1 or self.split:
+            return full, "full"
+        if self.layer is not None:
+            return self.layer(), "layer"
+        return None, None
+
+    def ran(self, part):
+        """The tuple of problems a run of ``part`` simulates one after the other: ``"full"``
+        the whole layer, ``"layer"`` the row's :attr:`layer` (their problems once each: a layer
+        of groups runs one group), anything else the slice."""
+        if part == "full":
+            return tuple(p for p, _ in self.full())
+        if part == "layer":
+            return tuple(p for p, _ in self.layer())
+        return self.slice_problems()
 
 
 def _phases(problems):
@@ -162,7 +194,9 @@ ROWS = (
         _vgg_pool([(64, 224, 64, True), (64, 112, 128, False), (128, 112, 128, True)]),
         lambda: W.conv_pool2d(1, 16, 16, 64, 32, 3, padding=1, pool=2),
         "CONV4+Pool (128 -> 128, 112x112): input channels 0-15, conv rows 0-15, columns 0-63 "
-        "(pooled 8x32), channels 0-31"),
+        "(pooled 8x32), channels 0-31",
+        layer=_vgg_pool([(128, 112, 128, True)]),
+        layer_what="CONV4+Pool (128 -> 128, 112x112, pooled 56x56)"),
     Row("vgg16_conv5_13", "VIII", "VGG-16D CONV5-13+Pool2", 0.83,
         "conv 3x3 pad 1: 128 -> 256 ... 512 -> 512, 56x56 to 14x14 (9 layers; the 2x2/2 max "
         "pools after CONV7, 10 and 13 fused)",
@@ -170,7 +204,9 @@ ROWS = (
                    (256, 28, 512, False), (512, 28, 512, False), (512, 28, 512, True),
                    (512, 14, 512, False), (512, 14, 512, False), (512, 14, 512, True)]),
         lambda: W.conv2d(1, 16, 14, 14, 128, 3, padding=1),
-        "CONV11-12 (512 -> 512, 14x14, no pool): input channels 0-15, output channels 0-127"),
+        "CONV11-12 (512 -> 512, 14x14, no pool): input channels 0-15, output channels 0-127",
+        layer=_vgg([(512, 14, 512)]),
+        layer_what="CONV11 (512 -> 512, 14x14, no pool; CONV12 the same layer)"),
     Row("vgg16_fc", "VIII", "VGG-16D FC1-3 (batch=32)", 0.92,
         "FC 25088 -> 4096 -> 4096 -> 1000, batch 32",
         _fc([(25088, 4096), (4096, 4096), (4096, 1000)]),

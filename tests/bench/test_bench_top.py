@@ -1,5 +1,7 @@
 """bench.top without a simulator: the roofline, slice identity and the rendered table."""
 
+import types
+
 import pytest
 
 from bench import top as M
@@ -59,11 +61,49 @@ def test_render_judges_rows_on_the_standard_count():
     assert "Model error on the slices: max 4.0%" in text
 
 
+def test_the_model_on_what_ran_alone_keeps_the_full_layer_columns(monkeypatch):
+    """``add_model(full=False)`` (``--no-full-model``): the model on what ran is recomputed, the
+    full-layer columns stay with their own date, and the page says which are older or missing;
+    ``full=True`` replaces them and drops that date."""
+    calls = []
+
+    def model(problems, **kw):
+        calls.append(len(problems))
+        return (0.9, 1000 * len(problems), "ALUs", 0.8)
+
+    monkeypatch.setattr(M, "_model", model)
+    kw = dict(lanes=32, taus=4, bandwidth=8, latency=20)
+    kept = {"simulated": "slice", "cycles": 1100, "model_full": 0.5, "model_full_std": 0.4,
+            "model_full_cycles": 7, "bound": "DRAM", "model_date": "yesterday"}
+    M.add_model(kept, "vgg16_conv5_13", full=False, **kw)
+    assert calls == [1]                                 # the slice only, not the 9 layers
+    assert (kept["model_slice_cycles"], kept["model_error"]) == (1000, round(1000 / 1100 - 1, 4))
+    assert (kept["model_full"], kept["model_full_cycles"], kept["bound"]) == (0.5, 7, "DRAM")
+    assert kept["model_full_date"] == "yesterday" and kept["model_date"] != "yesterday"
+    empty = {"simulated": "slice", "cycles": 1100}
+    M.add_model(empty, "vgg16_conv2_4", full=False, **kw)
+    assert empty.get("model_full") is None and "model_full_date" not in empty
+    results = {"setup": {"lanes": 32, "taus": 4, "dram_bytes_per_cycle": 8, "latency": 20,
+                         "command": "cmd`", "date": "today", "machine": "here"},
+               "rows": {"vgg16_conv5_13": dict(kept, label=row("vgg16_conv5_13").label),
+                        "vgg16_conv2_4": dict(empty, label=row("vgg16_conv2_4").label)}}
+    text = M.render(results)
+    assert "the full-layer columns of VGG-16D CONV5-13+Pool2: yesterday" in text
+    assert "no full-layer prediction yet for VGG-16D CONV2-4+Pool2" in text
+    line = next(x for x in text.splitlines() if x.startswith("| VGG-16D CONV2-4+Pool2"))
+    assert "| 0.80 (-9.1%) |  |  |  |" in line
+    M.add_model(kept, "vgg16_conv5_13", **kw)
+    assert calls == [1, 1, 1, 9] and kept["model_full_cycles"] == 9000
+    assert "model_full_date" not in kept
+
+
 def test_whole_layers_under_the_limit_are_simulated_whole():
     (problem,), part = M.simulated("depthwise", whole_under=10**7)
     assert part == "full" and problem.p_shape == row("depthwise").full()[0][0].p_shape
-    # a row of several layers, or a layer above the limit, runs its slice
-    assert M.simulated("vgg16_conv2_4", whole_under=10**9)[1] == "slice"
+    # a row of several layers without a layer of its own, or a layer above the limit, runs
+    # its slice
+    assert row("vgg16_fc").layer is None
+    assert M.simulated("vgg16_fc", whole_under=10**9)[1] == "slice"
     assert M.simulated("gemm", whole_under=1000)[1] == "slice"
     assert M.simulated("gemm")[1] == "slice"
 
@@ -80,6 +120,35 @@ def test_a_layer_of_groups_runs_one_group_when_all_of_it_is_under_the_limit():
     assert part == "full" and M.describe_problem(ran) == M.describe_problem(problem)
     assert M.simulated("alexnet_conv5", whole_under=2 * one)[1] == "slice"
     assert M.simulated("alexnet_conv5", whole_under=one + 1)[1] == "slice"
+
+
+def test_a_row_of_several_layers_runs_its_layer_whole_under_the_limit(monkeypatch):
+    """VGG-16D CONV5-13: nine layers, of which CONV11 (``Row.layer``, the layer the slice is cut
+    from) runs whole when the model predicts it under the limit; the slice column says so."""
+    import merit.perf
+    r = row("vgg16_conv5_13")
+    (layer, repeat), = r.layer()
+    asked = []
+    monkeypatch.setattr(M, "compile_row", lambda problem, **kw: asked.append(problem) or kw)
+    monkeypatch.setattr(merit.perf, "predict", lambda kernel, **kw: types.SimpleNamespace(
+        cycles=1000))
+    (ran,), part = M.simulated("vgg16_conv5_13", whole_under=1001)
+    assert part == "layer" and repeat == 1
+    assert M.describe_problem(ran) == M.describe_problem(layer)
+    assert M.describe_problem(asked[0]) == M.describe_problem(layer)
+    assert [M.describe_problem(p) for p in M.ran_problems("vgg16_conv5_13", "layer")] == [
+        M.describe_problem(ran)]
+    assert M.simulated("vgg16_conv5_13", whole_under=1000)[1] == "slice"
+    assert len(r.full()) == 9 and r.whole()[1] == "layer"
+    # the slice is cut from that layer: its input and output channels, the same image
+    (cut,) = r.slice_problems()
+    assert cut.tensors[0].shape[2:] == layer.tensors[0].shape[2:]
+    assert cut.tensors[0].shape[1] < layer.tensors[0].shape[1]
+    entry = {"simulated": "layer", "cycles": 1}
+    monkeypatch.setattr(M, "run_slice", lambda name, **kw: dict(entry))
+    labels = M.measure_row("vgg16_conv5_13", lanes=32, taus=4, bandwidth=8, latency=20, seed=1,
+                           done={})
+    assert labels["slice"] == f"{r.layer_what}: whole layer" and not labels["whole"]
 
 
 def test_render_lists_the_share_prediction_with_its_bounds():

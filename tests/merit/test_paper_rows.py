@@ -66,3 +66,21 @@ def test_a_slice_is_a_part_of_its_layer():
     ref = full.run(np.concatenate([img[:, :16], np.zeros_like(img[:, 16:])], axis=1), w)
     np.testing.assert_allclose(cut[:, :, :14], ref[:, :, :14], rtol=1e-9, atol=1e-9)
     assert whole.shape == (1, 32, 64, 64)
+
+
+@pytest.mark.parametrize("r", [r for r in ROWS if r.layer is not None], ids=lambda r: r.name)
+def test_a_rows_layer_is_one_of_its_layers_and_its_slice_is_cut_from_it(r):
+    """``Row.layer``, run whole in place of the slice of a row of several layers, is one of
+    the row's layers, and the slice is a part of it: the same kernel and strategy, fewer
+    channels or outputs."""
+    assert len(r.full()) > 1 and not r.split and r.layer_what
+    (layer, repeat), = r.layer()
+    assert repeat == 1
+    assert any((p.name, p.p_shape, p.a_shape) == (layer.name, layer.p_shape, layer.a_shape)
+               for p, _ in r.full())
+    (cut,) = r.slice_problems()
+    assert cut.name == layer.name and repr(cut.strategy) == repr(layer.strategy)
+    assert all(c <= w for c, w in zip(cut.p_shape + cut.a_shape,
+                                      layer.p_shape + layer.a_shape, strict=True))
+    assert cut.a_shape[-2:] == layer.a_shape[-2:]     # the same kernel taps
+    assert r.whole()[1] == "layer"

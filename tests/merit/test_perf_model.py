@@ -269,8 +269,7 @@ def _four_tau_row(name):
     from merit.paper import row
     r = UTILIZATION["rows"][name]
     setup = UTILIZATION["setup"]
-    problems = ([p for p, _ in row(name).full()] if r.get("simulated") == "full"
-                else row(name).slice_problems())
+    problems = row(name).ran(r.get("simulated"))
     kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
                                rp_ports=calibration.recorded_ports(r)) for p in problems]
     tiling = " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels)
