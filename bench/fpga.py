@@ -81,7 +81,8 @@ def _parser():
                         help="place and route only these blocks alone (default: all of "
                              "merit.flow.fpga.block_names(): rp0_sram, rp1_sram, cp_simd, "
                              "cp_sequencer, rp_router, rp_butterfly, rp_collector, then the "
-                             "TAU's parts tau_dma, tau_step_looper, tau_tile_looper)")
+                             "TAU's parts tau_dma, tau_step_looper, tau_tile_looper, tau_wp, "
+                             "and the processor's regs, dispatcher)")
     parser.add_argument("--block-lanes", type=int, default=8, metavar="N",
                         help="lanes of the blocks placed and routed alone (default: 8)")
     parser.add_argument("--out", default="docs/results", metavar="DIR")

@@ -19,6 +19,7 @@ from amaranth import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from merit.arch import RP_BYTES
 from merit.checks import check_lanes, check_range, check_taus
 from merit.isa import LUT_ENTRIES, N_LUTS
 from merit.regmap import CHECKS, ID_MAGIC, Error, register_map
@@ -135,8 +136,9 @@ class Regs(wiring.Component):
     ----------
     lanes, taus : int
         Reported in ``ID``; ``lanes`` also bounds the lane map and the bank rotation checks.
-    rp0_rows, rp1_rows : int
-        SRAM rows of RP0 / RP1 (a tile with more ``rows`` is refused).
+    rp0_rows, rp1_rows : int or None
+        SRAM rows of RP0 / RP1 (a tile with more ``rows`` is refused); None: those of the TAU's
+        default SRAMs at ``lanes`` (``merit.arch.RP_BYTES``).
     rp0_slots, rp1_slots, outputs, instructions : int
         As for :func:`meritz.kernelcfg.layout`.
 
@@ -162,10 +164,14 @@ class Regs(wiring.Component):
     busy, irq : Out(1)
     """
 
-    def __init__(self, *, lanes, taus, rp0_rows, rp1_rows, rp0_slots=2, rp1_slots=1, outputs=3,
-                 instructions=16):
+    def __init__(self, *, lanes, taus, rp0_rows=None, rp1_rows=None, rp0_slots=2, rp1_slots=1,
+                 outputs=3, instructions=16):
         self._lanes = check_lanes(lanes)
         self._taus = check_taus(taus)
+        if rp0_rows is None:
+            rp0_rows = RP_BYTES[0] // (2 * lanes)
+        if rp1_rows is None:
+            rp1_rows = RP_BYTES[1] // (2 * lanes)
         self._rp0_rows = check_range("rp0_rows", rp0_rows, 1, 65535)
         self._rp1_rows = check_range("rp1_rows", rp1_rows, 1, 65535)
         self._instructions = instructions

@@ -99,7 +99,7 @@ def test_blocks_names_the_blocks_to_place_alone_and_refuses_others():
 
     assert block_names() == ["rp0_sram", "rp1_sram", "cp_simd", "cp_sequencer", "rp_router",
                              "rp_butterfly", "rp_collector", "tau_dma", "tau_step_looper",
-                             "tau_tile_looper"]
+                             "tau_tile_looper", "tau_wp", "regs", "dispatcher"]
     assert fpga._parser().parse_args(["--blocks", "rp0_sram", "cp_sequencer"]).blocks == [
         "rp0_sram", "cp_sequencer"]
     with pytest.raises(ValueError, match="no block rp2_sram; the blocks are rp0_sram, "):

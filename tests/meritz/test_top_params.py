@@ -21,6 +21,9 @@ def test_regs_parameters():
         Regs(lanes=8, taus=1, rp0_rows=4, rp1_rows="4")
     with pytest.raises(ValueError, match="lanes must be a power of two of at least 2, not 24"):
         Regs(lanes=24, taus=1, rp0_rows=4, rp1_rows=4)
+    # without rows: those of the TAU's default SRAMs at the lanes, as the processor passes them
+    regs = Regs(lanes=8, taus=1)
+    assert (regs._rp0_rows, regs._rp1_rows) == (16384 // 16, 8192 // 16)
 
 
 def test_arbiter_parameters():

@@ -76,6 +76,12 @@ def _command_layout(slot_bits):
         "base": unsigned(16),
         "slot": unsigned(slot_bits),
         "last": unsigned(1),            # last row command of the tile
+        # flags the data path reads in a row's first cycle, formed as the command is queued
+        "lf": unsigned(1),              # clamp & read & left != 0: a left fill to write
+        "rf": unsigned(1),              # ... a right fill
+        "bnz": unsigned(1),             # beats != 0
+        "ble1": unsigned(1),            # beats <= 1
+        "rle4": unsigned(1),            # right <= WORDS_PER_BEAT: the right fill's last chunk
     })
 
 
@@ -325,14 +331,26 @@ class Dma(wiring.Component):
         ar_addr = Signal(32)
         remaining = Signal(16)           # beats of the current command still to request
         first_ar = Signal()
-        to_4k = Signal(10)
-        m.d.comb += to_4k.eq(512 - ar_addr[3:12])
-        burst = Signal(16)
-        m.d.comb += burst.eq(Mux(remaining < MAX_BURST, remaining, MAX_BURST))
-        burst_len = Signal(16)
-        m.d.comb += burst_len.eq(Mux(to_4k < burst, to_4k, burst))
-        last_ar = (remaining <= MAX_BURST) & (remaining <= to_4k)
+        # the burst: min(remaining, MAX_BURST, beats to the 4 KB boundary); the boundary is
+        # nearer than a burst only in a page's last 16 beats (then 16 - the beat's position)
+        assert MAX_BURST == 16
+        near_4k = ar_addr[7:12].all()
+        to_4k = Signal(5)                # min(beats to the 4 KB boundary, MAX_BURST)
+        m.d.comb += to_4k.eq(Mux(near_4k, MAX_BURST - ar_addr[3:7], MAX_BURST))
+        # the command's last AR takes the beats left, every other one ``to_4k`` (the beats left
+        # are more), so the running address and count step by ``to_4k``, formed from the
+        # address alone
+        last_ar = (remaining[5:] == 0) & (remaining[:5] <= to_4k)
+        burst_len = Signal(5)
+        m.d.comb += burst_len.eq(Mux(last_ar, remaining[:5], to_4k))
         need_ar = walk_valid & walk_cmd.read
+        queued = Signal(cmd_layout)
+        m.d.comb += [queued.eq(walk_cmd),
+                     queued.lf.eq(walk_cmd.clamp & walk_cmd.read & (walk_cmd.left != 0)),
+                     queued.rf.eq(walk_cmd.clamp & walk_cmd.read & (walk_cmd.right != 0)),
+                     queued.bnz.eq(walk_cmd.beats != 0),
+                     queued.ble1.eq(walk_cmd.beats[1:] == 0),
+                     queued.rle4.eq(walk_cmd.right <= WORDS_PER_BEAT)]
         # the command goes to the data path with the first AR of its row (or alone)
         push_ok = cmds.w_rdy
         m.d.comb += [
@@ -341,15 +359,15 @@ class Dma(wiring.Component):
             axi.arlen.eq(burst_len - 1),
             axi.arsize.eq(3),
             axi.arburst.eq(1),
-            cmds.w_data.eq(walk_cmd.as_value()),
+            cmds.w_data.eq(queued.as_value()),
         ]
         ar_go = axi.arvalid & axi.arready
         with m.If(ar_go):
             with m.If(last_ar):
                 m.d.comb += walk_take.eq(1)
             with m.Else():
-                m.d.sync += [first_ar.eq(0), remaining.eq(remaining - burst_len),
-                             ar_addr.eq(ar_addr + (burst_len << 3))]
+                m.d.sync += [first_ar.eq(0), remaining.eq(remaining - to_4k),
+                             ar_addr.eq(ar_addr + (to_4k << 3))]
         with m.If(walk_valid & ~walk_cmd.read & push_ok):
             m.d.comb += walk_take.eq(1)
         m.d.comb += cmds.w_en.eq((ar_go & first_ar) | (walk_valid & ~walk_cmd.read & push_ok))
@@ -366,15 +384,37 @@ class Dma(wiring.Component):
             m.d.sync += [spare_valid.eq(1), spare_cmd.eq(cmd)]
 
         # ---- 4. data path: chunks of up to 4 words at tile addresses ------------------------
+        # two stages: D decides each chunk (its part, words, tile address) from the command and
+        # the R beat and pushes it into a queue of two entries; W, the row assembler, writes the
+        # head into the row buffer when its rows are in it. D moves on a registered condition
+        # (the queue's second entry empty), so the decision, the R handshake and the command's
+        # pop never wait for the assembler's row comparisons in the same cycle
         cur = Signal(cmd_layout)
         m.d.comb += cur.eq(cmds.r_data)
         phase = Signal(2)                # 0 left, 1 inside, 2 right
         edge = Signal(16)                # last word read (right fill of clamp rows)
+        row_bits = lanes.bit_length() - 1
+        entry_layout = data.StructLayout({
+            "has": unsigned(1),                         # a chunk (else a flush alone)
+            "row": unsigned(16 - row_bits),             # the row of its first word
+            "pos": unsigned(row_bits + 1),              # its first word in the row pair
+            "cross": unsigned(1),                       # its last word in the next row (W)
+            "count": unsigned(3),
+            "words": data.ArrayLayout(unsigned(16), WORDS_PER_BEAT),
+            "base": unsigned(16),
+            "slot": unsigned(2),
+            "flush": unsigned(1),                       # the tile's last row ends with it
+            "rows": unsigned(16),
+        })
+        d_ent = Signal(entry_layout)
+        d_push = Signal()
+        q_ent = [Signal(entry_layout, name=f"q_ent{n}") for n in range(2)]
+        q_full = [Signal(name=f"q_full{n}") for n in range(2)]
+        d_go = ~q_full[1]                # D moves: the queue has room (a register)
         chunk_valid = Signal()
         chunk_addr = Signal(16)
         chunk_count = Signal(3)
         chunk_words = [Signal(16, name=f"chunk_word{q}") for q in range(WORDS_PER_BEAT)]
-        chunk_ready = Signal()
         beat = [axi.rdata[16 * q:16 * q + 16] for q in range(WORDS_PER_BEAT)]
 
         have = cmds.r_rdy
@@ -388,6 +428,13 @@ class Dma(wiring.Component):
         right_rem_r = Signal(16)
         beats_rem_r = Signal(16)
         first_beat_r = Signal()
+        # and whether they are nonzero (beats: at most 1), so that no test of 16 bits lies
+        # in the decision
+        left_nz_r = Signal()
+        right_nz_r = Signal()
+        beats_nz_r = Signal()
+        beats_le1_r = Signal()
+        right_le4_r = Signal()
         left_rem = Mux(fresh, cur.left, left_rem_r)
         in_rem = Mux(fresh, cur.inside, in_rem_r)
         right_rem = Mux(fresh, cur.right, right_rem_r)
@@ -395,11 +442,14 @@ class Dma(wiring.Component):
         first_beat = fresh | first_beat_r
         # phases: 0 left fill, 1 inside, 2 right fill; a phase with nothing to do falls through
         # to the next one in the same cycle, and a row ends with its last chunk
-        left_fill = cur.clamp & cur.read & (cur.left != 0)
-        right_fill = cur.clamp & cur.read & (cur.right != 0)
-        in_left = (phase == 0) & left_fill & (left_rem != 0)
-        in_inside = ~in_left & (phase <= 1) & cur.read & (beats_rem != 0)
-        in_right = ~in_left & ~in_inside & right_fill & (right_rem != 0)
+        left_fill = cur.lf
+        right_fill = cur.rf
+        left_nz = fresh | left_nz_r      # (a fill's words are nonzero in its row's first cycle)
+        right_nz = fresh | right_nz_r
+        beats_nz = Mux(fresh, cur.bnz, beats_nz_r)
+        in_left = (phase == 0) & left_fill & left_nz
+        in_inside = ~in_left & (phase <= 1) & cur.read & beats_nz
+        in_right = ~in_left & ~in_inside & right_fill & right_nz
         # the counts' comparisons with at most a beat's words as tests of bits (no carry chain)
         wb = WORDS_PER_BEAT.bit_length() - 1
         assert WORDS_PER_BEAT == 1 << wb
@@ -412,7 +462,11 @@ class Dma(wiring.Component):
         right_n = Mux(right_rem[wb:] == 0, right_rem[:wb], WORDS_PER_BEAT)
         shifted = Signal(64)
         m.d.comb += shifted.eq(axi.rdata >> (beat_first << 4))
-        last_beat = beats_rem[1:] == 0
+        last_beat = Mux(fresh, cur.ble1, beats_le1_r)
+        right_last = Mux(fresh, cur.rle4, right_le4_r)
+
+        def over_beat(n):                # n > WORDS_PER_BEAT, by bits
+            return (n[wb + 1:] != 0) | (n[wb] & (n[:wb] != 0))
         row_done = Signal()
         m.d.comb += axi.rready.eq(0)
         # the address of the row's next word: the left fill, the words read and the right fill
@@ -425,13 +479,14 @@ class Dma(wiring.Component):
         left_took = Signal()
         in_took = Signal()
         right_took = Signal()
-        with m.If(have):
+        step = Signal()                  # D decides this cycle
+        m.d.comb += step.eq(have & d_go)
+        with m.If(step):
             with m.If(in_left):
                 with m.If(axi.rvalid):
                     m.d.comb += [chunk_valid.eq(1), chunk_addr.eq(addr_now),
-                                 chunk_count.eq(left_n)]
+                                 chunk_count.eq(left_n), left_took.eq(1)]
                     m.d.comb += [w.eq(first_word) for w in chunk_words]
-                    m.d.comb += left_took.eq(chunk_ready)
             with m.Elif(in_inside):
                 with m.If(axi.rvalid):
                     m.d.comb += [chunk_valid.eq(in_n != 0),
@@ -439,102 +494,161 @@ class Dma(wiring.Component):
                                  chunk_count.eq(in_n)]
                     m.d.comb += [chunk_words[q].eq(shifted[16 * q:16 * q + 16])
                                  for q in range(WORDS_PER_BEAT)]
-                    with m.If(chunk_ready | (in_n == 0)):
-                        m.d.comb += [axi.rready.eq(1), in_took.eq(1)]
-                        m.d.sync += phase.eq(1)
-                        # remember the last word read for a replicated right edge
-                        last_pos = Mux(in_n == 0, beat_first, beat_first + in_n - 1)
-                        with m.If(last_beat):
-                            m.d.sync += [edge.eq(Array(beat)[last_pos[:2]]), phase.eq(2)]
-                            m.d.comb += row_done.eq(~right_fill)
+                    m.d.comb += [axi.rready.eq(1), in_took.eq(1)]
+                    m.d.sync += phase.eq(1)
+                    # remember the last word read for a replicated right edge
+                    last_pos = Mux(in_n == 0, beat_first, beat_first + in_n - 1)
+                    with m.If(last_beat):
+                        m.d.sync += [edge.eq(Array(beat)[last_pos[:2]]), phase.eq(2)]
+                        m.d.comb += row_done.eq(~right_fill)
             with m.Elif(in_right):
                 m.d.comb += [chunk_valid.eq(1),
                              chunk_addr.eq(addr_now),
                              chunk_count.eq(right_n)]
                 m.d.comb += [w.eq(edge) for w in chunk_words]
-                with m.If(chunk_ready):
-                    m.d.sync += phase.eq(2)
-                    m.d.comb += [right_took.eq(1),
-                                 row_done.eq((right_rem[wb + 1:] == 0)
-                                             & ~(right_rem[wb] & (right_rem[:wb] != 0)))]
+                m.d.sync += phase.eq(2)
+                m.d.comb += [right_took.eq(1),
+                             row_done.eq(right_last)]
             with m.Else():
                 m.d.comb += row_done.eq(1)
             m.d.sync += [left_rem_r.eq(left_rem - Mux(left_took, left_n, 0)),
                          in_rem_r.eq(in_rem - Mux(in_took, in_n, 0)),
                          right_rem_r.eq(right_rem - Mux(right_took, right_n, 0)),
                          beats_rem_r.eq(beats_rem - in_took),
-                         first_beat_r.eq(first_beat & ~in_took)]
-        # a row is finished: pop it; the tile's last row also flushes the row buffer
+                         first_beat_r.eq(first_beat & ~in_took),
+                         left_nz_r.eq(Mux(left_took, over_beat(left_rem), left_nz)),
+                         right_nz_r.eq(Mux(right_took, over_beat(right_rem), right_nz)),
+                         right_le4_r.eq(Mux(right_took, right_rem <= 2 * WORDS_PER_BEAT,
+                                            right_last)),
+                         beats_nz_r.eq(Mux(in_took, beats_rem[1:] != 0, beats_nz)),
+                         beats_le1_r.eq(Mux(in_took, (beats_rem[2:] == 0) & ~beats_rem[:2].all(),
+                                            last_beat)),
+                         wa_ok.eq(~row_done),
+                         wa.eq(addr_now + Mux(chunk_valid, chunk_count, 0))]
+        # a row is finished: pop it; the tile's last row also flushes the row buffer (W does,
+        # when it takes the entry that says so)
+        m.d.comb += cmds.r_en.eq(row_done)
+        with m.If(cmds.r_en):
+            m.d.sync += phase.eq(0)
+        m.d.comb += [
+            d_push.eq(chunk_valid | (row_done & cur.last)),
+            d_ent.has.eq(chunk_valid),
+            d_ent.row.eq(chunk_addr[row_bits:]),
+            d_ent.pos.eq(chunk_addr[:row_bits + 1]),
+            d_ent.count.eq(chunk_count),
+            d_ent.base.eq(cur.base),
+            d_ent.slot.eq(cur.slot),
+            d_ent.flush.eq(row_done & cur.last),
+            d_ent.rows.eq(cur.rows),
+        ]
+        m.d.comb += [d_ent.words[q].eq(chunk_words[q]) for q in range(WORDS_PER_BEAT)]
+
+        # ---- 5. row assembler: two rows of N words -----------------------------------------
+        # the queue's head moves into the assembler's entry register (``wq``), which carries
+        # whether its row is row_out, row_out + 1 or row_out + 2 (``w_at``) as flip-flops,
+        # formed from registers as the entry moves in and kept in step as rows leave, so the
+        # chunk's handshake starts at registers
+        wq = Signal(entry_layout)
+        w_full = Signal()
+        w_at = [Signal(name=f"w_at{k}") for k in range(3)]
+        pop = Signal()                   # the entry is written (or flushes) this cycle
+        w_take = ~w_full | pop
+        f_pop = q_full[0] & w_take
+        # the queue: D pushes behind the head (or into it, when it is empty or leaves now).
+        # A free entry takes D's entry every cycle, pushed or not (its flag says which), so
+        # the entries' enables do not wait for D's decision
+        with m.If(f_pop):
+            m.d.sync += [q_full[0].eq(q_full[1] | d_push), q_full[1].eq(0)]
+        with m.Elif(d_push):
+            with m.If(q_full[0]):
+                m.d.sync += q_full[1].eq(1)
+            with m.Else():
+                m.d.sync += q_full[0].eq(1)
+        with m.If(f_pop | ~q_full[0]):
+            m.d.sync += q_ent[0].eq(Mux(q_full[1], q_ent[1], d_ent))
+        with m.If(~q_full[1]):
+            m.d.sync += q_ent[1].eq(d_ent)
         flush_pending = Signal()
         flush_rows = Signal(16)
         flush_base = Signal(16)
         flush_slot = Signal(2)
-        m.d.comb += cmds.r_en.eq(row_done & ~(cur.last & flush_pending))
-        with m.If(cmds.r_en):
-            m.d.sync += phase.eq(0)
-            with m.If(cur.last):
-                m.d.sync += [flush_pending.eq(1), flush_rows.eq(cur.rows),
-                             flush_base.eq(cur.base), flush_slot.eq(cur.slot)]
-
-        # ---- 5. row assembler: two rows of N words -----------------------------------------
-        row_bits = lanes.bit_length() - 1
         buf = [Signal(16, name=f"buf{p}") for p in range(2 * lanes)]
         row_out = Signal(16)              # next tile row to send
-        row_out1 = Signal(16, init=1)     # row_out + 1, row_out + 2
+        row_out1 = Signal(16, init=1)     # row_out + 1 .. + 3
         row_out2 = Signal(16, init=2)
-        start_row = chunk_addr >> row_bits
-        # the chunk's last word in the row after its first (a chunk spans two rows at most)
-        cross = (chunk_addr[:row_bits] + chunk_count - 1) >> row_bits
+        row_out3 = Signal(16, init=3)
         # chunks come in address order and rows leave only up to the chunk's, so a chunk's row
         # is never below row_out: it is row_out, row_out + 1, row_out + 2 or further
-        at = [start_row == row_out, start_row == row_out1, start_row == row_out2]
+        at = w_at
+        cross = wq.cross
         out = self.rows.payload
-        emit_for_chunk = chunk_valid & ~at[0]
+        has = w_full & wq.has
+        emit_for_chunk = has & ~at[0]
         emit_for_flush = flush_pending & (row_out < flush_rows)
-        # a tile's rows carry the tile info of the rows being flushed or of the current command
+        # a tile's rows carry the tile info of the rows being flushed or of the entry's chunk
         emitting = emit_for_chunk | emit_for_flush
         half = row_out[0]
         m.d.comb += [
             self.rows.valid.eq(emitting),
             out.row.eq(row_out),
-            out.base.eq(Mux(flush_pending, flush_base, cur.base)),
-            out.slot.eq(Mux(flush_pending, flush_slot, cur.slot)),
+            out.base.eq(Mux(flush_pending, flush_base, wq.base)),
+            out.slot.eq(Mux(flush_pending, flush_slot, wq.slot)),
             out.last.eq(flush_pending & (row_out1 == flush_rows)),
         ]
         for p in range(lanes):
             m.d.comb += out.data[p].eq(Mux(half, buf[lanes + p], buf[p]))
         sent = self.rows.valid & self.rows.ready
         with m.If(sent):
-            m.d.sync += [row_out.eq(row_out1), row_out1.eq(row_out2), row_out2.eq(row_out2 + 1)]
+            m.d.sync += [row_out.eq(row_out1), row_out1.eq(row_out2), row_out2.eq(row_out3),
+                         row_out3.eq(row_out3 + 1)]
             for p in range(lanes):
                 with m.If(half):
                     m.d.sync += buf[lanes + p].eq(0)
                 with m.Else():
                     m.d.sync += buf[p].eq(0)
             with m.If(out.last):
-                m.d.sync += [flush_pending.eq(0), row_out.eq(0), row_out1.eq(1), row_out2.eq(2)]
+                m.d.sync += [flush_pending.eq(0), row_out.eq(0), row_out1.eq(1), row_out2.eq(2),
+                             row_out3.eq(3)]
+        # the entry's row against the next cycle's row_out + k: the entry moving in (the
+        # queue's head) or the one held, as rows leave (a tile's last row: row_out is 0 then)
+        ahead = [row_out, row_out1, row_out2, row_out3]
+
+        def at_next(row, now):
+            return [Mux(sent, Mux(out.last, row == k, now[k + 1]), now[k]) for k in range(3)]
+        held_at = at_next(wq.row, [*w_at, wq.row == row_out3])
+        new_at = at_next(q_ent[0].row, [q_ent[0].row == r for r in ahead])
+        with m.If(w_take):
+            # the chunk's last word in the row after its first (a chunk spans two rows at most)
+            m.d.sync += [w_full.eq(q_full[0]), wq.eq(q_ent[0]),
+                         wq.cross.eq((q_ent[0].pos[:row_bits] + q_ent[0].count - 1) >> row_bits)]
+            m.d.sync += [a.eq(n) for a, n in zip(w_at, new_at, strict=True)]
+        with m.Else():
+            m.d.sync += [a.eq(h) for a, h in zip(w_at, held_at, strict=True)]
         # a chunk is placed in the cycle a row leaves: the buffer then holds rows row_out + 1
         # and row_out + 2 (the half being sent is cleared and refilled at once), so R stays
         # accepted while rows are handed on (no cycle lost per SRAM row)
         # the chunk's last row at most row_out + 1, + 2 while a row leaves
         e = emit_for_chunk & self.rows.ready
-        m.d.comb += chunk_ready.eq(~flush_pending & (at[0] | at[1] & (~cross | e)
+        chunk_ready = Signal()
+        m.d.comb += chunk_ready.eq(~flush_pending & (~wq.has | at[0] | at[1] & (~cross | e)
                                                      | at[2] & ~cross & e))
-        write = chunk_valid & chunk_ready
-        with m.If(have):
-            m.d.sync += [wa_ok.eq(~cmds.r_en), wa.eq(addr_now + Mux(write, chunk_count, 0))]
-        pos0 = chunk_addr[:row_bits + 1]
+        m.d.comb += pop.eq(w_full & chunk_ready)
+        with m.If(pop & wq.flush):
+            m.d.sync += [flush_pending.eq(1), flush_rows.eq(wq.rows),
+                         flush_base.eq(wq.base), flush_slot.eq(wq.slot)]
+        write = pop & wq.has
         for p in range(2 * lanes):
             rel = Signal(row_bits + 1, name=f"rel{p}")
-            m.d.comb += rel.eq(p - pos0)
-            with m.If(write & (rel < chunk_count)):
-                m.d.sync += buf[p].eq(Array(chunk_words)[rel[:2]])
+            m.d.comb += rel.eq(p - wq.pos)
+            with m.If(write & (rel < wq.count)):
+                m.d.sync += buf[p].eq(wq.words[rel[:2]])
 
         # ---- status --------------------------------------------------------------------------
+        # bursts requested and not yet answered in full (their last beat): counted by ones, so
+        # no path runs from the burst's length into the count
         outstanding = Signal(16)
-        ar_beats = Mux(ar_go, burst_len, 0)
         r_beat = axi.rvalid & axi.rready
-        m.d.sync += outstanding.eq(outstanding + ar_beats - r_beat)
+        m.d.sync += outstanding.eq(outstanding + ar_go - (r_beat & axi.rlast))
         with m.If(r_beat & (axi.rresp != 0)):
             m.d.sync += self.error.eq(1)
         # the oldest load whose reads are still to be requested: the command waiting for its
@@ -554,7 +668,7 @@ class Dma(wiring.Component):
         ]
         m.d.comb += [
             axi.arid.eq(0),
-            self.idle.eq(~busy & ~setup & ~rows_in & ~walk_valid & ~cmds.r_rdy
-                         & ~flush_pending & (outstanding == 0)),
+            self.idle.eq(~busy & ~setup & ~rows_in & ~walk_valid & ~cmds.r_rdy & ~q_full[0]
+                         & ~w_full & ~flush_pending & (outstanding == 0)),
         ]
         return m

@@ -186,32 +186,45 @@ class StepLooper(wiring.Component):
         pre_p = [Signal(16, name=f"pre_p{j}") for j in range(P)]
         pre_rest = [Signal(signed(18), name=f"pre_rest{j}") for j in range(P)]
         pre_outside = [Signal(name=f"pre_outside{j}") for j in range(P)]
-        pre_prod = [Signal(32, name=f"pre_prod{j}") for j in range(P)]
+        # origin * out_pitch in two halves (origin * the pitch's low 16 bits, and the low 16
+        # bits of origin * its high 16 bits: a DSP each, into registers), summed apart; the
+        # halves are joined where the tile starts (``pre_base``)
+        pre_lo = [Signal(32, name=f"pre_lo{j}") for j in range(P)]
+        pre_hi = [Signal(16, name=f"pre_hi{j}") for j in range(P)]
         pre_p_last = [Signal(16, name=f"pre_p_last{j}") for j in range(P)]
-        pre_base = Signal(32)
+        pre_sum_lo = Signal(32)
+        pre_sum_hi = Signal(16)
         for j in range(P):
             # groups - 1 = min(ceil(rest / lanes_j), full) - 1 = min((rest - 1) >> lanelog,
             # full - 1) for rest = p_size - origin > 0; one group when the tile lies outside
             m.d.sync += [pre_p1[j].eq(tile.p_origin[j]), pre_p[j].eq(pre_p1[j]),
                          pre_rest[j].eq(p_last[j] - tile.p_origin[j]),
                          pre_outside[j].eq(tile.p_origin[j] > p_last[j]),
-                         pre_prod[j].eq(tile.p_origin[j] * cfg.out_pitch[j])]
+                         pre_lo[j].eq(tile.p_origin[j] * cfg.out_pitch[j][:16]),
+                         pre_hi[j].eq(tile.p_origin[j] * cfg.out_pitch[j][16:])]
             need_m1 = Signal(16, name=f"pre_need_m1_{j}")
             m.d.comb += need_m1.eq(pre_rest[j].as_unsigned() >> lanelog[j])
             m.d.sync += pre_p_last[j].eq(Mux(pre_outside[j], 0,
                                              Mux(need_m1 < full_m1[j], need_m1, full_m1[j])))
-        m.d.sync += pre_base.eq(sum(pre_prod))
+        m.d.sync += [pre_sum_lo.eq(sum(pre_lo)), pre_sum_hi.eq(sum(pre_hi))]
+        pre_base = Signal(32)
+        m.d.comb += pre_base.eq(pre_sum_lo + (pre_sum_hi << 16))
         # the waiting tile's origin is that of the values formed (``pre_p``) when it held last
         # cycle and the origin one stage in equalled it then: compared into a register
         p_same = Signal()
         m.d.sync += p_same.eq(Cat(pre_p1[j] == tile.p_origin[j] for j in range(P)).all())
         p_ready = p_same
 
-        # per level: the last count less one and whether it is 0 (registered at tile start),
-        # and whether the level is at its last count (``wrap``, a register: no comparison lies
-        # between the counts and the enables of every sum)
-        last_m1 = [Signal(16, name=f"last_m1_{lv}") for lv in range(levels)]
+        # per level: whether the last count is 0 and the last count less two (registered at
+        # tile start), and whether the level is at its last count (``wrap``, a register: no
+        # comparison lies between the counts and the enables of every sum)
         last_zero = [Signal(name=f"last_zero{lv}") for lv in range(levels)]
+        # and whether it is at its last less one (``near``: the level wraps when it
+        # steps), a flip-flop set from ``count == last - 2`` as the level steps and from ``last
+        # == 1`` (``last - 2`` all ones) as it restarts (a separate flag for it made ABC9's
+        # reintegration assert), so no comparison of counts lies before the flags
+        last_m2 = [Signal(16, name=f"last_m2_{lv}") for lv in range(levels)]
+        near = [Signal(name=f"near{lv}") for lv in range(levels)]
         wrap = [Signal(name=f"wrap{lv}") for lv in range(levels)]
         a_origin = Array(Signal(16, name=f"a_origin{j}") for j in range(A))
         p_origin = Array(Signal(16, name=f"p_origin{j}") for j in range(P))
@@ -224,16 +237,22 @@ class StepLooper(wiring.Component):
         first = Signal()
         warp = Signal(8)
 
-        # accept a tile (ready while idle with no tile waiting, as the TAU's idle reads it)
+        # accept a tile (ready while idle with no tile waiting, as the TAU's idle reads it).
+        # While idle, the loop's registers load the waiting tile's start every cycle (the
+        # last such load is the accept's), so their enable is ``busy``, a flip-flop, not the
+        # accept: no logic lies between the accept's inputs and the ~1,400 registers it starts
         m.d.comb += self.tiles.ready.eq(~busy & (~self.tiles.valid | held & p_ready))
         with m.If(self.tiles.valid & self.tiles.ready):
-            m.d.sync += [busy.eq(1), first.eq(1), warp.eq(0)]
+            m.d.sync += busy.eq(1)
+        with m.If(~busy):
+            m.d.sync += [first.eq(1), warp.eq(0)]
             for j in range(A):
                 m.d.sync += [a_origin[j].eq(tile.a_origin[j]), g[j].eq(tile.a_origin[j])]
             for j in range(P):
                 m.d.sync += p_origin[j].eq(tile.p_origin[j])
             for lv, pre in enumerate(pre_p_last + pre_a_last):
-                m.d.sync += [last_m1[lv].eq(pre - 1), last_zero[lv].eq(pre == 0)]
+                m.d.sync += [last_zero[lv].eq(pre == 0), last_m2[lv].eq(pre - 2),
+                             near[lv].eq(pre == 1)]
             for lv in range(levels):
                 m.d.sync += [count[lv].eq(0), osums[lv].eq(pre_base)]
                 for k in range(len(slots)):
@@ -277,8 +296,7 @@ class StepLooper(wiring.Component):
             return (here, [Cat(here[:lv]).any() if lv else Const(0) for lv in range(levels)],
                     [Cat(here[:lv + 1]).any() for lv in range(levels)])
 
-        # the flags for both answers of the accept (a late signal: the waiting tile's origin
-        # compared), the accept the last multiplexer
+        # the flags for both answers of the accept, the last multiplexer
         wrap_next = [Signal(name=f"wrap{lv}_next") for lv in range(levels)]
         wrap_new = [Signal(name=f"wrap{lv}_new") for lv in range(levels)]    # a tile taken
         for lv in range(levels):
@@ -286,10 +304,10 @@ class StepLooper(wiring.Component):
                          wrap_new[lv].eq((pre_p_last + pre_a_last)[lv] == 0)]
             with m.If(transfer):
                 with m.If(steps_here[lv]):
-                    m.d.comb += wrap_next[lv].eq(count[lv] == last_m1[lv])
+                    m.d.comb += wrap_next[lv].eq(near[lv])
                 with m.Elif(outer[lv]):
                     m.d.comb += wrap_next[lv].eq(last_zero[lv])
-        accept = self.tiles.valid & self.tiles.ready
+        accept = ~busy                   # as above: the waiting tile's flags while idle
         kept = flags(wrap_next)
         new = flags(wrap_new)
         m.d.sync += [w.eq(Mux(accept, n, k)) for w, k, n in zip(wrap, wrap_next, wrap_new,
@@ -314,11 +332,11 @@ class StepLooper(wiring.Component):
                 m.d.sync += warp.eq(warp + 1)
             for lv in range(levels):
                 with m.If(steps_here[lv]):
-                    m.d.sync += count[lv].eq(count[lv] + 1)
+                    m.d.sync += [count[lv].eq(count[lv] + 1), near[lv].eq(count[lv] == last_m2[lv])]
                     if lv >= P:
                         m.d.sync += g[lv - P].eq(g[lv - P] + 1)
                 with m.Elif(outer[lv]):
-                    m.d.sync += count[lv].eq(0)
+                    m.d.sync += [count[lv].eq(0), near[lv].eq(last_m2[lv] == 0xFFFF)]
                     if lv >= P:
                         m.d.sync += g[lv - P].eq(a_origin[lv - P])
             # one selection over every level serves each level at or inside the one that steps

@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["DEVICES", "MAPPERS", "TAU_PARTS", "FpgaError", "timing_wrapper", "synth_ecp5",
-           "place_and_route", "summarize", "run_component", "run_config", "run_blocks",
-           "breakdown", "breakdown_config"]
+__all__ = ["DEVICES", "MAPPERS", "TAU_PARTS", "TOP_PARTS", "FpgaError", "timing_wrapper",
+           "synth_ecp5", "place_and_route", "summarize", "run_component", "run_config",
+           "run_blocks", "breakdown", "breakdown_config"]
 
 #: nextpnr-ecp5 device options and capacities (TRELLIS_COMB = LUT4 sites, DP16KD, MULT18X18D).
 DEVICES = {
@@ -545,27 +545,40 @@ TAU_PARTS = [
     ("tau_step_looper", "meritz.tau.step_looper:StepLooper", {"lanes": 32}),
     # accumulation tiles of a parallel tile: allocations, DMA requests, jobs
     ("tau_tile_looper", "meritz.tau.tile_looper:TileLooper", {"lanes": 32}),
+    # CP vectors to AXI4 write bursts
+    ("tau_wp", "meritz.tau.wp:WritePipeline", {"lanes": 32}),
+]
+
+#: parts of the processor outside its TAUs that :func:`run_blocks` places alone after
+#: :data:`TAU_PARTS`, in the same form, at one TAU (as in Top(1x8); ``lanes`` set by the run):
+#: like the TAU's parts, only the processor instantiates them
+TOP_PARTS = [
+    # the AXI4-Lite register file and run control (its SRAM rows those of the TAU at ``lanes``)
+    ("regs", "meritz.regs:Regs", {"lanes": 32, "taus": 1}),
+    # the parallel tile grid dealt to the TAUs
+    ("dispatcher", "meritz.dispatcher:Dispatcher", {"taus": 1}),
 ]
 
 
 def _block_rows():
     from meritz.blocks import BLOCKS
 
-    return [r for r in BLOCKS if "taus" not in r[2] and r[0] not in NOT_BLOCKS] + TAU_PARTS
+    return ([r for r in BLOCKS if "taus" not in r[2] and r[0] not in NOT_BLOCKS] + TAU_PARTS
+            + TOP_PARTS)
 
 
 def block_names():
     """The blocks :func:`run_blocks` can place and route alone, in table order (the rows of
-    ``meritz.blocks.BLOCKS``, then :data:`TAU_PARTS`)."""
+    ``meritz.blocks.BLOCKS``, then :data:`TAU_PARTS` and :data:`TOP_PARTS`)."""
     return [r[0] for r in _block_rows()]
 
 
 def run_blocks(lanes, work_root="build/fpga", names=None, mappers=None, **options):
     """:func:`run_component` of every row of ``meritz.blocks.BLOCKS`` but the top, the TAU (the
-    processor holds them) and the bank model, then of the TAU's parts (:data:`TAU_PARTS`), at
-    ``lanes`` lanes: where each block's own register-to-register paths end. ``names`` keeps only
-    those blocks (in table order); ``mappers`` maps a block to its own LUT mapper (the others:
-    ``mapper``)."""
+    processor holds them) and the bank model, then of the TAU's parts (:data:`TAU_PARTS`) and
+    the processor's (:data:`TOP_PARTS`, at one TAU), at ``lanes`` lanes: where each block's own
+    register-to-register paths end. ``names`` keeps only those blocks (in table order);
+    ``mappers`` maps a block to its own LUT mapper (the others: ``mapper``)."""
     from meritz.blocks import build
 
     known = block_names()
