@@ -44,7 +44,7 @@ __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
-    "commit": 6,        # last beat of a job's tiles -> first read of the job by the CP
+    "commit": 8,        # last beat of a job's tiles -> first read of the job by the CP
     "restart": 14,      # a load that starts while the DMA is idle: AR path before latency
     "drain": 6,         # last CP instruction -> last write response (besides the write beats)
     "waste": 0.75,      # share of the DMA's RREADY-low slots lost when writes compete
