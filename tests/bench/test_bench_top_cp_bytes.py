@@ -76,8 +76,9 @@ def test_the_part_simulated_is_chosen_for_the_default_cp(monkeypatch):
     import merit.sim
     asked = []
     monkeypatch.setattr(merit.sim, "simulate", _fake_simulate([]))
-    monkeypatch.setattr(merit.perf, "predict_problem", lambda problem, **kw: asked.append(kw)
-                        or type("P", (), {"cycles": 10})())
+    monkeypatch.setattr(M, "compile_row", lambda problem, **kw: asked.append(kw) or "kernel")
+    monkeypatch.setattr(merit.perf, "predict",
+                        lambda kernel, **kw: type("P", (), {"cycles": 10})())
     entry = M.run_slice("gemm", lanes=32, taus=4, bandwidth=8, latency=20, seed=1, done={},
                         whole_under=100, cp_bytes=8192)
     assert entry["simulated"] == "full" and asked
