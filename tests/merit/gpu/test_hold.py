@@ -10,24 +10,16 @@ import shutil
 
 import pytest
 from sm90 import assert_builds_without_spills
+from wgmma_tiles import half_spec, persistent_tile
 
 from merit import workloads as W
 from merit.gpu import TUNED, ldsm, tiling
 from merit.gpu.ldsm import EPI_COLS, HOLD_REGS, held, hold_fits, k_tiles, source
-from merit.gpu.spec import OPERAND_DTYPES, spec_of
-from merit.gpu.tiling import H100, WG_TUNED, check_tile, rank
-
-
-def _half_spec(problem, prec="fp16"):
-    return spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
+from merit.gpu.tiling import H100, WG_TUNED, rank
 
 
 def _tile(spec, **kw):
-    f = dict(regs=(128, 256), warps=(8, 1), frags=(1, 32), mma=spec.precision, ldsm=True,
-             wgmma=True, chunk=64, stages=4, producer=True, tma=True, persist=132, half=True,
-             mn=True, epi=2, hold=4)
-    f.update(kw)
-    return check_tile(spec, f)
+    return persistent_tile(spec, **{"hold": 4, **kw})
 
 
 _STORE = re.compile(r"\*reinterpret_cast<float2\*>\(g_out0 \+ \(long long\)\((.*?)\) \* (\d+) "
@@ -55,7 +47,7 @@ def test_held_stores_cover_the_chunks_left_out():
     held pair once, at k tiles below the tile's count, in order, and the flush after the loop
     stores the same pairs; together they write each cell of the warpgroup's last ``hold``
     chunks (64 rows x 32 hold columns) exactly once and nothing else."""
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
+    spec = half_spec(W.gemm(4096, 4096, 4096))
     for regs, fn, chunks in (((128, 256), 32, 8), ((128, 128), 16, 4)):
         for hold in range(1, chunks):
             t = _tile(spec, regs=regs, frags=(1, fn), hold=hold)
@@ -87,7 +79,7 @@ def test_registers_and_order():
     stores and before the next tile's sums are zeroed; the ragged problem's stores are guarded,
     the even one's not; fewer k tiles than pairs put several pairs in one k tile."""
     assert 2 * HOLD_REGS[0] + HOLD_REGS[1] <= 512 and all(r % 8 == 0 for r in HOLD_REGS)
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
+    spec = half_spec(W.gemm(4096, 4096, 4096))
     src = source(spec, _tile(spec))[1]
     prod = src[src.index("if (warp >= 8) {"):src.index("return;")]
     cons = src[src.index("return;"):]
@@ -97,7 +89,7 @@ def test_registers_and_order():
     last = cons.rindex("merit_tma_store2(eb")
     assert last < cons.index("hv0 = st.out0;") < cons.index("he0 = e0; he1 = e1; hon = true;")
     assert "if (he0" not in src
-    rag = _half_spec(W.gemm(1000, 520, 200))
+    rag = half_spec(W.gemm(1000, 520, 200))
     t = _tile(rag, regs=(128, 128), frags=(1, 16), hold=2, persist=7)
     rs = source(rag, t)[1]
     assert "if (he0 + (wm & 3) * 16 + gq + 0 < 1000 && he1 + 96 + 2 * tq < 520)" in rs
@@ -109,12 +101,12 @@ def test_refusals():
     """No hold without a staged epilogue, with four consumer warpgroups, with an operand not
     copied by the bulk copy engine (GEMM's B of 260 columns: rows 520 bytes apart; A of 300
     k: 600 bytes), in clusters, or holding every chunk."""
-    spec = _half_spec(W.gemm(1000, 520, 320))
+    spec = half_spec(W.gemm(1000, 520, 320))
     assert hold_fits(spec, _tile(spec, hold=2)) == ""
     for kw in (dict(epi=0), dict(hold=8), dict(warps=(8, 2), frags=(1, 16))):
         with pytest.raises(ValueError, match="tile.hold"):
             _tile(spec, **kw)
-    for odd in (_half_spec(W.gemm(300, 260, 520)), _half_spec(W.gemm(1000, 520, 300))):
+    for odd in (half_spec(W.gemm(300, 260, 520)), half_spec(W.gemm(1000, 520, 300))):
         with pytest.raises(ValueError, match="tile.hold"):
             _tile(odd, persist=5)
     c = dataclasses.replace(_tile(spec, hold=0), cluster=2, hold=2)
@@ -125,7 +117,7 @@ def test_candidates(monkeypatch):
     """Off by default (:data:`merit.gpu.tiling.HOLD_TUNED` empty: measured no faster); with it,
     each staged form of the GEMM's two-warpgroup persistent tiles with bulk copies of both
     operands gets its holding forms."""
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
+    spec = half_spec(W.gemm(4096, 4096, 4096))
     assert tiling.HOLD_TUNED == () and not any(
         t.hold for t in rank(spec, count=TUNED + WG_TUNED, device=H100))
     monkeypatch.setattr(tiling, "HOLD_TUNED", (2, 4))
@@ -142,6 +134,6 @@ def test_candidates(monkeypatch):
 def test_builds_without_spills(tmp_path):
     """The 4096^3 tile holding 4 of 8 chunks (128 sums and 64 held a consumer thread) builds
     for sm_90a with no spill stores."""
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
+    spec = half_spec(W.gemm(4096, 4096, 4096))
     t = _tile(spec, hold=4)
     assert_builds_without_spills(source(spec, t)[1], tmp_path, t.label())

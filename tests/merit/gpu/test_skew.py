@@ -10,24 +10,16 @@ import random
 import re
 
 import pytest
+from wgmma_tiles import half_spec, persistent_tile
 
 from merit import workloads as W
 from merit.gpu import TUNED, ldsm, tiling
 from merit.gpu.ldsm import SKEW_BARRIER, k_tiles, skew_fits, source
-from merit.gpu.spec import OPERAND_DTYPES, spec_of
-from merit.gpu.tiling import H100, WG_TUNED, check_tile, rank
-
-
-def _half_spec(problem, prec="fp16"):
-    return spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
+from merit.gpu.tiling import H100, WG_TUNED, rank
 
 
 def _tile(spec, **kw):
-    f = dict(regs=(128, 256), warps=(8, 1), frags=(1, 32), mma=spec.precision, ldsm=True,
-             wgmma=True, chunk=64, stages=4, producer=True, tma=True, persist=132, half=True,
-             mn=True, epi=2, skew=2)
-    f.update(kw)
-    return check_tile(spec, f)
+    return persistent_tile(spec, **{"skew": 2, **kw})
 
 
 def test_barrier_in_the_consumer_loop():
@@ -35,7 +27,7 @@ def test_barrier_in_the_consumer_loop():
     tile's k loop; the first arrives in the k loop, after committing k tile ``skew - 1``'s
     products and before waiting for them; nothing else of the source changes, and the
     producer's branch has neither."""
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
+    spec = half_spec(W.gemm(4096, 4096, 4096))
     for skew in (1, 2, 3):
         t = _tile(spec, skew=skew)
         assert t.label().endswith(f"_g132_e2_sk{skew}")
@@ -153,7 +145,7 @@ def test_k_tiles_and_refusals():
     """``k_tiles`` counts a tile's ring buffers; the skew is refused without a persistent
     producer tile, with four consumer warpgroups, ping-pong or clusters, a skew of the buffers'
     count or more, or too few k tiles per output tile."""
-    spec = _half_spec(W.gemm(1000, 520, 300))
+    spec = half_spec(W.gemm(1000, 520, 300))
     t = _tile(spec, skew=1)
     assert k_tiles(spec, t) == 5 and k_tiles(spec, dataclasses.replace(t, chunk=32)) == 10
     assert skew_fits(spec, t) == ""
@@ -162,7 +154,7 @@ def test_k_tiles_and_refusals():
         with pytest.raises(ValueError, match="tile.skew"):
             _tile(spec, **kw)
     # 2 k tiles of BK 64 (K 128) and 4 buffers: skew 1 needs 4 k tiles, skew 2 3, skew 3 3
-    short = _half_spec(W.gemm(1000, 520, 128))
+    short = half_spec(W.gemm(1000, 520, 128))
     for skew in (1, 2, 3):
         with pytest.raises(ValueError, match="tile.skew"):
             _tile(short, skew=skew)
@@ -175,7 +167,7 @@ def test_candidates(monkeypatch):
     """Off by default (:data:`merit.gpu.tiling.SKEW_TUNED` empty: measured no faster); with it,
     each persistent two-warpgroup tile of the GEMM and each of its staged forms gets its skewed
     forms beside it, and no tile of four consumer warpgroups does."""
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
+    spec = half_spec(W.gemm(4096, 4096, 4096))
     assert tiling.SKEW_TUNED == () and not any(
         t.skew for t in rank(spec, count=TUNED + WG_TUNED, device=H100))
     monkeypatch.setattr(tiling, "SKEW_TUNED", (1, 2))

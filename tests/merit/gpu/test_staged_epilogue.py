@@ -9,34 +9,13 @@ import shutil
 
 import pytest
 from sm90 import assert_builds_without_spills
+from wgmma_tiles import half_spec, persistent_tile
 
 from merit import workloads as W
 from merit.gpu import TUNED, ldsm, tiling
 from merit.gpu.ldsm import EPI_BYTES, EPI_COLS, epi_offset, epi_plan, smem_bytes, source
-from merit.gpu.spec import OPERAND_DTYPES, spec_of
+from merit.gpu.spec import spec_of
 from merit.gpu.tiling import H100, WG_TUNED, check_tile, rank
-
-_SHAPES = {
-    "b128x256": {"regs": (128, 256), "warps": (8, 1), "frags": (1, 32)},
-    "b128x128": {"regs": (128, 128), "warps": (8, 1), "frags": (1, 16)},
-    "b64x64": {"regs": (64, 64), "warps": (4, 1), "frags": (1, 8)},
-    "b128x128w2": {"regs": (128, 128), "warps": (8, 2), "frags": (1, 8)},
-}
-
-
-def _half_spec(problem, prec="fp16"):
-    return spec_of(problem, "float32", prec, operands=OPERAND_DTYPES[prec])
-
-
-def _tile(spec, shape, **kw):
-    f = dict(_SHAPES[shape], mma=spec.precision, ldsm=True, wgmma=True, chunk=64, stages=4,
-             producer=True, tma=True, persist=132, epi=2)
-    if spec.precision != "tf32":
-        f.update(half=True, mn=True)
-    else:
-        f.update(chunk=32)
-    f.update(kw)
-    return check_tile(spec, f)
 
 
 def test_epi_offset_is_the_128_byte_swizzle():
@@ -48,8 +27,8 @@ def test_epi_offset_is_the_128_byte_swizzle():
 
 
 def test_plan_of_the_gemm_tile():
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
-    t = _tile(spec, "b128x256")
+    spec = half_spec(W.gemm(4096, 4096, 4096))
+    t = persistent_tile(spec, "b128x256")
     p = epi_plan(spec, t)
     assert p["dims"] == (4096, 4096) and p["strides"] == (16384,) and p["box"] == (32, 64)
     assert p["nwg"] == 2 and p["chunks"] == 8 and p["bytes"] == 2 * 2 * 8192
@@ -90,8 +69,8 @@ def test_staging_writes_match_fragments_and_swizzle(shape, epi):
     once and the warpgroup's writes fill its 64 x 32 box; in each half-warp (the phases of 8-byte
     shared stores) no two lanes touch one bank; the box stored from buffer b goes to columns
     ``e1 + 32 c``."""
-    spec = _half_spec(W.gemm(1000, 520, 300))
-    t = _tile(spec, shape, epi=epi, stages=3 if epi == 4 else 4)
+    spec = half_spec(W.gemm(1000, 520, 300))
+    t = persistent_tile(spec, shape, epi=epi, stages=3 if epi == 4 else 4)
     p = epi_plan(spec, t)
     code = source(spec, t)[1]
     body = code[code.index("const int eg = warp >> 2;"):]
@@ -155,8 +134,8 @@ def test_order_of_waits_barriers_and_stores():
     """Per chunk: the issuing thread's wait (at most epi - 1 bulk groups reading), the
     warpgroup's barrier, the writes, a proxy fence, the barrier again, then one bulk store and
     its commit by the issuing thread; after the tile loop, the wait for every bulk store."""
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
-    code = source(spec, _tile(spec, "b128x256", epi=2))[1]
+    spec = half_spec(W.gemm(4096, 4096, 4096))
+    code = source(spec, persistent_tile(spec, "b128x256", epi=2))[1]
     body = code[code.index("const int eg = warp >> 2;"):]
     pat = re.compile(r"if \(\(tid & 127\) == 0\) merit_bulk_wait_read<1>\(\);\s*"
                      r"merit_epi_sync\(8 \+ eg\);(?:(?!merit_epi_sync).)*?merit_sts2.*?"
@@ -169,7 +148,7 @@ def test_order_of_waits_barriers_and_stores():
     assert "const __grid_constant__ MeritTmap tmo)" in code
     # the direct stores are gone from the staged form, and the plain form has no bulk stores
     assert "reinterpret_cast<float4*>(g_out0" not in code
-    plain = source(spec, _tile(spec, "b128x256", epi=0))[1]
+    plain = source(spec, persistent_tile(spec, "b128x256", epi=0))[1]
     assert "merit_tma_store2" not in plain and "reinterpret_cast<float4*>(g_out0" in plain
 
 
@@ -178,24 +157,24 @@ def test_refusals():
     roles exchanged), a convolution (its output's columns are not innermost), rows of a
     number of columns that is no multiple of 4, a GEMM whose tile rows are its columns (the
     roles exchanged), or chunks that ``epi`` does not divide."""
-    spec = _half_spec(W.gemm(1000, 520, 300))
+    spec = half_spec(W.gemm(1000, 520, 300))
     with pytest.raises(ValueError, match="tile.epi"):
-        _tile(spec, "b128x256", persist=0)
+        persistent_tile(spec, "b128x256", persist=0)
     with pytest.raises(ValueError, match="tile.epi"):
-        _tile(spec, "b64x64", epi=4)   # 2 chunks
-    odd = _half_spec(W.gemm(1000, 522, 300))
+        persistent_tile(spec, "b64x64", epi=4)   # 2 chunks
+    odd = half_spec(W.gemm(1000, 522, 300))
     with pytest.raises(ValueError, match="tile.epi"):
-        _tile(odd, "b128x256")
-    wide = _half_spec(W.gemm(200, 1000, 300))   # rows of the tile: the GEMM's columns
-    assert tuple(ldsm.tile_roles(wide, _tile(wide, "b128x256", regs=(256, 128),
+        persistent_tile(odd, "b128x256")
+    wide = half_spec(W.gemm(200, 1000, 300))   # rows of the tile: the GEMM's columns
+    assert tuple(ldsm.tile_roles(wide, persistent_tile(wide, "b128x256", regs=(256, 128),
                                              epi=0)).rows) == (1,)
     with pytest.raises(ValueError, match="tile.epi"):
-        _tile(wide, "b128x256", regs=(256, 128))
+        persistent_tile(wide, "b128x256", regs=(256, 128))
     tf = spec_of(W.gemm(1000, 520, 300), "float32", "tf32")
-    t = _tile(tf, "b128x256", epi=0)
+    t = persistent_tile(tf, "b128x256", epi=0)
     a = ldsm.areg_variant(tf, t)
     assert a is not None and epi_plan(tf, dataclasses.replace(a, epi=2)) is None
-    conv = _half_spec(W.conv2d(2, 32, 8, 16, 64, 1))
+    conv = half_spec(W.conv2d(2, 32, 8, 16, 64, 1))
     ct = check_tile(conv, dict(regs=(1, 64, 4, 16), warps=(4, 1), frags=(1, 8), mma="fp16",
                                ldsm=True, wgmma=True, chunk=64, stages=3, producer=True,
                                half=True, persist=4))
@@ -205,7 +184,7 @@ def test_refusals():
 def test_candidates(monkeypatch):
     """The staged forms (2 and 4 buffers where they fit) sit beside the persistent GEMM tiles,
     with the grid their shared memory leaves; none for a convolution or the areg tiles."""
-    spec = _half_spec(W.gemm(4096, 4096, 4096))
+    spec = half_spec(W.gemm(4096, 4096, 4096))
     tiles = rank(spec, count=TUNED + WG_TUNED, device=H100)
     labels = [t.label() for t in tiles]
     assert "fp16_b128x256_w8x1_f1x32_k64_wg_h4_mn_ws_tma_g132_e2" in labels
@@ -230,7 +209,7 @@ def test_candidates(monkeypatch):
     assert all(t.chunk == 32 and t.persist == 132 for t in whole)
     assert all(smem_bytes(spec, t) <= H100.smem_block - 1024 for t in whole)
     assert max(smem_bytes(spec, t) for t in whole) == 231424
-    vgg = _half_spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1))
+    vgg = half_spec(W.conv2d(16, 128, 56, 56, 256, 3, padding=1))
     assert not any(t.epi for t in rank(vgg, count=TUNED + WG_TUNED, device=H100))
     tf = spec_of(W.gemm(4096, 4096, 4096), "float32", "tf32")
     assert not any(t.epi and t.areg for t in rank(tf, count=TUNED + WG_TUNED, device=H100))
@@ -250,8 +229,8 @@ def test_device_test_tiles_compile_without_spills(tmp_path):
     for problem, shape, grid in _DEVICE_CASES:
         for prec, kw in (("fp16", dict(chunk=32, stages=3, epi=2)),
                          ("tf32", dict(chunk=32, stages=3, epi=2))):
-            spec = (_half_spec(problem, prec) if prec != "tf32"
+            spec = (half_spec(problem, prec) if prec != "tf32"
                     else spec_of(problem, "float32", "tf32"))
-            t = _tile(spec, shape, persist=grid, mn=problem.name == "gemm" and prec != "tf32",
-                      **kw)
+            t = persistent_tile(spec, shape, persist=grid,
+                                mn=problem.name == "gemm" and prec != "tf32", **kw)
             assert_builds_without_spills(source(spec, t)[1], tmp_path, t.label())
