@@ -40,7 +40,7 @@ The PostLoop epilogue is :mod:`merit.gpu.mma`'s.
 import dataclasses
 import math
 
-from .mma import KSTEP, Roles, _pow2ceil, box, roles
+from .mma import KSTEP, Roles, _pow2ceil, box, post_statement, roles
 from .tile import Tile
 
 __all__ = ["ESIZE", "eligible", "candidates", "estimate", "source", "smem_bytes", "operand_plan",
@@ -2343,10 +2343,7 @@ def _emit_epilogue_staged(w, spec, tile, r, blk, ep):
                 p0 = f"e0 + er + {8 * h}"
                 for e in (0, 1):
                     p1 = f"e1 + {EPI_COLS * c + e} + 8 * fl + 2 * tq"
-                    pargs = [p0, p1] + post_args_a
-                    args = [f"merit_ld{q}(g_in{q}, {', '.join(pargs)})" for q in post] + pargs
-                    body = (f"Strat st; st.acc = a{e}; st.post0({', '.join(args)}); "
-                            f"v{e} = st.out0;")
+                    body = post_statement(f"a{e}", f"v{e}", [p0, p1] + post_args_a, post)
                     if post and ragged:   # no reads outside the inputs
                         w(f"float v{e} = 0.f;")
                         w(f"if ({p0} < {M} && {p1} < {N}) {{ {body} }}")
@@ -2365,10 +2362,8 @@ def _emit_epilogue_staged(w, spec, tile, r, blk, ep):
             for e in (0, 1):
                 p0 = f"e0 + er + {8 * h}"
                 p1 = f"e1 + {8 * f + e} + 2 * tq"
-                pargs = [p0, p1] + post_args_a
-                args = [f"merit_ld{q}(g_in{q}, {', '.join(pargs)})" for q in post] + pargs
-                body = (f"Strat st; st.acc = c0_{f}_{2 * h + e}; st.post0({', '.join(args)}); "
-                        f"hv{2 * j + e} = st.out0;")
+                body = post_statement(f"c0_{f}_{2 * h + e}", f"hv{2 * j + e}",
+                                      [p0, p1] + post_args_a, post)
                 if post and ragged:   # no reads outside the inputs
                     w(f"if ({p0} < {M} && {p1} < {N}) {{ {body} }}")
                 else:

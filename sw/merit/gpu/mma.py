@@ -375,6 +375,19 @@ def vector_store_ok(spec, blk, r=None, rows_ok=None):
     return ""
 
 
+def post_args(pargs, loads):
+    """The arguments of one output's PostLoop (``Strat::post0``): for each input ``k`` of
+    ``loads`` (the PostLoop's inputs) its value at ``pargs`` (the output's parallel indices, then
+    the PostLoop's accumulation arguments), then ``pargs``."""
+    return ", ".join([f"merit_ld{k}(g_in{k}, {', '.join(pargs)})" for k in loads] + list(pargs))
+
+
+def post_statement(acc, out, pargs, loads):
+    """C statement of one output's PostLoop: ``Strat`` fed the sum ``acc`` and
+    :func:`post_args`, its result into ``out``."""
+    return f"Strat st; st.acc = {acc}; st.post0({post_args(pargs, loads)}); {out} = st.out0;"
+
+
 def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None, rows_ok=None):
     """The PostLoop of every sum ``c<fm>_<fn>_<e>`` and its store, guarded where the block's
     box overhangs the problem (warp ``wm, wn``, lane ``gq, tq`` of the mma fragments).
@@ -399,11 +412,13 @@ def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None, rows_ok=
     ostr = _gstrides(spec.pshape)
     oidx = _global_index_type(spec.pshape)
     post_args_a = [str(spec.ashape[i] - 1) for i in range(A)]
+    post = [k for k, op in enumerate(spec.inputs) if op.stage == "post"]
     how = vector_store_ok(spec, blk, r, rows_ok) if vector else ""
     if how == "cols" and rows is not None:
         how = ""
     if how:
-        _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how, rows)
+        _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, post, how,
+                          rows)
         return
     for fm in range(fm_n):
         for fn in range(fn_n):
@@ -420,19 +435,16 @@ def emit_epilogue(w, spec, r, blk, fm_n, fn_n, vector=False, rows=None, rows_ok=
                     rel = f" + u{j}" if j in r.rows or j in r.cols else ""
                     w(f"const int p{j} = pb{j}{rel};")
                 pargs = [f"p{j}" for j in range(P)] + post_args_a
-                args = [f"merit_ld{k}(g_in{k}, {', '.join(pargs)})"
-                        for k, op in enumerate(spec.inputs) if op.stage == "post"]
-                args += pargs
                 conds = [f"p{j} < {spec.pshape[j]}" for j in range(P)
                          if spec.pshape[j] % blk[j]]
                 lin = " + ".join(f"({oidx})p{j} * {ostr[j]}" for j in range(P)) or "0"
-                body = (f"Strat st; st.acc = c{fm}_{fn}_{e}; st.post0({', '.join(args)}); "
-                        f"g_out0[{lin}] = st.out0;")
+                body = post_statement(f"c{fm}_{fn}_{e}", f"g_out0[{lin}]", pargs, post)
                 w(f"if ({' && '.join(conds)}) {{ {body} }}" if conds else f"{{ {body} }}")
                 w.close()
 
 
-def _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how, rows=None):
+def _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, post, how,
+                      rows=None):
     """:func:`emit_epilogue` by 16-byte stores (``how``: along the "cols" or the "rows"): per
     fragment the exchanges of sums between lanes, the PostLoop of the four outputs, one
     ``float4`` store."""
@@ -481,10 +493,7 @@ def _emit_epilogue_v4(w, spec, r, blk, fm_n, fn_n, ostr, oidx, post_args_a, how,
             for e in range(4):
                 pargs = [f"p{j}" + (f" + {e}" if j == inner and e else "") for j in range(P)]
                 pargs += post_args_a
-                args = [f"merit_ld{k}(g_in{k}, {', '.join(pargs)})"
-                        for k, op in enumerate(spec.inputs) if op.stage == "post"]
-                args += pargs
-                body.append(f"Strat s{e}; s{e}.acc = v{e}; s{e}.post0({', '.join(args)});")
+                body.append(f"Strat s{e}; s{e}.acc = v{e}; s{e}.post0({post_args(pargs, post)});")
             body.append(f"*reinterpret_cast<float4*>(g_out0 + {lin}) = "
                         f"make_float4(s0.out0, s1.out0, s2.out0, s3.out0);")
             if conds:
