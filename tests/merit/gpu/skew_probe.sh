@@ -20,11 +20,7 @@ done
 rows=$(python tests/merit/gpu/epi_probe.py verdict "$out" "skew>0")
 left=$(( ${2:-570} - $(date +%s) + t0 ))
 echo "bench rows: ${rows:-none}; ${left} s left"
-case "$card" in *H100*) h100=1 ;; *) h100=0 ;; esac
 tuned=$(python -c "from merit.gpu import tiling; print(len(tiling.SKEW_TUNED))")
 if [ -n "$rows" ] && [ $left -gt 150 ] && [ $h100 -eq 1 ] && [ "$tuned" -gt 0 ]; then
-    timeout $((left - 10)) python -m bench.gpu --seed 90417 --update --only "$rows" >"$out/bench.txt" 2>&1
-    tail -3 "$out/bench.txt"
-    grep -E "GEMM 4096|gemm@" docs/results/gpu.md | cut -c1-240
-    cp docs/results/gpu.md docs/results/gpu.json "$out/"
+    bench_rows "$rows" $((left - 10))
 fi

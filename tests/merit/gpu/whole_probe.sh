@@ -20,12 +20,8 @@ done
 rows=$(python tests/merit/gpu/epi_probe.py verdict "$out" epi=8)
 left=$(( ${2:-560} - $(date +%s) + t0 ))
 echo "bench rows: ${rows:-none}; ${left} s left"
-case "$card" in *H100*) h100=1 ;; *) h100=0 ;; esac
 if [ -n "$rows" ] && [ $left -gt 200 ] && [ $h100 -eq 1 ]; then
-    timeout 130 python -m bench.gpu --seed 90417 --update --only "$rows" >"$out/bench.txt" 2>&1
-    tail -3 "$out/bench.txt"
-    grep -E "GEMM 4096|gemm@" docs/results/gpu.md | cut -c1-240
-    cp docs/results/gpu.md docs/results/gpu.json "$out/"
+    bench_rows "$rows" 130
 fi
 left=$(( ${2:-560} - $(date +%s) + t0 ))
 command -v ncu >/dev/null && [ $left -gt 60 ] || { echo "no ncu run ($left s left)"; exit 0; }
