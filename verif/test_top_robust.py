@@ -396,18 +396,26 @@ def test_top_robust_stub():
     run_bench(top, bench="test_top_robust", config=config, public=True)   # the fuzz's model
 
 
+def _run_on_real_taus(tmp_path, problem, taus, testcase, **fields):
+    """``problem`` compiled for ``taus`` real 8-lane TAUs with small SRAMs (RP 2 KB / 1 KB, CP
+    2 KB), run by the scenarios ``testcase`` under the stress DRAM; ``fields``: more of the
+    bench's configuration (the compiler's sharing choices)."""
+    lanes, rp_bytes, cp_bytes = 8, (2048, 1024), 2048
+    path = tmp_path / "problem.pkl"
+    path.write_bytes(pickle.dumps(problem))
+    top = Top(lanes=lanes, taus=taus, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1],
+              cp_bytes=cp_bytes)
+    config = {"problem": str(path), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
+              "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2,
+              **fields, **STRESS}
+    run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
+              testcase=testcase)
+
+
 @pytest.mark.sim
 @pytest.mark.slow
 def test_top_robust_real_tau(tmp_path):
-    lanes, taus, rp_bytes, cp_bytes = 8, 2, (2048, 1024), 2048
-    problem = tmp_path / "problem.pkl"
-    problem.write_bytes(pickle.dumps(W.conv2d(1, 3, 9, 13, 4, 3, padding=1)))
-    top = Top(lanes=lanes, taus=taus, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1],
-              cp_bytes=cp_bytes)
-    config = {"problem": str(problem), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
-              "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2, **STRESS}
-    run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
-              testcase=KERNEL_TESTS)
+    _run_on_real_taus(tmp_path, W.conv2d(1, 3, 9, 13, 4, 3, padding=1), 2, KERNEL_TESTS)
 
 
 @pytest.mark.sim
@@ -416,17 +424,9 @@ def test_top_robust_share2d(tmp_path):
     """Two-dimensional sharing (2 x 2 blocks of 4 TAUs, both GEMM operands shared) under the
     stress DRAM: exact, and the stopping scenarios end as documented (a leader slowed by its
     R channel, a follower by its RP: the credits hold every group together)."""
-    lanes, taus, rp_bytes, cp_bytes = 8, 4, (2048, 1024), 2048
-    problem = tmp_path / "problem.pkl"
-    problem.write_bytes(pickle.dumps(W.gemm(24, 40, 16)))
-    top = Top(lanes=lanes, taus=taus, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1],
-              cp_bytes=cp_bytes)
-    config = {"problem": str(problem), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
-              "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2,
-              "share_dims": 2, **STRESS}
-    run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
-              testcase=["kernels_complete_under_random_latency", "abort_at_a_random_point",
-                        "reset_in_the_middle_of_a_kernel"])
+    _run_on_real_taus(tmp_path, W.gemm(24, 40, 16), 4,
+                      ["kernels_complete_under_random_latency", "abort_at_a_random_point",
+                       "reset_in_the_middle_of_a_kernel"], share_dims=2)
 
 
 @pytest.mark.sim
@@ -438,13 +438,6 @@ def test_top_robust_whole_tiles_first(tmp_path):
     (The unchecked fields run on the smaller convolution of ``test_top_robust_real_tau``: on
     this one "every instruction at every level" outlasts its limit of 20 good runs under the
     stress DRAM, every tile taken and the port still moving write bursts at the limit.)"""
-    lanes, taus, rp_bytes, cp_bytes = 8, 4, (2048, 1024), 2048
-    problem = tmp_path / "problem.pkl"
-    problem.write_bytes(pickle.dumps(W.conv2d(1, 8, 15, 15, 16, 3)))
-    top = Top(lanes=lanes, taus=taus, rp0_bytes=rp_bytes[0], rp1_bytes=rp_bytes[1],
-              cp_bytes=cp_bytes)
-    config = {"problem": str(problem), "lanes": lanes, "taus": taus, "rp_bytes": list(rp_bytes),
-              "cp_bytes": cp_bytes, "rp0_rows": rp_bytes[0] // (2 * lanes), "stops": 2,
-              "share_order": 1, **STRESS}
-    run_bench(top, bench="test_top_robust", config=config, name=f"top_n{lanes}_t{taus}",
-              testcase=[t for t in KERNEL_TESTS if t != "unchecked_fields_never_hang"])
+    _run_on_real_taus(tmp_path, W.conv2d(1, 8, 15, 15, 16, 3), 4,
+                      [t for t in KERNEL_TESTS if t != "unchecked_fields_never_hang"],
+                      share_order=1)
