@@ -71,14 +71,16 @@ def device_key():
 
 
 def compiled(spec, tile):
-    """``(kernel, nblocks, nthreads, smem_bytes)``, compiled once per device and specialization."""
+    """``(kernel, nblocks, nthreads, smem_bytes)``, compiled once per device and source (the
+    source's digest in the key: a generator switch that changes the source of the same tile
+    gets its own module)."""
     cp = cupy()
     dev = cp.cuda.Device().id
-    key = (dev, spec.key(), tile)
+    name, code, nblocks, nthreads, smem = source(spec, tile)
+    key = (dev, spec.key(), tile, hashlib.sha1(code.encode()).hexdigest())
     with _lock:
         hit = _modules.get(key)
     if hit is None:
-        name, code, nblocks, nthreads, smem = source(spec, tile)
         if tile.wgmma:
             module = _module_sm90a(name, code)
         elif tile.ptxas:
