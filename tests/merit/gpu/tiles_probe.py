@@ -1,0 +1,84 @@
+"""Device probe of named tiles of one ``bench.gpu`` row (not a test): each label completed by
+``tiling.complete`` (``LABEL+pK=P,P,..`` then sets input K's padding, ``LABEL+order=J,J,..``
+the thread order), checked against float64 and bit for bit against the first tile, then
+timed in turns beside the row's peers in one process.  ``--launch``: launch each tile once,
+in order, for Nsight Compute.
+
+``PYTHONPATH=sw python tests/merit/gpu/tiles_probe.py --row ROW --tiles LABEL;LABEL+p0=24,0,0,0
+[--rounds 3] [--out DIR] [--launch]``
+"""
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+from probelib import run_checked, setup
+from wordcopy_probe import parse
+
+
+def tile_of(spec, item):
+    """The tile ``item`` names: a label completed, then the ``+`` overrides."""
+    from merit.gpu import tiling
+
+    label, *edits = item.split("+")
+    t = tiling.complete(spec, parse(label))
+    for e in edits:
+        what, vals = e.split("=")
+        vals = tuple(int(v) for v in vals.split(","))
+        if what == "order":
+            t = dataclasses.replace(t, order=vals)
+        else:
+            t = tiling._with_pad(t, int(what[1:]), vals)
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--row", required=True)
+    ap.add_argument("--tiles", required=True, help="';'-separated labels with overrides")
+    ap.add_argument("--seed", type=int, default=90417)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--launch", action="store_true")
+    args = ap.parse_args()
+    import cupy as cp
+
+    from bench.gpu import random_rows
+    from bench.gpu import rows as bench_rows
+    from merit.gpu import tiling
+    from merit.gpu.runtime import time_launch
+
+    table = {key: p for key, _, _, p in random_rows(args.seed)}
+    table.update({key: p for key, _, _, p in bench_rows()})
+    prob, spec, inputs, res, peers, refs = setup(*table[args.row], np.random.default_rng(5))
+    rows, gos, first = [], [], None
+    for item in args.tiles.split(";"):
+        t = tile_of(spec, item)
+        go, err = run_checked(prob, spec, t, inputs, res, refs)
+        got = cp.asnumpy(res[0]).copy()
+        first = got if first is None else first
+        rows.append({"tile": item, "pads": t.pads, "order": t.order, "err": err, "ms": [],
+                     "bit_equal": bool(np.array_equal(got, first)),
+                     "conflicts": [tiling.conflicts(spec, t, k)
+                                   for k in range(len(spec.inputs)) if t.shared[k]]})
+        gos.append(go)
+        print(rows[-1], flush=True)
+    if args.launch:
+        return
+    peer_ms = {}
+    for _ in range(args.rounds):
+        for r, go in zip(rows, gos, strict=True):
+            r["ms"].append(round(time_launch(go), 4))
+        for n, fn in peers.items():
+            peer_ms.setdefault(n, []).append(round(time_launch(fn), 4))
+    for r in rows:
+        print(args.row, r["tile"], r["ms"], flush=True)
+    print(args.row, peer_ms, flush=True)
+    Path(args.out, f"tiles_{args.row}.json").write_text(
+        json.dumps({"row": args.row, "tiles": rows, "peers_ms": peer_ms}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
