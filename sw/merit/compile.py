@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 from dataclasses import dataclass
 
@@ -708,6 +709,28 @@ def swapped_operands(problem):
     return out
 
 
+#: ``_predicted``'s cycles by kernel within one outermost ``compile_problem`` call (its 1-D and
+#: 2-D compiles, operand swaps and window orders weigh many of the same kernels); None outside
+_PREDICTED = None
+
+
+def _memo_scope(compile_fn):
+    """``compile_fn`` with ``_PREDICTED`` holding the predictions of one outermost call (and of
+    the calls it makes), dropped when it returns."""
+    @functools.wraps(compile_fn)
+    def wrapper(*args, **kwargs):
+        global _PREDICTED
+        if _PREDICTED is not None:
+            return compile_fn(*args, **kwargs)
+        _PREDICTED = {}
+        try:
+            return compile_fn(*args, **kwargs)
+        finally:
+            _PREDICTED = None
+    return wrapper
+
+
+@_memo_scope
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None, taus=1, swap=True, share_dims=None, share_counts=(1, 2),
@@ -911,10 +934,6 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         }
         grid = [range(0, n, t) for n, t in zip(problem.p_shape, tiling.p_tile, strict=True)]
         tiles = tuple(tuple(o) for o in itertools.product(*grid))
-        acc = tuple(problem.a_shape) or (1,)
-        per_lane = sum(end - start for _, start, end in
-                       step_ranges(program.with_levels(len(acc)) if program.levels < len(acc)
-                                   else program, acc))
         useful = per_lane * int(np.prod(problem.p_shape))
         per_tile = per_lane * int(np.prod(tiling.p_tile)) / lanes
         config["share_slot"], config["share_log2"] = share_choice(
@@ -961,8 +980,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         except CompileError as e:
             error = error or e
             continue
-        cycles = _predicted(other, taus, rp_bytes, rp_ports)
-        if best is None or cycles < (1 - MARGIN) * best:
+        cycles = _predicted(other, taus, rp_bytes, rp_ports,
+                            stop=None if best is None else (1 - MARGIN) * best)
+        if cycles is not None and (best is None or cycles < (1 - MARGIN) * best):
             kernel, best = other, cycles
     if kernel is None:
         raise error
@@ -978,8 +998,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   rp_ports=rp_ports)
         except (CompileError, NoMapping):
             alt = None
-        if alt is not None and _predicted(alt, taus, rp_bytes, rp_ports) < (1 - MARGIN) * best:
-            kernel, best = alt, _predicted(alt, taus, rp_bytes, rp_ports)
+        cycles = None if alt is None else _predicted(alt, taus, rp_bytes, rp_ports,
+                                                     stop=(1 - MARGIN) * best)
+        if cycles is not None and cycles < (1 - MARGIN) * best:
+            kernel, best = alt, cycles
     for inside in range(1, A_INDICES) if window else ():
         other = window_inside(problem, inside)
         if other is None or best is None:
@@ -996,8 +1018,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   rp_ports=rp_ports)
         except (CompileError, NoMapping, IsaError):
             continue
-        cycles = _predicted(alt, taus, rp_bytes, rp_ports)
-        if cycles < (1 - MARGIN) * best:
+        cycles = _predicted(alt, taus, rp_bytes, rp_ports, stop=(1 - MARGIN) * best)
+        if cycles is not None and cycles < (1 - MARGIN) * best:
             kernel, best = alt, cycles
     return kernel
 
@@ -1028,8 +1050,8 @@ def _share_by_model(problem, taus, options):
         (config["share_slot"], config["share_log2"]), \
             (config["share2_slot"], config["share2_log2"]) = plan
         other = dataclasses.replace(two, config=config, sharing=plan)
-        c = _predicted(other, taus, rp_bytes, rp_ports)
-        if c < cycles:
+        c = _predicted(other, taus, rp_bytes, rp_ports, stop=cycles)
+        if c is not None and c < cycles:
             best, cycles = other, c
     return best if cycles < (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports) else one
 
@@ -1041,20 +1063,53 @@ def search_caps(max_outputs, lanes):
     return (max_outputs, half) if half >= lanes else (max_outputs,)
 
 
-def _predicted(kernel, taus, rp_bytes, rp_ports=RP_PORTS):
+def _predicted(kernel, taus, rp_bytes, rp_ports=RP_PORTS, stop=None):
     """:func:`merit.perf.predict`'s cycles of ``kernel``; one of more than RANKED_JOBS jobs is
     predicted on the first of its tiles in dispatch order that hold at most PREFIX_JOBS jobs
-    (at least four per TAU), and the cycles scaled by its tiles over those predicted."""
+    (at least four per TAU), and the cycles scaled by its tiles over those predicted.
+
+    None where they are certain to be at least ``stop`` (:func:`merit.perf.predict_cycles`: a
+    candidate that cannot be chosen is not simulated to its end). Within one
+    ``compile_problem`` call a kernel is predicted once (``_PREDICTED``)."""
     import dataclasses
 
-    from .perf import predict
-    if _jobs(kernel) <= RANKED_JOBS:
-        return predict(kernel, taus=taus, rp_bytes=rp_bytes, rp_ports=rp_ports).cycles
-    per_tile = max(1, _jobs(kernel) // max(1, len(kernel.tiles)))
-    n = min(len(kernel.tiles), max(4 * taus, PREFIX_JOBS // per_tile))
-    part = dataclasses.replace(kernel, tiles=kernel.tiles[:n])
-    return (predict(part, taus=taus, rp_bytes=rp_bytes, rp_ports=rp_ports).cycles
-            * len(kernel.tiles) / n)
+    from .perf import predict_cycles
+    key = None
+    if _PREDICTED is not None:
+        key = (_kernel_key(kernel), taus, tuple(rp_bytes), rp_ports)
+        known = _PREDICTED.get(key)
+        if known is not None:
+            exact, value = known
+            if exact:
+                return value
+            if stop is not None and stop <= value:      # known to be at least value
+                return None
+    part, n = kernel, None
+    if _jobs(kernel) > RANKED_JOBS:
+        per_tile = max(1, _jobs(kernel) // max(1, len(kernel.tiles)))
+        n = min(len(kernel.tiles), max(4 * taus, PREFIX_JOBS // per_tile))
+        part = dataclasses.replace(kernel, tiles=kernel.tiles[:n])
+    # the prefix's bound: a hair above stop scaled to its tiles, so that a prefix stopped at it
+    # scales to at least stop
+    bound = None if stop is None or n is None else stop * n / len(kernel.tiles) * (1 + 1e-9)
+    cycles = predict_cycles(part, taus=taus, rp_bytes=rp_bytes, rp_ports=rp_ports,
+                            stop=stop if n is None else bound)
+    if cycles is None:
+        if key is not None:
+            _PREDICTED[key] = (False, stop)
+        return None
+    if n is not None:
+        cycles = cycles * len(kernel.tiles) / n
+    if key is not None:
+        _PREDICTED[key] = (True, cycles)
+    return cycles
+
+
+def _kernel_key(kernel):
+    """What :func:`merit.perf.predict` reads of ``kernel``, as a hashable value."""
+    return (json.dumps(kernel.config, sort_keys=True, default=str), tuple(kernel.tiles),
+            repr(kernel.sharing), bool(kernel.hold), kernel.lanes, len(kernel.outputs),
+            tuple(kernel.problem.p_shape), tuple(kernel.problem.a_shape), repr(kernel.program))
 
 
 def _powers_of_two(sizes):

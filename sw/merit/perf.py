@@ -40,7 +40,7 @@ from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, RP_PORTS, WORDS
 from .checks import check_ports
 
 __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
-           "job_costs", "predict", "predict_problem", "spans"]
+           "job_costs", "predict", "predict_cycles", "predict_problem", "spans"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -348,19 +348,29 @@ def _slots(kernel):
 def _load_counts(kernel, slot, p_origins, a_origin):
     """DRAM read beats and DMA data-path cycles of one slot's tile for every parallel tile
     (arrays over ``p_origins``), walking the footprint rows as ``meritz.tau.dma`` does."""
+    from .compile import A_INDICES, P_INDICES
+    origin = np.zeros((len(p_origins), P_INDICES + A_INDICES), dtype=np.int64)
+    origin[:, :p_origins.shape[1]] = p_origins
+    origin[:, P_INDICES:P_INDICES + len(a_origin)] = a_origin
+    return _job_loads(kernel, slot, origin)
+
+
+def _job_loads(kernel, slot, origin):
+    """:func:`_load_counts` of the jobs whose (parallel, accumulation) tile origins are the rows
+    of ``origin`` (``P_INDICES + A_INDICES`` columns): every job of a kernel in one pass."""
     from .compile import A_INDICES, AXES, P_INDICES
     p_tile = list(kernel.config["p_tile"])
     a_tile = list(kernel.config["a_tile"])
     tiles = p_tile + a_tile
-    n = len(p_origins)
-    origin = np.zeros((n, P_INDICES + A_INDICES), dtype=np.int64)
-    origin[:, :p_origins.shape[1]] = p_origins
-    origin[:, P_INDICES:P_INDICES + len(a_origin)] = a_origin
-    low = np.tile(np.asarray(slot["offset"], dtype=np.int64), (n, 1))
+    low = np.tile(np.asarray(slot["offset"], dtype=np.int64), (len(origin), 1))
     for j in range(P_INDICES + A_INDICES):
         s = slot["stride"][j]
         if s:
             low[:, slot["axis"][j]] += origin[:, j] * s + ((tiles[j] - 1) * s if s < 0 else 0)
+    # the counts depend on the footprint's first element alone: each one walked once (the jobs
+    # of a slot that does not move along some parallel index share theirs)
+    low, again = np.unique(low, axis=0, return_inverse=True)
+    again = again.reshape(-1)
     box = slot["box"]
     extent = slot["extent"]
     clamp = slot["clamp"]
@@ -396,7 +406,12 @@ def _load_counts(kernel, slot, p_origins, a_origin):
     last_word = sum((box[i] - 1) * lpitch[i] for i in range(AXES - 1)) + box[AXES - 1] - 1
     flush = max(1, slot["rows"] - last_word // kernel.lanes)
     datapath = row_cycles.sum(axis=1) + flush
-    return beats.sum(axis=1), datapath, beats.sum(axis=1) + flush
+    total = beats.sum(axis=1)
+    return total[again], datapath[again], (total + flush)[again]
+
+
+#: jobs whose footprint rows :func:`_jobs` walks at once (a few arrays of rows x jobs)
+LOAD_CHUNK = 4096
 
 
 def _write_beats(kernel, p_origins):
@@ -614,19 +629,28 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
     port_datapath = np.zeros((n_t, n_a, 2), dtype=np.int64)
     port_hold = np.zeros((n_t, n_a, 2), dtype=np.int64)
     own_port = np.zeros((n_t, n_a, 2), dtype=bool)
+    # every (parallel tile, accumulation tile) origin, accumulation tiles fastest
+    from .compile import A_INDICES, P_INDICES
+    both = np.zeros((n_t, n_a, P_INDICES + A_INDICES), dtype=np.int64)
+    both[:, :, :origins.shape[1]] = origins[:, None, :]
     for b, (a_origin, _) in enumerate(a_tiles):
-        for n, (port, slot) in enumerate(_numbered_slots(kernel)):
-            if slot is None:
-                continue
-            r, d, h = _load_counts(kernel, slot, origins, a_origin)
-            own = lead_row[:, port] < 0 if n in shared_slots else np.ones(n_t, dtype=bool)
-            read[:, b] += np.where(own, r, 0)
-            datapath[:, b] += np.where(own, d, 0)
-            hold[:, b] += np.where(own, h, 0)
-            port_read[:, b, port] += np.where(own, r, 0)
-            port_datapath[:, b, port] += np.where(own, d, 0)
-            port_hold[:, b, port] += np.where(own, h, 0)
-            own_port[:, b, port] |= own
+        both[:, b, P_INDICES:P_INDICES + len(a_origin)] = a_origin
+    both = both.reshape(n_t * n_a, -1)
+    for n, (port, slot) in enumerate(_numbered_slots(kernel)):
+        if slot is None:
+            continue
+        counts = [_job_loads(kernel, slot, both[k:k + LOAD_CHUNK])
+                  for k in range(0, len(both), LOAD_CHUNK)]
+        r, d, h = (np.concatenate([c[m] for c in counts]).reshape(n_t, n_a) for m in range(3))
+        own = lead_row[:, port] < 0 if n in shared_slots else np.ones(n_t, dtype=bool)
+        own = own[:, None]
+        read += np.where(own, r, 0)
+        datapath += np.where(own, d, 0)
+        hold += np.where(own, h, 0)
+        port_read[:, :, port] += np.where(own, r, 0)
+        port_datapath[:, :, port] += np.where(own, d, 0)
+        port_hold[:, :, port] += np.where(own, h, 0)
+        own_port[:, :, port] |= own
     outs = max(len(kernel.outputs), 1)
     write = np.zeros((n_t, n_a), dtype=np.int64)
     beats = _write_beats(kernel, origins)
@@ -721,9 +745,15 @@ class _Dram:
         self.rate = rate
         self.active = {}
         self.urgent = set()      # the active reads the arbiter serves first
+        self.known = None        # the rates, until a transfer starts, ends or turns urgent
 
     def rates(self):
-        """Beat rate of every active transfer."""
+        """Beat rate of every active transfer (they do not change with the beats left)."""
+        if self.known is None:
+            self.known = self._rates()
+        return self.known
+
+    def _rates(self):
         if len(self.active) == 1:
             (key, (_, cap, alone, _)), = self.active.items()
             return {key: min(cap, self.rate / alone)}
@@ -771,18 +801,30 @@ class _TauState:
         self.keyed = None        # the job last compared with it
 
 
-def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
+def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, stop=None):
     """Event simulation of ``taus`` TAUs sharing one DRAM port; returns the cycle of the last
     write response, counted from the first read request, and the TAU of each parallel tile.
     ``spans``: a list of ``taus`` Counters that receive each TAU's cycles by what its Compute
-    Pipeline does or waits for (:data:`SPANS`). ``rp_ports``: ports of the RP SRAM banks."""
+    Pipeline does or waits for (:data:`SPANS`). ``rp_ports``: ports of the RP SRAM banks.
+    ``stop``: return None as soon as the cycle returned is certain to be at least ``stop`` (a
+    job that writes a real tile's outputs is not done at a cycle ``now`` with ``now`` plus the
+    drain at least ``stop``: the last write response comes after it)."""
     c = CONSTANTS
+    # jobs that write a real tile's outputs, not done yet: the last write response is not
+    # earlier than the cycle at which one of them is still running
+    writers = [int(((jobs.write > 0) & (jobs.tile >= 0)).sum())]
+    # the per-job counts as lists: the loop reads them one value at a time
+    tile_, compute_, write_, tail_ = (a.tolist() for a in (jobs.tile, jobs.compute, jobs.write,
+                                                            jobs.tail))
+    own_, port_read_, port_datapath_, port_hold_, partner_ = (
+        a.tolist() for a in (jobs.own, jobs.port_read, jobs.port_datapath, jobs.port_hold,
+                             jobs.partner))
     units = collections.deque(jobs.units)
     group = jobs.group
     fetched = {}                 # (a group leader's job, RP) -> cycle its shared slot loaded
     followers = collections.defaultdict(list)  # (leader's job, RP) -> its followers' jobs
     for j, r in zip(*np.nonzero(jobs.partner >= 0), strict=True):
-        followers[(int(jobs.partner[j, r]), int(r))].append(int(j))
+        followers[(int(partner_[j][r]), int(r))].append(int(j))
     waiting = collections.defaultdict(list)    # (leader's job, RP) -> followers' loaded entries
     dram = _Dram(beat_rate)
     # the collector's writes win over the RP's reads of single-port banks: every SRAM row a
@@ -805,8 +847,8 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
         # operand) is refilled at once when all its slots are empty, round-robin over groups
         for s in state:
             if s.wants_tile and s.slot is not None:
-                if jobs.tile[s.slot[0]] >= 0:
-                    dealt[int(jobs.tile[s.slot[0]])] = state.index(s)
+                if tile_[s.slot[0]] >= 0:
+                    dealt[int(tile_[s.slot[0]])] = state.index(s)
                 s.queue.extend(s.slot)
                 s.slot, s.wants_tile = None, False
         for k in range(1, taus // group + 1):
@@ -823,10 +865,10 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
     parts = collections.Counter()       # loads of a job still to come
     placed = set()                      # (job, RP) whose SRAM tile is allocated
     held = set()        # (job, RP): the job keeps its TAU's previous tile of the RP's held slot
-    keys = jobs.key if jobs.key is not None else np.full((len(jobs.tile), 2), -1)
+    keys = (jobs.key if jobs.key is not None else np.full((len(jobs.tile), 2), -1)).tolist()
 
     def own(j, r):
-        return jobs.own[j, r] and (j, r) not in held
+        return own_[j][r] and (j, r) not in held
 
     def allocate():
         """The tile loopers: the queue's head job allocates its tiles RP by RP (RP0's slots,
@@ -838,9 +880,9 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
                 if s.keyed != j:        # once per job: compare with the TAU's last job
                     s.keyed = j
                     for r in holds:
-                        if keys[j, r] >= 0 and keys[j, r] == s.last_key[r]:
+                        if keys[j][r] >= 0 and keys[j][r] == s.last_key[r]:
                             held.add((j, r))
-                        s.last_key[r] = keys[j, r]
+                        s.last_key[r] = keys[j][r]
                 if not s.head:
                     parts[j] = sum(1 for r in holds if own(j, r))
                 for r in holds:
@@ -882,16 +924,17 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
 
     def begin_read(i):
         j, r = state[i].loading
-        beats = float(jobs.port_read[j, r])
+        beats = float(port_read_[j][r])
         if beats:
             # the DMA data path takes at most a beat per cycle and keeps RREADY low while it
             # flushes a tile's last rows to the collector: a load alone holds the DRAM for
             # those cycles too; next to writes, part of those slots go to the writes instead
             # (rows of zeros and clamp fills take data-path cycles but leave the R channel to
             # the other TAUs: they cap the load's rate, not the port slots it holds)
-            cap = min(1.0, beats / float(jobs.port_datapath[j, r]))
-            alone = max(1.0, beat_rate * float(jobs.port_hold[j, r]) / beats)
+            cap = min(1.0, beats / float(port_datapath_[j][r]))
+            alone = max(1.0, beat_rate * float(port_hold_[j][r]) / beats)
             dram.active[("r", i)] = [beats, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
+            dram.known = None
             # a leader's load of a shared slot that followers wait for: urgent (``Top``'s
             # arbiter, ``Tau.ar_urgent``)
             if followers.get((j, r)):
@@ -899,7 +942,7 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
             else:
                 dram.urgent.discard(("r", i))
         else:
-            heapq.heappush(timers, (now + float(jobs.port_datapath[j, r]), next(seq), "loaded",
+            heapq.heappush(timers, (now + float(port_datapath_[j][r]), next(seq), "loaded",
                                     i, j))
 
     def loaded(i):
@@ -910,12 +953,12 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
         s.dma_idle_since = now
         if r is not None:
             parts[j] -= 1
-            if r in jobs.shared_ports and int(jobs.partner[j, r]) < 0:
+            if r in jobs.shared_ports and int(partner_[j][r]) < 0:
                 multicast((j, r))
         if parts[j] > 0:
             return
-        leads = [(int(jobs.partner[j, q]), q) for q in jobs.shared_ports
-                 if jobs.partner[j, q] >= 0]
+        leads = [(int(partner_[j][q]), q) for q in jobs.shared_ports
+                 if partner_[j][q] >= 0]
         pending = [k for k in leads if k not in fetched]
         entry = [j, now + c["commit"], len(pending), leads]
         s.loaded.append(entry)
@@ -944,20 +987,22 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
                 started[i] = True
                 lost = float(stall) if s.queue or s.requests or s.loading is not None else 0.0
                 stalled[i] += lost
-                cycles = float(jobs.compute[j]) + lost
+                cycles = float(compute_[j]) + lost
                 s.computed, s.compute_end = False, now + cycles
                 heapq.heappush(timers, (s.compute_end, next(seq), "computed", i, j))
-                s.writing = bool(jobs.write[j])
+                s.writing = bool(write_[j])
                 if s.writing:    # the outputs stream out while the job computes
-                    cap = min(1.0, jobs.write[j] / max(cycles - jobs.tail[j], 1.0))
-                    dram.active[("w", i)] = [float(jobs.write[j]), cap, 1.0, 1.0]
+                    cap = min(1.0, write_[j] / max(cycles - tail_[j], 1.0))
+                    dram.active[("w", i)] = [float(write_[j]), cap, 1.0, 1.0]
+                    dram.known = None
 
     def finish(s):
         nonlocal end, done
         j = s.job
         # the last write of the job: after its last written warp
-        if jobs.write[j] and jobs.tile[j] >= 0:
-            end = max(end, now if now > s.compute_end else s.compute_end - jobs.tail[j])
+        if write_[j] and tile_[j] >= 0:
+            end = max(end, now if now > s.compute_end else s.compute_end - tail_[j])
+            writers[0] -= 1
         s.job = None
         for r in holds:
             s.inflight[r] -= 1
@@ -991,6 +1036,8 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
     deal()
     start_loads()
     while done < len(jobs.tile):
+        if stop is not None and writers[0] and now + c["drain"] >= stop:
+            return None
         rates = dram.rates()
         t_next = timers[0][0] if timers else math.inf
         for key, (left, *_) in dram.active.items():
@@ -1007,6 +1054,7 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS):
         for key in [k for k, (left, *_) in dram.active.items() if left <= 1e-6]:
             del dram.active[key]
             dram.urgent.discard(key)
+            dram.known = None
             kind, i = key
             if kind == "r":
                 loaded(i)
@@ -1149,6 +1197,35 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
         latency=latency,
         per_tile=tuple(per_tile),
     )
+
+
+def predict_cycles(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES,
+                   rp_ports=RP_PORTS, stop=None):
+    """:func:`predict`'s ``cycles`` alone (same arguments), or None as soon as they are certain
+    to be at least ``stop``: where the Compute Pipeline's cycles of the real tiles' jobs,
+    spread evenly over the TAUs, already reach it (each TAU runs its jobs one after the other
+    and its last real tile writes after them), or where the simulation passes it with a tile's
+    outputs still to write. For choosing among kernels: a candidate that cannot beat the best
+    one so far is not simulated to its end, and every other gets the cycles :func:`predict`
+    gives."""
+    _check_kernel(kernel)
+    taus = _check_int("taus", taus, 1)
+    bandwidth = _check_bandwidth(dram_bytes_per_cycle)
+    latency = _check_int("latency", latency, 0)
+    rp_bytes = _check_rp_bytes(rp_bytes)
+    rp_ports = check_ports("rp_ports", rp_ports)
+    if stop is not None:
+        n_a = len(_a_tiles(kernel))
+        warps = int(_tile_warps(kernel, np.asarray(kernel.tiles, dtype=np.int64).reshape(
+            len(kernel.tiles), -1)).sum())
+        compute = len(kernel.tiles) * int(_job_cycles(kernel).sum()) \
+            + warps * int(_warp_cycles(kernel).sum())
+        if n_a and compute / taus + CONSTANTS["drain"] >= stop:
+            return None
+    jobs = _jobs(kernel, rp_bytes, taus)
+    out = _simulate(jobs, taus, min(1.0, bandwidth / BEAT_BYTES), latency, rp_ports=rp_ports,
+                    stop=stop)
+    return None if out is None else int(math.ceil(out[0]))
 
 
 def spans(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYTES,

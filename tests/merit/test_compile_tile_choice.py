@@ -55,7 +55,8 @@ def test_the_prefix_choice_is_as_fast_as_the_whole_one(monkeypatch, make):
     prefix = compile_problem(problem, **SMALL, taus=2)
     # the cheapest power-of-two tile in DRAM traffic: what is kept when no candidate is
     # predicted faster
-    monkeypatch.setattr(C, "_predicted", lambda kernel, taus, rp_bytes, rp_ports=None: 1.0)
+    monkeypatch.setattr(C, "_predicted",
+                        lambda kernel, taus, rp_bytes, rp_ports=None, stop=None: 1.0)
     first = compile_problem(problem, **SMALL, taus=2)
     cycles = {name: perf.predict(k, taus=2, rp_bytes=rp).cycles
               for name, k in (("exact", exact), ("prefix", prefix), ("first", first))}

@@ -122,6 +122,8 @@ def test_port_serves_an_urgent_read_before_the_other_reads():
     assert rates[("r", 0)] == pytest.approx(0.4)
     assert rates[("r", 1)] == pytest.approx(0.3) and rates[("r", 2)] == pytest.approx(0.3)
     # ... and a plain read capped below its share leaves the rest to the urgent one
+    dram = perf._Dram(1.0)
+    dram.urgent.add(("r", 0))
     dram.active = {("r", 0): [100, 1.0, 1.0, 1.0], ("r", 1): [100, 0.01, 1.0, 1.0],
                    ("r", 2): [100, 1.0, 1.0, 1.0]}
     rates = dram.rates()
@@ -129,3 +131,8 @@ def test_port_serves_an_urgent_read_before_the_other_reads():
     assert rates[("r", 2)] == pytest.approx(0.99 / 17)
     assert rates[("r", 0)] == pytest.approx(0.99 * 16 / 17)
     assert sum(rates.values()) == pytest.approx(1.0)
+    # the rates are kept until a transfer starts, ends or turns urgent (``known`` cleared)
+    assert dram.rates() is rates
+    dram.active[("r", 1)] = [100, 1.0, 1.0, 1.0]
+    dram.known = None
+    assert dram.rates()[("r", 1)] == pytest.approx(1 / 18)
