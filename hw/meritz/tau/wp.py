@@ -8,6 +8,13 @@ byte strobes. Beats of consecutive lines form one INCR burst (at most 16 beats, 
 4 KB boundary, never across vectors). Write data may lead the burst's address (AXI4 allows it); the
 address is issued when the burst's last beat is known. The WP stalls only when AW, W or the
 32-beat data buffer back up, and ``idle`` means every burst has its write response.
+
+Four register stages, each loading while it is empty or its contents move on: A the lanes'
+addresses, B which pairs of lanes share a line, S the vector's lines as groups (each named by its
+lowest lane, its leader) served one a cycle in the order of their leaders (the same beats as
+serving the lowest pending lane's line), H the beat served until the next one says whether the
+burst closes with it. A vector's first beat reaches the data buffer three cycles after it would
+with the serving done in one stage, and the WP takes a vector a cycle as before.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
