@@ -109,12 +109,10 @@ class WritePipeline(wiring.Component):
         # stage A: the vector's lane addresses and words (taken while A is free or moves on)
         addr = [Signal(32, name=f"addr{n}") for n in range(lanes)]
         word = [Signal(16, name=f"word{n}") for n in range(lanes)]
-        inside = Signal(lanes)
         a_valid = Signal()
         vec = self.vectors.payload
         base = Array(cfg.out_base[k] for k in range(self._outputs))[vec.output]
-        remaining = [Signal(signed(18), name=f"remaining{j}") for j in range(P)]
-        m.d.comb += [remaining[j].eq(cfg.p_size[j] - vec.p_warp[j]) for j in range(P)]
+        remaining = [Signal(signed(18), name=f"remaining{j}") for j in range(P)]  # p_size - p_warp
 
         # stage B: which lanes share a line, every pair (a lane's lines are 29 bits; the pairs'
         # equalities registered here keep them off the lines' serving below)
@@ -212,8 +210,7 @@ class WritePipeline(wiring.Component):
         with m.If(a_load):
             m.d.sync += [
                 a_valid.eq(self.vectors.valid),
-                inside.eq(Cat(Cat(coords[j][n] < remaining[j] for j in range(P)).all()
-                              for n in range(lanes))),
+                *(remaining[j].eq(cfg.p_size[j] - vec.p_warp[j]) for j in range(P)),
             ]
             for n in range(lanes):
                 m.d.sync += [
@@ -222,7 +219,9 @@ class WritePipeline(wiring.Component):
                 ]
 
         with m.If(b_load):
-            m.d.sync += [b_valid.eq(a_valid), b_inside.eq(inside)]
+            m.d.sync += [b_valid.eq(a_valid),
+                         b_inside.eq(Cat(Cat(coords[j][n] < remaining[j] for j in range(P)).all()
+                                         for n in range(lanes)))]
             m.d.sync += [b_same[k, n].eq(addr[k][3:] == addr[n][3:]) for k, n in b_same]
             for n in range(lanes):
                 m.d.sync += [
