@@ -48,7 +48,7 @@ arrived (so "finished" means the last write response, not the last instruction).
 ``stop`` (a flush) empties the slots and ends the walk; the TAUs are reset at the same time.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -127,16 +127,29 @@ class Dispatcher(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, n = self.config, self._taus
-        origin = [Signal(16, name=f"origin{j}") for j in range(P)]
+        # a position of the walk on each index, with its next step's wrap flags held beside it
+        # (``_Pos``); ``zero`` (registered: the configuration alone, used from the cycle after
+        # ``run``, which loads ``start`` from the configuration itself) and ``stepped`` the
+        # candidates, formed from registers
+        origin = [_Pos(f"origin{j}") for j in range(P)]
+        start = [_Pos.of(Const(0, 16), cfg.p_tile[j], cfg.p_size[j]) for j in range(P)]
+        zero = [_Pos(f"zero{j}") for j in range(P)]
+        m.d.sync += [zero[j].eq(start[j]) for j in range(P)]
+        # the next tile's flags: value + 2 p_tile against p_size, as value against p_size -
+        # 2 p_tile (registered from the configuration): one comparison, no adder before it
+        past2 = [Signal(signed(18), name=f"past2_{j}") for j in range(P)]
+        m.d.sync += [past2[j].eq(cfg.p_size[j] - (cfg.p_tile[j] << 1)) for j in range(P)]
+        stepped = [_Pos(fields=((origin[j].value + cfg.p_tile[j])[:16], origin[j].value >= past2[j],
+                                origin[j].value > past2[j])) for j in range(P)]
         walking = Signal()          # origin holds a tile not yet placed in a slot
         filling = Signal()          # the followers of a group are being dealt
         m.d.comb += self.busy.eq(walking | filling
                                  | Cat(self.tiles[i].valid for i in range(n)).any())
 
         # next origin: the innermost index that does not wrap steps, the inner ones restart
-        wraps = [Signal(name=f"wrap{j}") for j in range(P)]
-        for j in range(P):
-            m.d.comb += wraps[j].eq(origin[j] + cfg.p_tile[j] >= cfg.p_size[j])
+        wraps = [origin[j].wrap for j in range(P)]
+        # the position after a step on index j: the next tile, or 0 where the index wraps
+        nexts = [_Pos.mux(wraps[j], zero[j], stepped[j]) for j in range(P)]
         last_tile = Cat(wraps).all()
 
         # 1-D groups: whole tiles first (module docstring). ``inner``: the indices after the
@@ -152,15 +165,15 @@ class Dispatcher(wiring.Component):
             with m.If(ordered & run_end & ~second):
                 # the run's whole tiles done: its edge tiles, from the run's first position
                 m.d.sync += second.eq(1)
-                m.d.sync += [origin[j].eq(Mux(inner[j], 0, origin[j])) for j in range(P)]
+                m.d.sync += [origin[j].eq(_Pos.mux(inner[j], zero[j], origin[j]))
+                             for j in range(P)]
             with m.Else():
                 with m.If(run_end):
                     m.d.sync += second.eq(0)
                 for j in range(P):
                     inner_wrap = Cat(wraps[j + 1:]).all() if j + 1 < P else 1
                     with m.If(inner_wrap):
-                        m.d.sync += origin[j].eq(
-                            ((origin[j] + cfg.p_tile[j]) & ~wraps[j].replicate(17))[:16])
+                        m.d.sync += origin[j].eq(nexts[j])
                 with m.If(last_tile):
                     m.d.sync += walking.eq(0)
 
@@ -172,17 +185,24 @@ class Dispatcher(wiring.Component):
         shared2 = Signal(kernelcfg.slot_layout())
         padded = Array(s.as_value() for s in slots + [slots[-1]] * (4 - len(slots)))
         m.d.comb += [shared.eq(padded[cfg.share_slot]), shared2.eq(padded[cfg.share2_slot])]
-        two, log2s = share_shape(m, cfg, n)
+        # what depends on the configuration alone is registered (one cycle behind it: the
+        # configuration is written at least two cycles before ``run``), so the walk's choices
+        # start at flip-flops
+        two_c, log2s_c = share_shape(m, cfg, n)
+        two = Signal(name="two_r")
+        log2s = [Signal(4, name=f"share_log2_{k + 1}_r") for k in range(2)]
+        m.d.sync += [two.eq(two_c), log2s[0].eq(log2s_c[0]), log2s[1].eq(log2s_c[1])]
         log2 = Signal(range(8))
-        m.d.comb += log2.eq(log2s[0] + log2s[1])
+        m.d.sync += log2.eq(log2s_c[0] + log2s_c[1])
         dep = [Signal(name=f"dep{j}") for j in range(P)]
-        m.d.comb += [dep[j].eq((cfg.share_log2 != 0) & (shared.stride[j] != 0))
+        m.d.sync += [dep[j].eq((cfg.share_log2 != 0) & (shared.stride[j] != 0))
                      for j in range(P)]
-        moving = [dep[j] & (cfg.p_tile[j] < cfg.p_size[j]) for j in range(P)]
-        m.d.comb += [inner[j].eq(~Cat(moving[j:]).any()) for j in range(P)]
-        m.d.comb += ordered.eq(~two & (log2s[0] != 0) & cfg.share_order)
+        moving = [(cfg.share_log2 != 0) & (shared.stride[j] != 0)
+                  & (cfg.p_tile[j] < cfg.p_size[j]) for j in range(P)]
+        m.d.sync += [inner[j].eq(~Cat(moving[j:]).any()) for j in range(P)]
+        m.d.sync += ordered.eq(~two_c & (log2s_c[0] != 0) & cfg.share_order)
         m.d.comb += run_end.eq(Cat(wraps[j] | ~inner[j] for j in range(P)).all())
-        edge = Cat(inner[j] & (origin[j] + cfg.p_tile[j] > cfg.p_size[j]) for j in range(P)).any()
+        edge = Cat(inner[j] & origin[j].over for j in range(P)).any()
         m.d.comb += skip.eq(ordered & walking & (edge != second))
         lead = [Signal(name=f"lead{i}") for i in range(n)]
         ends = [Signal(range(n + 1), name=f"group_end{i}") for i in range(n)]
@@ -201,7 +221,7 @@ class Dispatcher(wiring.Component):
                                   for k in range(i, n)).all() for i in range(n))
         last = Signal(range(max(n, 2)))
         free, pick = round_robin(m, ready, last, n, "pick")
-        group = [Signal(16, name=f"group_origin{j}") for j in range(P)]
+        group = [_Pos(f"group_origin{j}") for j in range(P)]
         member = Signal(range(n + 1))
         member_end = Signal(range(n + 1))
         real = Signal(n)            # the slot holds a tile of the grid (not a void one)
@@ -218,73 +238,83 @@ class Dispatcher(wiring.Component):
         on_y = [Signal(name=f"on_y{j}") for j in range(P)]
         on_r = [Signal(name=f"on_r{j}") for j in range(P)]
         for j in range(P):
-            m.d.comb += [on_x[j].eq(shared.stride[j] == 0),
+            m.d.sync += [on_x[j].eq(shared.stride[j] == 0),
                          on_y[j].eq((shared.stride[j] != 0) & (shared2.stride[j] == 0)),
                          on_r[j].eq((shared.stride[j] != 0) & (shared2.stride[j] != 0))]
-        after = [Signal(16, name=f"after{j}") for j in range(P)]
+        after = [_Pos(f"after{j}") for j in range(P)]
         after_end = Signal()
         x_end, y_end = Signal(), Signal()
         xk = Signal(8)
         yk = Signal(8)
-        row_end = xk == (Const(1, 9) << log2s[0]) - 1
-        col_end = yk == (Const(1, 9) << log2s[1]) - 1
+        # the block's last column / row: flip-flops, set as xk / yk step (against the last
+        # counts, registered from the configuration) or restart
+        row_last, col_last = Signal(8), Signal(8)
+        m.d.sync += [row_last.eq((Const(1, 9) << log2s_c[0]) - 1),
+                     col_last.eq((Const(1, 9) << log2s_c[1]) - 1)]
+        row_end, col_end = Signal(), Signal()
 
         def step(on):
             """The next position of ``origin`` on the indices ``on`` (row-major), and whether
             the walk wraps (past its end)."""
-            out = [Signal(16, name=f"step_{on[0].name}_{j}") for j in range(P)]
+            out = [_Pos(f"step_{on[0].name}_{j}") for j in range(P)]
             wrap = [wraps[j] | ~on[j] for j in range(P)]
             for j in range(P):
                 inner = Cat(wrap[j + 1:]).all() if j + 1 < P else 1
-                m.d.comb += out[j].eq(Mux(on[j] & inner,
-                                          ((origin[j] + cfg.p_tile[j])
-                                           & ~wraps[j].replicate(17))[:16], origin[j]))
+                m.d.comb += out[j].eq(_Pos.mux(on[j] & inner, nexts[j], origin[j]))
             return out, Cat(wrap).all()
 
         step_x, wrap_x = step(on_x)
         step_y, wrap_y = step(on_y)
         step_r, wrap_r = step(on_r)
-        block_origin = [Mux(on_x[j] & x_end | on_y[j] & y_end, cfg.p_size[j], origin[j])
+        block_origin = [Mux(on_x[j] & x_end | on_y[j] & y_end, cfg.p_size[j], origin[j].value)
                         for j in range(P)]
         block_real = ~x_end & ~y_end
 
         def deal_2d():
             """``origin`` after the member just placed (``xk``, ``yk``)."""
             with m.If(~row_end):
-                m.d.sync += [xk.eq(xk + 1), x_end.eq(x_end | wrap_x)]
-                m.d.sync += [origin[j].eq(Mux(on_x[j], step_x[j], origin[j])) for j in range(P)]
+                m.d.sync += [xk.eq(xk + 1), row_end.eq(xk + 1 == row_last),
+                             x_end.eq(x_end | wrap_x)]
+                m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], step_x[j], origin[j]))
+                             for j in range(P)]
             with m.Else():
-                m.d.sync += [xk.eq(0), x_end.eq(0)]
-                next_x = [Mux(yk == 0, step_x[j], after[j]) for j in range(P)]
+                m.d.sync += [xk.eq(0), row_end.eq(log2s[0] == 0), x_end.eq(0)]
+                next_x = [_Pos.mux(yk == 0, step_x[j], after[j]) for j in range(P)]
                 x_done = Mux(yk == 0, x_end | wrap_x, after_end)
                 with m.If(yk == 0):
                     m.d.sync += [after[j].eq(step_x[j]) for j in range(P)]
                     m.d.sync += after_end.eq(x_end | wrap_x)
                 with m.If(~col_end):
                     # the next row of the block: X back to the block's corner, Y one step
-                    m.d.sync += [yk.eq(yk + 1), y_end.eq(y_end | wrap_y)]
-                    m.d.sync += [origin[j].eq(Mux(on_x[j], group[j],
-                                                  Mux(on_y[j], step_y[j], origin[j])))
+                    m.d.sync += [yk.eq(yk + 1), col_end.eq(yk + 1 == col_last),
+                                 y_end.eq(y_end | wrap_y)]
+                    m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], group[j],
+                                                       _Pos.mux(on_y[j], step_y[j], origin[j])))
                                  for j in range(P)]
                 with m.Else():
                     # the next block: X on, else X from 0 and Y on, else both from 0 and R on
-                    m.d.sync += [yk.eq(0), y_end.eq(0), filling.eq(0)]
+                    m.d.sync += [yk.eq(0), col_end.eq(log2s[1] == 0), y_end.eq(0),
+                                 filling.eq(0)]
                     with m.If(~x_done):
-                        m.d.sync += [origin[j].eq(Mux(on_x[j], next_x[j],
-                                                      Mux(on_y[j], group[j], origin[j])))
+                        m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], next_x[j],
+                                                           _Pos.mux(on_y[j], group[j],
+                                                                    origin[j])))
                                      for j in range(P)]
-                        m.d.sync += [group[j].eq(Mux(on_x[j], next_x[j], group[j]))
+                        m.d.sync += [group[j].eq(_Pos.mux(on_x[j], next_x[j], group[j]))
                                      for j in range(P)]
                     with m.Elif(~(y_end | wrap_y)):
-                        m.d.sync += [origin[j].eq(Mux(on_x[j], 0,
-                                                      Mux(on_y[j], step_y[j], origin[j])))
+                        m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], zero[j],
+                                                           _Pos.mux(on_y[j], step_y[j],
+                                                                    origin[j])))
                                      for j in range(P)]
-                        m.d.sync += [group[j].eq(Mux(on_x[j], 0,
-                                                     Mux(on_y[j], step_y[j], group[j])))
+                        m.d.sync += [group[j].eq(_Pos.mux(on_x[j], zero[j],
+                                                          _Pos.mux(on_y[j], step_y[j],
+                                                                   group[j])))
                                      for j in range(P)]
                     with m.Else():
-                        m.d.sync += [origin[j].eq(Mux(on_r[j], step_r[j], 0)) for j in range(P)]
-                        m.d.sync += [group[j].eq(0) for j in range(P)]
+                        m.d.sync += [origin[j].eq(_Pos.mux(on_r[j], step_r[j], zero[j]))
+                                     for j in range(P)]
+                        m.d.sync += [group[j].eq(zero[j]) for j in range(P)]
                         with m.If(wrap_r):
                             m.d.sync += walking.eq(0)
 
@@ -312,17 +342,18 @@ class Dispatcher(wiring.Component):
                          *(group[j].eq(origin[j]) for j in range(P))]
             for i in range(n):
                 with m.If(pick == i):
-                    place(i, origin, 1)
+                    place(i, [o.value for o in origin], 1)
             advance()
         with m.Elif(filling):
             # the followers: the next tile of the walk while it shares the group's operand,
             # else a void tile (origin outside the parallel space: computes, writes nothing)
-            same = walking & Cat((origin[j] == group[j]) | ~dep[j] for j in range(P)).all()
-            void = [Mux(dep[j], group[j], cfg.p_size[j]) for j in range(P)]
+            same = walking & Cat((origin[j].value == group[j].value) | ~dep[j]
+                                 for j in range(P)).all()
+            void = [Mux(dep[j], group[j].value, cfg.p_size[j]) for j in range(P)]
             for i in range(n):
                 with m.If(member == i):
                     with m.If(same):
-                        place(i, origin, 1)
+                        place(i, [o.value for o in origin], 1)
                     with m.Else():
                         place(i, void, 0)
             with m.If(same):
@@ -345,10 +376,45 @@ class Dispatcher(wiring.Component):
             m.d.sync += armed.eq(0)
         with m.If(self.run & ~self.busy & ~armed):
             m.d.sync += [walking.eq(1), armed.eq(1), self.count.eq(0), last.eq(n - 1),
-                         *(origin[j].eq(0) for j in range(P)), *(group[j].eq(0) for j in range(P)),
-                         xk.eq(0), yk.eq(0), x_end.eq(0), y_end.eq(0), second.eq(0)]
+                         *(origin[j].eq(start[j]) for j in range(P)),
+                         *(group[j].eq(start[j]) for j in range(P)),
+                         xk.eq(0), yk.eq(0), x_end.eq(0), y_end.eq(0), second.eq(0),
+                         row_end.eq(log2s_c[0] == 0), col_end.eq(log2s_c[1] == 0)]
         with m.If(self.stop):
             m.d.sync += [walking.eq(0), armed.eq(0), filling.eq(0), xk.eq(0), yk.eq(0),
+                         row_end.eq(log2s_c[0] == 0), col_end.eq(log2s_c[1] == 0),
                          x_end.eq(0), y_end.eq(0), second.eq(0),
                          *(self.tiles[i].valid.eq(0) for i in range(n))]
         return m
+
+
+class _Pos:
+    """A position of the walk on one index (16 bits) with its next step's flags, kept beside
+    it so that no step adds and compares in series with the walk's choices: ``wrap`` = value +
+    ``p_tile >= p_size`` (the step wraps), ``over`` = value + ``p_tile > p_size`` (an edge
+    tile). Registers (``_Pos(name)``) and candidates (:meth:`of`, :meth:`mux`) alike; ``eq``
+    assigns all three."""
+
+    def __init__(self, name=None, fields=None):
+        if fields is None:
+            fields = (Signal(16, name=name), Signal(name=f"{name}_wrap"),
+                      Signal(name=f"{name}_over"))
+        self.value, self.wrap, self.over = fields
+
+    @classmethod
+    def of(cls, value, p_tile, p_size):
+        """The candidate ``value`` with its flags formed here."""
+        plus = value + p_tile
+        return cls(fields=(value, plus >= p_size, plus > p_size))
+
+    @classmethod
+    def mux(cls, sel, a, b):
+        return cls(fields=tuple(Mux(sel, x, y) for x, y in zip(a.fields, b.fields,
+                                                                 strict=True)))
+
+    @property
+    def fields(self):
+        return self.value, self.wrap, self.over
+
+    def eq(self, other):
+        return Cat(*self.fields).eq(Cat(*other.fields))

@@ -43,8 +43,10 @@ def error_layout(taus):
     })
 
 
-def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
-    """One Value per entry of :data:`merit.regmap.CHECKS`: 1 when the check passes."""
+def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows, stage=None):
+    """One Value per entry of :data:`merit.regmap.CHECKS`: 1 when the check passes.
+    ``stage(value, name)``: where the footprint's products go through a register (``Regs``);
+    None: combinational."""
     P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
     bits = lanes.bit_length() - 1
     sizes = Cat(*(cfg.p_size[j] != 0 for j in range(P)),
@@ -78,8 +80,10 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows):
         slots = getattr(cfg, port)
         for k in range(len(slots)):
             s = slots[k]
-            span = sum((s.box[i] - 1)[:16] * s.lpitch[i] for i in range(kernelcfg.AXES - 1)) \
-                + s.box[kernelcfg.AXES - 1]
+            products = [(s.box[i] - 1)[:16] * s.lpitch[i] for i in range(kernelcfg.AXES - 1)]
+            if stage is not None:
+                products = [stage(v, f"foot_{port}_{k}_{i}") for i, v in enumerate(products)]
+            span = sum(products) + s.box[kernelcfg.AXES - 1]
             foot_terms.append(~s.enable | (span <= (s.rows << bits)))
     footprint_ok = Cat(*foot_terms).all()
     # the enabled slots of an RP hold their tiles together: a job allocates one tile per slot
@@ -210,10 +214,16 @@ class Regs(wiring.Component):
         cycles = Signal(32)
         m.d.comb += [self.busy.eq(busy), self.flush.eq(flushing), self.irq.eq(done & irq_enable)]
 
+        def stage(value, name):
+            reg = Signal(len(value), name=name)
+            m.d.sync += reg.eq(value)
+            return reg
+
+        # the footprint's products (multipliers) in registers, then every check registered:
+        # two cycles behind the registers, which is safe because a CTRL write waits until two
+        # cycles have passed since the last write of a configuration register (``settled``)
         checks = _checks(self.config, lanes=self._lanes, instructions=self._instructions,
-                         rp0_rows=self._rp0_rows, rp1_rows=self._rp1_rows)
-        # registered: one cycle behind the registers, which is safe because a START write is
-        # performed at least two cycles after the previous write updated them
+                         rp0_rows=self._rp0_rows, rp1_rows=self._rp1_rows, stage=stage)
         passed = Signal(len(checks))
         m.d.sync += passed.eq(Cat(checks))
         failed = Signal(range(len(checks) + 1))     # number of the first failed check, 0 = none
@@ -233,7 +243,16 @@ class Regs(wiring.Component):
         with m.If(bus.bvalid & bus.bready):
             m.d.sync += bus.bvalid.eq(0)
         write = Signal()
-        m.d.comb += write.eq(aw_full & w_full & (~bus.bvalid | bus.bready))
+        word = aw_addr[2:]
+        since_cfg = Signal(range(3), init=2)     # cycles since a configuration write, up to 2
+        settled = since_cfg == 2
+        cfg_write = Signal()
+        with m.If(cfg_write):
+            m.d.sync += since_cfg.eq(0)
+        with m.Elif(~settled):
+            m.d.sync += since_cfg.eq(since_cfg + 1)
+        m.d.comb += write.eq(aw_full & w_full & (~bus.bvalid | bus.bready)
+                             & ((word != rmap["CTRL"].offset // 4) | settled))
         start = Signal()
         abort = Signal()
         clear_done = Signal()
@@ -241,7 +260,6 @@ class Regs(wiring.Component):
         with m.If(write):
             m.d.sync += [aw_full.eq(0), w_full.eq(0), bus.bvalid.eq(1),
                          bus.bresp.eq(Mux(write_ok, OKAY, SLVERR))]
-        word = aw_addr[2:]
         with m.Switch(word):
             with m.Case(rmap["CTRL"].offset // 4):
                 m.d.comb += write_ok.eq(1)
@@ -257,7 +275,7 @@ class Regs(wiring.Component):
                     m.d.comb += write_ok.eq(1)      # read-only: writes are ignored
             for reg in rmap.config_registers:
                 with m.Case(reg.offset // 4):
-                    m.d.comb += write_ok.eq(~busy)
+                    m.d.comb += [write_ok.eq(~busy), cfg_write.eq(write & ~busy)]
                     with m.If(write & ~busy):
                         for f in reg.fields:
                             _write_bytes(m, cfg_bits[f.config:f.config + f.width], w_data, w_strb,

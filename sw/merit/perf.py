@@ -46,7 +46,7 @@ __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "
 CONSTANTS = {
     "commit": 8,        # last beat of a job's tiles -> first read of the job by the CP
     "restart": 14,      # a load that starts while the DMA is idle: AR path before latency
-    "drain": 6,         # last CP instruction -> last write response (besides the write beats)
+    "drain": 9,         # last CP instruction -> last write response (besides the write beats)
     "waste": 0.75,      # share of the DMA's RREADY-low slots lost when writes compete
 }
 

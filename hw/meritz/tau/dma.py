@@ -211,6 +211,13 @@ class Dma(wiring.Component):
         k = [Signal(16, name=f"k{i}") for i in range(3)]
         x = [Signal(signed(20), name=f"x{i}") for i in range(3)]
         box_m1 = [Signal(16, name=f"box_m1_{i}") for i in range(3)]
+        # per counter, flip-flops: at its last count (``k == box_m1``), one before it, and
+        # whether its box has one or two counts (what a restart from 0 sets the first two to),
+        # so which axis steps is decided from flip-flops, with no 16-bit equality in series
+        at_last = [Signal(name=f"at_last{i}") for i in range(3)]
+        near = [Signal(name=f"near{i}") for i in range(3)]
+        box_one = [Signal(name=f"box_one{i}") for i in range(3)]
+        box_two = [Signal(name=f"box_two{i}") for i in range(3)]
         n_m1 = [Signal(signed(17), name=f"n_m1_{i}") for i in range(3)]
         taddr = [Signal(16, name=f"taddr{i}") for i in range(3)]
         dpitch = [Signal(32, name=f"dpitch{i}") for i in range(3)]
@@ -236,7 +243,7 @@ class Dma(wiring.Component):
         for i in range(3):
             m.d.comb += xc[i].eq(Mux(x[i] < 0, 0, Mux(x[i] > n_m1[i], n_m1[i], x[i])))
             outside.append(((x[i] < 0) | (x[i] > n_m1[i])) & ~slot.clamp[i])
-        last_row = Cat([k[i] == box_m1[i] for i in range(3)]).all()
+        last_row = Cat(at_last).all()
         row0 = Signal(cmd_layout)
         m.d.comb += [row0.taddr.eq(taddr[2]), row0.rows.eq(slot.rows), row0.base.eq(base_row),
                      row0.slot.eq(slot_no), row0.last.eq(last_row), row0.clamp.eq(slot.clamp[3]),
@@ -250,6 +257,8 @@ class Dma(wiring.Component):
             for i in range(3):
                 m.d.sync += [k[i].eq(0), taddr[i].eq(0), x[i].eq(s_half[i][0] + s_half[i][1]),
                              box_m1[i].eq(Mux(sslot.box[i] == 0, 0, sslot.box[i] - 1)),
+                             at_last[i].eq(sslot.box[i] <= 1), near[i].eq(sslot.box[i] == 2),
+                             box_one[i].eq(sslot.box[i] <= 1), box_two[i].eq(sslot.box[i] == 2),
                              n_m1[i].eq(sslot.extent[i] - 1), dpitch[i].eq(sslot.dpitch[i])]
         with m.If(advance):
             m.d.sync += [r_valid[0].eq(busy), r_valid[1].eq(r_valid[0]),
@@ -261,17 +270,22 @@ class Dma(wiring.Component):
                 with m.If(last_row):
                     m.d.sync += busy.eq(0)
                 # advance (axis 2 innermost); tile addresses as per-level running sums
-                with m.If(k[2] != box_m1[2]):
-                    m.d.sync += [k[2].eq(k[2] + 1), x[2].eq(x[2] + 1),
-                                 taddr[2].eq(taddr[2] + slot.lpitch[2])]
-                with m.Elif(k[1] != box_m1[1]):
+                def step(i):
+                    return [k[i].eq(k[i] + 1), x[i].eq(x[i] + 1), at_last[i].eq(near[i]),
+                            near[i].eq(k[i] + 2 == box_m1[i])]
+
+                def restart(i):
+                    return [k[i].eq(0), x[i].eq(low[i]), at_last[i].eq(box_one[i]),
+                            near[i].eq(box_two[i])]
+
+                with m.If(~at_last[2]):
+                    m.d.sync += [*step(2), taddr[2].eq(taddr[2] + slot.lpitch[2])]
+                with m.Elif(~at_last[1]):
                     new = taddr[1] + slot.lpitch[1]
-                    m.d.sync += [k[2].eq(0), x[2].eq(low[2]), k[1].eq(k[1] + 1),
-                                 x[1].eq(x[1] + 1), taddr[1].eq(new), taddr[2].eq(new)]
+                    m.d.sync += [*restart(2), *step(1), taddr[1].eq(new), taddr[2].eq(new)]
                 with m.Else():
                     new = taddr[0] + slot.lpitch[0]
-                    m.d.sync += [k[2].eq(0), x[2].eq(low[2]), k[1].eq(0), x[1].eq(low[1]),
-                                 k[0].eq(k[0] + 1), x[0].eq(x[0] + 1), taddr[0].eq(new),
+                    m.d.sync += [*restart(2), *restart(1), *step(0), taddr[0].eq(new),
                                  taddr[1].eq(new), taddr[2].eq(new)]
 
         # R1 -> R2: the products (low and high halves of each pitch), the fills of the row

@@ -8,6 +8,13 @@ byte strobes. Beats of consecutive lines form one INCR burst (at most 16 beats, 
 4 KB boundary, never across vectors). Write data may lead the burst's address (AXI4 allows it); the
 address is issued when the burst's last beat is known. The WP stalls only when AW, W or the
 32-beat data buffer back up, and ``idle`` means every burst has its write response.
+
+Four register stages, each loading while it is empty or its contents move on: A the lanes'
+addresses, B which pairs of lanes share a line, S the vector's lines as groups (each named by its
+lowest lane, its leader) served one a cycle in the order of their leaders (the same beats as
+serving the lowest pending lane's line), H the beat served until the next one says whether the
+burst closes with it. A vector's first beat reaches the data buffer three cycles after it would
+with the serving done in one stage, and the WP takes a vector a cycle as before.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -39,13 +46,16 @@ def vector_layout(lanes, output_bits=2):
     })
 
 
-def _lowest(m, mask, width, name):
-    """(any, index of the lowest set bit) of ``mask``."""
-    idx = Signal(range(max(width, 2)), name=name)
-    for n in reversed(range(width)):
-        with m.If(mask[n]):
-            m.d.comb += idx.eq(n)
-    return mask.any(), idx
+def _registered(m, values, name):
+    """``values`` through flip-flops (one cycle later)."""
+    regs = [Signal(len(v), name=f"{name}{n}") for n, v in enumerate(values)]
+    m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
+    return regs
+
+
+def _first(bits):
+    """The lowest set bit of ``bits``, one-hot (0 when none is set)."""
+    return Cat(bits[n] & ~bits[:n].any() if n else bits[0] for n in range(len(bits)))
 
 
 class WritePipeline(wiring.Component):
@@ -87,76 +97,160 @@ class WritePipeline(wiring.Component):
         cfg = self.config
         lanes = self._lanes
         index, rank, _ = lane_map(m, cfg, lanes)
-        elem_off = lane_offsets(m, [cfg.out_pitch[j] for j in range(P)], index, rank, lanes, 32,
-                                name="wp_off")
-        coords = [lane_offsets(m, [Const(int(jj == j), 16) for jj in range(P)], index, rank,
-                               lanes, 16, name=f"wp_coord{j}_") for j in range(P)]
+        # the lanes' element offsets and coordinates depend on the configuration alone: formed
+        # into registers (the configuration holds through a run, and its first vector comes
+        # tens of cycles after the run starts), so a vector's addresses start at flip-flops
+        elem_off = _registered(m, lane_offsets(m, [cfg.out_pitch[j] for j in range(P)], index,
+                                               rank, lanes, 32, name="wp_off"), "wp_off_r")
+        coords = [_registered(m, [c[:lanes.bit_length()] for c in lane_offsets(
+                      m, [Const(int(jj == j), 16) for jj in range(P)], index, rank, lanes, 16,
+                      name=f"wp_coord{j}_")], f"wp_coord{j}_r") for j in range(P)]
 
-        # stage A -> B: one vector being served
+        # stage A: the vector's lane addresses and words (taken while A is free or moves on)
         addr = [Signal(32, name=f"addr{n}") for n in range(lanes)]
         word = [Signal(16, name=f"word{n}") for n in range(lanes)]
-        pending = Signal(lanes)
+        a_valid = Signal()
         vec = self.vectors.payload
         base = Array(cfg.out_base[k] for k in range(self._outputs))[vec.output]
-        remaining = [Signal(signed(18), name=f"remaining{j}") for j in range(P)]
-        m.d.comb += [remaining[j].eq(cfg.p_size[j] - vec.p_warp[j]) for j in range(P)]
-        inside = Cat(Cat(coords[j][n] < remaining[j] for j in range(P)).all()
-                     for n in range(lanes))
+        remaining = [Signal(signed(18), name=f"remaining{j}") for j in range(P)]  # p_size - p_warp
 
-        # stage B: serve the lowest pending lane's line
-        any_pending, low = _lowest(m, pending, lanes, "low")
-        line = Signal(29)
-        m.d.comb += line.eq(Array(addr)[low][3:])
+        # stage B: which lanes share a line, every pair (a lane's lines are 29 bits; the pairs'
+        # equalities registered here keep them off the lines' serving below)
+        b_valid = Signal()
+        b_line = [Signal(29, name=f"b_line{n}") for n in range(lanes)]
+        b_quarter = [Signal(2, name=f"b_quarter{n}") for n in range(lanes)]
+        b_word = [Signal(16, name=f"b_word{n}") for n in range(lanes)]
+        b_inside = Signal(lanes)
+        b_same = {(k, n): Signal(name=f"b_same{k}_{n}") for n in range(lanes) for k in range(n)}
+
+        # stage S: the vector's lines as groups, one per line, each named by its lowest lane (its
+        # leader), served in the order of their leaders one a cycle: ``cur`` (one-hot) is the
+        # group served, ``s_next[l]`` the group after leader ``l``'s (one-hot), ``s_member[l]``
+        # its lanes; the lowest pending lane of the serving by lines is always a leader, so the
+        # order and the beats are those of serving the lowest pending lane's line
+        busy = Signal()
+        cur = Signal(lanes)
+        s_line = [Signal(29, name=f"s_line{n}") for n in range(lanes)]
+        s_line_m1 = [Signal(29, name=f"s_line_m1_{n}") for n in range(lanes)]    # line - 1
+        s_page = Signal(lanes)               # the lane's line starts a 4 KB page
+        s_quarter = [Signal(2, name=f"s_quarter{n}") for n in range(lanes)]
+        s_word = [Signal(16, name=f"s_word{n}") for n in range(lanes)]
+        s_member = [Signal(lanes, name=f"s_member{n}") for n in range(lanes)]
+        s_next = [Signal(lanes, name=f"s_next{n}") for n in range(lanes)]
+        s_last = Signal(lanes)
+
+        # the group served: its beat and line
         served = Signal(lanes)
-        m.d.comb += served.eq(Cat(pending[n] & (addr[n][3:] == line) for n in range(lanes)))
-        rest = Signal(lanes)
-        m.d.comb += rest.eq(pending & ~served)
-        more, nxt = _lowest(m, rest, lanes, "next")
-        next_line = Signal(29)
-        m.d.comb += next_line.eq(Array(addr)[nxt][3:])
+        m.d.comb += served.eq(_or_tree([Mux(cur[k], s_member[k], 0) for k in range(lanes)]))
         beat_data = Signal(64)
         beat_strb = Signal(8)
         for q in range(DATA_BYTES // WORD_BYTES):
-            hit = [served[n] & (addr[n][1:3] == q) for n in range(lanes)]
+            hit = [served[n] & (s_quarter[n] == q) for n in range(lanes)]
             m.d.comb += [
                 beat_data[16 * q:16 * q + 16].eq(
-                    _or_tree([Mux(hit[n], word[n], 0) for n in range(lanes)])),
+                    _or_tree([Mux(hit[n], s_word[n], 0) for n in range(lanes)])),
                 beat_strb[2 * q:2 * q + 2].eq(Mux(Cat(hit).any(), 0b11, 0)),
             ]
+        beat_line = Signal(29)
+        m.d.comb += beat_line.eq(_or_tree([Mux(cur[k], s_line[k], 0) for k in range(lanes)]))
+        beat_last = (cur & s_last).any()
+
+        # stage H: the beat served, held a cycle, until the next beat's group says whether the
+        # burst closes with it: which lanes' lines follow the held beat's (``h_follows``) is
+        # formed as the beat enters H, the group served next picks its bit
+        h_valid = Signal()
+        h_data = Signal(64)
+        h_strb = Signal(8)
+        h_line = Signal(29)
+        h_follows = Signal(lanes)
+        h_last = Signal()                    # the vector's last beat
         count = Signal(range(MAX_BURST + 1))    # beats of the open burst so far
         first_line = Signal(29)
-        closes = ~more | (next_line != line + 1) | (count + 1 == MAX_BURST) | \
-            (next_line[:9] == 0)
+        closes = h_last | ~(cur & h_follows & ~s_page).any() | (count == MAX_BURST - 1)
 
         m.submodules.wfifo = wfifo = SyncFIFOBuffered(width=64 + 8 + 1, depth=2 * MAX_BURST)
         m.submodules.awfifo = awfifo = SyncFIFOBuffered(width=32 + 8, depth=4)
-        can_emit = wfifo.w_rdy & awfifo.w_rdy
-        emit = any_pending & can_emit
+        emit = h_valid & wfifo.w_rdy & awfifo.w_rdy
         m.d.comb += [
-            wfifo.w_data.eq(Cat(beat_data, beat_strb, closes)),
+            wfifo.w_data.eq(Cat(h_data, h_strb, closes)),
             wfifo.w_en.eq(emit),
-            awfifo.w_data.eq(Cat(Mux(count == 0, line, first_line) << 3,
+            awfifo.w_data.eq(Cat(Mux(count == 0, h_line, first_line) << 3,
                                  (count).as_unsigned()[:8])),
             awfifo.w_en.eq(emit & closes),
         ]
         with m.If(emit):
-            m.d.sync += pending.eq(rest)
             with m.If(closes):
                 m.d.sync += count.eq(0)
             with m.Else():
                 m.d.sync += count.eq(count + 1)
                 with m.If(count == 0):
-                    m.d.sync += first_line.eq(line)
+                    m.d.sync += first_line.eq(h_line)
 
-        # stage A: take a vector when B is free or finishing
-        free = ~any_pending | (emit & ~more)
-        m.d.comb += self.vectors.ready.eq(free)
-        with m.If(self.vectors.valid & free):
-            m.d.sync += pending.eq(inside)
+        serve = busy & (~h_valid | emit)
+        with m.If(serve):
+            m.d.sync += [
+                h_valid.eq(1),
+                h_data.eq(beat_data),
+                h_strb.eq(beat_strb),
+                h_line.eq(beat_line),
+                h_follows.eq(Cat(s_line_m1[n] == beat_line for n in range(lanes))),
+                h_last.eq(beat_last),
+                cur.eq(_or_tree([Mux(cur[k], s_next[k], 0) for k in range(lanes)])),
+            ]
+        with m.Elif(emit):
+            m.d.sync += h_valid.eq(0)
+
+        # each stage loads while it is empty or its contents move on (its enable an OR of the
+        # stages' valid flags after it and S's end, no chain of handshakes)
+        s_load = ~busy | (serve & beat_last)
+        b_load = ~b_valid | s_load
+        a_load = ~a_valid | b_load
+        m.d.comb += self.vectors.ready.eq(a_load)
+
+        with m.If(a_load):
+            m.d.sync += [
+                a_valid.eq(self.vectors.valid),
+                *(remaining[j].eq(cfg.p_size[j] - vec.p_warp[j]) for j in range(P)),
+            ]
             for n in range(lanes):
                 m.d.sync += [
                     addr[n].eq(base + ((vec.offset + elem_off[n]) << 1)),
                     word[n].eq(vec.data[n]),
+                ]
+
+        with m.If(b_load):
+            m.d.sync += [b_valid.eq(a_valid),
+                         b_inside.eq(Cat(Cat(coords[j][n] < remaining[j] for j in range(P)).all()
+                                         for n in range(lanes)))]
+            m.d.sync += [b_same[k, n].eq(addr[k][3:] == addr[n][3:]) for k, n in b_same]
+            for n in range(lanes):
+                m.d.sync += [
+                    b_line[n].eq(addr[n][3:]),
+                    b_quarter[n].eq(addr[n][1:3]),
+                    b_word[n].eq(word[n]),
+                ]
+
+        # a lane's leader: the lowest lane inside with its line (one-hot); the leaders
+        lead = [_first(Cat(b_inside[k] & (b_same[k, n] if k < n else 1) for k in range(n + 1)))
+                for n in range(lanes)]
+        leader = Signal(lanes)
+        m.d.comb += leader.eq(Cat(b_inside[n] & lead[n][n] for n in range(lanes)))
+        with m.If(s_load):
+            m.d.sync += [
+                busy.eq(b_valid & b_inside.any()),
+                cur.eq(_first(leader)),
+                s_page.eq(Cat(b_line[n][:9] == 0 for n in range(lanes))),
+                s_last.eq(Cat(~leader[n + 1:].any() for n in range(lanes))),
+            ]
+            for n in range(lanes):
+                m.d.sync += [
+                    s_line[n].eq(b_line[n]),
+                    s_line_m1[n].eq(b_line[n] - 1),
+                    s_quarter[n].eq(b_quarter[n]),
+                    s_word[n].eq(b_word[n]),
+                    s_member[n].eq(Cat(b_inside[k] & (lead[k][n] if n <= k else 0)
+                                       for k in range(lanes))),
+                    s_next[n].eq(Cat(Const(0, n + 1), _first(leader[n + 1:]))[:lanes]),
                 ]
 
         # AXI
@@ -181,7 +275,7 @@ class WritePipeline(wiring.Component):
         m.d.sync += outstanding.eq(outstanding + issued - answered)
         with m.If(axi.bvalid & (axi.bresp != 0)):
             m.d.sync += self.error.eq(1)
-        m.d.comb += self.idle.eq(~any_pending & (outstanding == 0)
+        m.d.comb += self.idle.eq(~a_valid & ~b_valid & ~busy & ~h_valid & (outstanding == 0)
                                  & ~wfifo.r_rdy & ~awfifo.r_rdy)
         return m
 
