@@ -113,11 +113,12 @@ def test_the_compiler_refuses_a_plan_the_processor_cannot_deal():
 
 @pytest.mark.sim
 @pytest.mark.slow
-@pytest.mark.parametrize("name,taus", [("dilated", 8), ("conv3x3", 8)])
+@pytest.mark.parametrize("name,taus", [("conv3x3", 8)])
 def test_top_share2d_default_choice_and_model(name, taus):
-    """The compiler's default on 8 TAUs shares two operands for these kernels (the model finds
+    """The compiler's default on 8 TAUs shares two operands for this kernel (the model finds
     it faster than 1-D); the RTL runs that kernel bit-exact, and ``merit.perf`` predicts its
-    cycles within MODEL_TOLERANCE."""
+    cycles within MODEL_TOLERANCE.  (The dilated case left this list when whole tiles first
+    gave it one tile per TAU, 8 tiles on 8 TAUs, which nothing shares.)"""
     kernel = compile_problem(PROBLEMS[name](), taus=taus, **SMALL)
     assert kernel.sharing is not None and len(kernel.sharing) == 2, kernel.sharing
     metrics = simulate(PROBLEMS[name](), taus=taus, seed=7, **SMALL)
