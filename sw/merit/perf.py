@@ -169,6 +169,17 @@ def _check_bandwidth(value):
         raise ValueError(f"dram_bytes_per_cycle must be positive, not {value}")
     return float(value)
 
+def _checked(kernel, taus, dram_bytes_per_cycle, latency, rp_bytes, rp_ports):
+    """The arguments :func:`predict`, :func:`predict_cycles` and :func:`spans` share, checked:
+    ``(taus, bandwidth, beat_rate, latency, rp_bytes, rp_ports)``, the beat rate the DRAM
+    port's beats a cycle."""
+    _check_kernel(kernel)
+    bandwidth = _check_bandwidth(dram_bytes_per_cycle)
+    return (_check_int("taus", taus, 1), bandwidth, min(1.0, bandwidth / BEAT_BYTES),
+            _check_int("latency", latency, 0), _check_rp_bytes(rp_bytes),
+            check_ports("rp_ports", rp_ports))
+
+
 
 def _check_rp_bytes(value):
     try:
@@ -1141,14 +1152,9 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
     -------
     Prediction
     """
-    _check_kernel(kernel)
-    taus = _check_int("taus", taus, 1)
-    bandwidth = _check_bandwidth(dram_bytes_per_cycle)
-    latency = _check_int("latency", latency, 0)
-    rp_bytes = _check_rp_bytes(rp_bytes)
-    rp_ports = check_ports("rp_ports", rp_ports)
+    taus, bandwidth, beat_rate, latency, rp_bytes, rp_ports = _checked(
+        kernel, taus, dram_bytes_per_cycle, latency, rp_bytes, rp_ports)
     jobs = _jobs(kernel, rp_bytes, taus)
-    beat_rate = min(1.0, bandwidth / BEAT_BYTES)
     end, dealt, held = _simulate(jobs, taus, beat_rate, latency, rp_ports=rp_ports)
     if held:        # the loads that a held tile saved (``Kernel.hold``)
         jobs = _without_held(jobs, held)
@@ -1208,12 +1214,8 @@ def predict_cycles(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_byt
     outputs still to write. For choosing among kernels: a candidate that cannot beat the best
     one so far is not simulated to its end, and every other gets the cycles :func:`predict`
     gives."""
-    _check_kernel(kernel)
-    taus = _check_int("taus", taus, 1)
-    bandwidth = _check_bandwidth(dram_bytes_per_cycle)
-    latency = _check_int("latency", latency, 0)
-    rp_bytes = _check_rp_bytes(rp_bytes)
-    rp_ports = check_ports("rp_ports", rp_ports)
+    taus, _, beat_rate, latency, rp_bytes, rp_ports = _checked(
+        kernel, taus, dram_bytes_per_cycle, latency, rp_bytes, rp_ports)
     if stop is not None:
         n_a = len(_a_tiles(kernel))
         warps = int(_tile_warps(kernel, np.asarray(kernel.tiles, dtype=np.int64).reshape(
@@ -1223,7 +1225,7 @@ def predict_cycles(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_byt
         if n_a and compute / taus + CONSTANTS["drain"] >= stop:
             return None
     jobs = _jobs(kernel, rp_bytes, taus)
-    out = _simulate(jobs, taus, min(1.0, bandwidth / BEAT_BYTES), latency, rp_ports=rp_ports,
+    out = _simulate(jobs, taus, beat_rate, latency, rp_ports=rp_ports,
                     stop=stop)
     return None if out is None else int(math.ceil(out[0]))
 
@@ -1234,13 +1236,11 @@ def spans(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_BYT
     :data:`SPANS`, each summing to the predicted cycles (:func:`predict`, same arguments). A
     span is charged to what the Compute Pipeline waits for; the cause of a ``load`` may be the
     DRAM port shared with the other TAUs."""
-    _check_kernel(kernel)
-    taus = _check_int("taus", taus, 1)
-    bandwidth = _check_bandwidth(dram_bytes_per_cycle)
-    jobs = _jobs(kernel, _check_rp_bytes(rp_bytes), taus)
+    taus, _, beat_rate, latency, rp_bytes, rp_ports = _checked(
+        kernel, taus, dram_bytes_per_cycle, latency, rp_bytes, rp_ports)
+    jobs = _jobs(kernel, rp_bytes, taus)
     out = [collections.Counter({k: 0.0 for k in SPANS}) for _ in range(taus)]
-    _simulate(jobs, taus, min(1.0, bandwidth / BEAT_BYTES), _check_int("latency", latency, 0),
-              spans=out, rp_ports=check_ports("rp_ports", rp_ports))
+    _simulate(jobs, taus, beat_rate, latency, spans=out, rp_ports=rp_ports)
     return [dict(c) for c in out]
 
 
