@@ -285,6 +285,20 @@ def run_ports(entry):
     return recorded_ports(entry) if entry.get("cycles") else RP_PORTS
 
 
+#: The full-layer model columns of a row's entry (:func:`add_model`)
+FULL_MODEL_KEYS = ("model_full", "model_full_std", "model_full_cycles", "bound")
+
+
+def keep_full_model(entry, stored):
+    """Carry ``stored``'s full-layer model columns, with their date, into ``entry``, a new run
+    of the same row (``--no-full-model``: what ran changed, the full layer did not)."""
+    if stored.get("model_full") is None:
+        return entry
+    entry.update({k: stored.get(k) for k in FULL_MODEL_KEYS})
+    entry["model_full_date"] = stored.get("model_full_date", stored.get("model_date"))
+    return entry
+
+
 def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, full=True):
     """Add the model's predictions (slice and full layer, ``cp_bytes`` of CP per TAU) to a row's
     entry, with the RP banks of the row's RTL run (:func:`run_ports`), so that the model's
@@ -888,6 +902,8 @@ def main(argv=None):
         print(f"== {name}: {row(name).slice_what}", flush=True)
         entry = measure_row(name, seed=args.seed, done=measured,
                             whole_under=args.whole_under, **model_kw)
+        if args.no_full_model:
+            keep_full_model(entry, results["rows"].get(name, {}))
         results["rows"][name] = measured[name] = (entry if args.no_model
                                                   else add_model(entry, name, **model_kw,
                                                                  **full_kw))

@@ -97,6 +97,20 @@ def test_the_model_on_what_ran_alone_keeps_the_full_layer_columns(monkeypatch):
     assert "model_full_date" not in kept
 
 
+def test_a_new_run_keeps_the_stored_full_layer_columns(monkeypatch):
+    """A row measured again with ``--no-full-model`` (here on another part of the layer) keeps
+    the stored entry's full-layer columns and their date; a stored entry without them adds
+    nothing."""
+    monkeypatch.setattr(M, "_model", lambda problems, **kw: (0.9, 1000, "ALUs", 0.8))
+    stored = {"simulated": "slice", "cycles": 50, "model_full": 0.99, "model_full_std": 0.98,
+              "model_full_cycles": 36, "bound": "ALUs", "model_date": "earlier"}
+    entry = M.keep_full_model({"simulated": "layer", "cycles": 1100}, stored)
+    M.add_model(entry, "vgg16_conv2_4", full=False, lanes=32, taus=4, bandwidth=8, latency=20)
+    assert (entry["model_full"], entry["model_full_cycles"], entry["bound"]) == (0.99, 36, "ALUs")
+    assert entry["model_full_date"] == "earlier" and entry["model_date"] != "earlier"
+    assert M.keep_full_model({"cycles": 3}, {"cycles": 4, "model_date": "x"}) == {"cycles": 3}
+
+
 def test_whole_layers_under_the_limit_are_simulated_whole():
     (problem,), part = M.simulated("depthwise", whole_under=10**7)
     assert part == "full" and problem.p_shape == row("depthwise").full()[0][0].p_shape
