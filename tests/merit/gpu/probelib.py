@@ -122,3 +122,25 @@ def tc_cases(only, precisions, seed):
             peer_ms = {n: time_launch(f) for n, f in peers.items()}
             yield key, prec, prob, spec_of(prob, "float32", prec), inputs, refs[0], peer_ms
             cp.get_default_memory_pool().free_all_blocks()
+
+
+def bench_table(seed):
+    """The bench's rows by key (its random rows of ``seed`` and its fixed rows): (kind, params)."""
+    from bench.gpu import random_rows
+    from bench.gpu import rows as bench_rows
+    table = {key: p for key, _, _, p in random_rows(seed)}
+    table.update({key: p for key, _, _, p in bench_rows()})
+    return table
+
+
+def time_rounds(launches, peers, rounds):
+    """``rounds`` turns of timing every launch of ``launches`` (name -> launch) and every peer,
+    in turn: ({name: [ms]}, {peer: [ms]})."""
+    from merit.gpu.runtime import time_launch
+    ms, peer_ms = {n: [] for n in launches}, {}
+    for _ in range(rounds):
+        for n, go in launches.items():
+            ms[n].append(round(time_launch(go), 4))
+        for n, fn in peers.items():
+            peer_ms.setdefault(n, []).append(round(time_launch(fn), 4))
+    return ms, peer_ms

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from probelib import run_checked, setup
+from probelib import bench_table, run_checked, setup, time_rounds
 from wordcopy_probe import parse
 
 
@@ -45,13 +45,9 @@ def main():
     args = ap.parse_args()
     import cupy as cp
 
-    from bench.gpu import random_rows
-    from bench.gpu import rows as bench_rows
     from merit.gpu import tiling
-    from merit.gpu.runtime import time_launch
 
-    table = {key: p for key, _, _, p in random_rows(args.seed)}
-    table.update({key: p for key, _, _, p in bench_rows()})
+    table = bench_table(args.seed)
     prob, spec, inputs, res, peers, refs = setup(*table[args.row], np.random.default_rng(5))
     rows, gos, first = [], [], None
     for item in args.tiles.split(";"):
@@ -67,12 +63,9 @@ def main():
         print(rows[-1], flush=True)
     if args.launch:
         return
-    peer_ms = {}
-    for _ in range(args.rounds):
-        for r, go in zip(rows, gos, strict=True):
-            r["ms"].append(round(time_launch(go), 4))
-        for n, fn in peers.items():
-            peer_ms.setdefault(n, []).append(round(time_launch(fn), 4))
+    ms, peer_ms = time_rounds(dict(enumerate(gos)), peers, args.rounds)
+    for n, r in enumerate(rows):
+        r["ms"] = ms[n]
     for r in rows:
         print(args.row, r["tile"], r["ms"], flush=True)
     print(args.row, peer_ms, flush=True)

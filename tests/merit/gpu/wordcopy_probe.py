@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from probelib import run_checked, setup
+from probelib import bench_table, run_checked, setup, time_rounds
 
 #: the bench page's fp32 rows below their peer and the tiles it gives them (2026-11-27 rows)
 ROWS = ("rand4_gemm_odd=t16x8_r7x8_c32_u1_ss_db_s04_l_v_o1_x1,"
@@ -65,12 +65,8 @@ def main():
     args = ap.parse_args()
     import cupy as cp
 
-    from bench.gpu import random_rows
-    from bench.gpu import rows as bench_rows
-    from merit.gpu.runtime import time_launch
 
-    table = {key: p for key, _, _, p in random_rows(args.seed)}
-    table.update({key: p for key, _, _, p in bench_rows()})
+    table = bench_table(args.seed)
     rng = np.random.default_rng(5)
     out = []
     for item in args.rows.split(","):
@@ -88,12 +84,9 @@ def main():
               row["bit_equal"], flush=True)
         if args.launch:
             continue
-        row["peers_ms"] = {}
-        for _ in range(args.rounds):
-            for side in ts:
-                row[side]["ms"].append(round(time_launch(gos[side]), 4))
-            for n, fn in peers.items():
-                row["peers_ms"].setdefault(n, []).append(round(time_launch(fn), 4))
+        ms, row["peers_ms"] = time_rounds(gos, peers, args.rounds)
+        for side in gos:
+            row[side]["ms"] = ms[side]
         print(key, {s: row[s]["ms"] for s in ts}, row["peers_ms"], flush=True)
         out.append(row)
         Path(args.out, "wordcopy_probe.json").write_text(json.dumps(out, indent=1))
