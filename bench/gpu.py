@@ -9,7 +9,9 @@ are timed the same way (cuDNN's the fastest of :data:`PEER_TRIES` algorithm choi
 (Caffe-style), cupyx.scipy.ndimage where it has the operation, and plain torch operations.  The
 floor of a row is the larger of (bytes of its tensors read once and written once) / (measured copy
 bandwidth) and (2 x inner-product steps) / (measured SGEMM rate).  Results go to
-``<out>/gpu.json`` and ``<out>/gpu.md``.
+``<out>/gpu.json`` and ``<out>/gpu.md``, after every row.  Worker processes (``--jobs``) rank and
+compile the autotuner's first candidates of the later rows while a row is timed; ``--stop-after``
+and ``--resume`` split a run that does not fit one sitting into several processes.
 """
 
 import argparse
@@ -19,6 +21,7 @@ import os
 import platform
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +31,12 @@ from merit import strategies as S
 from merit import workloads as W
 
 TOL = 1e-5
+
+
+def row_rng(key):
+    """The random generator of a row's data, seeded by its key: a row draws the same data
+    whichever rows run before it in the process (``--only``, ``--resume``)."""
+    return np.random.default_rng(zlib.crc32(f"bench.gpu {key}".encode()))
 
 
 # ---- workloads that need more than one problem or a batch axis --------------------------------
@@ -516,47 +525,61 @@ def random_rows(seed, count=8):
     return out
 
 
+def _conv_args(a):
+    return dict(stride=a["stride"], padding=a["padding"], dilation=a.get("dilation", 1),
+                groups=a.get("groups", 1))
+
+
+def problem_of(kind, a):
+    """The :class:`merit.Problem` of a row (kind and parameters as :func:`rows` gives them);
+    None for the integral image (several problems)."""
+    if kind == "conv":
+        return W.conv2d(a["n"], a["c"], a["h"], a["w"], a["m"], a["k"], **_conv_args(a))
+    if kind == "gemm":
+        return W.gemm(a["n"], a.get("cols", a["n"]), a.get("k", a["n"]))
+    if kind == "filter3x3":
+        return W.filter3x3(a["n"], a["n"])
+    if kind == "separable":
+        return W.separable_filter(a["n"], a["n"], a["k"])
+    if kind == "motion":
+        return W.motion_estimation(a["h"], a["w"], block=a["block"], search=a["search"])
+    if kind == "bilateral":
+        return W.bilateral(a["n"], a["n"], sigma_s=a["radius"] / 2, sigma_r=0.5,
+                           radius=a["radius"])
+    if kind == "correlation":
+        return correlation_batched(a["n"], a["c"], a["h"], a["w"], a["d"])
+    if kind == "integral":
+        return None
+    raise ValueError(kind)
+
+
 def build(kind, a, rng):
     """(problem or None, cupy arrays, peers, references, bytes, steps, ours-factory)."""
     import cupy as cp
 
     prec = a.get("precision", "fp32")
+    prob = problem_of(kind, a)
+    if prob is not None:
+        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
     if kind == "conv":
-        conv = dict(stride=a["stride"], padding=a["padding"], dilation=a.get("dilation", 1),
-                    groups=a.get("groups", 1))
-        prob = W.conv2d(a["n"], a["c"], a["h"], a["w"], a["m"], a["k"], **conv)
-        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
         if prec == "fp32":
-            peers, refs = _conv_peers(prob, arrays, **conv)
+            peers, refs = _conv_peers(prob, arrays, **_conv_args(a))
         else:
-            peers, refs = _tc_conv_peers(prob, arrays, prec, **conv)
+            peers, refs = _tc_conv_peers(prob, arrays, prec, **_conv_args(a))
     elif kind == "gemm":
-        prob = W.gemm(a["n"], a.get("cols", a["n"]), a.get("k", a["n"]))
-        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
         if prec == "fp32":
             peers, refs = _gemm_peers(prob, arrays)
         else:
             peers, refs = _tc_gemm_peers(prob, arrays, prec)
     elif kind == "filter3x3":
-        prob = W.filter3x3(a["n"], a["n"])
-        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
         peers, refs = _filter3x3_peers(prob, arrays)
     elif kind == "separable":
-        prob = W.separable_filter(a["n"], a["n"], a["k"])
-        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
         peers, refs = _separable_peers(prob, arrays, a["k"])
     elif kind == "motion":
-        prob = W.motion_estimation(a["h"], a["w"], block=a["block"], search=a["search"])
-        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
         peers, refs = _motion_peers(prob, arrays, a["block"], a["search"])
     elif kind == "bilateral":
-        prob = W.bilateral(a["n"], a["n"], sigma_s=a["radius"] / 2, sigma_r=0.5,
-                           radius=a["radius"])
-        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
         peers, refs = _bilateral_peers(prob, arrays, 0.5, a["radius"])
     elif kind == "correlation":
-        prob = correlation_batched(a["n"], a["c"], a["h"], a["w"], a["d"])
-        arrays = [cp.asarray(x) for x in prob.random_inputs(rng)]
         peers, refs = _correlation_peers(prob, arrays, a["d"])
     elif kind == "integral":
         image = cp.asarray(rng.standard_normal((a["n"], a["n"])).astype(np.float32))
@@ -614,6 +637,89 @@ def tc_ceilings(time_launch):
     return rates
 
 
+_SPECS = {}
+
+
+def _spec_of_row(kind, params):
+    """A row's specialization as ``merit.gpu.prepare`` makes it from the bench's arrays (half
+    arrays for FP16 / BF16 rows), memoized in this process."""
+    from merit.gpu.spec import OPERAND_DTYPES, spec_of
+
+    key = (kind, json.dumps(params, sort_keys=True))
+    if key not in _SPECS:
+        prec = params.get("precision", "fp32")
+        _SPECS[key] = spec_of(problem_of(kind, params), "float32", prec,
+                              operands=OPERAND_DTYPES.get(prec, "float32"))
+    return _SPECS[key]
+
+
+def _rank_row(kind, params, device):
+    """``(specialization key, tiles)``: a row's first candidates for the autotuner (a worker of
+    :func:`_prefetch`)."""
+    from merit.gpu import candidates
+
+    spec = _spec_of_row(kind, params)
+    return spec.key(), tuple(candidates(spec, device)[1])
+
+
+def _compile_tile(kind, params, tile):
+    """Compile one candidate of a row in this process (a worker of :func:`_prefetch`): its
+    cubin lands in the shared folder or CuPy's kernel cache; a failure is left to the
+    autotuner, which compiles it again and skips it."""
+    from merit.gpu import runtime
+
+    try:
+        runtime.compiled(_spec_of_row(kind, params), tile)
+    except Exception:  # noqa: BLE001 - reported by the autotuner
+        pass
+
+
+def _nice():
+    os.nice(10)   # the timing process goes first
+
+
+def _prefetch(todo, device, jobs):
+    """Worker processes ranking the rows' first candidates, then compiling them one candidate a
+    task, in row order, ahead of the timing loop: ``(pool, ready)``, ``ready(key)`` waiting for
+    a row's list and compiles and returning the list (None: not prefetched).  The kernels reach
+    the timing process through the shared cubin folder (``$MERIT_GPU_CUBINS``) and CuPy's kernel
+    cache, the lists through :func:`merit.gpu.seed`; the timing is unchanged (what the
+    autotuner would have ranked and compiled itself, sooner, by processes of lower priority)."""
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor, wait
+
+    if jobs < 1:
+        return None, lambda key: None
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_nice,
+                               mp_context=multiprocessing.get_context("spawn"))
+    todo = [(key, kind, params) for key, kind, params in todo if kind != "integral"]
+    ranked = {key: pool.submit(_rank_row, kind, params, device) for key, kind, params in todo}
+    compiles = {key: threading.Event() for key, _, _ in todo}
+    futures = {}
+
+    def feed():   # each row's compiles queued as its list comes, in row order
+        for key, kind, params in todo:
+            try:
+                _, tiles = ranked[key].result()
+                futures[key] = [pool.submit(_compile_tile, kind, params, t) for t in tiles]
+            except Exception:  # noqa: BLE001 - pool shut down, or the ranking failed
+                futures[key] = []
+            compiles[key].set()
+
+    threading.Thread(target=feed, daemon=True).start()
+
+    def ready(key):
+        if key not in ranked:
+            return None
+        result = ranked[key].result()
+        compiles[key].wait()
+        wait(futures[key])
+        return result
+
+    return pool, ready
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m bench.gpu",
                                  description=__doc__.split("\n")[0])
@@ -626,10 +732,30 @@ def main(argv=None):
     ap.add_argument("--update", action="store_true",
                     help="re-measure only the --only rows and replace them in the --out folder's "
                          "gpu.json / gpu.md (the page names the rows and when they were re-run)")
+    ap.add_argument("--stop-after", type=float, default=None, metavar="S",
+                    help="start no row after S seconds: the files then hold the rows measured so "
+                         "far and name the rest, which --resume measures in a later process")
+    ap.add_argument("--resume", action="store_true",
+                    help="measure the rows a run stopped by --stop-after left (the --out "
+                         "folder's gpu.json) and add them to its files: one run in several calls")
+    ap.add_argument("--jobs", type=int, default=max(0, min(12, (os.cpu_count() or 4) - 4)),
+                    help="worker processes ranking and compiling later rows' candidates while "
+                         "a row is timed (0: none; the numbers do not depend on it)")
     args = ap.parse_args(argv)
     if args.update and not args.only:
         ap.error("--update re-measures the rows named by --only")
+    if args.resume and args.update:
+        ap.error("--resume continues a run; --update re-measures rows of a finished one")
     started = time.time()
+    outdir = Path(args.out)
+    before = None
+    if args.resume:
+        before = json.loads((outdir / "gpu.json").read_text())
+        if not before["meta"].get("pending"):
+            ap.error(f"{outdir / 'gpu.json'} holds a finished run: nothing to resume")
+        if args.seed is not None and args.seed != before["meta"]["seed"]:
+            ap.error("--resume continues the run's own seed")
+        args.seed = before["meta"]["seed"]
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 10**6)
     print(f"random shapes: seed {seed}", flush=True)
 
@@ -638,22 +764,94 @@ def main(argv=None):
     from merit.gpu import prepare
     from merit.gpu.runtime import TileCache, device_key, time_launch
 
-    outdir = Path(args.out)
+    def seed_tiles(key, tiles, device):
+        from merit.gpu import seed
+
+        seed(key, device, tiles)
+
     outdir.mkdir(parents=True, exist_ok=True)
     cache = TileCache(os.environ.get("MERIT_GPU_CACHE") or outdir / "gpu-tiles.json")
     _, device = device_key()
+    only = set(filter(None, args.only.split(",")))
+    if before is not None:
+        only = set(before["meta"]["pending"])
+    table = [r for r in rows(args.quick) + random_rows(seed, args.random)
+             if not only or r[0] in only]
+    fixed = [r for r in fixed_rows() if not only or r[0] in only]
+    pending = [r[0] for r in table + fixed]
+    shown = [a for a in (argv if argv is not None else sys.argv[1:])]
+    for flag, n in (("--out", 2), ("--stop-after", 2), ("--jobs", 2), ("--resume", 1)):
+        if flag in shown:   # where the files go and how the run is split do not change numbers
+            i = shown.index(flag)
+            del shown[i:i + n]
+    if "--seed" not in shown:
+        shown += ["--seed", str(seed)]
+    results = []
+
+    def write(final):
+        """The files, after every row: a run stopped or killed keeps the rows it measured."""
+        call = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                    timespec="seconds"),
+                "device": device, "wall_s": round(time.time() - started, 1),
+                "rows": len(results), "jobs": args.jobs, "copy_bandwidth_Bps": bw,
+                "sgemm_flops": sgemm, "tc_flops": tc_rates}
+        meta = {"command": " ".join(["python -m bench.gpu"] + shown),
+                "seed": seed, "wall_s": call["wall_s"], "date": call["date"],
+                "device": device, "copy_bandwidth_Bps": bw, "sgemm_flops": sgemm,
+                "tc_flops": tc_rates,
+                "cupy": cp.__version__, "torch": _torch().__version__,
+                "python": platform.python_version(), "tolerance": TOL,
+                "pending": pending, "calls": [call]}
+        out = results
+        if before is not None:   # the run's earlier calls: their rows, ceilings and date stay
+            meta = dict(before["meta"], pending=pending,
+                        calls=before["meta"].get("calls", []) + [call])
+            meta["wall_s"] = round(sum(c["wall_s"] for c in meta["calls"]), 1)
+            order = [r[0] for r in rows(args.quick) + random_rows(seed, args.random)
+                     + fixed_rows()]
+            new = {r["key"]: r for r in before["rows"] + results}
+            out = [new[k] for k in order if k in new]
+        if args.update:
+            old = json.loads((outdir / "gpu.json").read_text())
+            new = {r["key"]: r for r in results}
+            out = [new.pop(r["key"], r) for r in old["rows"]] + list(new.values())
+            upd = {k: meta[k] for k in ("command", "date", "device", "wall_s", "tc_flops")}
+            upd["keys"] = sorted(only)
+            meta = dict(old["meta"], updated=old["meta"].get("updated", []) + [upd])
+            if not final:
+                return
+        if not meta.get("pending"):
+            meta.pop("pending", None)
+        (outdir / "gpu.json").write_text(json.dumps({"meta": meta, "rows": out}, indent=1))
+        (outdir / "gpu.md").write_text(report(meta, out))
+        return meta, out
+
+    def stop():
+        return args.stop_after is not None and time.time() - started > args.stop_after
+
+    if args.jobs and not os.environ.get("MERIT_GPU_CUBINS"):
+        import tempfile
+
+        os.environ["MERIT_GPU_CUBINS"] = tempfile.mkdtemp(prefix="merit-cubins-")
+    pool, ready = _prefetch([(key, kind, params) for key, _, _, (kind, params) in table],
+                            device, args.jobs)
     bw, sgemm = ceilings(time_launch)
     tc_rates = tc_ceilings(time_launch)
     print(f"device {device}: copy {bw / 1e12:.2f} TB/s, SGEMM {sgemm / 1e12:.1f} TFLOP/s",
           flush=True)
-    rng = np.random.default_rng(2026)
-    only = set(filter(None, args.only.split(",")))
-    results = []
-    for key, label, target, (kind, params) in rows(args.quick) + random_rows(seed, args.random):
-        if only and key not in only:
-            continue
+    for key, label, target, (kind, params) in table:
+        if stop():
+            break
+        rng = row_rng(key)
         t0 = time.time()
         row = {"key": key, "label": label, "target": target}
+        try:
+            made = ready(key)
+            if made is not None:
+                seed_tiles(*made, device)
+                row["precompiled_s"] = round(time.time() - t0, 1)   # waited for the workers
+        except Exception as exc:  # noqa: BLE001 - the autotuner ranks and compiles itself
+            row["precompile_error"] = f"{type(exc).__name__}: {exc}"[:300]
         try:
             prob, arrays, peers, refs, nbytes, steps = build(kind, params, rng)
             if prob is None:
@@ -724,38 +922,25 @@ def main(argv=None):
             row["error"] = f"{type(exc).__name__}: {exc}"
         row["wall_s"] = round(time.time() - t0, 1)
         results.append(row)
+        pending.remove(key)
         print(json.dumps(row), flush=True)
+        write(False)
         cp.get_default_memory_pool().free_all_blocks()
 
-    for key, label, make, shift in fixed_rows():
-        if only and key not in only:
-            continue
-        results.append(_fixed_row(key, label, make, shift, rng, cache, time_launch))
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for key, label, make, shift in fixed:
+        if stop():
+            break
+        results.append(_fixed_row(key, label, make, shift, row_rng(key), cache, time_launch))
+        pending.remove(key)
         print(json.dumps(results[-1]), flush=True)
-
-    shown = [a for a in (argv if argv is not None else sys.argv[1:])]
-    if "--out" in shown:   # where the files go does not change the numbers
-        i = shown.index("--out")
-        del shown[i:i + 2]
-    if "--seed" not in shown:
-        shown += ["--seed", str(seed)]
-    meta = {"command": " ".join(["python -m bench.gpu"] + shown),
-            "seed": seed, "wall_s": round(time.time() - started, 1),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "device": device, "copy_bandwidth_Bps": bw, "sgemm_flops": sgemm,
-            "tc_flops": tc_rates,
-            "cupy": cp.__version__, "torch": _torch().__version__,
-            "python": platform.python_version(), "tolerance": TOL}
-    if args.update:
-        old = json.loads((outdir / "gpu.json").read_text())
-        new = {r["key"]: r for r in results}
-        results = [new.pop(r["key"], r) for r in old["rows"]] + list(new.values())
-        upd = {k: meta[k] for k in ("command", "date", "device", "wall_s", "tc_flops")}
-        upd["keys"] = sorted(only)
-        meta = dict(old["meta"], updated=old["meta"].get("updated", []) + [upd])
-    (outdir / "gpu.json").write_text(json.dumps({"meta": meta, "rows": results}, indent=1))
-    (outdir / "gpu.md").write_text(report(meta, results))
-    print(report(meta, results))
+        write(False)
+    meta, out = write(True)
+    print(report(meta, out))
+    if pending:
+        print(f"stopped after {time.time() - started:.0f} s: {len(pending)} rows left for "
+              f"--resume", flush=True)
 
 
 def _fixed_row(key, label, make, shift, rng, cache, time_launch):
@@ -817,6 +1002,27 @@ _SECTIONS = (("fp32 (SIMT cores)", ("tableV", "conv", "ece408", "gemm", "vision"
              ("Shapes nobody tuned for (fp32, drawn from the seed)", ("random",)))
 
 
+def _calls(meta):
+    """The header lines of a run measured in several calls (``--stop-after``, ``--resume``), or
+    stopped with rows left."""
+    calls = meta.get("calls", [])
+    out = []
+    if len(calls) > 1:
+        devices = sorted({c["device"] for c in calls})
+        out.append(f"Measured in {len(calls)} calls of the command, one process each (the run "
+                   f"does not fit one 10-minute call; the later calls with `--resume` measure "
+                   f"the rows the earlier left, on a fresh {' / '.join(devices)}: autotuning "
+                   f"included, each row's data seeded by its key): "
+                   + "; ".join(f"{c['date']}, {c['rows']} rows, {c['wall_s']:.0f} s"
+                               for c in calls)
+                   + "; the ceilings above are the first call's, each row's floor is from "
+                   "its own call's  ")
+    if meta.get("pending"):
+        out.append(f"Stopped with {len(meta['pending'])} rows not yet measured "
+                   f"({', '.join(meta['pending'])}): `--resume` measures them  ")
+    return out
+
+
 def report(meta, results):
     lines = ["# merit.gpu benchmark", "",
              f"Command: `{meta['command']}` (run from the repository root with `PYTHONPATH=sw`)  ",
@@ -827,8 +1033,12 @@ def report(meta, results):
              + ", ".join(f"{k} {v / 1e12:.0f}" for k, v in meta["tc_flops"].items())
              + " TFLOP/s  ",
              f"GPU time used: {meta['wall_s']:.0f} s of wall-clock time on the device for the "
-             f"whole run (compiling, autotuning, checking, timing every peer); random shapes "
-             f"drawn from seed {meta['seed']}  ",
+             f"whole run (compiling, autotuning, checking, timing every peer"
+             + (f"; {jobs} worker processes compiling the autotuner's first candidates ahead"
+                if (jobs := max((c.get("jobs", 0) for c in meta.get("calls", [])), default=0))
+                else "")
+             + f"); random shapes drawn from seed {meta['seed']}  ",
+             *_calls(meta),
              f"CuPy {meta['cupy']}, torch {meta['torch']}; every row checked against a float64 "
              f"reference (fp32 rows: relative error < {meta['tolerance']:g}; tensor-core rows: "
              f"< {', '.join(f'{k} {v:g}' for k, v in TC_TOL.items())}, the peer's error beside "

@@ -12,10 +12,19 @@ from dataclasses import dataclass
 from .codegen import kernel_name, source
 from .spec import OPERAND_DTYPES, PRECISIONS, Spec, spec_of
 from .tile import Tile
-from .tiling import H100, WG_TUNED, Device, check_tile, rank, row_variants, timed_variants
+from .tiling import (
+    H100,
+    WG_TUNED,
+    Device,
+    check_tile,
+    pad_variants,
+    rank,
+    row_variants,
+    timed_variants,
+)
 
 __all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "run_fixed", "tune",
-           "prepare", "dtype_of"]
+           "prepare", "dtype_of", "candidates", "precompile", "seed"]
 
 _DTYPES = {"float32": "float32", "int32": "int32"}
 
@@ -263,11 +272,7 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
     hit = cache.get(device, spec)
     if hit is not None:
         return hit
-    # wgmma is an sm_90a instruction: other devices get no wgmma tiles
-    model = H100 if "sm_90" in device else Device(wgmma=False)
-    # the wgmma tiles come on top of the TUNED others (which stay those ranked without them)
-    extra = WG_TUNED if spec.precision != "fp32" and model.wgmma else 0
-    cands = rank(spec, count=TUNED + extra if tune else 1, device=model)
+    model, cands = candidates(spec, device, tune)
     best = cands[0]
     if tune and len(cands) > 1:
         def timed(tiles):
@@ -284,15 +289,51 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
         times = list(timed(cands))
         # the second round: the forms of the fastest plain tiles (SIMT sums)
         times += timed(timed_variants(spec, times, model))
-        # the third round: the fastest tile's word copies by rows
-        times += timed(row_variants(spec, times, model))
+        # the third round: the fastest tile's word copies by rows, and its padded-row copies
+        times += timed(row_variants(spec, times, model) + pad_variants(spec, times, model))
         if times:
             best = min(times, key=lambda mt: mt[0])[1]
         cache.put(device, spec, best)
     return best
 
 
-def _compile_all(spec, tiles):
+#: Candidate lists ranked by another process (:func:`precompile`), by (specialization, device
+#: name): the autotuner takes such a list once instead of ranking again.
+_SEEDED = {}
+
+
+def candidates(spec, device, tune=True):
+    """``(cost model, tiles)``: the tiles the autotuner times for ``spec`` on the device named
+    ``device`` (as :func:`merit.gpu.runtime.device_key` names it), the cost model's first choice
+    first; one tile without ``tune``.  A list :func:`seed` handed in is taken (once) instead of
+    ranking again."""
+    # wgmma is an sm_90a instruction: other devices get no wgmma tiles
+    model = H100 if "sm_90" in device else Device(wgmma=False)
+    seeded = _SEEDED.pop((spec.key(), device), None) if tune else None
+    if seeded is not None:
+        return model, list(seeded)
+    # the wgmma tiles come on top of the TUNED others (which stay those ranked without them)
+    extra = WG_TUNED if spec.precision != "fp32" and model.wgmma else 0
+    return model, rank(spec, count=TUNED + extra if tune else 1, device=model)
+
+
+def precompile(spec, device, workers=2):
+    """Rank the autotuner's first candidates of ``spec`` for ``device`` and compile them in this
+    process: ``(spec.key(), tiles)``.  For a process preparing another's later problems: with
+    ``$MERIT_GPU_CUBINS`` (the NVRTC cubins) and CuPy's kernel cache on disk shared, the other
+    process loads the kernels instead of compiling them, and takes the list by :func:`seed`."""
+    tiles = candidates(spec, device)[1]
+    _compile_all(spec, tiles, workers)
+    return spec.key(), tuple(tiles)
+
+
+def seed(key, device, tiles):
+    """Hand in a candidate list :func:`precompile` made (``key``: the specialization's
+    ``Spec.key()``): the next autotuning of that specialization on ``device`` takes it."""
+    _SEEDED[key, device] = tuple(tiles)
+
+
+def _compile_all(spec, tiles, workers=16):
     """Compile the candidates concurrently (NVRTC runs outside the interpreter lock); a candidate
     that fails here is compiled, and skipped, again in the timing loop."""
     from concurrent.futures import ThreadPoolExecutor
@@ -307,6 +348,6 @@ def _compile_all(spec, tiles):
 
     import os
 
-    workers = max(1, min(16, os.cpu_count() or 8, len(tiles)))
+    workers = max(1, min(workers, os.cpu_count() or 8, len(tiles)))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(one, tiles))

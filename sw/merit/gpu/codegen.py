@@ -15,6 +15,7 @@ The kernel follows the paper's tiled execution (§IV-A, UMI Procedure 2):
 - outputs (shape ``pshape``) are stored once, after the outermost PostLoop.
 """
 
+import dataclasses
 import itertools
 import math
 import re
@@ -156,6 +157,67 @@ def header(spec, tile, name, ctype, dtype, what=""):
     return out
 
 
+#: Marks a specialization rewritten by :func:`padded_layout` (its name ends so).
+PAD_MARK = "~pad"
+_PADDED = {}
+
+
+def padded_layout(spec):
+    """The form of a SIMT problem whose loop inputs have their innermost axis zero-padded to a
+    multiple of 4 words (``Tile.padrows``): ``(spec2, moves)``, or None where no input needs it.
+    An input qualifies where that axis is not a multiple of 4 and its boundary there is "zero"
+    or "error" (the padding reads as the zero boundary does; under "error" the indices never
+    reach it; a clamped axis would clamp to the padding).  ``moves``: per padded input ``(rows,
+    C, Cp)``: its copy is the ``(rows, C)`` array as ``(rows, Cp)``, columns ``C .. Cp - 1``
+    zero."""
+    key = spec.key()
+    if key not in _PADDED:
+        _PADDED[key] = _padded_layout(spec)
+    return _PADDED[key]
+
+
+def _padded_layout(spec):
+    from merit.transform import Index, Transform
+
+    if spec.name.endswith(PAD_MARK) or spec.precision != "fp32":
+        return None
+    inputs, moves = [], {}
+    for k, op in enumerate(spec.inputs):
+        tr = op.transform
+        shape = tr.source_shape
+        if op.stage != "loop" or shape[-1] % 4 == 0 or tr.boundary[-1] == "clamp":
+            inputs.append(op)
+            continue
+        cp = -(-shape[-1] // 4) * 4
+        P = spec.np
+        p, a = [None] * P, [None] * spec.na
+        for ax, terms in enumerate(tr.terms):
+            for n, (pos, s) in enumerate(terms):
+                idx = Index(ax, s, tr.offset[ax] if n == 0 else 0)
+                if pos < P:
+                    p[pos] = idx
+                else:
+                    a[pos - P] = idx
+        tr2 = Transform(shape[:-1] + (cp,), p, a, tr.boundary,
+                        name=tr.name if tr.named else None)
+        inputs.append(dataclasses.replace(op, transform=tr2))
+        moves[k] = (math.prod(shape[:-1]), shape[-1], cp)
+    if not moves:
+        return None
+    return dataclasses.replace(spec, name=spec.name + PAD_MARK, inputs=tuple(inputs)), moves
+
+
+def pad_spec(spec, tile):
+    """The specialization a ``Tile.padrows`` tile's kernel runs, ``spec`` itself for other tiles
+    or one already rewritten; a ValueError where the form does not apply."""
+    if not tile.padrows or spec.name.endswith(PAD_MARK):
+        return spec
+    got = padded_layout(spec)
+    if got is None:
+        raise ValueError(f"problem {spec.name!r}: no loop input to pad (Tile.padrows)")
+    return got[0]
+
+
 def source(spec, tile):
     """CUDA C++ source of the kernel and its launch geometry.
 
@@ -163,6 +225,7 @@ def source(spec, tile):
     -------
     (name, code, nblocks, nthreads, smem_bytes)
     """
+    spec = pad_spec(spec, tile)
     if tile.mma and tile.ldsm:
         from .ldsm import source as ldsm_source
 

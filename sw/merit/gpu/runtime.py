@@ -112,10 +112,25 @@ def _module_sm90a(name, code):
 
 def _module_nvrtc(name, code, arch, ptxas=""):
     """A module compiled by NVRTC to a cubin for ``arch``, with ``ptxas`` options added to ``-v``
-    (``Tile.ptxas``: ``-O1``), loaded by CuPy; ptxas's report goes to :data:`ptxas_logs`."""
+    (``Tile.ptxas``: ``-O1``), loaded by CuPy; ptxas's report goes to :data:`ptxas_logs`.  With
+    ``$MERIT_GPU_CUBINS`` set, the cubins (and reports) are kept in that folder by the digest of
+    source, target and options, and one found there is loaded instead of compiled again: processes
+    compiling ahead of one that times (``bench.gpu``) share them."""
     import tempfile
 
     cp = cupy()
+    shared = os.environ.get("MERIT_GPU_CUBINS")
+    # the source's digest in the file name: a kernel name is not unique to its source (a module
+    # flag a probe toggles changes the source, not the name), and CuPy keeps the module it
+    # loaded from a path; the target and options too where the folder is shared
+    digest = hashlib.sha1(f"{code}\0{arch}\0{ptxas}".encode()).hexdigest()[:16] if shared \
+        else hashlib.sha1(code.encode()).hexdigest()[:12]
+    if shared:
+        path = Path(shared) / f"{name}_{digest}.cubin"
+        if path.exists():
+            log = path.with_suffix(".log")
+            ptxas_logs[name] = log.read_text() if log.exists() else ""
+            return cp.RawModule(path=str(path))
     from cupy_backends.cuda.libs import nvrtc
 
     prog = nvrtc.createProgram(code, f"{name}.cu", [], [])
@@ -131,13 +146,16 @@ def _module_nvrtc(name, code, arch, ptxas=""):
         cubin = nvrtc.getCUBIN(prog)
     finally:
         nvrtc.destroyProgram(prog)
+    if shared:
+        Path(shared).mkdir(parents=True, exist_ok=True)
+        for suffix, data in ((".log", ptxas_logs[name].encode()), (".cubin", cubin)):
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")   # complete files only, by rename
+            tmp.write_bytes(data)
+            tmp.replace(path.with_suffix(suffix))
+        return cp.RawModule(path=str(path))
     with _lock:
         if not _cubin_dir:
             _cubin_dir.append(tempfile.mkdtemp(prefix="merit-gpu-"))
-    # the source's digest in the file name: a kernel name is not unique to its source (a module
-    # flag a probe toggles changes the source, not the name), and CuPy keeps the module it
-    # loaded from a path
-    digest = hashlib.sha1(code.encode()).hexdigest()[:12]
     path = Path(_cubin_dir[0]) / f"{name}_{digest}.cubin"
     path.write_bytes(cubin)
     return cp.RawModule(path=str(path))
@@ -317,14 +335,38 @@ def _cl_inputs(spec, tile, inputs):
     return spec2, inputs, fill
 
 
+def _pad_inputs(spec, inputs):
+    """A ``Tile.padrows`` tile's inputs (the padded copies, allocated here with their padding
+    zero, in place of the loop inputs :func:`merit.gpu.codegen.padded_layout` pads) and the
+    function filling those copies."""
+    from .codegen import padded_layout
+
+    cp = cupy()
+    _, moves = padded_layout(spec)
+    inputs = list(inputs)
+    jobs = []
+    for k, (rows, C, Cp) in sorted(moves.items()):
+        buf = cp.zeros((rows, Cp), dtype=inputs[k].dtype)
+        jobs.append((inputs[k].reshape(rows, C), buf[:, :C]))
+        inputs[k] = buf
+
+    def fill():
+        for src, dst in jobs:
+            cp.copyto(dst, src)
+
+    return inputs, fill
+
+
 def launcher(spec, tile, inputs, outputs):
     """A no-argument function launching the kernel of (spec, tile) on these device arrays (a
-    ``Tile.cl`` tile: the channels-last copies of the loop operands first, in the same
-    function: timed with the kernel)."""
+    ``Tile.cl`` or ``Tile.padrows`` tile: the copies of the loop operands first, in the same
+    function: timed with the kernel; a split-K tile: the outputs zeroed first)."""
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
     fill = None
     if tile.cl:
         spec, inputs, fill = _cl_inputs(spec, tile, inputs)
+    if tile.padrows:   # copies of the inputs with their rows padded, made in the launch
+        inputs, fill = _pad_inputs(spec, inputs)
     args = tuple(inputs) + tuple(outputs)
     if tile.tma:   # the tensor maps of the operands the bulk copy engine takes, after the arrays
         from .ldsm import tma_ops
@@ -338,7 +380,7 @@ def launcher(spec, tile, inputs, outputs):
         e = epi_plan(spec, tile)
         args += (tensor_map(outputs[0], e["dims"], e["strides"], e["box"], e["swizzle"],
                             e["esize"]),)
-    if fill is not None:
+    if fill is not None and tile.split == 1:
         def go():
             fill()
             kernel((nblocks,), (nthreads,), args, shared_mem=smem)
@@ -364,6 +406,8 @@ def launcher(spec, tile, inputs, outputs):
         zero = [(o.data.ptr, o.nbytes) for o in outputs]
 
         def go():
+            if fill is not None:   # a padrows tile's copies
+                fill()
             stream = cp.cuda.get_current_stream().ptr
             for ptr, n in zero:
                 cp.cuda.runtime.memsetAsync(ptr, 0, n, stream)
@@ -407,7 +451,7 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 22
+CACHE_VERSION = 23
 
 
 class TileCache:

@@ -245,6 +245,11 @@ class Tile:
         touch one row (or ``32 / side``) instead of four: each global line a warp's copy touches
         costs a shared-memory wavefront (Nsight Compute counts the extra ones as LDGSTS bank
         conflicts); otherwise four adjacent words a thread.
+    padrows : bool
+        SIMT tiles only: the kernel reads copies of the loop inputs whose innermost axis is not a
+        multiple of 4 words (so not copied in 16-byte pieces), that axis zero-padded to one
+        (:func:`merit.gpu.codegen.padded_layout`), made in the same launch (timed with it): the
+        footprints of those inputs then go by 16-byte ``cp.async`` copies.
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -310,6 +315,7 @@ class Tile:
     gemv: int = field(default=0, repr=False)
     kgroups: int = field(default=1, repr=False)
     wrows: bool = field(default=False, repr=False)
+    padrows: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -379,6 +385,7 @@ class Tile:
         vr += "_a" if self.vahead else ""
         vr += f"_x{self.ptxas}" if self.ptxas else ""
         vr += "_w" if self.wrows else ""
+        vr += "_pr" if self.padrows else ""
         vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""
         vr += f"_gv{self.gemv}" if self.gemv else ""
         vr += f"g{self.kgroups}" if self.kgroups > 1 else ""

@@ -5,6 +5,7 @@ kernel never writes fails the check; the float reference is the golden model in 
 """
 
 import dataclasses
+import functools
 import itertools
 import zlib
 
@@ -164,6 +165,68 @@ def test_word_copies_by_rows_bit_for_bit():
                 got[on] = cp.asnumpy(out[0])
             np.testing.assert_array_equal(got[False], got[True], err_msg=f"{t}")
     assert used >= 8
+
+
+def test_padded_rows_bit_for_bit():
+    """Loop inputs whose rows are not a multiple of 4 words read from copies padded to one
+    (``Tile.padrows``, made in the launch): the same outputs, bit for bit (split-K tiles: to
+    rounding, their atomic adds having no fixed order), as the same tile on the inputs as they
+    are (16-byte copies instead of word copies, the same products in the same
+    order), and against float64; ragged GEMMs (both operands padded), convolutions with odd
+    rows under a zero boundary, split-K tiles, a launcher run twice (the copies filled
+    again)."""
+    from merit.gpu import codegen, runtime, tiling
+    from merit.gpu.tile import geometry
+
+    cases = [
+        (W.gemm(139, 75, 211), [{"threads": (16, 8), "regs": (7, 8), "chunk": 32, "double": True,
+                                 "strided": (0, 4), "lean": True, "vread": True, "forder": 1,
+                                 "ptxas": 1},
+                                {"threads": (8, 8), "regs": (4, 4), "chunk": 16},
+                                {"threads": (8, 4), "regs": (3, 5), "chunk": 16,
+                                 "double": True},
+                                {"threads": (8, 8), "regs": (4, 4), "chunk": 16, "split": 3}]),
+        (W.gemm(333, 201, 999), [{"threads": (16, 16), "regs": (8, 8), "chunk": 32,
+                                  "double": True, "lean": True, "vread": True}]),
+        (W.conv2d(3, 21, 23, 29, 17, 3, padding=1), [
+            {"threads": (1, 4, 4, 8), "regs": (1, 4, 2, 2), "chunk": 4, "double": True}]),
+        # split-K (outputs zeroed, then the copies, then the kernel's atomic adds), the
+        # padding's reach under a zero boundary (x + kx - 1 up to 41 on rows of 41)
+        (W.conv2d(2, 9, 13, 41, 11, 7, padding=1), [
+            {"threads": (2, 16, 2, 5), "regs": (1, 1, 4, 8), "chunk": 4, "split": 3,
+             "lean": True, "vread": True, "forder": 1, "ptxas": 1}]),
+    ]
+    rng = np.random.default_rng(12)
+    vec = 0
+    for problem, tiles in cases:
+        arrays = problem.random_inputs(rng, np.float32)
+        ref = problem.run(*[a.astype(np.float64) for a in arrays])
+        spec = spec_of(problem, "float32")
+        spec2, moves = codegen.padded_layout(spec)
+        for tile in tiles:
+            t = tiling.complete(spec, Tile(**tile))
+            (p,) = tiling.pad_variants(spec, [(1.0, t)]) or [tiling.complete(
+                spec, dataclasses.replace(t, padrows=True, pads=(), vector=()))]
+            vec += sum(bool(p.shared[k]) and geometry(spec2, p, k).vector for k in moves)
+            got = {}
+            for tw in (t, p):
+                _check(problem, arrays, "float32", tw, ref)
+                out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+                run(problem, *arrays, tile=tw, out=out)
+                got[tw.padrows] = cp.asnumpy(out[0])
+            # split-K tiles add their partial sums atomically, in no fixed order: not bit for bit
+            same = np.testing.assert_array_equal if t.split == 1 else functools.partial(
+                np.testing.assert_allclose, rtol=1e-5, atol=1e-5)
+            same(got[False], got[True], err_msg=f"{p}")
+            ins = [cp.asarray(a) for a in arrays]
+            by = dict(zip([x.name for x in problem.tensors], ins, strict=True))
+            out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+            go = runtime.launcher(spec, p, [by[op.tensor] for op in problem.operands], out)
+            go()
+            out[0].fill(cp.nan)
+            go()
+            same(cp.asnumpy(out[0]), got[True], err_msg=f"{p} again")
+    assert vec >= 8
 
 
 def test_torch_and_numpy_inputs():

@@ -28,7 +28,7 @@ def parse(label):
     from merit.gpu.tile import Tile
 
     m = re.match(r"t([\dx]+)_r([\dx]+)_c(\d+)_u(\d+)_([sg]+)(_db|_p\d)?(_k\d+)?(_s\d+)?(_l)?"
-                 r"(_v)?(_o\d)?(_a)?(_x\d)?$", label)
+                 r"(_v)?(_o\d)?(_a)?(_x\d)?(_w)?(_pr)?$", label)
     kw = dict(threads=tuple(map(int, m[1].split("x"))), regs=tuple(map(int, m[2].split("x"))),
               chunk=int(m[3]), unroll=int(m[4]), double=bool(m[6]), lean=bool(m[9]),
               vread=bool(m[10]), vahead=bool(m[12]))
@@ -42,6 +42,7 @@ def parse(label):
         kw["forder"] = int(m[11][2:])
     if m[13]:
         kw["ptxas"] = int(m[13][2:])
+    kw["wrows"], kw["padrows"] = bool(m[14]), bool(m[15])
     return Tile(**kw)
 
 
