@@ -376,7 +376,7 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
             run = {"date": now(), "command": command}
             if taus == results.get("setup", {}).get("taus") and table.get("cycles"):
                 entry = table           # the tables ran this count: their run
-                run = {"date": table.get("rtl_date"), "command": "the tables' run"}
+                run = {"date": table.get("rtl_date"), "command": TABLES_RUN}
             elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
                 if name not in one_tau:
                     one_tau[name] = run_slice(name, lanes=lanes, taus=None, bandwidth=bandwidth,
@@ -408,6 +408,10 @@ def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only
                    "merit.perf")
 
 
+#: the command of a Fig. 15 point that is the tables' own run
+TABLES_RUN = "the tables' run"
+
+
 def _scaling_runs(sc, suffix=""):
     """The dates and commands of Fig. 15's RTL points, by ALU count (``scaling["runs"]``, the
     whole layers', or with ``suffix`` "_slice" ``scaling["runs_slice"]``, the slices'), as a
@@ -434,7 +438,8 @@ def _scaling_runs(sc, suffix=""):
                 continue
             low, high = min(dates)[:16], max(dates)[:16]
             span = low if low == high else f"{low}-{high[11:]}"
-            cells.append(f"{span} UTC, `{key}`{rows}")
+            what = key if key == TABLES_RUN else f"`{key}`"
+            cells.append(f"{span} UTC, {what}{rows}")
         parts.append(f"{a} ALUs: " + "; ".join(cells))
     return ("RTL points: " + "; ".join(parts)) if parts else ""
 
@@ -802,7 +807,7 @@ def _scaling_reading(sc):
                 continue
             b = (sc.get("bound", {}).get(name) or [None] * len(alus))[k]
             roof = (sc.get("roofline", {}).get(name) or [None] * len(alus))[k]
-            fall.append(f"{name} ({value:.2f} at {a} ALUs, "
+            fall.append(f"{name} ({value:.3f} at {a} ALUs, "
                         f"{'RTL' if measured[k] is not None else 'model'}"
                         + (f"; bound {b}" if b else "")
                         + (f"; roofline {roof:.2f}" if roof is not None else "") + ")")
@@ -857,7 +862,9 @@ def _render_scaling(sc, setup):
         runs = _scaling_runs(sc, "_slice")
         lines += ["### The slices", "",
                   "The same rows' slices (`merit.paper`, column *slice* of the tables), as the "
-                  "figure was first drawn; RTL and model on the slice"
+                  "figure was first drawn; RTL and model on the slice (the RTL points are the "
+                  "runs of their day: the kernels the compiler took then, on the processor "
+                  "of then; the model is today's kernel)"
                   + (f"; {runs}" if runs else "") + ".", ""]
         lines += table(sc["model_slice"], sc.get("rtl_slice", {}))
     return lines
