@@ -337,60 +337,89 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     return entry
 
 
-def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only=None):
-    """Fig. 15: utilization vs ALUs, the model for every count, RTL for ``rtl_taus`` (0: one TAU
-    alone, from ``one_tau`` rows when measured) on the rows ``only`` (None: every row; the
-    others keep their RTL points)."""
+def scaling(results, *, lanes, bandwidth, latency, rtl_taus, seed, one_tau, only=None,
+            whole_under=0, save=None):
+    """Fig. 15: utilization (standard count) vs ALUs of each row's whole layer (``Row.full``,
+    as the tables' full-layer columns): the model for every count (``model``, with its bound,
+    ``bound``), the DRAM roofline (``roofline``), and the model of the row's slice beside it
+    (``model_slice``). RTL for ``rtl_taus`` (0: one TAU alone, from ``one_tau`` rows when
+    measured) on the rows ``only`` (None: every row; the others keep their points, model and
+    RTL): the whole layer where the model predicts it under ``whole_under`` cycles on that
+    count (``rtl``), else no point (``whole_under`` 0: the row's slice, ``rtl_slice``); the
+    tables' own run where it has the count. ``save``: called after each point simulated."""
     alus = list(SCALING_ALUS)
     out = results.setdefault("scaling", {})
     out["alus"] = alus
-    rtl = out.setdefault("rtl", {})
-    model = out.setdefault("model", {})
     command = ("python -m bench.top --no-rows --scaling --scaling-taus "
                + " ".join(str(t) for t in rtl_taus)
+               + (f" --whole-under {whole_under}" if whole_under else "")
                + "".join(f" --only {n}" for n in only or ()))
-    for name in SCALING_ROWS:
+    for name in SCALING_ROWS if only is None else [n for n in SCALING_ROWS if n in only]:
         r = row(name)
-        runs = out.setdefault("runs", {}).setdefault(name, {})
-        points = [_model([(p, 1) for p in r.slice_problems()], lanes=lanes, taus=a // lanes,
+        points = [_model(r.full(), lanes=lanes, taus=a // lanes, bandwidth=bandwidth,
+                         latency=latency) for a in alus]
+        out.setdefault("model", {})[name] = [None if p is None else round(p[3], 4)
+                                             for p in points]
+        out.setdefault("bound", {})[name] = [None if p is None else p[2] for p in points]
+        out.setdefault("roofline", {})[name] = [round(roofline(r.full(), alus=a,
+                                                               bandwidth=bandwidth), 4)
+                                                for a in alus]
+        sliced = [_model([(p, 1) for p in r.slice_problems()], lanes=lanes, taus=a // lanes,
                          bandwidth=bandwidth, latency=latency) for a in alus]
-        model[name] = [None if p is None else round(p[3], 4) for p in points]
-        measured = rtl.setdefault(name, [None] * len(alus))
-        for taus in rtl_taus if only is None or name in only else ():
+        out.setdefault("model_slice", {})[name] = [None if p is None else round(p[3], 4)
+                                                   for p in sliced]
+        for taus in rtl_taus:
             a = max(taus, 1) * lanes
             if a not in alus:
                 continue
             table = results["rows"].get(name, {})
             run = {"date": now(), "command": command}
-            if (taus == results.get("setup", {}).get("taus") and table.get("cycles")
-                    and table.get("simulated") != "full"):
-                value = _std(table, name)       # the table ran this slice: its run
-                run = {"date": table.get("rtl_date"), "command": "the tables' run"}
+            if taus == results.get("setup", {}).get("taus") and table.get("cycles"):
+                entry = table           # the tables ran this count: their run
+                run = {"date": table.get("rtl_date"), "command": TABLES_RUN}
             elif taus == 0:         # one TAU driven by the bench (no dispatcher, no arbiter)
                 if name not in one_tau:
                     one_tau[name] = run_slice(name, lanes=lanes, taus=None, bandwidth=bandwidth,
                                               latency=latency, seed=seed, done=one_tau)
-                value = _std(one_tau[name], name)
+                entry = one_tau[name]
+            elif whole_under and simulated(name, whole_under=whole_under, lanes=lanes,
+                                           taus=taus, bandwidth=bandwidth,
+                                           latency=latency)[1] != "full":
+                print(f"scaling {name} at {a} ALUs: the whole layer is predicted over "
+                      f"{whole_under} cycles, not simulated", flush=True)
+                continue
             else:
-                value = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth,
-                                  latency=latency, seed=seed, done={})["utilization_std"]
-            runs[str(a)] = run
-            measured[alus.index(a)] = value
-            print(f"scaling {name} at {a} ALUs: {value}", flush=True)
-    out["note"] = ("utilization (standard count) of each row's slice; RTL: Verilator model of "
-                   "Top with "
+                entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth,
+                                  latency=latency, seed=seed, done={}, whole_under=whole_under)
+            whole = entry.get("simulated") == "full"
+            value = _std(entry, name)
+            run["cycles"] = entry.get("cycles")
+            suffix = "" if whole else "_slice"
+            out.setdefault("runs" + suffix, {}).setdefault(name, {})[str(a)] = run
+            out.setdefault("rtl" + suffix, {}).setdefault(name, [None] * len(alus))[
+                alus.index(a)] = value
+            print(f"scaling {name} at {a} ALUs ({'whole layer' if whole else 'slice'}): "
+                  f"{value}", flush=True)
+            if save is not None:
+                save()
+    out["note"] = ("utilization (standard count) of each row's whole layer (as the tables' "
+                   "full-layer columns); RTL: Verilator model of Top with "
                    f"{lanes}-lane TAUs ({lanes} ALUs: one TAU driven by the bench); model: "
                    "merit.perf")
 
 
-def _scaling_runs(sc):
-    """The dates and commands of Fig. 15's RTL points, by ALU count (``scaling["runs"]``,
-    recorded since the points of the table's TAU count are the slice's own run, not the
-    table's whole layer), as a sentence."""
-    runs = sc.get("runs", {})
+#: the command of a Fig. 15 point that is the tables' own run
+TABLES_RUN = "the tables' run"
+
+
+def _scaling_runs(sc, suffix=""):
+    """The dates and commands of Fig. 15's RTL points, by ALU count (``scaling["runs"]``, the
+    whole layers', or with ``suffix`` "_slice" ``scaling["runs_slice"]``, the slices'), as a
+    sentence."""
+    runs = sc.get("runs" + suffix, {})
     parts = []
     for a in sc.get("alus", []):
-        measured = sorted(name for name, values in sc.get("rtl", {}).items()
+        measured = sorted(name for name, values in sc.get("rtl" + suffix, {}).items()
                           if values[sc["alus"].index(a)] is not None)
         if not measured:
             continue
@@ -409,7 +438,8 @@ def _scaling_runs(sc):
                 continue
             low, high = min(dates)[:16], max(dates)[:16]
             span = low if low == high else f"{low}-{high[11:]}"
-            cells.append(f"{span} UTC, `{key}`{rows}")
+            what = key if key == TABLES_RUN else f"`{key}`"
+            cells.append(f"{span} UTC, {what}{rows}")
         parts.append(f"{a} ALUs: " + "; ".join(cells))
     return ("RTL points: " + "; ".join(parts)) if parts else ""
 
@@ -752,27 +782,92 @@ def render(results, one_tau=None):
                   f"{sum(errors) / len(errors):.1%} over {len(errors)} rows.", ""]
     sc = results.get("scaling") or {}
     if sc.get("alus"):
-        lines += ["## Fig. 15: utilization vs ALUs", "",
-                  f"{sc.get('note', '')}"
-                  + (f"; {_scaling_runs(sc)}" if _scaling_runs(sc) else "")
-                  + f". DRAM stays at {setup['dram_bytes_per_cycle']} bytes "
-                  "per cycle, so the DRAM-bound rows fall as ALUs are added.", "",
-                  "| row | " + " | ".join(f"{a} ALUs" for a in sc["alus"]) + " |",
-                  "|---|" + "---|" * len(sc["alus"])]
-        for name, values in sorted(sc.get("model", {}).items()):
-            measured = sc.get("rtl", {}).get(name, [None] * len(values))
-            cells = []
-            for m, v in zip(values, measured, strict=True):
-                cell = _num(m)
-                if v is not None:
-                    cell = f"{v:.2f} RTL / {cell} model"
-                cells.append(cell)
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
-        lines.append("")
+        lines += _render_scaling(sc, setup)
     if results.get("share_prediction"):
         lines += _render_share_prediction(results["share_prediction"], setup["lanes"])
     lines += ["<!-- plots:begin -->", "<!-- plots:end -->", ""]
     return "\n".join(lines)
+
+
+#: Fig. 15's claim that the page checks: utilization at least this up to this many ALUs
+SCALING_FLOOR, SCALING_UP_TO = 0.80, 256
+
+
+def _scaling_reading(sc):
+    """Which whole layers keep :data:`SCALING_FLOOR` at every count up to
+    :data:`SCALING_UP_TO` ALUs (the RTL where measured, else the model), and where the others
+    first fall below it, with the model's bound and the DRAM roofline there."""
+    alus = sc["alus"]
+    keep, fall = [], []
+    for name, values in sorted(sc.get("model", {}).items()):
+        measured = sc.get("rtl", {}).get(name) or [None] * len(alus)
+        for k, a in enumerate(alus):
+            value = measured[k] if measured[k] is not None else values[k]
+            if a > SCALING_UP_TO or value is None or value >= SCALING_FLOOR:
+                continue
+            b = (sc.get("bound", {}).get(name) or [None] * len(alus))[k]
+            roof = (sc.get("roofline", {}).get(name) or [None] * len(alus))[k]
+            fall.append(f"{name} ({value:.3f} at {a} ALUs, "
+                        f"{'RTL' if measured[k] is not None else 'model'}"
+                        + (f"; bound {b}" if b else "")
+                        + (f"; roofline {roof:.2f}" if roof is not None else "") + ")")
+            break
+        else:
+            keep.append(name)
+    return [f"Whole layers at {SCALING_FLOOR:.2f} or more at every count up to {SCALING_UP_TO} "
+            "ALUs (the RTL where measured, else the model): "
+            + (", ".join(keep) or "none") + "; first below it: "
+            + (", ".join(fall) or "none") + ".", ""]
+
+
+def _render_scaling(sc, setup):
+    """Fig. 15's section: the whole layers (RTL and model, the model's bound, the DRAM
+    roofline), then the slices (RTL and model)."""
+    alus = sc["alus"]
+    head = ["| row | " + " | ".join(f"{a} ALUs" for a in alus) + " |",
+            "|---|" + "---|" * len(alus)]
+
+    def table(model, rtl, extra=None):
+        out = list(head)
+        for name, values in sorted(model.items()):
+            measured = rtl.get(name, [None] * len(values))
+            cells = []
+            for k, (m, v) in enumerate(zip(values, measured, strict=True)):
+                cell = _num(m)
+                if v is not None:
+                    cell = f"{v:.2f} RTL / {cell} model"
+                if extra:
+                    cell += extra(name, k)
+                cells.append(cell)
+            out.append(f"| {name} | " + " | ".join(cells) + " |")
+        return out + [""]
+
+    def bound(name, k):
+        b = (sc.get("bound", {}).get(name) or [None] * len(alus))[k]
+        roof = (sc.get("roofline", {}).get(name) or [None] * len(alus))[k]
+        return (f" ({b}" if b else " (") + (f"; roofline {roof:.2f})" if roof is not None
+                                            else ")")
+
+    runs = _scaling_runs(sc)
+    lines = ["## Fig. 15: utilization vs ALUs", "",
+             f"{sc.get('note', '')}" + (f"; {runs}" if runs else "")
+             + f". DRAM stays at {setup['dram_bytes_per_cycle']} bytes per cycle, so the "
+             "DRAM-bound rows fall as ALUs are added. In brackets: the model's bound and the "
+             "DRAM roofline of the whole layer at that count (standard count over the "
+             "compulsory traffic). From 512 ALUs (16 TAUs) the kernels are compiled for the 16 "
+             "TAUs that MERIT-z addresses (`merit.arch.MAX_TAUS`).", ""]
+    lines += table(sc.get("model", {}), sc.get("rtl", {}), bound)
+    lines += _scaling_reading(sc)
+    if sc.get("model_slice"):
+        runs = _scaling_runs(sc, "_slice")
+        lines += ["### The slices", "",
+                  "The same rows' slices (`merit.paper`, column *slice* of the tables), as the "
+                  "figure was first drawn; RTL and model on the slice (the RTL points are the "
+                  "runs of their day: the kernels the compiler took then, on the processor "
+                  "of then; the model is today's kernel)"
+                  + (f"; {runs}" if runs else "") + ".", ""]
+        lines += table(sc["model_slice"], sc.get("rtl_slice", {}))
+    return lines
 
 
 def main(argv=None):
@@ -912,7 +1007,8 @@ def main(argv=None):
     if args.scaling:
         scaling(results, lanes=args.lanes, bandwidth=args.dram_bytes_per_cycle,
                 latency=args.latency, rtl_taus=args.scaling_taus, seed=args.seed,
-                one_tau=one_tau["rows"], only=args.only)
+                one_tau=one_tau["rows"], only=args.only, whole_under=args.whole_under,
+                save=save)
         tau_path.write_text(json.dumps(one_tau, indent=2, sort_keys=True) + "\n")
     if args.share_prediction:
         share_prediction(results, lanes=args.lanes, taus_list=args.share_prediction,

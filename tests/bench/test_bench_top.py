@@ -187,17 +187,76 @@ def test_render_lists_the_share_prediction_with_its_bounds():
 def test_scaling_simulates_only_the_rows_asked_for(monkeypatch):
     ran = []
     monkeypatch.setattr(M, "_model", lambda problems, **kw: (0.5, 100, "ALUs", 0.5))
-    monkeypatch.setattr(M, "run_slice", lambda name, **kw: ran.append(name) or
-                        {"utilization_std": 0.25})
+    monkeypatch.setattr(M, "simulated", lambda name, **kw: ((), "full"))
+    monkeypatch.setattr(M, "run_slice", lambda name, **kw: ran.append((name, kw["whole_under"]))
+                        or {"utilization_std": 0.25, "simulated": "full", "cycles": 100})
     kept = [None, None, None, 0.3, None, None]
     results = {"setup": {"taus": 4}, "rows": {},
-               "scaling": {"rtl": {"gemm": list(kept)}}}
+               "scaling": {"rtl": {"gemm": list(kept)}, "model": {"gemm": list(kept)}}}
     M.scaling(results, lanes=32, bandwidth=8, latency=20, rtl_taus=[8], seed=1, one_tau={},
-              only=["dilated"])
-    assert ran == ["dilated"]
+              only=["dilated"], whole_under=10**6)
+    assert ran == [("dilated", 10**6)]
     assert results["scaling"]["rtl"]["dilated"][3] == 0.25
+    assert results["scaling"]["runs"]["dilated"]["256"]["cycles"] == 100
     assert results["scaling"]["rtl"]["gemm"] == kept            # not re-run, kept
-    assert results["scaling"]["model"]["gemm"] == [0.5] * len(M.SCALING_ALUS)
+    assert results["scaling"]["model"]["gemm"] == kept
+    assert results["scaling"]["model"]["dilated"] == [0.5] * len(M.SCALING_ALUS)
+    assert results["scaling"]["model_slice"]["dilated"] == [0.5] * len(M.SCALING_ALUS)
+    assert results["scaling"]["bound"]["dilated"] == ["ALUs"] * len(M.SCALING_ALUS)
+
+
+def test_scaling_keeps_whole_layers_and_slices_apart(monkeypatch):
+    """A point of the whole layer goes to ``rtl``, one of the slice to ``rtl_slice``; the
+    tables' run is reused at their TAU count, under the part it ran; the model is the whole
+    layer's, beside the slice's."""
+    seen = []
+    monkeypatch.setattr(M, "_model", lambda problems, **kw: seen.append(problems) or
+                        (0.5, 100, "DRAM", 0.6))
+    monkeypatch.setattr(M, "run_slice", lambda name, **kw: {"utilization_std": 0.2,
+                                                            "simulated": "slice"})
+    results = {"setup": {"taus": 4},
+               "rows": {"gemm": {"cycles": 10, "utilization_std": 0.85, "simulated": "full",
+                                 "rtl_date": "then"}}}
+    M.scaling(results, lanes=32, bandwidth=8, latency=20, rtl_taus=[2, 4], seed=1,
+              one_tau={}, only=["gemm", "alexnet_conv3"])
+    sc = results["scaling"]
+    assert sc["rtl"]["gemm"] == [None, None, 0.85, None, None, None]       # the tables' run
+    assert sc["runs"]["gemm"]["128"]["command"] == "the tables' run"
+    assert sc["rtl_slice"]["gemm"] == [None, 0.2, None, None, None, None]  # the slice's run
+    assert sc["rtl_slice"]["alexnet_conv3"] == [None, 0.2, 0.2, None, None, None]
+    assert "alexnet_conv3" not in sc["rtl"] and "dilated" not in sc["rtl_slice"]
+    # the model on the row's whole layer and on its slice, at every count
+    def key(problems):
+        return [(M.describe_problem(p), repeat) for p, repeat in problems]
+
+    conv3 = row("alexnet_conv3")           # a row whose slice is not its whole layer
+    full, part = key(conv3.full()), key([(p, 1) for p in conv3.slice_problems()])
+    assert full != part
+    calls = [key(p) for p in seen]
+    assert calls.count(full) == calls.count(part) == len(M.SCALING_ALUS)
+    assert sc["roofline"]["gemm"][0] >= sc["roofline"]["gemm"][-1]
+    text = "\n".join(M._render_scaling(sc, {"dram_bytes_per_cycle": 8}))
+    assert "| gemm | 0.60 (DRAM; roofline" in text
+    assert "0.85 RTL / 0.60 model (DRAM; roofline" in text
+    assert "### The slices" in text and "0.20 RTL / 0.60 model |" in text
+
+
+def test_scaling_skips_a_whole_layer_over_the_limit(monkeypatch):
+    """With ``whole_under``, a count whose whole layer the model puts over the limit gets no RTL
+    point (not the slice's)."""
+    ran = []
+    monkeypatch.setattr(M, "_model", lambda problems, **kw: (0.5, 100, "ALUs", 0.5))
+    monkeypatch.setattr(M, "simulated", lambda name, **kw: ((), "slice" if kw["taus"] == 2
+                                                                else "full"))
+    monkeypatch.setattr(M, "run_slice", lambda name, **kw: ran.append(kw["taus"]) or
+                        {"utilization_std": 0.4, "simulated": "full", "cycles": 9})
+    results = {"setup": {"taus": 4}, "rows": {}}
+    M.scaling(results, lanes=32, bandwidth=8, latency=20, rtl_taus=[2, 8], seed=1, one_tau={},
+              only=["gemm"], whole_under=1000)
+    assert ran == [8]
+    assert results["scaling"]["rtl"]["gemm"] == [None, None, None, 0.4, None, None]
+    assert "rtl_slice" not in results["scaling"]
+    assert list(results["scaling"]["model"]) == ["gemm"]     # the rows asked for only
 
 
 def test_verdict_judges_a_slice_and_the_model_full_layer():
