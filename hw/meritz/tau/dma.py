@@ -82,6 +82,7 @@ def _command_layout(slot_bits):
         "bnz": unsigned(1),             # beats != 0
         "ble1": unsigned(1),            # beats <= 1
         "rle4": unsigned(1),            # right <= WORDS_PER_BEAT: the right fill's last chunk
+        "t_first": unsigned(16),        # tile address of the row's first chunk (its first part's)
     })
 
 
@@ -364,7 +365,11 @@ class Dma(wiring.Component):
                      queued.rf.eq(walk_cmd.clamp & walk_cmd.read & (walk_cmd.right != 0)),
                      queued.bnz.eq(walk_cmd.beats != 0),
                      queued.ble1.eq(walk_cmd.beats[1:] == 0),
-                     queued.rle4.eq(walk_cmd.right <= WORDS_PER_BEAT)]
+                     queued.rle4.eq(walk_cmd.right <= WORDS_PER_BEAT),
+                     queued.t_first.eq(Mux(walk_cmd.clamp & walk_cmd.read & (walk_cmd.left != 0),
+                                           walk_cmd.taddr,
+                                           Mux(walk_cmd.read & (walk_cmd.beats != 0),
+                                               walk_cmd.t_inside, walk_cmd.t_right)))]
         # the command goes to the data path with the first AR of its row (or alone)
         push_ok = cmds.w_rdy
         m.d.comb += [
@@ -485,11 +490,17 @@ class Dma(wiring.Component):
         m.d.comb += axi.rready.eq(0)
         # the address of the row's next word: the left fill, the words read and the right fill
         # follow each other, so after the row's first cycle it is a register (``wa``) that the
-        # words placed advance; in that first cycle it is the start of the row's first part
+        # words placed advance; in that first cycle it is the start of the row's first part,
+        # chosen as the command was queued (``t_first``: in its first cycle a row is in the
+        # left fill if it has one, else in the read if it reads, else in the right fill)
         wa = Signal(16)
         addr_now = Signal(16)
-        m.d.comb += addr_now.eq(Mux(wa_ok, wa, Mux(in_left, cur.taddr,
-                                                   Mux(in_inside, cur.t_inside, cur.t_right))))
+        m.d.comb += addr_now.eq(Mux(wa_ok, wa, cur.t_first))
+        # the address advanced by each count a chunk can have, formed from registers beside
+        # the decision, which selects last
+        wa_by = Array([addr_now] + [Signal(16, name=f"wa_by{c}")
+                                    for c in range(1, WORDS_PER_BEAT + 1)])
+        m.d.comb += [wa_by[c].eq(addr_now + c) for c in range(1, WORDS_PER_BEAT + 1)]
         left_took = Signal()
         in_took = Signal()
         right_took = Signal()
@@ -525,10 +536,11 @@ class Dma(wiring.Component):
                              row_done.eq(right_last)]
             with m.Else():
                 m.d.comb += row_done.eq(1)
-            m.d.sync += [left_rem_r.eq(left_rem - Mux(left_took, left_n, 0)),
-                         in_rem_r.eq(in_rem - Mux(in_took, in_n, 0)),
-                         right_rem_r.eq(right_rem - Mux(right_took, right_n, 0)),
-                         beats_rem_r.eq(beats_rem - in_took),
+            # the counts less each part's words beside the decision, which selects last
+            m.d.sync += [left_rem_r.eq(Mux(left_took, left_rem - left_n, left_rem)),
+                         in_rem_r.eq(Mux(in_took, in_rem - in_n, in_rem)),
+                         right_rem_r.eq(Mux(right_took, right_rem - right_n, right_rem)),
+                         beats_rem_r.eq(Mux(in_took, beats_rem - 1, beats_rem)),
                          first_beat_r.eq(first_beat & ~in_took),
                          left_nz_r.eq(Mux(left_took, over_beat(left_rem), left_nz)),
                          right_nz_r.eq(Mux(right_took, over_beat(right_rem), right_nz)),
@@ -538,7 +550,7 @@ class Dma(wiring.Component):
                          beats_le1_r.eq(Mux(in_took, (beats_rem[2:] == 0) & ~beats_rem[:2].all(),
                                             last_beat)),
                          wa_ok.eq(~row_done),
-                         wa.eq(addr_now + Mux(chunk_valid, chunk_count, 0))]
+                         wa.eq(Mux(chunk_valid, wa_by[chunk_count], addr_now))]
         # a row is finished: pop it; the tile's last row also flushes the row buffer (W does,
         # when it takes the entry that says so)
         m.d.comb += cmds.r_en.eq(row_done)
