@@ -176,7 +176,9 @@ class Dma(wiring.Component):
         q_stride = [Signal(signed(8), name=f"q_stride{j}") for j in range(P + A)]
         q_axis = [Signal(2, name=f"q_axis{j}") for j in range(P + A)]
         m_prod = [Signal(signed(20), name=f"m_prod{j}") for j in range(P + A)]
-        m_axis = [Signal(2, name=f"m_axis{j}") for j in range(P + A)]
+        # which axis each product goes to, one-hot (flip-flops: S's terms are ANDs, no
+        # comparison in front of its sums)
+        m_on = [[Signal(name=f"m_on{i}_{j}") for j in range(P + A)] for i in range(AXES)]
         s_half = [[Signal(signed(20), name=f"s_half{i}_{h}") for h in range(2)]
                   for i in range(AXES)]
         m.d.comb += self.requests.ready.eq(~q_valid & ~m_valid & ~s_valid)
@@ -190,14 +192,14 @@ class Dma(wiring.Component):
         with m.If(q_valid):
             m.d.sync += [m_slot.eq(q_slot), m_base.eq(q_base)]
             m.d.sync += [m_prod[j].eq(q_org[j] * q_stride[j]) for j in range(P + A)]
-            m.d.sync += [m_axis[j].eq(q_axis[j]) for j in range(P + A)]
+            m.d.sync += [m_on[i][j].eq(q_axis[j] == i) for i in range(AXES) for j in range(P + A)]
         with m.If(m_valid):
             m.d.sync += [s_valid.eq(1), s_slot.eq(m_slot), s_base.eq(m_base)]
             mslot = Array(s.as_value() for s in slots)[m_slot]
             mslot = kernelcfg.slot_layout()(mslot)
             for i in range(AXES):
                 for h, js in enumerate((range(P), range(P, P + A))):
-                    terms = [Mux(m_axis[j] == i, m_prod[j], 0) for j in js]
+                    terms = [Mux(m_on[i][j], m_prod[j], 0) for j in js]
                     if h == 0:
                         terms.append(mslot.offset[i])
                     m.d.sync += s_half[i][h].eq(sum(terms))
@@ -400,7 +402,11 @@ class Dma(wiring.Component):
                          remaining.eq(head.beats), ar_addr.eq(head.addr), first_ar.eq(1),
                          spare_valid.eq(0)]
         with m.Elif(push):
-            m.d.sync += [spare_valid.eq(1), spare_cmd.eq(cmd)]
+            m.d.sync += spare_valid.eq(1)
+        # the empty spare takes the walker's command every cycle (its flag says whether it
+        # holds one), so its enable is a flip-flop, not the AR handshake and the burst's end
+        with m.If(~spare_valid):
+            m.d.sync += spare_cmd.eq(cmd)
 
         # ---- 4. data path: chunks of up to 4 words at tile addresses ------------------------
         # two stages: D decides each chunk (its part, words, tile address) from the command and
@@ -476,8 +482,13 @@ class Dma(wiring.Component):
         first_word = Array(beat)[cur.skip]
         # inside: words of this beat that land in the tile
         beat_first = Mux(first_beat, cur.skip, 0)
-        avail = WORDS_PER_BEAT - beat_first
-        in_n = Mux((in_rem[wb + 1:] == 0) & (in_rem[:wb + 1] < avail), in_rem[:wb + 1], avail)
+        # the beat's words from its first one (4 - beat_first) and whether the words left are
+        # fewer, as tables of a few bits (LUTs, not a subtraction and a carry chain)
+        avail = Array(Const(WORDS_PER_BEAT - f, wb + 1) for f in range(WORDS_PER_BEAT))[beat_first]
+        fewer = Const(sum(1 << (f | (r << wb)) for f in range(WORDS_PER_BEAT)
+                          for r in range(1 << (wb + 1)) if r < WORDS_PER_BEAT - f),
+                      WORDS_PER_BEAT << (wb + 1)).bit_select(Cat(beat_first, in_rem[:wb + 1]), 1)
+        in_n = Mux((in_rem[wb + 1:] == 0) & fewer, in_rem[:wb + 1], avail)
         right_n = Mux(right_rem[wb:] == 0, right_rem[:wb], WORDS_PER_BEAT)
         shifted = Signal(64)
         m.d.comb += shifted.eq(axi.rdata >> (beat_first << 4))
