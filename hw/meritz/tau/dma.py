@@ -236,6 +236,7 @@ class Dma(wiring.Component):
         r1_dpitch = [Signal(32, name=f"r1_dpitch{i}") for i in range(3)]
         r2_lo = [Signal(32, name=f"r2_lo{i}") for i in range(3)]
         r2_hi = [Signal(16, name=f"r2_hi{i}") for i in range(3)]
+        r2_box3 = Signal(16)             # the row's slot's box[3] (not multiplexed again in R2)
         r3_elem = Signal(32)
         r3_col = Signal(16)
         r3_nread = Signal(17)
@@ -306,23 +307,30 @@ class Dma(wiring.Component):
             m.d.sync += [r2_lo[i].eq(r1_xc[i] * r1_dpitch[i][:16]) for i in range(3)]
             m.d.sync += [r2_hi[i].eq(r1_xc[i] * r1_dpitch[i][16:]) for i in range(3)]
             m.d.sync += [r_cmd[1].eq(r_cmd[0]), r_lo3[1].eq(c_lo),
-                         r_cmd[1].left.eq(left), r_cmd[1].right.eq(right)]
+                         r_cmd[1].left.eq(left), r_cmd[1].right.eq(right), r2_box3.eq(box3)]
 
         # R2 -> R3: the element's offset, the words read and placed, the first column read
         r2 = r_cmd[1]
         r2slot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[r2.slot])
         inside = Signal(16)
-        m.d.comb += inside.eq(r2slot.box[3] - r2.left - r2.right)
-        edge_only = (inside == 0) & r2.clamp
+        m.d.comb += inside.eq(r2_box3 - r2.left - r2.right)
+        # beside it: whether nothing is inside (the fills cover the box: ``left + right`` is at
+        # most the box), and the words read plus a beat's words less one, so that the beats'
+        # count takes no adder behind the multiplexer
+        none_in = Signal()
+        in_more = Signal(17)
+        m.d.comb += [none_in.eq((r2.left + r2.right) == r2_box3),
+                     in_more.eq(r2_box3 + (WORDS_PER_BEAT - 1) - r2.left - r2.right)]
+        edge_only = none_in & r2.clamp
         with m.If(advance):
             m.d.sync += [r_cmd[2].eq(r2), r_cmd[2].inside.eq(inside),
                          r_cmd[2].t_inside.eq(r2.taddr + r2.left),
-                         r_cmd[2].t_right.eq(r2.taddr + r2slot.box[3] - r2.right),
-                         r_cmd[2].read.eq(r2.read & ((inside != 0) | r2.clamp)),
+                         r_cmd[2].t_right.eq(r2.taddr + r2_box3 - r2.right),
+                         r_cmd[2].read.eq(r2.read & (~none_in | r2.clamp)),
                          r3_elem.eq(sum(r2_lo) + (sum(r2_hi) << 16)),
-                         r3_col.eq(Mux(inside != 0, Mux(r_lo3[1] < 0, 0, r_lo3[1]),
+                         r3_col.eq(Mux(~none_in, Mux(r_lo3[1] < 0, 0, r_lo3[1]),
                                        Mux(r2.left != 0, 0, r2slot.extent[3] - 1))),
-                         r3_nread.eq(Mux(edge_only, 1, inside) + WORDS_PER_BEAT - 1)]
+                         r3_nread.eq(Mux(edge_only, WORDS_PER_BEAT, in_more))]
 
         # R3 -> the command: byte address, first-beat skip and beats
         r3 = r_cmd[2]
