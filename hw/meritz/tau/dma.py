@@ -359,9 +359,13 @@ class Dma(wiring.Component):
         # the burst: min(remaining, MAX_BURST, beats to the 4 KB boundary); the boundary is
         # nearer than a burst only in a page's last 16 beats (then 16 - the beat's position)
         assert MAX_BURST == 16
-        near_4k = ar_addr[7:12].all()
-        to_4k = Signal(5)                # min(beats to the 4 KB boundary, MAX_BURST)
-        m.d.comb += to_4k.eq(Mux(near_4k, MAX_BURST - ar_addr[3:7], MAX_BURST))
+        # ``to_4k``, min(beats to the 4 KB boundary, MAX_BURST), is a register kept with the
+        # address (set from the command's address as it is taken; after a burst that is not
+        # the last it is 16 unless the address moved into a page's last 16 beats), so the
+        # last burst's test starts at flip-flops
+        def beats_to_4k(addr):
+            return Mux(addr[7:12].all(), MAX_BURST - addr[3:7], MAX_BURST)
+        to_4k = Signal(5, init=MAX_BURST)
         # the command's last AR takes the beats left, every other one ``to_4k`` (the beats left
         # are more), so the running address and count step by ``to_4k``, formed from the
         # address alone
@@ -396,7 +400,9 @@ class Dma(wiring.Component):
                 m.d.comb += walk_take.eq(1)
             with m.Else():
                 m.d.sync += [first_ar.eq(0), remaining.eq(remaining - to_4k),
-                             ar_addr.eq(ar_addr + (to_4k << 3))]
+                             ar_addr.eq(ar_addr + (to_4k << 3)),
+                             to_4k.eq(Mux((to_4k == MAX_BURST) & (ar_addr[7:12] == 0b11110),
+                                          MAX_BURST - ar_addr[3:7], MAX_BURST))]
         with m.If(walk_valid & ~walk_cmd.read & push_ok):
             m.d.comb += walk_take.eq(1)
         m.d.comb += cmds.w_en.eq((ar_go & first_ar) | (walk_valid & ~walk_cmd.read & push_ok))
@@ -407,8 +413,8 @@ class Dma(wiring.Component):
         m.d.comb += head.eq(Mux(spare_valid, spare_cmd, cmd))
         with m.If(~walk_valid | walk_take):
             m.d.sync += [walk_valid.eq(spare_valid | push), walk_cmd.eq(head),
-                         remaining.eq(head.beats), ar_addr.eq(head.addr), first_ar.eq(1),
-                         spare_valid.eq(0)]
+                         remaining.eq(head.beats), ar_addr.eq(head.addr),
+                         to_4k.eq(beats_to_4k(head.addr)), first_ar.eq(1), spare_valid.eq(0)]
         with m.Elif(push):
             m.d.sync += spare_valid.eq(1)
         # the empty spare takes the walker's command every cycle (its flag says whether it
