@@ -237,6 +237,8 @@ class Dma(wiring.Component):
         r2_lo = [Signal(32, name=f"r2_lo{i}") for i in range(3)]
         r2_hi = [Signal(16, name=f"r2_hi{i}") for i in range(3)]
         r2_box3 = Signal(16)             # the row's slot's box[3] (not multiplexed again in R2)
+        r1_box3 = Signal(16)             # ... and its box[3] and extent[3] in R1
+        r1_n3 = Signal(16)
         r3_elem = Signal(32)
         r3_col = Signal(16)
         r3_nread = Signal(17)
@@ -267,7 +269,8 @@ class Dma(wiring.Component):
         with m.If(advance):
             m.d.sync += [r_valid[0].eq(busy), r_valid[1].eq(r_valid[0]),
                          r_valid[2].eq(r_valid[1])]
-            m.d.sync += [r_cmd[0].eq(row0), r_lo3[0].eq(low[3])]
+            m.d.sync += [r_cmd[0].eq(row0), r_lo3[0].eq(low[3]), r1_box3.eq(slot.box[3]),
+                         r1_n3.eq(slot.extent[3])]
             m.d.sync += [r1_xc[i].eq(xc[i]) for i in range(3)]
             m.d.sync += [r1_dpitch[i].eq(dpitch[i]) for i in range(3)]
             with m.If(busy):
@@ -293,10 +296,9 @@ class Dma(wiring.Component):
                                  taddr[1].eq(new), taddr[2].eq(new)]
 
         # R1 -> R2: the products (low and high halves of each pitch), the fills of the row
-        r1slot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[r_cmd[0].slot])
         c_lo = r_lo3[0]
-        box3 = r1slot.box[3]
-        n3 = r1slot.extent[3]
+        box3 = r1_box3
+        n3 = r1_n3
         left = Signal(16)
         right = Signal(16)
         m.d.comb += [
