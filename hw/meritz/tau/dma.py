@@ -82,6 +82,7 @@ def _command_layout(slot_bits):
         "bnz": unsigned(1),             # beats != 0
         "ble1": unsigned(1),            # beats <= 1
         "rle4": unsigned(1),            # right <= WORDS_PER_BEAT: the right fill's last chunk
+        "t_first": unsigned(16),        # tile address of the row's first chunk (its first part's)
     })
 
 
@@ -175,7 +176,9 @@ class Dma(wiring.Component):
         q_stride = [Signal(signed(8), name=f"q_stride{j}") for j in range(P + A)]
         q_axis = [Signal(2, name=f"q_axis{j}") for j in range(P + A)]
         m_prod = [Signal(signed(20), name=f"m_prod{j}") for j in range(P + A)]
-        m_axis = [Signal(2, name=f"m_axis{j}") for j in range(P + A)]
+        # which axis each product goes to, one-hot (flip-flops: S's terms are ANDs, no
+        # comparison in front of its sums)
+        m_on = [[Signal(name=f"m_on{i}_{j}") for j in range(P + A)] for i in range(AXES)]
         s_half = [[Signal(signed(20), name=f"s_half{i}_{h}") for h in range(2)]
                   for i in range(AXES)]
         m.d.comb += self.requests.ready.eq(~q_valid & ~m_valid & ~s_valid)
@@ -189,14 +192,14 @@ class Dma(wiring.Component):
         with m.If(q_valid):
             m.d.sync += [m_slot.eq(q_slot), m_base.eq(q_base)]
             m.d.sync += [m_prod[j].eq(q_org[j] * q_stride[j]) for j in range(P + A)]
-            m.d.sync += [m_axis[j].eq(q_axis[j]) for j in range(P + A)]
+            m.d.sync += [m_on[i][j].eq(q_axis[j] == i) for i in range(AXES) for j in range(P + A)]
         with m.If(m_valid):
             m.d.sync += [s_valid.eq(1), s_slot.eq(m_slot), s_base.eq(m_base)]
             mslot = Array(s.as_value() for s in slots)[m_slot]
             mslot = kernelcfg.slot_layout()(mslot)
             for i in range(AXES):
                 for h, js in enumerate((range(P), range(P, P + A))):
-                    terms = [Mux(m_axis[j] == i, m_prod[j], 0) for j in js]
+                    terms = [Mux(m_on[i][j], m_prod[j], 0) for j in js]
                     if h == 0:
                         terms.append(mslot.offset[i])
                     m.d.sync += s_half[i][h].eq(sum(terms))
@@ -233,6 +236,9 @@ class Dma(wiring.Component):
         r1_dpitch = [Signal(32, name=f"r1_dpitch{i}") for i in range(3)]
         r2_lo = [Signal(32, name=f"r2_lo{i}") for i in range(3)]
         r2_hi = [Signal(16, name=f"r2_hi{i}") for i in range(3)]
+        r2_box3 = Signal(16)             # the row's slot's box[3] (not multiplexed again in R2)
+        r1_box3 = Signal(16)             # ... and its box[3] and extent[3] in R1
+        r1_n3 = Signal(16)
         r3_elem = Signal(32)
         r3_col = Signal(16)
         r3_nread = Signal(17)
@@ -263,7 +269,8 @@ class Dma(wiring.Component):
         with m.If(advance):
             m.d.sync += [r_valid[0].eq(busy), r_valid[1].eq(r_valid[0]),
                          r_valid[2].eq(r_valid[1])]
-            m.d.sync += [r_cmd[0].eq(row0), r_lo3[0].eq(low[3])]
+            m.d.sync += [r_cmd[0].eq(row0), r_lo3[0].eq(low[3]), r1_box3.eq(slot.box[3]),
+                         r1_n3.eq(slot.extent[3])]
             m.d.sync += [r1_xc[i].eq(xc[i]) for i in range(3)]
             m.d.sync += [r1_dpitch[i].eq(dpitch[i]) for i in range(3)]
             with m.If(busy):
@@ -289,10 +296,9 @@ class Dma(wiring.Component):
                                  taddr[1].eq(new), taddr[2].eq(new)]
 
         # R1 -> R2: the products (low and high halves of each pitch), the fills of the row
-        r1slot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[r_cmd[0].slot])
         c_lo = r_lo3[0]
-        box3 = r1slot.box[3]
-        n3 = r1slot.extent[3]
+        box3 = r1_box3
+        n3 = r1_n3
         left = Signal(16)
         right = Signal(16)
         m.d.comb += [
@@ -303,23 +309,30 @@ class Dma(wiring.Component):
             m.d.sync += [r2_lo[i].eq(r1_xc[i] * r1_dpitch[i][:16]) for i in range(3)]
             m.d.sync += [r2_hi[i].eq(r1_xc[i] * r1_dpitch[i][16:]) for i in range(3)]
             m.d.sync += [r_cmd[1].eq(r_cmd[0]), r_lo3[1].eq(c_lo),
-                         r_cmd[1].left.eq(left), r_cmd[1].right.eq(right)]
+                         r_cmd[1].left.eq(left), r_cmd[1].right.eq(right), r2_box3.eq(box3)]
 
         # R2 -> R3: the element's offset, the words read and placed, the first column read
         r2 = r_cmd[1]
         r2slot = kernelcfg.slot_layout()(Array(s.as_value() for s in slots)[r2.slot])
         inside = Signal(16)
-        m.d.comb += inside.eq(r2slot.box[3] - r2.left - r2.right)
-        edge_only = (inside == 0) & r2.clamp
+        m.d.comb += inside.eq(r2_box3 - r2.left - r2.right)
+        # beside it: whether nothing is inside (the fills cover the box: ``left + right`` is at
+        # most the box), and the words read plus a beat's words less one, so that the beats'
+        # count takes no adder behind the multiplexer
+        none_in = Signal()
+        in_more = Signal(17)
+        m.d.comb += [none_in.eq((r2.left + r2.right) == r2_box3),
+                     in_more.eq(r2_box3 + (WORDS_PER_BEAT - 1) - r2.left - r2.right)]
+        edge_only = none_in & r2.clamp
         with m.If(advance):
             m.d.sync += [r_cmd[2].eq(r2), r_cmd[2].inside.eq(inside),
                          r_cmd[2].t_inside.eq(r2.taddr + r2.left),
-                         r_cmd[2].t_right.eq(r2.taddr + r2slot.box[3] - r2.right),
-                         r_cmd[2].read.eq(r2.read & ((inside != 0) | r2.clamp)),
+                         r_cmd[2].t_right.eq(r2.taddr + r2_box3 - r2.right),
+                         r_cmd[2].read.eq(r2.read & (~none_in | r2.clamp)),
                          r3_elem.eq(sum(r2_lo) + (sum(r2_hi) << 16)),
-                         r3_col.eq(Mux(inside != 0, Mux(r_lo3[1] < 0, 0, r_lo3[1]),
+                         r3_col.eq(Mux(~none_in, Mux(r_lo3[1] < 0, 0, r_lo3[1]),
                                        Mux(r2.left != 0, 0, r2slot.extent[3] - 1))),
-                         r3_nread.eq(Mux(edge_only, 1, inside) + WORDS_PER_BEAT - 1)]
+                         r3_nread.eq(Mux(edge_only, WORDS_PER_BEAT, in_more))]
 
         # R3 -> the command: byte address, first-beat skip and beats
         r3 = r_cmd[2]
@@ -348,9 +361,13 @@ class Dma(wiring.Component):
         # the burst: min(remaining, MAX_BURST, beats to the 4 KB boundary); the boundary is
         # nearer than a burst only in a page's last 16 beats (then 16 - the beat's position)
         assert MAX_BURST == 16
-        near_4k = ar_addr[7:12].all()
-        to_4k = Signal(5)                # min(beats to the 4 KB boundary, MAX_BURST)
-        m.d.comb += to_4k.eq(Mux(near_4k, MAX_BURST - ar_addr[3:7], MAX_BURST))
+        # ``to_4k``, min(beats to the 4 KB boundary, MAX_BURST), is a register kept with the
+        # address (set from the command's address as it is taken; after a burst that is not
+        # the last it is 16 unless the address moved into a page's last 16 beats), so the
+        # last burst's test starts at flip-flops
+        def beats_to_4k(addr):
+            return Mux(addr[7:12].all(), MAX_BURST - addr[3:7], MAX_BURST)
+        to_4k = Signal(5, init=MAX_BURST)
         # the command's last AR takes the beats left, every other one ``to_4k`` (the beats left
         # are more), so the running address and count step by ``to_4k``, formed from the
         # address alone
@@ -364,7 +381,11 @@ class Dma(wiring.Component):
                      queued.rf.eq(walk_cmd.clamp & walk_cmd.read & (walk_cmd.right != 0)),
                      queued.bnz.eq(walk_cmd.beats != 0),
                      queued.ble1.eq(walk_cmd.beats[1:] == 0),
-                     queued.rle4.eq(walk_cmd.right <= WORDS_PER_BEAT)]
+                     queued.rle4.eq(walk_cmd.right <= WORDS_PER_BEAT),
+                     queued.t_first.eq(Mux(walk_cmd.clamp & walk_cmd.read & (walk_cmd.left != 0),
+                                           walk_cmd.taddr,
+                                           Mux(walk_cmd.read & (walk_cmd.beats != 0),
+                                               walk_cmd.t_inside, walk_cmd.t_right)))]
         # the command goes to the data path with the first AR of its row (or alone)
         push_ok = cmds.w_rdy
         m.d.comb += [
@@ -381,7 +402,9 @@ class Dma(wiring.Component):
                 m.d.comb += walk_take.eq(1)
             with m.Else():
                 m.d.sync += [first_ar.eq(0), remaining.eq(remaining - to_4k),
-                             ar_addr.eq(ar_addr + (to_4k << 3))]
+                             ar_addr.eq(ar_addr + (to_4k << 3)),
+                             to_4k.eq(Mux((to_4k == MAX_BURST) & (ar_addr[7:12] == 0b11110),
+                                          MAX_BURST - ar_addr[3:7], MAX_BURST))]
         with m.If(walk_valid & ~walk_cmd.read & push_ok):
             m.d.comb += walk_take.eq(1)
         m.d.comb += cmds.w_en.eq((ar_go & first_ar) | (walk_valid & ~walk_cmd.read & push_ok))
@@ -392,10 +415,14 @@ class Dma(wiring.Component):
         m.d.comb += head.eq(Mux(spare_valid, spare_cmd, cmd))
         with m.If(~walk_valid | walk_take):
             m.d.sync += [walk_valid.eq(spare_valid | push), walk_cmd.eq(head),
-                         remaining.eq(head.beats), ar_addr.eq(head.addr), first_ar.eq(1),
-                         spare_valid.eq(0)]
+                         remaining.eq(head.beats), ar_addr.eq(head.addr),
+                         to_4k.eq(beats_to_4k(head.addr)), first_ar.eq(1), spare_valid.eq(0)]
         with m.Elif(push):
-            m.d.sync += [spare_valid.eq(1), spare_cmd.eq(cmd)]
+            m.d.sync += spare_valid.eq(1)
+        # the empty spare takes the walker's command every cycle (its flag says whether it
+        # holds one), so its enable is a flip-flop, not the AR handshake and the burst's end
+        with m.If(~spare_valid):
+            m.d.sync += spare_cmd.eq(cmd)
 
         # ---- 4. data path: chunks of up to 4 words at tile addresses ------------------------
         # two stages: D decides each chunk (its part, words, tile address) from the command and
@@ -471,8 +498,13 @@ class Dma(wiring.Component):
         first_word = Array(beat)[cur.skip]
         # inside: words of this beat that land in the tile
         beat_first = Mux(first_beat, cur.skip, 0)
-        avail = WORDS_PER_BEAT - beat_first
-        in_n = Mux((in_rem[wb + 1:] == 0) & (in_rem[:wb + 1] < avail), in_rem[:wb + 1], avail)
+        # the beat's words from its first one (4 - beat_first) and whether the words left are
+        # fewer, as tables of a few bits (LUTs, not a subtraction and a carry chain)
+        avail = Array(Const(WORDS_PER_BEAT - f, wb + 1) for f in range(WORDS_PER_BEAT))[beat_first]
+        fewer = Const(sum(1 << (f | (r << wb)) for f in range(WORDS_PER_BEAT)
+                          for r in range(1 << (wb + 1)) if r < WORDS_PER_BEAT - f),
+                      WORDS_PER_BEAT << (wb + 1)).bit_select(Cat(beat_first, in_rem[:wb + 1]), 1)
+        in_n = Mux((in_rem[wb + 1:] == 0) & fewer, in_rem[:wb + 1], avail)
         right_n = Mux(right_rem[wb:] == 0, right_rem[:wb], WORDS_PER_BEAT)
         shifted = Signal(64)
         m.d.comb += shifted.eq(axi.rdata >> (beat_first << 4))
@@ -485,11 +517,17 @@ class Dma(wiring.Component):
         m.d.comb += axi.rready.eq(0)
         # the address of the row's next word: the left fill, the words read and the right fill
         # follow each other, so after the row's first cycle it is a register (``wa``) that the
-        # words placed advance; in that first cycle it is the start of the row's first part
+        # words placed advance; in that first cycle it is the start of the row's first part,
+        # chosen as the command was queued (``t_first``: in its first cycle a row is in the
+        # left fill if it has one, else in the read if it reads, else in the right fill)
         wa = Signal(16)
         addr_now = Signal(16)
-        m.d.comb += addr_now.eq(Mux(wa_ok, wa, Mux(in_left, cur.taddr,
-                                                   Mux(in_inside, cur.t_inside, cur.t_right))))
+        m.d.comb += addr_now.eq(Mux(wa_ok, wa, cur.t_first))
+        # the address advanced by each count a chunk can have, formed from registers beside
+        # the decision, which selects last
+        wa_by = Array([addr_now] + [Signal(16, name=f"wa_by{c}")
+                                    for c in range(1, WORDS_PER_BEAT + 1)])
+        m.d.comb += [wa_by[c].eq(addr_now + c) for c in range(1, WORDS_PER_BEAT + 1)]
         left_took = Signal()
         in_took = Signal()
         right_took = Signal()
@@ -525,10 +563,11 @@ class Dma(wiring.Component):
                              row_done.eq(right_last)]
             with m.Else():
                 m.d.comb += row_done.eq(1)
-            m.d.sync += [left_rem_r.eq(left_rem - Mux(left_took, left_n, 0)),
-                         in_rem_r.eq(in_rem - Mux(in_took, in_n, 0)),
-                         right_rem_r.eq(right_rem - Mux(right_took, right_n, 0)),
-                         beats_rem_r.eq(beats_rem - in_took),
+            # the counts less each part's words beside the decision, which selects last
+            m.d.sync += [left_rem_r.eq(Mux(left_took, left_rem - left_n, left_rem)),
+                         in_rem_r.eq(Mux(in_took, in_rem - in_n, in_rem)),
+                         right_rem_r.eq(Mux(right_took, right_rem - right_n, right_rem)),
+                         beats_rem_r.eq(Mux(in_took, beats_rem - 1, beats_rem)),
                          first_beat_r.eq(first_beat & ~in_took),
                          left_nz_r.eq(Mux(left_took, over_beat(left_rem), left_nz)),
                          right_nz_r.eq(Mux(right_took, over_beat(right_rem), right_nz)),
@@ -538,7 +577,7 @@ class Dma(wiring.Component):
                          beats_le1_r.eq(Mux(in_took, (beats_rem[2:] == 0) & ~beats_rem[:2].all(),
                                             last_beat)),
                          wa_ok.eq(~row_done),
-                         wa.eq(addr_now + Mux(chunk_valid, chunk_count, 0))]
+                         wa.eq(Mux(chunk_valid, wa_by[chunk_count], addr_now))]
         # a row is finished: pop it; the tile's last row also flushes the row buffer (W does,
         # when it takes the entry that says so)
         m.d.comb += cmds.r_en.eq(row_done)

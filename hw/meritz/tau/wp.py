@@ -47,8 +47,9 @@ def vector_layout(lanes, output_bits=2):
 
 
 def _registered(m, values, name):
-    """``values`` through flip-flops (one cycle later)."""
-    regs = [Signal(len(v), name=f"{name}{n}") for n, v in enumerate(values)]
+    """``values`` through flip-flops (one cycle later; not reset: they follow the
+    configuration through a reset too)."""
+    regs = [Signal(len(v), name=f"{name}{n}", reset_less=True) for n, v in enumerate(values)]
     m.d.sync += [r.eq(v) for r, v in zip(regs, values, strict=True)]
     return regs
 
@@ -99,9 +100,11 @@ class WritePipeline(wiring.Component):
         index, rank, _ = lane_map(m, cfg, lanes)
         # the lanes' element offsets and coordinates depend on the configuration alone: formed
         # into registers (the configuration holds through a run, and its first vector comes
-        # tens of cycles after the run starts), so a vector's addresses start at flip-flops
+        # tens of cycles after the run starts), so a vector's addresses start at flip-flops;
+        # the offsets over two stages (the pitches' terms by the lane map, then their sums)
         elem_off = _registered(m, lane_offsets(m, [cfg.out_pitch[j] for j in range(P)], index,
-                                               rank, lanes, 32, name="wp_off"), "wp_off_r")
+                                               rank, lanes, 32, name="wp_off", domain="sync"),
+                               "wp_off_r")
         coords = [_registered(m, [c[:lanes.bit_length()] for c in lane_offsets(
                       m, [Const(int(jj == j), 16) for jj in range(P)], index, rank, lanes, 16,
                       name=f"wp_coord{j}_")], f"wp_coord{j}_r") for j in range(P)]

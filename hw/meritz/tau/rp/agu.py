@@ -37,17 +37,19 @@ def reads_rp(word, port):
 def is_out(word):
     return word[28:32] == _OP_OUT
 
-def lane_offsets(m, steps, index, rank, lanes, width, name="off"):
+def lane_offsets(m, steps, index, rank, lanes, width, name="off", domain="comb"):
     """The ``lanes`` offsets ``sum_i b_{n,i} c_i``, ``c_i = steps[index[i]] << rank[i]``.
 
     ``steps`` is a list of ``P`` signals (one per parallel index). ``N - 1`` adders, no multiplier.
+    ``domain``: where the terms ``c_i`` are formed (``"sync"``: into registers, so the offsets
+    follow ``steps`` a cycle later, through a reset too, and the adders start at flip-flops).
     """
     bits = lanes.bit_length() - 1
     table = Array(steps)
     c = []
     for i in range(bits):
-        ci = Signal(width, name=f"{name}_c{i}")
-        m.d.comb += ci.eq(table[index[i]] << rank[i])
+        ci = Signal(width, name=f"{name}_c{i}", reset_less=True)
+        m.d[domain] += ci.eq(table[index[i]] << rank[i])
         c.append(ci)
     offs = [Const(0, width)]
     for n in range(1, lanes):
