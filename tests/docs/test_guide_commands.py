@@ -134,15 +134,25 @@ def run_block(block, scratch, namespace):
 
 
 def run_guide(tmp_path, *, slow):
+    """The guide's blocks in order, as a reader runs them in a fresh interpreter: the programs
+    it registers (``merit.isa.register_program``) are taken out again afterwards, so that the
+    guide can run twice in one process."""
+    from merit.isa import programs
+
     namespace = {"__name__": "guide"}
+    registered = dict(programs._BUILDERS)
     ran = 0
-    for block in guide_blocks(GUIDE.read_text()):
-        if "norun" in block.flags or "slow" in block.flags and not slow:
-            continue
-        if "gpu" in block.flags and not _has_gpu():
-            continue
-        run_block(block, tmp_path, namespace)
-        ran += 1
+    try:
+        for block in guide_blocks(GUIDE.read_text()):
+            if "norun" in block.flags or "slow" in block.flags and not slow:
+                continue
+            if "gpu" in block.flags and not _has_gpu():
+                continue
+            run_block(block, tmp_path, namespace)
+            ran += 1
+    finally:
+        programs._BUILDERS.clear()
+        programs._BUILDERS.update(registered)
     return ran
 
 
