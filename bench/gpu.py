@@ -762,12 +762,8 @@ def main(argv=None):
     import cupy as cp
 
     from merit.gpu import prepare
+    from merit.gpu import seed as seed_tiles  # ``seed`` is the run's random seed here
     from merit.gpu.runtime import TileCache, device_key, time_launch
-
-    def seed_tiles(key, tiles, device):
-        from merit.gpu import seed
-
-        seed(key, device, tiles)
 
     outdir.mkdir(parents=True, exist_ok=True)
     cache = TileCache(os.environ.get("MERIT_GPU_CACHE") or outdir / "gpu-tiles.json")
@@ -848,7 +844,7 @@ def main(argv=None):
         try:
             made = ready(key)
             if made is not None:
-                seed_tiles(*made, device)
+                seed_tiles(made[0], device, made[1])   # (specialization key, tiles)
                 row["precompiled_s"] = round(time.time() - t0, 1)   # waited for the workers
         except Exception as exc:  # noqa: BLE001 - the autotuner ranks and compiles itself
             row["precompile_error"] = f"{type(exc).__name__}: {exc}"[:300]

@@ -793,6 +793,12 @@ def render(results, one_tau=None):
 SCALING_FLOOR, SCALING_UP_TO = 0.80, 256
 
 
+def _point(sc, what, name, k):
+    """Fig. 15's ``what`` ("bound", "roofline") of row ``name`` at the ``k``-th ALU count; None
+    where not recorded."""
+    return (sc.get(what, {}).get(name) or [None] * len(sc["alus"]))[k]
+
+
 def _scaling_reading(sc):
     """Which whole layers keep :data:`SCALING_FLOOR` at every count up to
     :data:`SCALING_UP_TO` ALUs (the RTL where measured, else the model), and where the others
@@ -805,8 +811,7 @@ def _scaling_reading(sc):
             value = measured[k] if measured[k] is not None else values[k]
             if a > SCALING_UP_TO or value is None or value >= SCALING_FLOOR:
                 continue
-            b = (sc.get("bound", {}).get(name) or [None] * len(alus))[k]
-            roof = (sc.get("roofline", {}).get(name) or [None] * len(alus))[k]
+            b, roof = _point(sc, "bound", name, k), _point(sc, "roofline", name, k)
             fall.append(f"{name} ({value:.3f} at {a} ALUs, "
                         f"{'RTL' if measured[k] is not None else 'model'}"
                         + (f"; bound {b}" if b else "")
@@ -843,8 +848,7 @@ def _render_scaling(sc, setup):
         return out + [""]
 
     def bound(name, k):
-        b = (sc.get("bound", {}).get(name) or [None] * len(alus))[k]
-        roof = (sc.get("roofline", {}).get(name) or [None] * len(alus))[k]
+        b, roof = _point(sc, "bound", name, k), _point(sc, "roofline", name, k)
         return (f" ({b}" if b else " (") + (f"; roofline {roof:.2f})" if roof is not None
                                             else ")")
 

@@ -71,16 +71,16 @@ def device_key():
 
 
 def compiled(spec, tile):
-    """``(kernel, nblocks, nthreads, smem_bytes)``, compiled once per device and source (the
-    source's digest in the key: a generator switch that changes the source of the same tile
-    gets its own module)."""
+    """``(kernel, nblocks, nthreads, smem_bytes)``, compiled once per device and specialization
+    (the source is generated on the first call only; :func:`forget` after changing a generator
+    setting by hand)."""
     cp = cupy()
     dev = cp.cuda.Device().id
-    name, code, nblocks, nthreads, smem = source(spec, tile)
-    key = (dev, spec.key(), tile, hashlib.sha1(code.encode()).hexdigest())
+    key = (dev, spec.key(), tile)
     with _lock:
         hit = _modules.get(key)
     if hit is None:
+        name, code, nblocks, nthreads, smem = source(spec, tile)
         if tile.wgmma:
             module = _module_sm90a(name, code)
         elif tile.ptxas:
@@ -96,6 +96,14 @@ def compiled(spec, tile):
         with _lock:
             _modules[key] = hit
     return hit
+
+
+def forget():
+    """Drop the modules :func:`compiled` keeps (the launchers made keep theirs): after a module
+    setting of ``merit.gpu`` that changes the source of the same tile is changed in the process
+    (a probe's generator switch), the next launcher compiles the source as it is then."""
+    with _lock:
+        _modules.clear()
 
 
 #: ptxas reports (registers, spills) of the sm_90a kernels, by kernel name.

@@ -1,12 +1,12 @@
-"""Device probe of a generator switch (not a test): the bench's tiles of named ``bench.gpu``
-rows built with a module flag of ``merit.gpu`` off ("before") and on ("after"), each checked
-against float64 and the two against each other bit for bit, then timed in turns beside the
-rows' peers in one process.  The flag is set while the tile is completed (padding, thread
-order) and while its kernel is generated and compiled (the cubin's name carries the source's
-digest, so the two sides are two modules).  ``--launch``: launch each tile once (before, after,
-in row order) for Nsight Compute.  ``--peers``: time each row's cuDNN peer in the calling
-thread and in ``--tries`` fresh threads (cuDNN's benchmark mode chooses an algorithm afresh
-in each thread), no tile.
+"""Device probe of a generator switch (not a test): the bench's tiles of named ``bench.gpu`` rows
+built with a module flag of ``merit.gpu`` off ("before") and on ("after"), each checked against
+float64 and the two against each other bit for bit, then timed in turns beside the rows' peers
+in one process. The flag is set while the tile is completed (padding, thread order) and while
+its kernel is generated and compiled (the runtime's modules are forgotten at each switch, so the
+two sides are two modules). ``--launch``: launch each tile once (before, after, in row order)
+for Nsight Compute. ``--peers``: time each row's cuDNN peer in the calling thread and in
+``--tries`` fresh threads (cuDNN's benchmark mode chooses an algorithm afresh in each thread),
+no tile.
 
 ``PYTHONPATH=sw python tests/merit/gpu/flag_probe.py --flag MODULE.NAME --rows ROW=LABEL,...
 [--rounds 3] [--out DIR] [--launch] [--peers]`` (``MODULE.NAME``: a boolean flag of a
@@ -18,41 +18,34 @@ import json
 from pathlib import Path
 
 import numpy as np
-from probelib import bench_table, run_checked, setup, time_rounds
+from probelib import bench_table, compare_sides, setup
 from wordcopy_probe import parse
 
 
 def flagged(name, value):
-    """Set module flag ``name`` (``module.NAME`` of ``merit.gpu``) to ``value``; returns the
-    value it had."""
+    """Set module flag ``name`` (``module.NAME`` of ``merit.gpu``) to ``value`` and forget the
+    modules compiled before; returns the value it had."""
     import importlib
+
+    from merit.gpu import runtime
 
     mod, attr = name.rsplit(".", 1)
     m = importlib.import_module(f"merit.gpu.{mod}")
     old = getattr(m, attr)
     setattr(m, attr, value)
+    runtime.forget()
     return old
 
 
 def peers_in_threads(peers, tries):
-    """``{peer: [ms in the calling thread, ms in each fresh thread]}`` of the cuDNN peers."""
-    import threading
-
+    """``{peer: [ms in the calling thread, ms in each fresh thread]}`` of the cuDNN peers
+    (the fresh threads' as ``bench.gpu.time_peer`` times them)."""
+    from bench.gpu import time_peer
     from merit.gpu.runtime import time_launch
 
-    out = {}
-    for name, fn in peers.items():
-        if not name.startswith("cuDNN"):
-            continue
-        ms = [round(time_launch(fn), 4)]
-        for _ in range(tries):
-            got = []
-            th = threading.Thread(target=lambda fn=fn, got=got: got.append(time_launch(fn)))
-            th.start()
-            th.join()
-            ms.append(round(got[0], 4))
-        out[name] = ms
-    return out
+    return {name: [round(ms, 4) for ms in [time_launch(fn)]
+                   + time_peer(name, fn, time_launch, tries)[1]]
+            for name, fn in peers.items() if name.startswith("cuDNN")}
 
 
 def main():
@@ -75,35 +68,29 @@ def main():
     out = []
     for item in args.rows.split(","):
         key, label = item.split("=") if "=" in item else (item, "")
-        prob, spec, inputs, res, peers, refs = setup(*table[key], rng)
+        made = setup(*table[key], rng)
         if args.peers:
-            row = {"row": key, "peers_ms": peers_in_threads(peers, args.tries)}
+            row = {"row": key, "peers_ms": peers_in_threads(made[4], args.tries)}
             print(key, row["peers_ms"], flush=True)
             out.append(row)
             Path(args.out, "peer_probe.json").write_text(json.dumps(out, indent=1))
             continue
-        row, gos, got = {"row": key, "label": label, "flag": args.flag}, {}, {}
-        for side, value in (("before", False), ("after", True)):
-            old = flagged(args.flag, value)
-            try:
-                t = tiling.complete(spec, parse(label))
-                go, err = run_checked(prob, spec, t, inputs, res, refs)   # compiled here
-            finally:
-                flagged(args.flag, old)
-            got[side] = cp.asnumpy(res[0]).copy()
-            gos[side] = go
-            row[side] = {"pads": t.pads, "order": t.order, "err": err, "ms": [],
-                         "conflicts": [tiling.conflicts(spec, t, k)
-                                       for k in range(len(spec.inputs)) if t.shared[k]]}
-        row["bit_equal"] = bool(np.array_equal(got["before"], got["after"]))
-        print(key, {s: (row[s]["pads"], row[s]["order"], row[s]["err"]) for s in gos},
-              "bit equal", row["bit_equal"], flush=True)
+
+        def side(value, label=label, spec=made[1]):
+            def make(check):
+                old = flagged(args.flag, value)
+                try:
+                    t = tiling.complete(spec, parse(label))
+                    return (t, *check(t))   # compiled here
+                finally:
+                    flagged(args.flag, old)
+            return make
+
+        row = compare_sides(key, made, {"before": side(False), "after": side(True)},
+                            rounds=args.rounds, launch_only=args.launch, label=label,
+                            flag=args.flag)
         if args.launch:
             continue
-        ms, row["peers_ms"] = time_rounds(gos, peers, args.rounds)
-        for side in gos:
-            row[side]["ms"] = ms[side]
-        print(key, {s: row[s]["ms"] for s in gos}, row["peers_ms"], flush=True)
         out.append(row)
         Path(args.out, "flag_probe.json").write_text(json.dumps(out, indent=1))
         cp.get_default_memory_pool().free_all_blocks()

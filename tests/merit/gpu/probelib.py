@@ -144,3 +144,41 @@ def time_rounds(launches, peers, rounds):
         for n, fn in peers.items():
             peer_ms.setdefault(n, []).append(round(time_launch(fn), 4))
     return ms, peer_ms
+
+
+def compare_sides(key, made, sides, *, rounds, launch_only, **fields):
+    """Tiles of one row side by side, on the row :func:`setup` ``made``: ``sides`` maps a
+    side's name to its tile, or to a function ``make(check)`` returning ``(tile, launcher,
+    relative error)`` with ``check(tile)`` (:func:`run_checked` on the row) called where the
+    side's settings hold.  Each side launched once, checked, its outputs compared bit for bit
+    with the first side's; unless ``launch_only``, the sides and the row's peers timed in
+    ``rounds`` turns.  The probe's row: ``{"row": key, **fields, side: {"pads", "order",
+    "err", "conflicts", "bit_equal", "ms"}, ..., "bit_equal" (every side), "peers_ms"}``."""
+    import cupy as cp
+    import numpy as np
+
+    from merit.gpu import tiling
+
+    prob, spec, inputs, res, peers, refs = made
+
+    def check(t):
+        return run_checked(prob, spec, t, inputs, res, refs)
+
+    row, gos, first = {"row": key, **fields}, {}, None
+    for side, tile in sides.items():
+        t, gos[side], err = tile(check) if callable(tile) else (tile, *check(tile))
+        got = cp.asnumpy(res[0]).copy()
+        first = got if first is None else first
+        row[side] = {"pads": t.pads, "order": t.order, "err": err, "ms": [],
+                     "conflicts": [tiling.conflicts(spec, t, k)
+                                   for k in range(len(spec.inputs)) if t.shared[k]],
+                     "bit_equal": bool(np.array_equal(got, first))}
+    row["bit_equal"] = all(row[side]["bit_equal"] for side in gos)
+    print(key, {s: (row[s]["pads"], row[s]["order"], row[s]["err"]) for s in gos}, "bit equal",
+          row["bit_equal"], flush=True)
+    if not launch_only:
+        ms, row["peers_ms"] = time_rounds(gos, peers, rounds)
+        for side in gos:
+            row[side]["ms"] = ms[side]
+        print(key, {s: row[s]["ms"] for s in gos}, row["peers_ms"], flush=True)
+    return row

@@ -49,14 +49,18 @@ def _run_checked(problem, arrays, tile, shape, precision, ref, tol=2e-6):
 
 
 def _check(problem, arrays, dtype, tile, ref):
+    """Run ``tile`` on poisoned outputs and check them against ``ref``: the raw outputs (shape
+    ``problem.p_shape``), as numpy arrays."""
     spec = spec_of(problem, dtype)
     out = tuple(cp.full(spec.pshape, POISON[spec.out_dtype], dtype=spec.out_dtype)
                 for _ in range(spec.outputs))
     res = run(problem, *arrays, tile=tile, out=out)
     res = res if isinstance(res, tuple) else (res,)
     ref = ref if isinstance(ref, tuple) else (ref,)
+    raws = []
     for o, (raw, got, want) in enumerate(zip(out, res, ref, strict=True)):
         raw = cp.asnumpy(raw)
+        raws.append(raw)
         if spec.out_dtype == "float32":
             assert not np.isnan(raw).any(), f"output {o}: {np.isnan(raw).sum()} unwritten elements"
             got = cp.asnumpy(got).astype(np.float64)
@@ -65,6 +69,7 @@ def _check(problem, arrays, dtype, tile, ref):
         else:
             assert not (raw == POISON["int32"]).any(), f"output {o}: unwritten elements"
             np.testing.assert_array_equal(cp.asnumpy(got), want.astype(np.int64))
+    return raws
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -158,11 +163,8 @@ def test_word_copies_by_rows_bit_for_bit():
                         for k in range(len(spec.inputs)))
             got = {}
             for on in (False, True):
-                tw = dataclasses.replace(t, wrows=on)
-                _check(problem, arrays, "float32", tw, ref)
-                out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
-                run(problem, *arrays, tile=tw, out=out)
-                got[on] = cp.asnumpy(out[0])
+                got[on] = _check(problem, arrays, "float32",
+                                 dataclasses.replace(t, wrows=on), ref)[0]
             np.testing.assert_array_equal(got[False], got[True], err_msg=f"{t}")
     assert used >= 8
 
@@ -210,10 +212,7 @@ def test_padded_rows_bit_for_bit():
             vec += sum(bool(p.shared[k]) and geometry(spec2, p, k).vector for k in moves)
             got = {}
             for tw in (t, p):
-                _check(problem, arrays, "float32", tw, ref)
-                out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
-                run(problem, *arrays, tile=tw, out=out)
-                got[tw.padrows] = cp.asnumpy(out[0])
+                got[tw.padrows] = _check(problem, arrays, "float32", tw, ref)[0]
             # split-K tiles add their partial sums atomically, in no fixed order: not bit for bit
             same = np.testing.assert_array_equal if t.split == 1 else functools.partial(
                 np.testing.assert_allclose, rtol=1e-5, atol=1e-5)

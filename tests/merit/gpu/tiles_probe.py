@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from probelib import bench_table, run_checked, setup, time_rounds
+from probelib import bench_table, compare_sides, setup
 from wordcopy_probe import parse
 
 
@@ -43,37 +43,16 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--launch", action="store_true")
     args = ap.parse_args()
-    import cupy as cp
-
-    from merit.gpu import tiling
-
     table = bench_table(args.seed)
-    prob, spec, inputs, res, peers, refs = setup(*table[args.row], np.random.default_rng(5))
+    made = setup(*table[args.row], np.random.default_rng(5))
     from merit.gpu import _compile_all
 
-    named = [(item, tile_of(spec, item)) for item in args.tiles.split(";")]
-    _compile_all(spec, [t for _, t in named])   # in parallel: NVRTC outside the interpreter lock
-    rows, gos, first = [], [], None
-    for item, t in named:
-        go, err = run_checked(prob, spec, t, inputs, res, refs)
-        got = cp.asnumpy(res[0]).copy()
-        first = got if first is None else first
-        rows.append({"tile": item, "pads": t.pads, "order": t.order, "err": err, "ms": [],
-                     "bit_equal": bool(np.array_equal(got, first)),
-                     "conflicts": [tiling.conflicts(spec, t, k)
-                                   for k in range(len(spec.inputs)) if t.shared[k]]})
-        gos.append(go)
-        print(rows[-1], flush=True)
-    if args.launch:
-        return
-    ms, peer_ms = time_rounds(dict(enumerate(gos)), peers, args.rounds)
-    for n, r in enumerate(rows):
-        r["ms"] = ms[n]
-    for r in rows:
-        print(args.row, r["tile"], r["ms"], flush=True)
-    print(args.row, peer_ms, flush=True)
-    Path(args.out, f"tiles_{args.row}.json").write_text(
-        json.dumps({"row": args.row, "tiles": rows, "peers_ms": peer_ms}, indent=1))
+    spec = made[1]
+    named = {item: tile_of(spec, item) for item in args.tiles.split(";")}
+    _compile_all(spec, list(named.values()))   # in parallel: NVRTC outside the interpreter lock
+    row = compare_sides(args.row, made, named, rounds=args.rounds, launch_only=args.launch)
+    if not args.launch:
+        Path(args.out, f"tiles_{args.row}.json").write_text(json.dumps(row, indent=1))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from probelib import bench_table, run_checked, setup, time_rounds
+from probelib import bench_table, compare_sides, setup
 
 #: the bench page's fp32 rows below their peer and the tiles it gives them (2026-11-27 rows)
 ROWS = ("rand4_gemm_odd=t16x8_r7x8_c32_u1_ss_db_s04_l_v_o1_x1,"
@@ -72,23 +72,11 @@ def main():
     out = []
     for item in args.rows.split(","):
         key, label = item.split("=")
-        prob, spec, inputs, res, peers, refs = setup(*table[key], rng)
-        ts = tiles(spec, label)
-        row, gos, got = {"row": key, "label": label}, {}, {}
-        for side, t in ts.items():
-            go, err = run_checked(prob, spec, t, inputs, res, refs)
-            got[side] = cp.asnumpy(res[0]).copy()
-            gos[side] = go
-            row[side] = {"pads": t.pads, "order": t.order, "err": err, "ms": []}
-        row["bit_equal"] = bool(np.array_equal(got["before"], got["after"]))
-        print(key, {s: (row[s]["pads"], row[s]["order"], row[s]["err"]) for s in ts}, "bit equal",
-              row["bit_equal"], flush=True)
+        made = setup(*table[key], rng)
+        row = compare_sides(key, made, tiles(made[1], label), rounds=args.rounds,
+                            launch_only=args.launch, label=label)
         if args.launch:
             continue
-        ms, row["peers_ms"] = time_rounds(gos, peers, args.rounds)
-        for side in gos:
-            row[side]["ms"] = ms[side]
-        print(key, {s: row[s]["ms"] for s in ts}, row["peers_ms"], flush=True)
         out.append(row)
         Path(args.out, "wordcopy_probe.json").write_text(json.dumps(out, indent=1))
         cp.get_default_memory_pool().free_all_blocks()
