@@ -343,10 +343,63 @@ def _cl_inputs(spec, tile, inputs):
     return spec2, inputs, fill
 
 
+_PAD_ROWS = r"""
+extern "C" __global__ void merit_pad_rows(const unsigned int* __restrict__ src,
+                                          uint4* __restrict__ dst, unsigned int n,
+                                          unsigned int q, int C) {
+    // (rows, C) -> (rows, 4 q), columns C .. 4 q - 1 zero: one 16-byte piece of a destination
+    // row per thread (n = rows * q pieces), its 4 words read one by one (a source row starts
+    // at any word), so that a warp reads 128 consecutive words and writes 512 bytes
+    for (unsigned int x = blockIdx.x * blockDim.x + threadIdx.x; x < n;
+         x += gridDim.x * blockDim.x) {
+        const unsigned int r = x / q;
+        const int c = (int)(x - r * q) * 4;
+        const unsigned int* s = src + (long long)r * C + c;
+        uint4 v;
+        v.x = c < C ? s[0] : 0u;
+        v.y = c + 1 < C ? s[1] : 0u;
+        v.z = c + 2 < C ? s[2] : 0u;
+        v.w = c + 3 < C ? s[3] : 0u;
+        dst[x] = v;
+    }
+}
+"""
+#: threads of a :func:`pad_rows` block, and its most blocks (the rest by the grid-stride loop)
+PAD_THREADS, PAD_BLOCKS = 256, 2048
+
+
+def pad_grid(rows, C, Cp):
+    """``(pieces, blocks)`` of :func:`pad_rows`'s launch: the 16-byte pieces of the ``(rows,
+    Cp)`` copy (one a thread) and the blocks covering them (at most :data:`PAD_BLOCKS`)."""
+    if Cp % 4 or Cp < C or C < 1:
+        raise ValueError(f"rows of {C} words padded to {Cp}: not 4-word pieces")
+    n = rows * (Cp // 4)
+    if n >= 2**32:   # the kernel counts pieces in 32 bits
+        raise ValueError(f"{rows} rows of {Cp} words: more than 2**32 16-byte pieces")
+    return n, max(1, min(-(-n // PAD_THREADS), PAD_BLOCKS))
+
+
+def pad_rows(src, dst, rows, C, Cp):
+    """Launch the copy of the 4-byte words ``src`` viewed as ``(rows, C)`` into ``dst`` as
+    ``(rows, Cp)`` (``Cp`` a multiple of 4, columns past ``C`` zero, ``dst`` 16-byte aligned):
+    the :attr:`Tile.padrows` copies, written in 16-byte pieces (the padding included, so that
+    ``dst`` needs no zeroing)."""
+    import numpy as np
+
+    cp = cupy()
+    if src.dtype.itemsize != 4 or dst.dtype.itemsize != 4 or dst.data.ptr % 16:
+        raise ValueError("pad_rows copies 4-byte words into a 16-byte aligned array")
+    n, blocks = pad_grid(rows, C, Cp)
+    kern = _relayout_kernels.get("pad")
+    if kern is None:
+        kern = _relayout_kernels["pad"] = cp.RawKernel(_PAD_ROWS, "merit_pad_rows")
+    kern((blocks,), (PAD_THREADS,), (src, dst, np.uint32(n), np.uint32(Cp // 4), np.int32(C)))
+
+
 def _pad_inputs(spec, inputs):
-    """A ``Tile.padrows`` tile's inputs (the padded copies, allocated here with their padding
-    zero, in place of the loop inputs :func:`merit.gpu.codegen.padded_layout` pads) and the
-    function filling those copies."""
+    """A ``Tile.padrows`` tile's inputs (the padded copies, allocated here, in place of the loop
+    inputs :func:`merit.gpu.codegen.padded_layout` pads) and the function filling those copies
+    (:func:`pad_rows`, the padding written with them)."""
     from .codegen import padded_layout
 
     cp = cupy()
@@ -354,13 +407,15 @@ def _pad_inputs(spec, inputs):
     inputs = list(inputs)
     jobs = []
     for k, (rows, C, Cp) in sorted(moves.items()):
-        buf = cp.zeros((rows, Cp), dtype=inputs[k].dtype)
-        jobs.append((inputs[k].reshape(rows, C), buf[:, :C]))
+        buf = cp.empty((rows, Cp), dtype=inputs[k].dtype)
+        if not inputs[k].flags.c_contiguous:   # the copy reads the array as it is then
+            raise ValueError(f"input {k}: padded copies need a C-contiguous array")
+        jobs.append((inputs[k], buf, rows, C, Cp))
         inputs[k] = buf
 
     def fill():
-        for src, dst in jobs:
-            cp.copyto(dst, src)
+        for src, dst, *dims in jobs:
+            pad_rows(src, dst, *dims)
 
     return inputs, fill
 

@@ -1154,3 +1154,22 @@ def test_cl_relayout_copies():
         dst = cp.full(outer * inner * Cp, 65535, dtype=dt)
         relayout(cp.asarray(src).reshape(-1), dst, outer, C, inner, Cp)
         np.testing.assert_array_equal(cp.asnumpy(dst).reshape(want.shape), want)
+
+
+def test_pad_rows_copies():
+    """The padded-row copies (``runtime.pad_rows``): ``(rows, C)`` as ``(rows, Cp)``, the
+    padding columns zero, rows starting at every word offset, fewer pieces than a block and more
+    than the grid's threads, against NumPy; the destination poisoned first."""
+    from merit.gpu.runtime import PAD_BLOCKS, PAD_THREADS, pad_rows
+
+    rng = np.random.default_rng(71)
+    big = PAD_BLOCKS * PAD_THREADS // 300 + 5   # rows of 300 words: past one pass of the grid
+    for dt, (rows, C, Cp) in itertools.product(
+            (np.uint32, np.float32), ((1, 1, 4), (3, 5, 8), (211, 75, 76), (139, 211, 212),
+                                      (big, 1197, 1200), (17, 40, 44))):
+        src = rng.integers(1, 2**31, size=(rows, C)).astype(np.uint32).view(dt)
+        want = np.zeros((rows, Cp), dtype=dt)
+        want[:, :C] = src
+        dst = cp.full((rows, Cp), 7, dtype=np.uint32).view(dt)
+        pad_rows(cp.asarray(src), dst, rows, C, Cp)
+        np.testing.assert_array_equal(cp.asnumpy(dst).view(np.uint32), want.view(np.uint32))

@@ -4,6 +4,8 @@ the plain tile copies words), and where the autotuner times the form."""
 
 import dataclasses
 
+import pytest
+
 from merit import workloads as W
 from merit.gpu import Tile, codegen, tiling
 from merit.gpu.spec import spec_of
@@ -58,3 +60,18 @@ def test_autotuner_times_the_form_for_the_fastest_tile_only_where_it_applies():
     t2 = tiling.complete(aligned, Tile((8, 8), (4, 4), 16))
     assert tiling.pad_variants(aligned, [(1.0, t2)]) == []
     assert tiling.row_variants(spec, [(1.0, p)]) == []              # no word copies left
+
+
+def test_pad_copy_launch_counts_16_byte_pieces():
+    """The padded copies' launch (``runtime.pad_rows``): one 16-byte piece of a padded row a
+    thread (the padding written too), blocks enough for every piece up to a cap (the rest by the
+    kernel's grid-stride loop); refused where the rows are not 4-word pieces or the pieces
+    overflow the kernel's 32-bit index (no GPU needed)."""
+    from merit.gpu import runtime
+
+    assert runtime.pad_grid(2387, 2841, 2844) == (2387 * 711, runtime.PAD_BLOCKS)
+    assert runtime.pad_grid(7, 9, 12) == (21, 1)
+    assert runtime.pad_grid(1000, 1023, 1024) == (256000, 1000)
+    for bad in ((4, 9, 10), (4, 9, 8), (4, 0, 4), (2**30, 17, 20)):
+        with pytest.raises(ValueError):
+            runtime.pad_grid(*bad)
