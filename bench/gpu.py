@@ -761,6 +761,7 @@ def main(argv=None):
 
     import cupy as cp
 
+    from merit.gpu import finals as tuned
     from merit.gpu import prepare
     from merit.gpu import seed as seed_tiles  # ``seed`` is the run's random seed here
     from merit.gpu.runtime import TileCache, device_key, time_launch
@@ -841,6 +842,7 @@ def main(argv=None):
         rng = row_rng(key)
         t0 = time.time()
         row = {"key": key, "label": label, "target": target}
+        f0 = len(tuned)
         try:
             made = ready(key)
             if made is not None:
@@ -916,6 +918,8 @@ def main(argv=None):
             row["floor_ms"] = max(nbytes / bw, flops / rate) * 1e3
         except Exception as exc:  # a failing row is reported, the others still run
             row["error"] = f"{type(exc).__name__}: {exc}"
+        if len(tuned) > f0:   # the autotuner's finalists' rounds of this row's specializations
+            row["finals"] = tuned[f0:]
         row["wall_s"] = round(time.time() - t0, 1)
         results.append(row)
         pending.remove(key)
@@ -928,7 +932,10 @@ def main(argv=None):
     for key, label, make, shift in fixed:
         if stop():
             break
+        f0 = len(tuned)
         results.append(_fixed_row(key, label, make, shift, row_rng(key), cache, time_launch))
+        if len(tuned) > f0:
+            results[-1]["finals"] = tuned[f0:]
         pending.remove(key)
         print(json.dumps(results[-1]), flush=True)
         write(False)
@@ -1116,7 +1123,29 @@ def report(meta, results):
     for r in results:
         if "tile" in r:
             lines.append(f"- {r['key']}: `{r['tile']}`")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _finals_lines(results)) + "\n"
+
+
+def _finals_lines(results):
+    """The page's lines on the autotuner's finalists' rounds (``merit.gpu.pick``): how many
+    specializations had finalists, the time their turns took, and each pick they changed."""
+    from merit.gpu import FINAL_MARGIN, FINAL_ROUNDS
+
+    recs = [(r["key"], f) for r in results for f in r.get("finals", ())]
+    if not recs:
+        return []
+    held = [(k, f) for k, f in recs if f["finalists"]]
+    moved = [(k, f) for k, f in held if f["pick_rank"]]
+    secs = sum(f.get("turns_s", 0) for _, f in held)
+    lines = ["", f"Finalists' rounds (the tiles timed within {FINAL_MARGIN:.0%} of the fastest, "
+             f"timed again in turns, {FINAL_ROUNDS} rounds, medians): {len(held)} of "
+             f"{len(recs)} specializations tuned had finalists, {secs:.1f} s of turns in all; "
+             f"the pick differs from the first rounds' fastest on {len(moved)}:", ""]
+    for k, f in moved:
+        a, b = f["finalists"][0], f["finalists"][f["pick_rank"]]
+        lines.append(f"- {k}: `{a[0]}` {a[1]:.4f} ms once, {a[2]:.4f} in turns -> `{b[0]}` "
+                     f"{b[1]:.4f} once, {b[2]:.4f} in turns")
+    return lines
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ from .tiling import (
 )
 
 __all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "run_fixed", "tune",
-           "prepare", "dtype_of", "candidates", "precompile", "seed"]
+           "prepare", "dtype_of", "candidates", "precompile", "seed", "pick", "finalists",
+           "in_turns", "finals"]
 
 _DTYPES = {"float32": "float32", "int32": "int32"}
 
@@ -292,9 +293,89 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
         # the third round: the fastest tile's word copies by rows, and its padded-row copies
         times += timed(row_variants(spec, times, model) + pad_variants(spec, times, model))
         if times:
-            best = min(times, key=lambda mt: mt[0])[1]
+            # the finalists' round: the tiles within FINAL_MARGIN of the fastest, again in turns
+            def turns(tiles):   # one batch timer per finalist, each sized once
+                batches = [runtime.batch_timer(
+                    runtime.launcher(spec, t, half_inputs if t.half else inputs, out),
+                    min_ms=FINAL_MS) for t in tiles]
+                return lambda k: batches[k]()
+
+            best, record = pick(times, turns)
+            record["spec"] = f"{spec.name} {spec.precision} {spec.digest()}"
+            finals.append(record)
         cache.put(device, spec, best)
     return best
+
+
+#: The finalists' round.  Each candidate of the three rounds is timed once (3 batches of 5 ms, a
+#: median), and at the power cap one such timing does not separate tiles a few per cent apart:
+#: on the H200 (2026-11-28) GEMM 4096^3 FP16 took its 3-stage tile (0.241 ms) where the run
+#: before took the 4-stage one; timed in turns afterwards they ran 0.2430 and 0.2249 ms, and
+#: cuBLAS's rounds spread 0.1965-0.2509.  So the tiles timed within ``FINAL_MARGIN`` of the
+#: fastest (at most ``FINALISTS``, fastest first) are timed again in turns: ``FINAL_ROUNDS``
+#: rounds, each a batch of at least ``FINAL_MS`` of every finalist, the order reversed every other
+#: round, and the pick is the finalist of the least median.  The margin is 10 % (the 4-stage
+#: tile's one timing had read at least 7 % over its median in turns).  It adds at most FINALISTS
+#: x FINAL_ROUNDS x FINAL_MS (0.28 s) of launches to a specialization's tuning: 15.8 s of the
+#: bench page's run (67 of 73 specializations with finalists, H200, 2026-11-28).
+FINAL_MARGIN = 0.10
+FINALISTS = 4
+FINAL_ROUNDS = 7
+FINAL_MS = 10.0
+
+#: One record per specialization the autotuner tuned in this process, in order: its finalists
+#: (labels, the first rounds' ms, the medians in turns) and the pick (for reports; the autotuner
+#: does not read it).
+finals = []
+
+
+def finalists(times, margin=FINAL_MARGIN, count=FINALISTS):
+    """The tiles of ``times`` (``(ms, tile)`` pairs) within ``margin`` (a fraction) of the fastest,
+    fastest first (ties in the order timed), at most ``count``."""
+    ranked = sorted(times, key=lambda mt: mt[0])
+    if not ranked:
+        return []
+    top = ranked[0][0] * (1 + margin)
+    return [t for ms, t in ranked[:count] if ms <= top]
+
+
+def in_turns(count, time_batch, rounds=FINAL_ROUNDS):
+    """Medians (ms) of ``count`` launches timed in turns: each of ``rounds`` rounds times one
+    batch of each (``time_batch(k)``: ms per call of launch ``k``), in order, the order reversed
+    every other round so that none always follows the same one."""
+    from statistics import median
+
+    got = [[] for _ in range(count)]
+    for r in range(rounds):
+        for k in (range(count) if r % 2 == 0 else reversed(range(count))):
+            got[k].append(time_batch(k))
+    return [median(g) for g in got]
+
+
+def pick(times, turns, margin=FINAL_MARGIN, count=FINALISTS, rounds=FINAL_ROUNDS):
+    """The autotuner's choice from its rounds' ``(ms, tile)`` pairs: the fastest, or where other
+    tiles were timed within ``margin`` of it, the finalist of the least median in turns
+    (:func:`finalists`, :func:`in_turns`; ``turns(tiles)`` gives the ``time_batch`` of those
+    tiles; ties to the faster in the first rounds).  Returns ``(tile, record)``, the record for
+    :data:`finals` (``pick_rank``: the pick's place among the finalists, 0 the first rounds'
+    fastest)."""
+    import time
+
+    first = min(times, key=lambda mt: mt[0])[1]
+    fin = finalists(times, margin, count)
+    record = {"first_pick": first.label(), "pick": first.label(), "pick_rank": 0,
+              "finalists": []}
+    if len(fin) < 2:
+        return first, record
+    t0 = time.perf_counter()
+    medians = in_turns(len(fin), turns(fin), rounds)
+    record["turns_s"] = round(time.perf_counter() - t0, 3)
+    best = min(range(len(fin)), key=lambda k: (medians[k], k))
+    ms = {t: m for m, t in times}
+    record["finalists"] = [(t.label(), round(ms[t], 5), round(m, 5))
+                           for t, m in zip(fin, medians, strict=True)]
+    record["pick"], record["pick_rank"] = fin[best].label(), best
+    return fin[best], record
 
 
 #: Candidate lists ranked by another process (:func:`precompile`), by (specialization, device

@@ -16,7 +16,7 @@ from .codegen import source
 from .tile import Tile
 
 __all__ = ["cupy", "to_device", "widen", "compiled", "launcher", "launch", "TileCache",
-           "time_launch"]
+           "time_launch", "batch_timer"]
 
 _lock = threading.Lock()
 _modules = {}
@@ -489,9 +489,10 @@ def launch(spec, tile, inputs, outputs):
     launcher(spec, tile, inputs, outputs)()
 
 
-def time_launch(fn, min_ms=20.0, batches=5):
-    """Device time (ms) of one ``fn()``: CUDA events around batches of back-to-back calls sized
-    to at least ``min_ms`` each, median over ``batches`` (after a warm-up)."""
+def batch_timer(fn, min_ms=10.0):
+    """A function timing one batch of back-to-back ``fn()`` calls with CUDA events: it returns
+    the device time (ms) of one call.  The batch is sized here, once, to at least ``min_ms``
+    (after a warm-up call), so that several launches can be timed in turns batch by batch."""
     cp = cupy()
     fn()
     start, stop = cp.cuda.Event(), cp.cuda.Event()
@@ -501,20 +502,29 @@ def time_launch(fn, min_ms=20.0, batches=5):
     stop.synchronize()
     once = max(cp.cuda.get_elapsed_time(start, stop), 1e-3)
     n = int(max(1, min(1000, min_ms / once)))
-    times = []
-    for _ in range(batches):
+
+    def batch():
         start.record()
         for _ in range(n):
             fn()
         stop.record()
         stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop) / n)
-    times.sort()
+        return cp.cuda.get_elapsed_time(start, stop) / n
+
+    return batch
+
+
+def time_launch(fn, min_ms=20.0, batches=5):
+    """Device time (ms) of one ``fn()``: CUDA events around batches of back-to-back calls sized
+    to at least ``min_ms`` each, median over ``batches`` (after a warm-up)."""
+    batch = batch_timer(fn, min_ms)
+    times = sorted(batch() for _ in range(batches))
     return times[len(times) // 2]
 
 
-#: Bumped when the generator or the Tile fields change, so older cached choices are not reused.
-CACHE_VERSION = 23
+#: Bumped when the generator, the Tile fields or the autotuner's way of choosing change, so older
+#: cached choices are not reused (24: the finalists' round, ``merit.gpu.FINAL_MARGIN``).
+CACHE_VERSION = 24
 
 
 class TileCache:
