@@ -231,9 +231,13 @@ def test_perf_calibration_reads_utilization_rows(tmp_path):
         ("tau.json", "gemm", 1, 32), ("utilization.json", "gemm_x4", 4, 32),
         ("utilization.json", "small", 2, 8)]
     # a row of the processor is compiled for its TAUs (operand sharing included), and a row
-    # that does not record its RP banks' ports ran on single-port banks
+    # that does not record its RP banks' ports ran on single-port banks, one that does not
+    # record merged rows or the zero init left to the clear was compiled without them
     small = compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048,
-                            taus=2, rp_ports=1)
+                            taus=2, rp_ports=1, merge_rows=False, clear_init=False)
+    assert rows[2]["predicted"] != perf.predict(
+        compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048,
+                        taus=2, rp_ports=1), taus=2, rp_bytes=(2048, 1024), rp_ports=1).cycles
     assert small.config["share_log2"] == 1
     assert rows[2]["predicted"] == perf.predict(small, taus=2, rp_bytes=(2048, 1024),
                                                 rp_ports=1).cycles
