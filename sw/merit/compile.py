@@ -11,7 +11,9 @@ Placement rules (``docs/tau.md`` §3-5):
   inner indices have extent 1;
 * a tensor of D axes uses hardware axes ``4 - D .. 3``; unused outer axes have extent 1;
 * a slot's tile is the full footprint box (Eq. 9) of one (parallel tile, accumulation tile), laid
-  out row-major with local pitches ``lpitch`` and hashed into banks by a ``BankFunction``.
+  out row-major with local pitches ``lpitch`` and hashed into banks by a ``BankFunction``;
+* a slot's axes that every footprint covers whole are merged into the axis above them
+  (:func:`merged_rows`): the DMA reads the same words in fewer, longer DRAM rows.
 """
 
 from __future__ import annotations
