@@ -30,6 +30,19 @@ def recorded_ports(record):
     return int(record.get("rp_ports", 1))
 
 
+def recorded_merge(record):
+    """Whether a stored run's kernels read merged DRAM rows (``merit.compile.merged_rows``):
+    its ``merge_rows``, or False for a run from before the compiler merged them (its kernels
+    read the source tensors' own rows)."""
+    return bool(record.get("merge_rows", False))
+
+
+def recorded_clear(record):
+    """Whether a stored run's programs left an output's zero init to the CP's clear
+    (``merit.compile.without_zero_init``): its ``clear_init``, or False for a run from before."""
+    return bool(record.get("clear_init", False))
+
+
 def calibration_table(results=RESULTS):
     """Predicted vs measured cycles of every RTL measurement in ``results``.
 
@@ -56,7 +69,8 @@ def calibration_table(results=RESULTS):
     for name, r in sorted(tau["workloads"].items()):
         ports = recorded_ports(setup)
         kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24,
-                                 rp_ports=ports)
+                                 rp_ports=ports, merge_rows=recorded_merge(setup),
+                                 clear_init=recorded_clear(setup))
         p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
                     latency=setup["latency"], rp_ports=ports)
         rows.append(_row("tau.json", name, r["cycles"], p))
@@ -77,7 +91,9 @@ def calibration_table(results=RESULTS):
                                      instructions=int(r.get("instructions",
                                                             _instruction_slots(problem))),
                                      rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)),
-                                     taus=int(r.get("taus", 1)), rp_ports=recorded_ports(r))
+                                     taus=int(r.get("taus", 1)), rp_ports=recorded_ports(r),
+                                     merge_rows=recorded_merge(r),
+                                     clear_init=recorded_clear(r))
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
                         latency=int(r.get("latency", 20)), rp_bytes=rp_bytes,

@@ -56,26 +56,32 @@ def standard_ops(problems):
 _COMPILED = {}
 
 
-def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
+def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS,
+                merge_rows=True, clear_init=True):
     """``problem`` compiled as the bench's model columns compile it: 24 program slots (the TAU
     of the measurements), ``cp_bytes`` of CP per TAU, the tiles chosen for ``rp_ports``-port
-    RP banks; compiled once per process."""
+    RP banks, DRAM rows merged or not (``merge_rows``, :func:`merit.compile.merged_rows`), the
+    zero init left to the CP's clear or not (``clear_init``,
+    :func:`merit.compile.without_zero_init`); compiled once per process."""
     from merit.compile import compile_problem
     key = (json.dumps(describe_problem(problem), sort_keys=True), lanes, taus, cp_bytes,
-           rp_ports)
+           rp_ports, merge_rows, clear_init)
     if key not in _COMPILED:
         _COMPILED[key] = compile_problem(problem, lanes=lanes, taus=taus, instructions=24,
-                                         cp_bytes=cp_bytes, rp_ports=rp_ports)
+                                         cp_bytes=cp_bytes, rp_ports=rp_ports,
+                                         merge_rows=merge_rows, clear_init=clear_init)
     return _COMPILED[key]
 
 
-def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_ports=RP_PORTS):
+def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_ports=RP_PORTS,
+           merge_rows=True, clear_init=True):
     """``(ALU-busy utilization, cycles, bound, standard-count utilization)`` of the performance
     model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing. Beyond the
     ``merit.arch.MAX_TAUS`` (16) TAUs that MERIT-z addresses (Fig. 15 goes to 1024 ALUs) the
     kernel is compiled for 16: its sharing groups are those of 16 TAUs. ``cp_bytes``: the CP's
     SRAM per TAU that the kernel is compiled for; ``rp_ports``: the ports of the RP banks
-    predicted."""
+    predicted; ``merge_rows``, ``clear_init``: the compiler's merged DRAM rows and zero init
+    left to the CP's clear (False: a run from before)."""
     try:
         from merit.perf import predict
     except ImportError:
@@ -86,7 +92,8 @@ def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_p
     compiled = min(taus, MAX_TAUS)
     for problem, repeat in problems:
         kernel = compile_row(problem, lanes=lanes, taus=compiled, cp_bytes=cp_bytes,
-                             rp_ports=rp_ports)
+                             rp_ports=rp_ports, merge_rows=merge_rows,
+                             clear_init=clear_init)
         pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth, latency=latency,
                        rp_ports=rp_ports)
         useful += repeat * pred.utilization * pred.cycles * lanes * taus
@@ -246,7 +253,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
              "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
-             "cp_sets": 2,
+             "cp_sets": 2, "merge_rows": True, "clear_init": True,
              "bench": "tau" if taus is None else "top",
              "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
@@ -285,6 +292,17 @@ def run_ports(entry):
     return recorded_ports(entry) if entry.get("cycles") else RP_PORTS
 
 
+def run_compiler(entry):
+    """``(merge_rows, clear_init)`` of a row's RTL run: whether its kernels read merged DRAM
+    rows (:func:`merit.compile.merged_rows`) and left the zero init to the CP's clear
+    (:func:`merit.compile.without_zero_init`), recorded since the compiler does both; a run
+    without the fields did neither; a row not run is the compiler as it is."""
+    from bench.perf import recorded_clear, recorded_merge
+    if not entry.get("cycles"):
+        return True, True
+    return recorded_merge(entry), recorded_clear(entry)
+
+
 #: The full-layer model columns of a row's entry (:func:`add_model`)
 FULL_MODEL_KEYS = ("model_full", "model_full_std", "model_full_cycles", "bound")
 
@@ -306,12 +324,13 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     full-layer columns stay as the entry has them, with their date (``model_full_date``; a
     row of several deep layers takes tens of minutes to compile whole)."""
     r = row(name)
-    ports = run_ports(entry)
+    ports, (merge, clear) = run_ports(entry), run_compiler(entry)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
     entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
     ran = ran_problems(name, entry.get("simulated"))
     sliced = _model([(p, 1) for p in ran], lanes=lanes, taus=taus, bandwidth=bandwidth,
-                    latency=latency, cp_bytes=cp_bytes, rp_ports=ports)
+                    latency=latency, cp_bytes=cp_bytes, rp_ports=ports, merge_rows=merge,
+                    clear_init=clear)
     if sliced is None:
         entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
         return entry
@@ -327,7 +346,7 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
         entry["model_date"] = now()
         return entry
     full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                  cp_bytes=cp_bytes, rp_ports=ports)
+                  cp_bytes=cp_bytes, rp_ports=ports, merge_rows=merge, clear_init=clear)
     entry["model_full"] = round(full[0], 4)
     entry["model_full_std"] = round(full[3], 4)
     entry["model_full_cycles"] = full[1]
@@ -660,6 +679,15 @@ def _run_dates(results):
                  "its neighbour's steps, `docs/decisions.md`, Compute Pipeline) in the runs of "
                  f"{_labels(results, sets)}; the other runs had one set (the restore and save "
                  "in the issue slots), and their model columns are the model of that day")
+    merged = sorted(n for n, e in results["rows"].items()
+                    if e.get("cycles") and e.get("merge_rows") and e.get("clear_init"))
+    if merged:      # recorded since the compiler merges DRAM rows and drops the zero init
+        text += (". The compiler's merged DRAM rows and the zero init left to the CP's clear "
+                 "(`merit.compile.merged_rows`, `without_zero_init`; `docs/decisions.md`, "
+                 "Results: \"Pixel Shuffle's overhead\") in the runs of "
+                 f"{_labels(results, merged)}; the other runs' kernels read the tensors' own "
+                 "rows and cleared their accumulators with an instruction, and their model "
+                 "columns compile them so")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
                                            for date, names in sorted(by_model.items()))
     older = [n for n in order if rows[n].get("model_full_date")]

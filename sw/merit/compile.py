@@ -11,7 +11,9 @@ Placement rules (``docs/tau.md`` §3-5):
   inner indices have extent 1;
 * a tensor of D axes uses hardware axes ``4 - D .. 3``; unused outer axes have extent 1;
 * a slot's tile is the full footprint box (Eq. 9) of one (parallel tile, accumulation tile), laid
-  out row-major with local pitches ``lpitch`` and hashed into banks by a ``BankFunction``.
+  out row-major with local pitches ``lpitch`` and hashed into banks by a ``BankFunction``;
+* a slot's axes that every footprint covers whole are merged into the axis above them
+  (:func:`merged_rows`): the DMA reads the same words in fewer, longer DRAM rows.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ PREFIX_JOBS = 512
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
            "lane_coords", "program_slots", "search_caps", "share_choice", "share_plan",
            "share_plans", "share_walk", "share_order", "share_order_key", "lockstep_warps",
-           "estimate_time", "slot_config", "tile_words", "hw_index"]
+           "estimate_time", "merged_rows", "slot_config", "tile_words", "hw_index",
+           "without_zero_init"]
 
 
 
@@ -222,6 +225,101 @@ def slot_config(transform: Transform, tiling: Tiling, lanes, *, base=0, bank=Non
         "xor": list(xor) + [0] * (6 - len(xor)),
         "rotate": rotate,
     }
+
+
+def merged_rows(slot, sizes, tiles):
+    """``slot`` (a :func:`slot_config` value) with its DRAM rows merged where they are contiguous:
+    the same words read into the same tile addresses, in fewer and longer rows.
+
+    The DMA reads a footprint row by row along axis 3, each row in whole 8-byte beats from the
+    one holding its first word; a 3 x 3 kernel's weights are rows of 3 words, 1 1/2 beats each
+    for 3 words' worth. Axes ``d`` and ``d + 1`` merge into one (a tensor axis of ``extent[d] *
+    extent[d + 1]`` elements; each index moving along ``d`` moves along it ``extent[d + 1]``
+    times as far) where every job's footprint covers axis ``d + 1`` whole from 0 (its box the
+    extent, its indices in one tile, its offset and negative-stride terms 0), neither axis
+    clamps, and the tile and the tensor are dense across the pair (``lpitch[d] = extent[d + 1]
+    * lpitch[d + 1]``, ``dpitch`` likewise): then an element's DRAM and tile addresses, and
+    whether it lies outside the tensor (``zero``: read as 0), are the same on the merged axis.
+    Merged from the innermost pair outwards while the fields allow (``stride`` 8 bits, ``extent``
+    and ``box`` 16); the axes above move up by one, axis 0 becomes 1 long.
+
+    ``sizes``, ``tiles``: ``p_size + a_size`` and ``p_tile + a_tile`` (hardware indices).
+    """
+    s = {k: list(v) if isinstance(v, list) else v for k, v in slot.items()}
+    while (d := _mergeable(s, sizes, tiles)) is not None:
+        n = s["extent"][d + 1]
+        lp, dp = list(s["lpitch"]) + [1], list(s["dpitch"]) + [1]
+        merged = {"extent": s["extent"][d] * n, "box": s["box"][d] * n,
+                  "offset": s["offset"][d] * n, "clamp": 0}
+        for j, stride in enumerate(s["stride"]):
+            if stride:
+                s["stride"][j] *= n if s["axis"][j] == d else 1
+                s["axis"][j] += s["axis"][j] <= d
+        for key, fill in (("extent", 1), ("box", 1), ("offset", 0), ("clamp", 0)):
+            s[key] = [fill] + s[key][:d] + [merged[key]] + s[key][d + 2:]
+        for key, pitch in (("lpitch", lp), ("dpitch", dp)):
+            s[key] = ([pitch[0]] + pitch[:d] + pitch[d + 1:])[:AXES - 1]
+    return s
+
+
+def _mergeable(s, sizes, tiles):
+    """The innermost axis ``d`` that :func:`merged_rows` merges into ``d + 1``, or None."""
+    lp, dp = list(s["lpitch"]) + [1], list(s["dpitch"]) + [1]
+    moving = [j for j, stride in enumerate(s["stride"]) if stride]
+    for d in range(AXES - 2, -1, -1):
+        n = s["extent"][d + 1]
+        if s["extent"][d] == 1:
+            continue
+        inner = [j for j in moving if s["axis"][j] == d + 1]
+        low = s["offset"][d + 1] + sum((tiles[j] - 1) * s["stride"][j] for j in inner
+                                       if s["stride"][j] < 0)
+        if not (s["box"][d + 1] == n and low == 0 and not s["clamp"][d] and not s["clamp"][d + 1]
+                and all(tiles[j] >= sizes[j] for j in inner)
+                and lp[d] == n * lp[d + 1] and dp[d] == n * dp[d + 1]):
+            continue
+        if all(-128 <= s["stride"][j] * n < 128 for j in moving if s["axis"][j] == d) \
+                and s["extent"][d] * n < 1 << 16 and s["box"][d] * n < 1 << 16 \
+                and -(1 << 15) <= s["offset"][d] * n < 1 << 15:
+            return d
+    return None
+
+
+def without_zero_init(program):
+    """``program`` without its leading instructions that only set a register to 0.
+
+    The first instructions of the outermost prologue (``Pre_1``, run once per output, at its
+    first accumulation step) often clear an accumulator (``add r0, 0, 0, 0``). The Compute
+    Pipeline clears a lane group's registers when it starts the group's first accumulation tile
+    (``meritz.tau.cp.sequencer``: ``CLEAR``; a register reads 0 until written), as the ISA
+    model starts from zero registers (:func:`merit.isa.execute`), so such an instruction
+    costs an issue cycle a warp and changes nothing. Left out: each leading instruction of
+    ``Pre_1`` that writes a register (not indexed) from constants and immediates alone, with
+    the value 0; the range table moves down with the words. A program without one is returned
+    as it is.
+    """
+    from dataclasses import replace
+
+    from .isa.encoding import N_REGS, OPERAND_CONST, Op
+    from .isa.interp import step
+
+    codes = program.instructions
+    prologue = program.begs[-2] if len(program.begs) > 1 else 0
+    n = 0
+    while n < min(prologue, len(codes) - 1):
+        ins = codes[n]
+        if ins.op in (Op.OUT, Op.INDEX, Op.LOOKUP) or ins.x or not ins.writes_reg \
+                or any(code < OPERAND_CONST for code in ins.reads()):
+            break
+        regs = np.zeros((N_REGS, 1), dtype=np.int64)
+        step(ins, regs, consts=program.consts)
+        if regs[ins.d, 0] != 0:
+            break
+        n += 1
+    if not n:
+        return program
+    return replace(program, words=program.words[n:],
+                   begs=tuple(max(b - n, 0) for b in program.begs),
+                   ends=tuple(e - n for e in program.ends))
 
 
 # ---- a whole kernel ------------------------------------------------------------------------------
@@ -734,7 +832,8 @@ def _memo_scope(compile_fn):
 def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=CP_BYTES,
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None, taus=1, swap=True, share_dims=None, share_counts=(1, 2),
-                    hold=False, window=True, rp_ports=RP_PORTS):
+                    hold=False, window=True, rp_ports=RP_PORTS, merge_rows=True,
+                    clear_init=True):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -762,6 +861,12 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     ``rp_ports``: the ports of the RP banks that the model weighs the choices with (default
     :data:`merit.arch.RP_PORTS`, the processor as built; 1 reproduces the choices of the
     single-port banks that earlier runs were made on).
+    ``merge_rows``: each slot's contiguous DRAM rows merged (:func:`merged_rows`: the same words
+    in fewer, longer rows, so fewer read beats); False reads the footprint in the source
+    tensor's own rows (the kernels before it).
+    ``clear_init``: the program's leading instructions that only set a register to 0 are left
+    out (:func:`without_zero_init`: the CP clears an output's registers at its first
+    accumulation tile); False keeps them (the kernels before it).
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
@@ -785,7 +890,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                 lanes=lanes, shift=shift, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
                 rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                 instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
-                taus=taus, swap=swap, hold=hold, window=window, rp_ports=rp_ports))
+                taus=taus, swap=swap, hold=hold, window=window, rp_ports=rp_ports,
+                merge_rows=merge_rows, clear_init=clear_init))
         share_dims = 1
     fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                               instructions=instructions)
@@ -797,6 +903,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         program = program_for(problem, shift=shift)
     except IsaError as e:
         raise CompileError(f"problem {problem.name!r}: {e}") from None
+    if clear_init:
+        program = without_zero_init(program)
     _check_fields({"p_size": list(problem.p_shape), "a_size": list(problem.a_shape)}, fields,
                   problem, hint="; split the problem into kernels whose sizes fit")
     if len(program.words) > instructions:
@@ -898,10 +1006,15 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
         tensors, out_list = dict(layout_tensors), list(layout_outputs)
         rp = {0: [], 1: []}
+        sizes = (list(problem.p_shape) + [1] * (P_INDICES - n_p) + list(problem.a_shape)
+                 + [1] * (A_INDICES - n_a))
+        sides = (list(tiling.p_tile) + [1] * (P_INDICES - n_p) + list(tiling.a_tile)
+                 + [1] * (A_INDICES - n_a))
         for (r, _), op, layout in zip(ports, problem.operands, mapping.layouts(), strict=True):
             depth = rp_bytes[r] // (2 * lanes)
-            rp[r].append(slot_config(op.transform, tiling, lanes, base=tensors[op.tensor],
-                                     bank=layout.bank, lpitch=layout.pitch, depth=depth))
+            slot = slot_config(op.transform, tiling, lanes, base=tensors[op.tensor],
+                               bank=layout.bank, lpitch=layout.pitch, depth=depth)
+            rp[r].append(merged_rows(slot, sizes, sides) if merge_rows else slot)
         rows = {r: sum(s["rows"] for s in rp[r]) for r in (0, 1)}
         for r in (0, 1):
             if rows[r] > rp_bytes[r] // (2 * lanes):
@@ -995,7 +1108,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   dram_base=dram_base, max_outputs=max_outputs, taus=taus,
                                   swap=False, share_dims=share_dims,
                                   share_counts=share_counts, hold=hold, window=window,
-                                  rp_ports=rp_ports)
+                                  rp_ports=rp_ports, merge_rows=merge_rows,
+                                  clear_init=clear_init)
         except (CompileError, NoMapping):
             alt = None
         cycles = None if alt is None else _predicted(alt, taus, rp_bytes, rp_ports,
@@ -1015,7 +1129,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   outputs=outputs, instructions=instructions,
                                   dram_base=dram_base, max_outputs=cap, taus=taus, swap=swap,
                                   share_dims=share_dims, share_counts=share_counts, hold=hold,
-                                  rp_ports=rp_ports)
+                                  rp_ports=rp_ports, merge_rows=merge_rows,
+                                  clear_init=clear_init)
         except (CompileError, NoMapping, IsaError):
             continue
         cycles = _predicted(alt, taus, rp_bytes, rp_ports, stop=(1 - MARGIN) * best)

@@ -19,12 +19,17 @@ MEASURED_N8 = json.loads((RESULTS / "perf_n8.json").read_text())["rows"]
 
 #: the RP banks of the stored one-TAU runs (single-port where the setup does not say)
 MEASURED_PORTS = calibration.recorded_ports(MEASURED["setup"])
+#: ... whether their kernels read merged DRAM rows and left the zero init to the CP's clear
+#: (neither where the setup does not say)
+MEASURED_MERGE = calibration.recorded_merge(MEASURED["setup"])
+MEASURED_CLEAR = calibration.recorded_clear(MEASURED["setup"])
 
 
 @cache
-def kernel(name, lanes=32, rp_ports=perf.RP_PORTS):
+def kernel(name, lanes=32, rp_ports=perf.RP_PORTS, merge_rows=MEASURED_MERGE,
+           clear_init=MEASURED_CLEAR):
     return compile_problem(calibration._workloads()[name](), lanes=lanes, instructions=24,
-                           rp_ports=rp_ports)
+                           rp_ports=rp_ports, merge_rows=merge_rows, clear_init=clear_init)
 
 
 @pytest.mark.parametrize("name", sorted(MEASURED["workloads"]))
@@ -48,7 +53,9 @@ def test_perf_within_ten_percent_of_the_8_lane_rtl(name):
     ports = calibration.recorded_ports(r)
     k = compile_problem(problem, lanes=r["lanes"], rp_bytes=rp_bytes,
                         cp_bytes=r.get("cp_bytes", 5120),
-                        instructions=r.get("instructions", 24), taus=r["taus"], rp_ports=ports)
+                        instructions=r.get("instructions", 24), taus=r["taus"], rp_ports=ports,
+                        merge_rows=calibration.recorded_merge(r),
+                        clear_init=calibration.recorded_clear(r))
     if "tiling" in r and f"p={k.tiling.p_tile} a={k.tiling.a_tile}" != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now p={k.tiling.p_tile} "
                     f"a={k.tiling.a_tile}")
@@ -224,9 +231,13 @@ def test_perf_calibration_reads_utilization_rows(tmp_path):
         ("tau.json", "gemm", 1, 32), ("utilization.json", "gemm_x4", 4, 32),
         ("utilization.json", "small", 2, 8)]
     # a row of the processor is compiled for its TAUs (operand sharing included), and a row
-    # that does not record its RP banks' ports ran on single-port banks
+    # that does not record its RP banks' ports ran on single-port banks, one that does not
+    # record merged rows or the zero init left to the clear was compiled without them
     small = compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048,
-                            taus=2, rp_ports=1)
+                            taus=2, rp_ports=1, merge_rows=False, clear_init=False)
+    assert rows[2]["predicted"] != perf.predict(
+        compile_problem(W.gemm(32, 64, 16), lanes=8, rp_bytes=(2048, 1024), cp_bytes=2048,
+                        taus=2, rp_ports=1), taus=2, rp_bytes=(2048, 1024), rp_ports=1).cycles
     assert small.config["share_log2"] == 1
     assert rows[2]["predicted"] == perf.predict(small, taus=2, rp_bytes=(2048, 1024),
                                                 rp_ports=1).cycles
@@ -271,7 +282,9 @@ def _four_tau_row(name):
     setup = UTILIZATION["setup"]
     problems = row(name).ran(r.get("simulated"))
     kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
-                               rp_ports=calibration.recorded_ports(r)) for p in problems]
+                               rp_ports=calibration.recorded_ports(r),
+                               merge_rows=calibration.recorded_merge(r),
+                               clear_init=calibration.recorded_clear(r)) for p in problems]
     tiling = " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels)
     if tiling != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now {tiling}")
