@@ -25,6 +25,7 @@ import hashlib
 import json
 import sys
 import time
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import numpy as np
@@ -549,7 +550,11 @@ def _pct(value):
 
 
 def _num(value, digits=2):
-    return "" if value is None else f"{value:.{digits}f}"
+    """``value`` to ``digits`` places, halves up (as the verdict's ``paper - 0.005``): a stored
+    0.945 prints 0.95, where a float's ``:.2f`` gives 0.94."""
+    if value is None:
+        return ""
+    return str(Decimal(str(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
 def _kb(cp_bytes):
@@ -619,6 +624,8 @@ def _verdict(r, e, alone):
 
     if reaches(ours) and (not sliced or reaches(full)):
         verdict = "at or above"
+        if ours < r.paper:      # equal to the paper's figure at its two digits, under it at three
+            verdict = f"at the paper's two digits ({ours:.3f})"
     elif reaches(ours):
         verdict = f"at or above on the slice; full layer {full:.2f} (model)"
     elif sliced and reaches(full):

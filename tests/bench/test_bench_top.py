@@ -48,8 +48,9 @@ def test_render_judges_rows_on_the_standard_count():
                                     "dram_busy": 0.5, "roofline_full": 1.0}}}
     text = M.render(results, {"depthwise": {"utilization": 0.62, "utilization_std": 0.61}})
     depthwise = next(line for line in text.splitlines() if line.startswith("| Depthwise"))
-    # 9 MACs x 131072 outputs / (73728 cycles x 128 ALUs) = 0.125: std from the cycles
-    assert "| 0.63 | 0.12 | 0.16 |" in depthwise
+    # 9 MACs x 131072 outputs / (73728 cycles x 128 ALUs) = 0.125: std from the cycles,
+    # printed halves up
+    assert "| 0.63 | 0.13 | 0.16 |" in depthwise
     assert depthwise.endswith(
         "below; paper above the roofline; 1 TAU within 0.02 or above |")
     gemm = next(line for line in text.splitlines() if line.startswith("| GEMM"))
@@ -269,6 +270,9 @@ def test_verdict_judges_a_slice_and_the_model_full_layer():
     assert M._verdict(conv2, dict(sliced, model_full_std=0.85), None) == "at or above"
     assert M._verdict(conv2, dict(sliced, utilization_std=0.70, model_full_std=0.85), None) == \
         "below on the slice; full layer 0.85 (model)"
+    # within the paper's two digits but under its figure: said, not counted as above
+    assert M._verdict(conv2, dict(sliced, whole=True, utilization_std=0.8150), None) == \
+        "at the paper's two digits (0.815)"
     # a whole layer is judged on the RTL alone
     assert M._verdict(conv2, dict(sliced, whole=True), None) == "at or above"
     assert M._verdict(conv2, dict(sliced, whole=True, utilization_std=0.70,
