@@ -174,7 +174,7 @@ def test_sim_of_a_user_problem_prints_the_table_and_json(tmp_path, monkeypatch):
         assert f"\n  {row} " in out, row
     assert "seed 5 (replay with seed=5)" in out
     metrics = json.loads((tmp_path / "m.json").read_text())
-    ops = 12 * 10 * (7 + 2)      # per output: k mac, the add of pre1, the out of post1
+    ops = 12 * 10 * (7 + 1)      # per output: k mac, the out of post1 (no zero init)
     assert metrics["useful_ops"] == ops
     assert metrics["compute_bound_cycles"] == -(-ops // 8)
     assert metrics["compute_bound_cycles"] <= metrics["cycles"]
