@@ -392,18 +392,33 @@ class SimdArray(wiring.Component):
             self.out.valid.eq(s3.valid & s3_out),
             self.out.payload.eq(outv),
         ]
-        # each set's write port: E2's result, or the mover's restore of a register (the mover
-        # restores a set only when no instruction on it is in E1 or E2)
+        # ---- stage 4 (W, write-back): E2's result written into its register set ------------
+        # E2's result and its register go into flip-flops and are written into the set a cycle
+        # later, so that the set's LUT RAM writes (each result bit into every read port's copy
+        # of both sets) start at flip-flops, not behind E2's shifter and adder. An instruction
+        # issued meanwhile reads the register from W, in front of the set's word (``register``
+        # below); the mover needs no wait for W: W's write lands at the end of the cycle the
+        # mover leaves its drain in, before its first save reads the set or its first restore
+        # writes it. ``written`` is set as the result enters W.
+        s4_valid = Signal(name="s4_valid")
+        s4_set = Signal(name="s4_set")
+        s4_d = Signal(range(N_REGS), name="s4_d")
+        s4_data = Signal(vec32, name="s4_data")
+        m.d.sync += s4_valid.eq(s3_fire & s3_writes)
+        with m.If(s3_fire & s3_writes):
+            m.d.sync += [s4_set.eq(s3.set), s4_d.eq(w3.d), s4_data.eq(result)]
+        # each set's write port: W's result, or the mover's restore of a register (the mover
+        # restores a set only when no instruction on it is in E1, E2 or W)
         mv_wr = Signal(2)            # the mover writes register ``mv_wreg`` of set k
         mv_wreg = Signal(range(N_REGS))
         for k in range(2):
-            e2_writes = s3_fire & s3_writes & (s3.set == k)
+            w_writes = s4_valid & (s4_set == k)
             m.d.comb += [
-                reg_wr[k].addr.eq(Mux(mv_wr[k], mv_wreg, w3.d)),
-                reg_wr[k].data.eq(Mux(mv_wr[k], rd.data, result)),
-                reg_wr[k].en.eq(Mux(e2_writes | mv_wr[k], (1 << len(reg_wr[k].en)) - 1, 0)),
+                reg_wr[k].addr.eq(Mux(mv_wr[k], mv_wreg, s4_d)),
+                reg_wr[k].data.eq(Mux(mv_wr[k], rd.data, s4_data)),
+                reg_wr[k].en.eq(Mux(w_writes | mv_wr[k], (1 << len(reg_wr[k].en)) - 1, 0)),
             ]
-            with m.If(e2_writes):
+            with m.If(s3_fire & s3_writes & (s3.set == k)):
                 m.d.sync += written[k].bit_select(w3.d, 1).eq(1)
 
         # ---- stage 2 (E1: everything that does not need ``a``) -----------------------------
@@ -720,8 +735,12 @@ class SimdArray(wiring.Component):
             on = [Signal(name=f"fwd_on{k}_{len(fwd_values)}") for k in range(2)]
             m.d.comb += [port.addr.eq(r) for port in ports]
             m.d.comb += [on[k].eq((d.set == k) & written[k].bit_select(r, 1)) for k in range(2)]
+            # W's result (flip-flops, not written into the set yet) in front of the set's word
+            w_hit = Signal(name=f"fwd_w_{len(fwd_values)}")
             m.d.comb += [
-                other.eq(Mux(on[0], ports[0].data, 0) | Mux(on[1], ports[1].data, 0)),
+                w_hit.eq(s4_valid & (s4_set == d.set) & (s4_d == r)),
+                other.eq(Mux(w_hit, s4_data,
+                             Mux(on[0], ports[0].data, 0) | Mux(on[1], ports[1].data, 0))),
                 hit.eq(s3_writes & (s3.set == d.set) & (w3.d == r)),
             ]
             fwd_values.append(other)
