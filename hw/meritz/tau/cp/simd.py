@@ -1,6 +1,6 @@
 """The SIMD compute array of the Compute Pipeline: N lanes executing the MERIT-z ISA (§V, Table I).
 
-Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
+Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Five pipeline stages:
 
 0. **decode** takes a command into a register with what the issue stage needs from the command
    alone (legality, the RP elements it consumes, which operands are registers, the operands
@@ -24,10 +24,13 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
    products to ``256 * a`` and drops the low 8 bits, which is ``a + y0 + ((y1 - y0) * f >> 8)``
    exactly), writes the lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``
    (its range test on ``a + b`` beside the shifter, with a mask of bits ``15 + s`` and up
-   registered from ``s``).
+   registered from ``s``);
+4. **W** (write-back) holds E2's result and its register number in flip-flops and writes them
+   into the register set a cycle later, so that the sets' LUT RAM writes (each result bit into
+   every read port's copy of both sets) do not hang behind E2's shifter and adder.
 
 A register written by one instruction is forwarded to the next ones, so programs need no ``nop``:
-an instruction two or more behind reads the result from E2 (or the register file), and an
+an instruction two or more behind reads the result from E2 or W (or the register file), and an
 instruction right behind that reads it as ``a`` (a MAC chain, a running max; also ``b`` of ``out``
 and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an instruction
 that reads the result of the instruction right before it as ``b`` or ``c`` waits one cycle
