@@ -52,7 +52,10 @@ shift is E2's first step, in front of its adder),
 and the sum ``a + (v >> s)`` by the last one in front of the result (max / min's
 comparison, one carry chain, by the one before it; out's ``b`` forwarded from E2 goes into
 ``u3``, not through ``v3``'s multiplexers); ``sat16`` tests the bits above bit 15 instead of
-comparing with the limits. MAC's ``sat16(b) * sat16(c)``: the multiplier takes ``b`` and
+comparing with the limits. E2's controls (``s``, the result's selections, LOGIC's
+function) are decoded as an instruction enters E2 and registered once per lane, in forms that
+Yosys does not merge (:func:`_lane_copy`), so that no flip-flop drives every lane's shifters.
+MAC's ``sat16(b) * sat16(c)``: the multiplier takes ``b`` and
 ``c``'s low 16 bits straight from their registers, the range tests run beside it, and where an
 operand is outside int16 the product is a shift and subtract by the other (or a constant), so no
 logic sits in front of the multiplier; LOOKUP's two products have multipliers of their own. E2
@@ -60,7 +63,7 @@ has no multiplier: LOOKUP's products are registered at the end of E1 and E2 redu
 and them to two terms (carry-save, one LUT level) in front of one carry chain.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -188,6 +191,45 @@ def _sat16_shifted(x, s, mask):
 def _sat16_mask(s, width):
     """Bits ``15 + s`` and up of a ``width``-bit value (``s``: a 5-bit value)."""
     return (Const(((1 << width) - 1) & ~((1 << 15) - 1), width) << s)[:width]
+
+
+#: E2's controls, registered once per lane (:func:`_lane_copy`): the shift ``s``, the result's
+#: multiplexers' selections and LOGIC's function
+_e2_ctl_layout = data.StructLayout({
+    "s": 5, "total": 1, "minmax": 1, "lookup": 1, "max": 1, "sel": 1, "fn": LogicFn,
+})
+
+
+def _e2_controls(word):
+    """What E2 needs of instruction ``word`` (an ``instruction_layout`` value) besides its
+    operands, decoded as it enters E2 (the field values of ``_e2_ctl_layout``)."""
+    op, fn = word.op, word.fn
+    return Cat(word.s, (op != Opcode.LOGIC) & (op != Opcode.LOOKUP),
+               (op == Opcode.LOGIC) & ((fn == LogicFn.MAX) | (fn == LogicFn.MIN)),
+               op == Opcode.LOOKUP, fn == LogicFn.MAX, fn == LogicFn.SEL, fn)
+
+
+#: distinct forms of a copy :func:`_lane_copy` builds (stored inverted or not, reset to ones or
+#: zeros, loaded by one of two equivalent enables)
+_COPY_FORMS = 8
+
+
+def _lane_copy(m, shape, value, loads, k, name):
+    """Copy ``k`` of a register loaded with ``value`` where ``loads[(k >> 2) & 1]`` (two
+    conditions that load the same value wherever it is used); returns its value.
+
+    Yosys merges flip-flops with the same inputs (``opt_merge``, also bit by bit after they
+    are split), so the copies of one register, each to drive a share of its loads, are built
+    in :data:`_COPY_FORMS` forms that are not the same cells: copy ``k`` stores the value
+    inverted where bit 0 of ``k`` is set (the inversion undone behind it, which the LUTs it
+    drives absorb), resets to ones where bit 1 is set (its value is not used until it is
+    loaded) and is loaded by ``loads[1]`` where bit 2 is set."""
+    width = Shape.cast(shape).width
+    flip = Const((1 << width) - 1 if k & 1 else 0, width)
+    reg = Signal(width, name=name, init=(1 << width) - 1 if k & 2 else 0)
+    with m.If(loads[(k >> 2) & 1]):
+        m.d.sync += reg.eq(Value.cast(value) ^ flip)
+    return data.View(shape, reg ^ flip) if isinstance(shape, data.Layout) else reg ^ flip
 
 
 def _int16_inside(v):
@@ -323,20 +365,22 @@ class SimdArray(wiring.Component):
         s3_out = w3.op == Opcode.OUT
         s3_fire = s3.valid & (~s3_out | self.out.ready)
         s3_writes = s3.valid & (w3.op != Opcode.OUT)
-        s3_sel = w3.fn == LogicFn.SEL
         # the sum a + (v >> s) (the slowest value: the shifter and a carry chain) enters the
-        # result's last multiplexer, LOOKUP's sum (a carry-save step and a carry chain) the one
-        # before it
-        s3_lookup = w3.op == Opcode.LOOKUP
-        s3_total = (w3.op != Opcode.LOGIC) & (w3.op != Opcode.LOOKUP)
-        # max / min: their comparison's answer enters the multiplexer behind the sum's
-        s3_logic = w3.op == Opcode.LOGIC
-        s3_max = w3.fn == LogicFn.MAX
-        s3_minmax = s3_logic & (s3_max | (w3.fn == LogicFn.MIN))
+        # result's last multiplexer, max / min's pick (their comparison's answer) the one
+        # before it, LOOKUP's sum (a carry-save step and a carry chain) the one before that
         result = Signal(vec32)       # the value written to register w3.d
         outv = Signal(self.out.payload.shape())
+        # E2's controls (the shift ``s``, the result's selections, LOGIC's function) decoded
+        # from the instruction as it enters E2 and registered once per lane, so that each
+        # lane's shifters and multiplexers have flip-flops of their own (``s`` alone drives
+        # every lane's three shifters, 32 bits each): ``e2_next`` and ``e2_loads`` are set in
+        # E1's section (the instruction in E1; it enters E2, or E2 is free)
+        e2_next = Signal(_e2_ctl_layout, name="e2_next")
+        e2_loads = (Signal(name="e2_load_move"), Signal(name="e2_load_free"))
         for lane in range(n):
             a, u = a3[lane], u3[lane]
+            ctl = _lane_copy(m, _e2_ctl_layout, e2_next, e2_loads, lane % _COPY_FORMS,
+                             f"e2ctl{lane}")
             # ``v3``: what E1 computed from b and c, not shifted yet (the MAC product, b + c,
             # b - c, |b - c|; b for LOGIC and INDEX); ``v``: it shifted right by s, the value
             # added to ``a`` (b >> s for LOGIC); ``u``: b (MAX, MIN) or c (SEL) unshifted, and
@@ -344,7 +388,7 @@ class SimdArray(wiring.Component):
             # E2's first step, in front of the adder: E1 ends at the multiplier, and a MAC
             # chain through ``a`` still runs back to back.
             v = Signal(signed(32), name=f"vsh{lane}")
-            m.d.comb += v.eq(v3[lane] >> w3.s)
+            m.d.comb += v.eq(v3[lane] >> ctl.s)
             # LOOKUP: a + y(u) = (256 * a + p0 + p1) >> 8 (256 * a is a multiple of 256, so
             # the floor of the interpolation is exact), the two products registered in E1; the
             # three terms are reduced to two by a carry-save step (one LUT level), then one
@@ -364,18 +408,18 @@ class SimdArray(wiring.Component):
             # out: a + b, b in ``u`` (E1 puts out's b there, or E2's result forwarded)
             osum = Signal(signed(33), name=f"osum{lane}")
             m.d.comb += osum.eq(a + u)
-            o_over, o_under, o_low = _sat16_shifted(osum, w3.s, omask3)
+            o_over, o_under, o_low = _sat16_shifted(osum, ctl.s, omask3)
             sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
-            m.d.comb += sh.eq(Mux(s3_sel, u, a) >> w3.s)
+            m.d.comb += sh.eq(Mux(ctl.sel, u, a) >> ctl.s)
             # max and min: one comparison (a carry chain), whose answer picks a >> s or
             # b >> s in the multiplexer right in front of the sum's (where a == b, both are
             # the same: max takes a >> s where a >= b, min where a < b)
             lt = Signal(name=f"lt{lane}")
             m.d.comb += lt.eq(a < u)
             pick = Signal(signed(32), name=f"minmax{lane}")
-            m.d.comb += pick.eq(Mux(lt ^ s3_max, sh, v))
+            m.d.comb += pick.eq(Mux(lt ^ ctl.max, sh, v))
             f = Signal(signed(32), name=f"logic{lane}")
-            with m.Switch(w3.fn):
+            with m.Switch(ctl.fn):
                 with m.Case(LogicFn.SEL):
                     m.d.comb += f.eq(Mux(a != 0, v, sh))
                 with m.Case(LogicFn.AND):
@@ -385,9 +429,9 @@ class SimdArray(wiring.Component):
                 with m.Case(LogicFn.XOR):
                     m.d.comb += f.eq(sh ^ v)
             m.d.comb += [
-                result[lane].eq(Mux(s3_total, total[:32],
-                                    Mux(s3_minmax, pick,
-                                        Mux(s3_lookup, lsum[8:40], f)))),
+                result[lane].eq(Mux(ctl.total, total[:32],
+                                    Mux(ctl.minmax, pick,
+                                        Mux(ctl.lookup, lsum[8:40], f)))),
                 outv[lane].eq(Mux(o_over, Const(32767, signed(16)),
                                   Mux(o_under, Const(-32768, signed(16)), o_low))),
             ]
@@ -573,6 +617,8 @@ class SimdArray(wiring.Component):
                 # out's b: b, or E2's result forwarded (one multiplexer, not through v3's)
                 u_next[lane].eq(Mux(b_fwd, result[lane], Mux(w2.fn == LogicFn.SEL, c, b))),
             ]
+        m.d.comb += [e2_next.eq(_e2_controls(w2)), e2_loads[0].eq(s2_move),
+                     e2_loads[1].eq(s3_free)]
         with m.If(s2_move):
             m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next),
                          lq3.eq(lq_next),
