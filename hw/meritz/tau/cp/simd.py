@@ -1,6 +1,6 @@
 """The SIMD compute array of the Compute Pipeline: N lanes executing the MERIT-z ISA (§V, Table I).
 
-Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
+Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Five pipeline stages:
 
 0. **decode** takes a command into a register with what the issue stage needs from the command
    alone (legality, the RP elements it consumes, which operands are registers, the operands
@@ -24,10 +24,13 @@ Bit-exact with :mod:`merit.isa` (``docs/isa.md``). Four pipeline stages:
    products to ``256 * a`` and drops the low 8 bits, which is ``a + y0 + ((y1 - y0) * f >> 8)``
    exactly), writes the lane register, or sends the ``out`` vector ``sat16((a + b) >> s)``
    (its range test on ``a + b`` beside the shifter, with a mask of bits ``15 + s`` and up
-   registered from ``s``).
+   registered from ``s``);
+4. **W** (write-back) holds E2's result and its register number in flip-flops and writes them
+   into the register set a cycle later, so that the sets' LUT RAM writes (each result bit into
+   every read port's copy of both sets) do not hang behind E2's shifter and adder.
 
 A register written by one instruction is forwarded to the next ones, so programs need no ``nop``:
-an instruction two or more behind reads the result from E2 (or the register file), and an
+an instruction two or more behind reads the result from E2 or W (or the register file), and an
 instruction right behind that reads it as ``a`` (a MAC chain, a running max; also ``b`` of ``out``
 and the register a ``STORE`` saves) gets it in E2's short loop (adder, mux). Only an instruction
 that reads the result of the instruction right before it as ``b`` or ``c`` waits one cycle
@@ -49,7 +52,10 @@ shift is E2's first step, in front of its adder),
 and the sum ``a + (v >> s)`` by the last one in front of the result (max / min's
 comparison, one carry chain, by the one before it; out's ``b`` forwarded from E2 goes into
 ``u3``, not through ``v3``'s multiplexers); ``sat16`` tests the bits above bit 15 instead of
-comparing with the limits. MAC's ``sat16(b) * sat16(c)``: the multiplier takes ``b`` and
+comparing with the limits. E2's controls (``s``, the result's selections, LOGIC's
+function) are decoded as an instruction enters E2 and registered once per lane, in forms that
+Yosys does not merge (:func:`_lane_copy`), so that no flip-flop drives every lane's shifters.
+MAC's ``sat16(b) * sat16(c)``: the multiplier takes ``b`` and
 ``c``'s low 16 bits straight from their registers, the range tests run beside it, and where an
 operand is outside int16 the product is a shift and subtract by the other (or a constant), so no
 logic sits in front of the multiplier; LOOKUP's two products have multipliers of their own. E2
@@ -57,7 +63,7 @@ has no multiplier: LOOKUP's products are registered at the end of E1 and E2 redu
 and them to two terms (carry-save, one LUT level) in front of one carry chain.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth import Array, Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -185,6 +191,45 @@ def _sat16_shifted(x, s, mask):
 def _sat16_mask(s, width):
     """Bits ``15 + s`` and up of a ``width``-bit value (``s``: a 5-bit value)."""
     return (Const(((1 << width) - 1) & ~((1 << 15) - 1), width) << s)[:width]
+
+
+#: E2's controls, registered once per lane (:func:`_lane_copy`): the shift ``s``, the result's
+#: multiplexers' selections and LOGIC's function
+_e2_ctl_layout = data.StructLayout({
+    "s": 5, "total": 1, "minmax": 1, "lookup": 1, "max": 1, "sel": 1, "fn": LogicFn,
+})
+
+
+def _e2_controls(word):
+    """What E2 needs of instruction ``word`` (an ``instruction_layout`` value) besides its
+    operands, decoded as it enters E2 (the field values of ``_e2_ctl_layout``)."""
+    op, fn = word.op, word.fn
+    return Cat(word.s, (op != Opcode.LOGIC) & (op != Opcode.LOOKUP),
+               (op == Opcode.LOGIC) & ((fn == LogicFn.MAX) | (fn == LogicFn.MIN)),
+               op == Opcode.LOOKUP, fn == LogicFn.MAX, fn == LogicFn.SEL, fn)
+
+
+#: distinct forms of a copy :func:`_lane_copy` builds (stored inverted or not, reset to ones or
+#: zeros, loaded by one of two equivalent enables)
+_COPY_FORMS = 8
+
+
+def _lane_copy(m, shape, value, loads, k, name):
+    """Copy ``k`` of a register loaded with ``value`` where ``loads[(k >> 2) & 1]`` (two
+    conditions that load the same value wherever it is used); returns its value.
+
+    Yosys merges flip-flops with the same inputs (``opt_merge``, also bit by bit after they
+    are split), so the copies of one register, each to drive a share of its loads, are built
+    in :data:`_COPY_FORMS` forms that are not the same cells: copy ``k`` stores the value
+    inverted where bit 0 of ``k`` is set (the inversion undone behind it, which the LUTs it
+    drives absorb), resets to ones where bit 1 is set (its value is not used until it is
+    loaded) and is loaded by ``loads[1]`` where bit 2 is set."""
+    width = Shape.cast(shape).width
+    flip = Const((1 << width) - 1 if k & 1 else 0, width)
+    reg = Signal(width, name=name, init=(1 << width) - 1 if k & 2 else 0)
+    with m.If(loads[(k >> 2) & 1]):
+        m.d.sync += reg.eq(Value.cast(value) ^ flip)
+    return data.View(shape, reg ^ flip) if isinstance(shape, data.Layout) else reg ^ flip
 
 
 def _int16_inside(v):
@@ -320,20 +365,22 @@ class SimdArray(wiring.Component):
         s3_out = w3.op == Opcode.OUT
         s3_fire = s3.valid & (~s3_out | self.out.ready)
         s3_writes = s3.valid & (w3.op != Opcode.OUT)
-        s3_sel = w3.fn == LogicFn.SEL
         # the sum a + (v >> s) (the slowest value: the shifter and a carry chain) enters the
-        # result's last multiplexer, LOOKUP's sum (a carry-save step and a carry chain) the one
-        # before it
-        s3_lookup = w3.op == Opcode.LOOKUP
-        s3_total = (w3.op != Opcode.LOGIC) & (w3.op != Opcode.LOOKUP)
-        # max / min: their comparison's answer enters the multiplexer behind the sum's
-        s3_logic = w3.op == Opcode.LOGIC
-        s3_max = w3.fn == LogicFn.MAX
-        s3_minmax = s3_logic & (s3_max | (w3.fn == LogicFn.MIN))
+        # result's last multiplexer, max / min's pick (their comparison's answer) the one
+        # before it, LOOKUP's sum (a carry-save step and a carry chain) the one before that
         result = Signal(vec32)       # the value written to register w3.d
         outv = Signal(self.out.payload.shape())
+        # E2's controls (the shift ``s``, the result's selections, LOGIC's function) decoded
+        # from the instruction as it enters E2 and registered once per lane, so that each
+        # lane's shifters and multiplexers have flip-flops of their own (``s`` alone drives
+        # every lane's three shifters, 32 bits each): ``e2_next`` and ``e2_loads`` are set in
+        # E1's section (the instruction in E1; it enters E2, or E2 is free)
+        e2_next = Signal(_e2_ctl_layout, name="e2_next")
+        e2_loads = (Signal(name="e2_load_move"), Signal(name="e2_load_free"))
         for lane in range(n):
             a, u = a3[lane], u3[lane]
+            ctl = _lane_copy(m, _e2_ctl_layout, e2_next, e2_loads, lane % _COPY_FORMS,
+                             f"e2ctl{lane}")
             # ``v3``: what E1 computed from b and c, not shifted yet (the MAC product, b + c,
             # b - c, |b - c|; b for LOGIC and INDEX); ``v``: it shifted right by s, the value
             # added to ``a`` (b >> s for LOGIC); ``u``: b (MAX, MIN) or c (SEL) unshifted, and
@@ -341,7 +388,7 @@ class SimdArray(wiring.Component):
             # E2's first step, in front of the adder: E1 ends at the multiplier, and a MAC
             # chain through ``a`` still runs back to back.
             v = Signal(signed(32), name=f"vsh{lane}")
-            m.d.comb += v.eq(v3[lane] >> w3.s)
+            m.d.comb += v.eq(v3[lane] >> ctl.s)
             # LOOKUP: a + y(u) = (256 * a + p0 + p1) >> 8 (256 * a is a multiple of 256, so
             # the floor of the interpolation is exact), the two products registered in E1; the
             # three terms are reduced to two by a carry-save step (one LUT level), then one
@@ -361,18 +408,18 @@ class SimdArray(wiring.Component):
             # out: a + b, b in ``u`` (E1 puts out's b there, or E2's result forwarded)
             osum = Signal(signed(33), name=f"osum{lane}")
             m.d.comb += osum.eq(a + u)
-            o_over, o_under, o_low = _sat16_shifted(osum, w3.s, omask3)
+            o_over, o_under, o_low = _sat16_shifted(osum, ctl.s, omask3)
             sh = Signal(signed(32), name=f"lsh{lane}")      # a >> s, or c >> s for SEL
-            m.d.comb += sh.eq(Mux(s3_sel, u, a) >> w3.s)
+            m.d.comb += sh.eq(Mux(ctl.sel, u, a) >> ctl.s)
             # max and min: one comparison (a carry chain), whose answer picks a >> s or
             # b >> s in the multiplexer right in front of the sum's (where a == b, both are
             # the same: max takes a >> s where a >= b, min where a < b)
             lt = Signal(name=f"lt{lane}")
             m.d.comb += lt.eq(a < u)
             pick = Signal(signed(32), name=f"minmax{lane}")
-            m.d.comb += pick.eq(Mux(lt ^ s3_max, sh, v))
+            m.d.comb += pick.eq(Mux(lt ^ ctl.max, sh, v))
             f = Signal(signed(32), name=f"logic{lane}")
-            with m.Switch(w3.fn):
+            with m.Switch(ctl.fn):
                 with m.Case(LogicFn.SEL):
                     m.d.comb += f.eq(Mux(a != 0, v, sh))
                 with m.Case(LogicFn.AND):
@@ -382,9 +429,9 @@ class SimdArray(wiring.Component):
                 with m.Case(LogicFn.XOR):
                     m.d.comb += f.eq(sh ^ v)
             m.d.comb += [
-                result[lane].eq(Mux(s3_total, total[:32],
-                                    Mux(s3_minmax, pick,
-                                        Mux(s3_lookup, lsum[8:40], f)))),
+                result[lane].eq(Mux(ctl.total, total[:32],
+                                    Mux(ctl.minmax, pick,
+                                        Mux(ctl.lookup, lsum[8:40], f)))),
                 outv[lane].eq(Mux(o_over, Const(32767, signed(16)),
                                   Mux(o_under, Const(-32768, signed(16)), o_low))),
             ]
@@ -392,18 +439,33 @@ class SimdArray(wiring.Component):
             self.out.valid.eq(s3.valid & s3_out),
             self.out.payload.eq(outv),
         ]
-        # each set's write port: E2's result, or the mover's restore of a register (the mover
-        # restores a set only when no instruction on it is in E1 or E2)
+        # ---- stage 4 (W, write-back): E2's result written into its register set ------------
+        # E2's result and its register go into flip-flops and are written into the set a cycle
+        # later, so that the set's LUT RAM writes (each result bit into every read port's copy
+        # of both sets) start at flip-flops, not behind E2's shifter and adder. An instruction
+        # issued meanwhile reads the register from W, in front of the set's word (``register``
+        # below); the mover needs no wait for W: W's write lands at the end of the cycle the
+        # mover leaves its drain in, before its first save reads the set or its first restore
+        # writes it. ``written`` is set as the result enters W.
+        s4_valid = Signal(name="s4_valid")
+        s4_set = Signal(name="s4_set")
+        s4_d = Signal(range(N_REGS), name="s4_d")
+        s4_data = Signal(vec32, name="s4_data")
+        m.d.sync += s4_valid.eq(s3_fire & s3_writes)
+        with m.If(s3_fire & s3_writes):
+            m.d.sync += [s4_set.eq(s3.set), s4_d.eq(w3.d), s4_data.eq(result)]
+        # each set's write port: W's result, or the mover's restore of a register (the mover
+        # restores a set only when no instruction on it is in E1, E2 or W)
         mv_wr = Signal(2)            # the mover writes register ``mv_wreg`` of set k
         mv_wreg = Signal(range(N_REGS))
         for k in range(2):
-            e2_writes = s3_fire & s3_writes & (s3.set == k)
+            w_writes = s4_valid & (s4_set == k)
             m.d.comb += [
-                reg_wr[k].addr.eq(Mux(mv_wr[k], mv_wreg, w3.d)),
-                reg_wr[k].data.eq(Mux(mv_wr[k], rd.data, result)),
-                reg_wr[k].en.eq(Mux(e2_writes | mv_wr[k], (1 << len(reg_wr[k].en)) - 1, 0)),
+                reg_wr[k].addr.eq(Mux(mv_wr[k], mv_wreg, s4_d)),
+                reg_wr[k].data.eq(Mux(mv_wr[k], rd.data, s4_data)),
+                reg_wr[k].en.eq(Mux(w_writes | mv_wr[k], (1 << len(reg_wr[k].en)) - 1, 0)),
             ]
-            with m.If(e2_writes):
+            with m.If(s3_fire & s3_writes & (s3.set == k)):
                 m.d.sync += written[k].bit_select(w3.d, 1).eq(1)
 
         # ---- stage 2 (E1: everything that does not need ``a``) -----------------------------
@@ -555,6 +617,8 @@ class SimdArray(wiring.Component):
                 # out's b: b, or E2's result forwarded (one multiplexer, not through v3's)
                 u_next[lane].eq(Mux(b_fwd, result[lane], Mux(w2.fn == LogicFn.SEL, c, b))),
             ]
+        m.d.comb += [e2_next.eq(_e2_controls(w2)), e2_loads[0].eq(s2_move),
+                     e2_loads[1].eq(s3_free)]
         with m.If(s2_move):
             m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next),
                          lq3.eq(lq_next),
@@ -720,8 +784,12 @@ class SimdArray(wiring.Component):
             on = [Signal(name=f"fwd_on{k}_{len(fwd_values)}") for k in range(2)]
             m.d.comb += [port.addr.eq(r) for port in ports]
             m.d.comb += [on[k].eq((d.set == k) & written[k].bit_select(r, 1)) for k in range(2)]
+            # W's result (flip-flops, not written into the set yet) in front of the set's word
+            w_hit = Signal(name=f"fwd_w_{len(fwd_values)}")
             m.d.comb += [
-                other.eq(Mux(on[0], ports[0].data, 0) | Mux(on[1], ports[1].data, 0)),
+                w_hit.eq(s4_valid & (s4_set == d.set) & (s4_d == r)),
+                other.eq(Mux(w_hit, s4_data,
+                             Mux(on[0], ports[0].data, 0) | Mux(on[1], ports[1].data, 0))),
                 hit.eq(s3_writes & (s3.set == d.set) & (w3.d == r)),
             ]
             fwd_values.append(other)
