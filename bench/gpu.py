@@ -1118,12 +1118,28 @@ def report(meta, results):
               "(SGEMM for fp32) (for the separable filter, 2 x 2k per pixel: "
               "two 1-D passes; for the integral image only the bytes count).  A step of SAD "
               "or of the bilateral filter (exp, division) costs several instructions, so "
-              "their floors are not reachable; see docs/gpu.md.", "",
-              "Tiles chosen by the autotuner:", ""]
+              "their floors are not reachable; see docs/gpu.md."] + _wino_note(results) + [
+              "", "Tiles chosen by the autotuner:", ""]
     for r in results:
         if "tile" in r:
             lines.append(f"- {r['key']}: `{r['tile']}`")
     return "\n".join(lines + _finals_lines(results)) + "\n"
+
+
+def _wino_note(results):
+    """The floors' caveat for rows whose tile runs Winograd's form (a label ending ``_wn<m>``,
+    ``merit.gpu.wino``): its batched product does fewer multiply-adds than the direct sum the
+    floor counts."""
+    rows = [(r["key"], r["tile"]) for r in results if "_wn" in r.get("tile", "")]
+    if not rows:
+        return []
+    many = "rows" if len(rows) > 1 else "row"
+    return [f"Winograd: {len(rows)} {many} ({', '.join(k for k, _ in rows)}) run F(m x m, 3 x 3) "
+            "(tile label ending `_wn<m>`, merit.gpu.wino): the weights' and the image tiles' "
+            "transforms, a batched product of (m + 2)^2 / m^2 multiply-adds per output and "
+            "channel (4 for m = 2) instead of the direct sum's 9, and the output transform, all "
+            "in the timed launch, in fp32; their floors count the direct sum's steps, so their "
+            "time can fall under it."]
 
 
 def _finals_lines(results):

@@ -21,6 +21,7 @@ from .tiling import (
     rank,
     row_variants,
     timed_variants,
+    wino_variants,
 )
 
 __all__ = ["Plan", "Tile", "PRECISIONS", "plan", "kernel_source", "run", "run_fixed", "tune",
@@ -290,8 +291,10 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
         times = list(timed(cands))
         # the second round: the forms of the fastest plain tiles (SIMT sums)
         times += timed(timed_variants(spec, times, model))
-        # the third round: the fastest tile's word copies by rows, and its padded-row copies
-        times += timed(row_variants(spec, times, model) + pad_variants(spec, times, model))
+        # the third round: the fastest tile's word copies by rows, and its padded-row copies;
+        # a stride-1 convolution's Winograd form
+        times += timed(row_variants(spec, times, model) + pad_variants(spec, times, model)
+                       + wino_variants(spec, model))
         if times:
             # the finalists' round: the tiles within FINAL_MARGIN of the fastest, again in turns
             def turns(tiles):   # one batch timer per finalist, each sized once

@@ -218,6 +218,18 @@ def pad_spec(spec, tile):
     return got[0]
 
 
+def wino_spec(spec, tile):
+    """The specialization a ``Tile.wino`` tile's kernel runs (the batched product of
+    :func:`merit.gpu.wino.wino_spec`), ``spec`` itself for other tiles or one already rewritten;
+    a ValueError where the form does not apply."""
+    from .wino import WINO_MARK
+    from .wino import wino_spec as _wino
+
+    if not tile.wino or spec.name.endswith(f"{WINO_MARK}{tile.wino}"):
+        return spec
+    return _wino(spec, tile.wino)[0]
+
+
 def source(spec, tile):
     """CUDA C++ source of the kernel and its launch geometry.
 
@@ -225,7 +237,7 @@ def source(spec, tile):
     -------
     (name, code, nblocks, nthreads, smem_bytes)
     """
-    spec = pad_spec(spec, tile)
+    spec = pad_spec(wino_spec(spec, tile), tile)
     if tile.mma and tile.ldsm:
         from .ldsm import source as ldsm_source
 

@@ -76,6 +76,10 @@ def compiled(spec, tile):
     setting by hand)."""
     cp = cupy()
     dev = cp.cuda.Device().id
+    if tile.wino:   # one module for the original specialization and the rewritten one
+        from .codegen import wino_spec
+
+        spec = wino_spec(spec, tile)
     key = (dev, spec.key(), tile)
     with _lock:
         hit = _modules.get(key)
@@ -423,9 +427,26 @@ def _pad_inputs(spec, inputs):
 def launcher(spec, tile, inputs, outputs):
     """A no-argument function launching the kernel of (spec, tile) on these device arrays (a
     ``Tile.cl`` or ``Tile.padrows`` tile: the copies of the loop operands first, in the same
-    function: timed with the kernel; a split-K tile: the outputs zeroed first)."""
+    function: timed with the kernel; a ``Tile.wino`` tile: the transforms before and after its
+    batched product, :func:`merit.gpu.wino.launch_parts`; a split-K tile: the outputs zeroed
+    first)."""
+    if not tile.wino:
+        return _launcher(spec, tile, inputs, outputs)
+    from .codegen import wino_spec
+    from .wino import launch_parts
+
+    inputs, outputs, before, after = launch_parts(spec, tile, inputs, outputs)
+    go = _launcher(wino_spec(spec, tile), tile, inputs, outputs, before)
+
+    def wino_go():
+        go()
+        after()
+
+    return wino_go
+
+
+def _launcher(spec, tile, inputs, outputs, fill=None):
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
-    fill = None
     if tile.cl:
         spec, inputs, fill = _cl_inputs(spec, tile, inputs)
     if tile.padrows:   # copies of the inputs with their rows padded, made in the launch
@@ -469,7 +490,7 @@ def launcher(spec, tile, inputs, outputs):
         zero = [(o.data.ptr, o.nbytes) for o in outputs]
 
         def go():
-            if fill is not None:   # a padrows tile's copies
+            if fill is not None:   # a padrows tile's copies, a wino tile's transforms
                 fill()
             stream = cp.cuda.get_current_stream().ptr
             for ptr, n in zero:
@@ -523,8 +544,9 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 
 #: Bumped when the generator, the Tile fields or the autotuner's way of choosing change, so older
-#: cached choices are not reused (24: the finalists' round, ``merit.gpu.FINAL_MARGIN``).
-CACHE_VERSION = 24
+#: cached choices are not reused (24: the finalists' round, ``merit.gpu.FINAL_MARGIN``; 25: the
+#: Winograd form, ``Tile.wino``).
+CACHE_VERSION = 25
 
 
 class TileCache:

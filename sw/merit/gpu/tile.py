@@ -250,6 +250,11 @@ class Tile:
         multiple of 4 words (so not copied in 16-byte pieces), that axis zero-padded to one
         (:func:`merit.gpu.codegen.padded_layout`), made in the same launch (timed with it): the
         footprints of those inputs then go by 16-byte ``cp.async`` copies.
+    wino : int
+        SIMT tiles only: 0, or ``m`` of Winograd's F(m x m, r x r) for a convolution of stride 1
+        (:mod:`merit.gpu.wino`): the kernel is the batched product of the transformed weights
+        and image tiles, the other fields its tile (over that product's indices), with the
+        transforms launched around it (timed with it).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -316,6 +321,7 @@ class Tile:
     kgroups: int = field(default=1, repr=False)
     wrows: bool = field(default=False, repr=False)
     padrows: bool = field(default=False, repr=False)
+    wino: int = field(default=0, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -386,6 +392,7 @@ class Tile:
         vr += f"_x{self.ptxas}" if self.ptxas else ""
         vr += "_w" if self.wrows else ""
         vr += "_pr" if self.padrows else ""
+        vr += f"_wn{self.wino}" if self.wino else ""
         vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""
         vr += f"_gv{self.gemv}" if self.gemv else ""
         vr += f"g{self.kgroups}" if self.kgroups > 1 else ""

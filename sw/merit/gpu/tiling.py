@@ -538,6 +538,8 @@ def _splits(spec, tile, device=H100, extended=False, tagged=False):
 def complete(spec, tile, device=H100):
     """Fill the fields a caller left out of ``tile`` (shared, pads, order, double, unroll); a
     ``padrows`` tile's for the padded specialization its kernel runs."""
+    if tile.wino and not tile.mma and not tile.gemv:
+        spec = codegen.wino_spec(spec, tile)
     P = spec.np
     if tile.padrows and not tile.mma and not tile.gemv:
         spec = codegen.pad_spec(spec, tile)
@@ -554,7 +556,8 @@ def complete(spec, tile, device=H100):
              tuple(tile.strided) or (False,) * P, tile.double, tile.unroll, tuple(tile.vector),
              split=tile.split, vread=tile.vread, lean=tile.lean,
              minblocks=tile.minblocks, stages=tile.stages, forder=tile.forder,
-             vahead=tile.vahead, ptxas=tile.ptxas, wrows=tile.wrows, padrows=tile.padrows)
+             vahead=tile.vahead, ptxas=tile.ptxas, wrows=tile.wrows, padrows=tile.padrows,
+             wino=tile.wino)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -1475,6 +1478,45 @@ def pad_variants(spec, times, device=H100):
     return [v]
 
 
+#: SIMT sums: with the third round the autotuner also times the Winograd form F(m x m, r x r)
+#: of a stride-1 convolution (:attr:`Tile.wino`, :mod:`merit.gpu.wino`) for each ``m`` here: the
+#: cost model's best ``WINO_BASES`` plain tiles of its batched product, each with the forms the
+#: second round gives (``lean``, ``vread``, ptxas ``-O1``).  Timed, not ranked: the model does not
+#: price the transforms' launches, and the product's time against the direct sum's is the
+#: question.  F(2, 3) only, because its rounding error is no larger than the direct sum's: on
+#: the H200 (2026-11-28, ``wino_probe.py``) VGG conv3_1 N16 ran 0.557 ms in F(2, 3) at a relative
+#: error of 3.6e-7 against float64, 0.350 ms in F(4, 3) at 2.3e-6 (its transforms scale by down
+#: to 1/24), and 0.840 ms direct at 6.0e-7 (cuDNN 0.711); F(4, 3) stays a tile field.
+WINO_TUNED = (2,)
+WINO_BASES = 2
+
+
+def wino_variants(spec, device=H100):
+    """The :attr:`Tile.wino` tiles the autotuner times for ``spec`` (:data:`WINO_TUNED`), or an
+    empty list where the form does not apply."""
+    from . import wino
+
+    out = []
+    for m in WINO_TUNED:
+        if isinstance(wino.fits(spec, m), str):
+            continue
+        spec2 = wino.wino_spec(spec, m)[0]
+        plain = [t for t in rank(spec2, count=TUNED_WINO, device=device)
+                 if not (t.lean or t.vread or t.ptxas) and t.split == 1][:WINO_BASES]
+        forms = LEAN_VARIANTS + _ptxas_forms()
+        for t in plain:
+            for v in [t] + [v for _, v in _lean_variants(spec2, [(0, t)], device, forms)]:
+                w = _replace(v, wino=m)
+                if w not in out:
+                    out.append(w)
+    return out
+
+
+#: Candidates ranked for the Winograd form's product (:func:`wino_variants` takes its plain
+#: tiles from them).
+TUNED_WINO = 12
+
+
 def _diverse(ranked, count):
     """The ``count`` first of ``ranked``, at most two per register tile and split (tensor-core
     tiles: per box, warps and chunk), so that the autotuner times different shapes rather than
@@ -1611,6 +1653,12 @@ def check_tile(spec, tile, device=H100):
         tile = Tile(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
     if not isinstance(tile, Tile):
         raise TypeError(f"tile must be a merit.gpu.Tile or a dict, not {tile!r}")
+    if tile.wino:   # the fields below are the batched product's tile
+        if not isinstance(tile.wino, int) or isinstance(tile.wino, bool) or tile.mma \
+                or tile.gemv or tile.padrows:
+            raise ValueError(f"tile.wino {tile.wino!r}: the Winograd form (m of F(m, r)) is "
+                             f"for SIMT tiles without gemv or padrows")
+        spec = codegen.wino_spec(spec, tile)
     P = spec.np
     for what in ("threads", "regs"):
         v = getattr(tile, what)
