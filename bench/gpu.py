@@ -1134,7 +1134,8 @@ def _wino_note(results):
     if not rows:
         return []
     many = "rows" if len(rows) > 1 else "row"
-    return [f"Winograd: {len(rows)} {many} ({', '.join(k for k, _ in rows)}) run F(m x m, 3 x 3) "
+    run = "run" if len(rows) > 1 else "runs"
+    return [f"Winograd: {len(rows)} {many} ({', '.join(k for k, _ in rows)}) {run} F(m x m, 3 x 3) "
             "(tile label ending `_wn<m>`, merit.gpu.wino): the weights' and the image tiles' "
             "transforms, a batched product of (m + 2)^2 / m^2 multiply-adds per output and "
             "channel (4 for m = 2) instead of the direct sum's 9, and the output transform, all "
