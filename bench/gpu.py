@@ -1119,7 +1119,7 @@ def report(meta, results):
               "two 1-D passes; for the integral image only the bytes count).  A step of SAD "
               "or of the bilateral filter (exp, division) costs several instructions, so "
               "their floors are not reachable; see docs/gpu.md."] + _wino_note(results) + [
-              "", "Tiles chosen by the autotuner:", ""]
+              *_flat_note(results), "", "Tiles chosen by the autotuner:", ""]
     for r in results:
         if "tile" in r:
             lines.append(f"- {r['key']}: `{r['tile']}`")
@@ -1141,6 +1141,20 @@ def _wino_note(results):
             "channel (4 for m = 2) instead of the direct sum's 9, and the output transform, all "
             "in the timed launch, in fp32; their floors count the direct sum's steps, so their "
             "time can fall under it."]
+
+
+def _flat_note(results):
+    """The page's line on rows whose tile runs a 1 x 1 convolution as its matrix product (a
+    label ending ``_fl``, ``merit.gpu.flat``)."""
+    rows = [r["key"] for r in results if r.get("tile", "").endswith("_fl")]
+    if not rows:
+        return []
+    many = "rows" if len(rows) > 1 else "row"
+    run = "run" if len(rows) > 1 else "runs"
+    return [f"Product form: {len(rows)} {many} ({', '.join(rows)}) {run} a 1 x 1 convolution as "
+            "the matrix product (M, C) @ (N, C, H W) it is (tile label ending `_fl`, "
+            "merit.gpu.flat): the same multiply-adds, tiled as a GEMM over views of the same "
+            "arrays (no copy)."]
 
 
 def _finals_lines(results):

@@ -17,6 +17,7 @@ from .tiling import (
     WG_TUNED,
     Device,
     check_tile,
+    flat_variants,
     pad_variants,
     rank,
     row_variants,
@@ -292,9 +293,9 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
         # the second round: the forms of the fastest plain tiles (SIMT sums)
         times += timed(timed_variants(spec, times, model))
         # the third round: the fastest tile's word copies by rows, and its padded-row copies;
-        # a stride-1 convolution's Winograd form
+        # a stride-1 convolution's Winograd form, a 1 x 1 convolution's product form
         times += timed(row_variants(spec, times, model) + pad_variants(spec, times, model)
-                       + wino_variants(spec, model))
+                       + wino_variants(spec, model) + flat_variants(spec, model))
         if times:
             # the finalists' round: the tiles within FINAL_MARGIN of the fastest, again in turns
             def turns(tiles):   # one batch timer per finalist, each sized once

@@ -230,6 +230,18 @@ def wino_spec(spec, tile):
     return _wino(spec, tile.wino)[0]
 
 
+def flat_spec(spec, tile):
+    """The specialization a ``Tile.flat`` tile's kernel runs (the matrix product of
+    :func:`merit.gpu.flat.flat_spec`), ``spec`` itself for other tiles or one already rewritten;
+    a ValueError where the form does not apply."""
+    from .flat import FLAT_MARK
+    from .flat import flat_spec as _flat
+
+    if not tile.flat or spec.name.endswith(FLAT_MARK):
+        return spec
+    return _flat(spec)[0]
+
+
 def source(spec, tile):
     """CUDA C++ source of the kernel and its launch geometry.
 
@@ -237,7 +249,7 @@ def source(spec, tile):
     -------
     (name, code, nblocks, nthreads, smem_bytes)
     """
-    spec = pad_spec(wino_spec(spec, tile), tile)
+    spec = pad_spec(flat_spec(wino_spec(spec, tile), tile), tile)
     if tile.mma and tile.ldsm:
         from .ldsm import source as ldsm_source
 

@@ -76,10 +76,10 @@ def compiled(spec, tile):
     setting by hand)."""
     cp = cupy()
     dev = cp.cuda.Device().id
-    if tile.wino:   # one module for the original specialization and the rewritten one
-        from .codegen import wino_spec
+    if tile.wino or tile.flat:   # one module for the original specialization and the rewritten
+        from .codegen import flat_spec, wino_spec
 
-        spec = wino_spec(spec, tile)
+        spec = flat_spec(wino_spec(spec, tile), tile)
     key = (dev, spec.key(), tile)
     with _lock:
         hit = _modules.get(key)
@@ -428,8 +428,14 @@ def launcher(spec, tile, inputs, outputs):
     """A no-argument function launching the kernel of (spec, tile) on these device arrays (a
     ``Tile.cl`` or ``Tile.padrows`` tile: the copies of the loop operands first, in the same
     function: timed with the kernel; a ``Tile.wino`` tile: the transforms before and after its
-    batched product, :func:`merit.gpu.wino.launch_parts`; a split-K tile: the outputs zeroed
-    first)."""
+    batched product, :func:`merit.gpu.wino.launch_parts`; a ``Tile.flat`` tile: the matrix
+    product on views of the same arrays, :func:`merit.gpu.flat.launch_parts`; a split-K tile: the
+    outputs zeroed first)."""
+    if tile.flat:
+        from .flat import launch_parts as flat_parts
+
+        spec2, inputs2, outputs2 = flat_parts(spec, tile, inputs, outputs)
+        return _launcher(spec2, tile, inputs2, outputs2)
     if not tile.wino:
         return _launcher(spec, tile, inputs, outputs)
     from .codegen import wino_spec
@@ -545,8 +551,8 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 #: Bumped when the generator, the Tile fields or the autotuner's way of choosing change, so older
 #: cached choices are not reused (24: the finalists' round, ``merit.gpu.FINAL_MARGIN``; 25: the
-#: Winograd form, ``Tile.wino``).
-CACHE_VERSION = 25
+#: Winograd form, ``Tile.wino``; 26: the product form of 1 x 1 convolutions, ``Tile.flat``).
+CACHE_VERSION = 26
 
 
 class TileCache:

@@ -255,6 +255,10 @@ class Tile:
         (:mod:`merit.gpu.wino`): the kernel is the batched product of the transformed weights
         and image tiles, the other fields its tile (over that product's indices), with the
         transforms launched around it (timed with it).
+    flat : bool
+        SIMT tiles only: a convolution of a 1 x 1 window, stride 1 and no padding run as the
+        matrix product ``(M, C) @ (N, C, H W)`` it is (:mod:`merit.gpu.flat`), the other fields
+        its tile (over that product's indices), on views of the same arrays (no copy).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -322,6 +326,7 @@ class Tile:
     wrows: bool = field(default=False, repr=False)
     padrows: bool = field(default=False, repr=False)
     wino: int = field(default=0, repr=False)
+    flat: bool = field(default=False, repr=False)
 
     def run(self, j):
         """Adjacent register copies per run along parallel index ``j`` (see ``strided``)."""
@@ -393,6 +398,7 @@ class Tile:
         vr += "_w" if self.wrows else ""
         vr += "_pr" if self.padrows else ""
         vr += f"_wn{self.wino}" if self.wino else ""
+        vr += "_fl" if self.flat else ""
         vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""
         vr += f"_gv{self.gemv}" if self.gemv else ""
         vr += f"g{self.kgroups}" if self.kgroups > 1 else ""

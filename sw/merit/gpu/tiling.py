@@ -540,6 +540,8 @@ def complete(spec, tile, device=H100):
     ``padrows`` tile's for the padded specialization its kernel runs."""
     if tile.wino and not tile.mma and not tile.gemv:
         spec = codegen.wino_spec(spec, tile)
+    if tile.flat and not tile.mma and not tile.gemv:
+        spec = codegen.flat_spec(spec, tile)
     P = spec.np
     if tile.padrows and not tile.mma and not tile.gemv:
         spec = codegen.pad_spec(spec, tile)
@@ -557,7 +559,7 @@ def complete(spec, tile, device=H100):
              split=tile.split, vread=tile.vread, lean=tile.lean,
              minblocks=tile.minblocks, stages=tile.stages, forder=tile.forder,
              vahead=tile.vahead, ptxas=tile.ptxas, wrows=tile.wrows, padrows=tile.padrows,
-             wino=tile.wino)
+             wino=tile.wino, flat=tile.flat)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -1517,6 +1519,43 @@ def wino_variants(spec, device=H100):
 TUNED_WINO = 12
 
 
+#: SIMT sums: with the third round the autotuner also times the product form of a convolution
+#: of a 1 x 1 window, stride 1 and no padding (:attr:`Tile.flat`, :mod:`merit.gpu.flat`): the
+#: cost model's best ``FLAT_BASES`` plain tiles of the product ``(M, C) @ (N, C, H W)``, each
+#: with the forms the second round gives (``lean``, ``vread``, ptxas ``-O1``), and the
+#: padded-row form (:attr:`Tile.padrows`) of each plain one where an operand's rows are not a
+#: multiple of 4 words.  Timed, not ranked: the model prices the convolution's tiles and the
+#: product's on footprints of different shapes, and which runs faster is the question.
+FLAT_TUNED = True
+FLAT_BASES = 3
+
+
+def flat_variants(spec, device=H100):
+    """The :attr:`Tile.flat` tiles the autotuner times for ``spec`` (:data:`FLAT_TUNED`), or an
+    empty list where the form does not apply."""
+    from . import flat
+
+    if not FLAT_TUNED or isinstance(flat.fits(spec), str):
+        return []
+    spec2 = flat.flat_spec(spec)[0]
+    plain = [t for t in rank(spec2, count=TUNED_WINO, device=device)
+             if not (t.lean or t.vread or t.ptxas or t.padrows)][:FLAT_BASES]
+    forms = LEAN_VARIANTS + _ptxas_forms()
+    out = []
+    for t in plain:
+        for v in [t] + [v for _, v in _lean_variants(spec2, [(0, t)], device, forms)]:
+            w = _replace(v, flat=True)
+            if w not in out:
+                out.append(w)
+    if PAD_TUNED and codegen.padded_layout(spec2) is not None:
+        for t in plain:
+            v = _replace(complete(spec2, _replace(t, padrows=True, pads=(), vector=()), device),
+                         flat=True)
+            if v not in out and _smem_bytes(codegen.pad_spec(spec2, v), v) <= device.smem_block:
+                out.append(v)
+    return out
+
+
 def _diverse(ranked, count):
     """The ``count`` first of ``ranked``, at most two per register tile and split (tensor-core
     tiles: per box, warps and chunk), so that the autotuner times different shapes rather than
@@ -1659,6 +1698,11 @@ def check_tile(spec, tile, device=H100):
             raise ValueError(f"tile.wino {tile.wino!r}: the Winograd form (m of F(m, r)) is "
                              f"for SIMT tiles without gemv or padrows")
         spec = codegen.wino_spec(spec, tile)
+    if tile.flat:   # likewise the matrix product's tile
+        if tile.flat is not True or tile.mma or tile.gemv or tile.wino:
+            raise ValueError(f"tile.flat {tile.flat!r}: the product form of a 1 x 1 convolution "
+                             f"is a flag for SIMT tiles without gemv or wino")
+        spec = codegen.flat_spec(spec, tile)
     P = spec.np
     for what in ("threads", "regs"):
         v = getattr(tile, what)
