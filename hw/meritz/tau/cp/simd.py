@@ -44,7 +44,11 @@ waits one cycle), so it maps onto a single-port macro.
 
 The decode stage adds one cycle of latency and no cycles between commands: the interlocks
 are the issue stage's, as before. For timing, the issue stage starts from the decode register's
-flip-flops (not from the sequencer's logic), E1's registers are enabled whenever E1 is free
+flip-flops (not from the sequencer's logic); its decisions (where each operand comes from: E2's
+result, W's, a register set's word or 0; the interlock; the swap of ``a`` and ``b``; the
+forwarding into E2) are formed a cycle ahead, for the instruction that will be in the decode
+register against what E1, E2 and W will hold, and registered (the operands' selections once per
+lane), so the issue stage only multiplexes; E1's registers are enabled whenever E1 is free
 (their ``valid`` alone waits for the handshake), E2's result is selected by the last
 multiplexer in front of the E1 registers (the other sources of an operand are selected before
 it), the MAC product by the last one in front of E2's register (E1 ends at the multiplier; the
