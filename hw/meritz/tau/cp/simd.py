@@ -743,7 +743,7 @@ class SimdArray(wiring.Component):
         # The issue stage's decisions are registers: whether an operand is E2's result
         # (``hit``), W's (``w``) or a set's word (``on``), the interlock, the swap and the
         # forwarding into E2 are formed a cycle ahead, for the instruction that will be in ``d``
-        # against the instructions that will be in E1, E2 and W (``nxt`` below, after the
+        # against the instructions that will be in E1, E2 and W (formed below, after the
         # mover), and the operands' selections are registered once per lane (:func:`_lane_copy`),
         # so the issue stage only multiplexes. ``ictl``: per lane; ``idec``: the rest.
         idec = Signal(_issue_dec_layout, name="idec")
