@@ -44,7 +44,11 @@ waits one cycle), so it maps onto a single-port macro.
 
 The decode stage adds one cycle of latency and no cycles between commands: the interlocks
 are the issue stage's, as before. For timing, the issue stage starts from the decode register's
-flip-flops (not from the sequencer's logic), E1's registers are enabled whenever E1 is free
+flip-flops (not from the sequencer's logic); its decisions (where each operand comes from: E2's
+result, W's, a register set's word or 0; the interlock; the swap of ``a`` and ``b``; the
+forwarding into E2) are formed a cycle ahead, for the instruction that will be in the decode
+register against what E1, E2 and W will hold, and registered (the operands' selections once per
+lane), so the issue stage only multiplexes; E1's registers are enabled whenever E1 is free
 (their ``valid`` alone waits for the handshake), E2's result is selected by the last
 multiplexer in front of the E1 registers (the other sources of an operand are selected before
 it), the MAC product by the last one in front of E2's register (E1 ends at the multiplier; the
@@ -230,6 +234,22 @@ def _lane_copy(m, shape, value, loads, k, name):
     with m.If(loads[(k >> 2) & 1]):
         m.d.sync += reg.eq(Value.cast(value) ^ flip)
     return data.View(shape, reg ^ flip) if isinstance(shape, data.Layout) else reg ^ flip
+
+
+#: the issue stage's selection of an operand (registered a cycle ahead, per lane): ``sel`` (0 a
+#: register, 1 the RP0 element, 2 the RP1 element, 3 ``k``), and for a register whether it is
+#: E2's result (``hit``), W's (``w``) or the word of register set 0 / 1 (``on``; else 0)
+_operand_ctl_layout = data.StructLayout({"sel": 2, "hit": 1, "w": 1, "on": 2})
+#: the issue stage's per-lane controls: operands ``a``, ``b`` (``a``'s where they swap), ``c``,
+#: and ``index`` (``b`` is the lane's index of INDEX)
+_issue_ctl_layout = data.StructLayout({
+    "a": _operand_ctl_layout, "b": _operand_ctl_layout, "c": _operand_ctl_layout, "index": 1,
+})
+#: the issue stage's other decisions, registered a cycle ahead: the interlock, the forwarding
+#: of E2's result into ``a`` / out's ``b``, ``b``'s register and constant (``a``'s where they swap)
+_issue_dec_layout = data.StructLayout({
+    "hazard": 1, "a_fwd": 1, "b_fwd": 1, "b_addr": 3, "b_k": signed(32),
+})
 
 
 def _int16_inside(v):
@@ -720,29 +740,29 @@ class SimdArray(wiring.Component):
         run = d.run
         need0, need1 = d.need0, d.need1
 
-        # an instruction in E1 on the same register set (the instructions of the lane group
-        # before run on the other set)
-        e1_same = s2_writer & (s2.set == d.set)
-
-        def from_e1(code, is_reg):
-            """``code`` is a register that the instruction in E1 writes."""
-            return e1_same & is_reg & (w2.d == code[:3])
+        # The issue stage's decisions are registers: whether an operand is E2's result
+        # (``hit``), W's (``w``) or a set's word (``on``), the interlock, the swap and the
+        # forwarding into E2 are formed a cycle ahead, for the instruction that will be in ``d``
+        # against the instructions that will be in E1, E2 and W (formed below, after the
+        # mover), and the operands' selections are registered once per lane (:func:`_lane_copy`),
+        # so the issue stage only multiplexes. ``ictl``: per lane; ``idec``: the rest.
+        idec = Signal(_issue_dec_layout, name="idec")
+        ictl_next = Signal(_issue_ctl_layout, name="ictl_next")
+        d_next_valid = Signal(name="d_next_valid")
 
         # interlock: E1 reads ``b`` and ``c`` at its start, so an instruction whose ``b`` / ``c``
         # is the result of the instruction right before it (in E1, not done) waits one cycle;
         # ``a`` (and ``b`` of out, which E1 does not use) is forwarded into E2 instead. Where
         # ``a`` and ``b`` commute (max, min, and, or, xor; add and sub at s = 0), an instruction
         # whose ``b`` is that result and ``a`` is not swaps them and does not wait (a pooling
-        # max behind the convolution's last MAC, an accumulating add)
-        swap = Signal()
-        m.d.comb += swap.eq(d.swap_ok & from_e1(w.b, d.b_reg) & ~from_e1(d.a_code, d.a_reg))
-        hazard = ((d.b_haz & from_e1(w.b, d.b_reg) & ~swap) | (d.c_haz & from_e1(w.c, d.c_reg)))
+        # max behind the convolution's last MAC, an accumulating add): ``b2`` takes ``a``'s
+        # value, ``a2`` is not used (``a`` comes from E2)
         s2_free = ~s2.valid | s2_move
         # an instruction waits while the mover has its register set (``set_ready``); a MOVE
         # waits for the mover to finish the one before
         set_ready = Signal(2, init=0b11)
         mv_idle = Signal()           # the mover is idle (a comb signal: 0 unless IDLE)
-        ready = (s2_free & ~hazard & set_ready.bit_select(d.set, 1)
+        ready = (s2_free & ~idec.hazard & set_ready.bit_select(d.set, 1)
                  & (~need0 | self.rp0.valid) & (~need1 | self.rp1.valid))
         m.d.comb += [
             issue.eq(d.valid & Mux(exec1, ready, mv_idle)),
@@ -751,55 +771,41 @@ class SimdArray(wiring.Component):
             self.busy.eq(d.valid | skid_valid | s2.valid | s3.valid | ~mv_idle),
         ]
 
-        def operand(sel, k, lane, forwarded, is_reg, x):
-            """``(value, hit)``: the operand of ``lane`` selected by ``sel`` (from the register
-            ``forwarded`` gives where ``hit``, E2's result, is not selected), and whether it
-            is."""
-            other, hit = forwarded
-            v = Signal(signed(32), name=f"op{x}{lane}")
-            with m.Switch(sel):
-                with m.Case(0):
-                    m.d.comb += v.eq(other[lane])
-                with m.Case(1):
-                    m.d.comb += v.eq(self.rp0.payload[lane])
-                with m.Case(2):
-                    m.d.comb += v.eq(self.rp1.payload[lane])
-                with m.Default():
-                    m.d.comb += v.eq(k)
-            return v, hit & is_reg
-
-        def register(code):
-            """Register ``code`` of every lane on the instruction's set: the result of E2
-            forwarded, else the set's register file, 0 where not written since the set's clear
-            (an instruction in E1 that writes it is handled by the interlock or by forwarding
-            into E2). Returned as ``(other, hit)``: E2's result is selected by ``hit`` in the
-            last multiplexer in front of the E1 registers, so that it passes one multiplexer,
-            not the whole chain."""
-            other = Signal(vec32, name=f"fwd_{len(fwd_values)}")
-            hit = Signal(name=f"fwd_hit_{len(fwd_values)}")
-            r = code[:3]
-            ports = [x.read_port(domain="comb") for x in sets]
-            # a set's register reads its word where written and the instruction runs on that
-            # set (flip-flops only: ``d.set``, ``written``), else 0: an AND-OR of the two ports
-            on = [Signal(name=f"fwd_on{k}_{len(fwd_values)}") for k in range(2)]
-            m.d.comb += [port.addr.eq(r) for port in ports]
-            m.d.comb += [on[k].eq((d.set == k) & written[k].bit_select(r, 1)) for k in range(2)]
-            # W's result (flip-flops, not written into the set yet) in front of the set's word
-            w_hit = Signal(name=f"fwd_w_{len(fwd_values)}")
-            m.d.comb += [
-                w_hit.eq(s4_valid & (s4_set == d.set) & (s4_d == r)),
-                other.eq(Mux(w_hit, s4_data,
-                             Mux(on[0], ports[0].data, 0) | Mux(on[1], ports[1].data, 0))),
-                hit.eq(s3_writes & (s3.set == d.set) & (w3.d == r)),
-            ]
-            fwd_values.append(other)
-            return other, hit
-
-        fwd_values = []
-        fa = register(d.a_code)
-        fb, fc = register(w.b), register(w.c)
+        # each operand's register read: a read port of each set, at the operand's register
+        # (``b``'s is ``a``'s where they swap)
+        ports = {x: [s.read_port(domain="comb") for s in sets] for x in "abc"}
+        addrs = {"a": d.a_code[:3], "b": idec.b_addr, "c": w.c[:3]}
+        consts = {"a": d.a_k, "b": idec.b_k, "c": d.c_k}
+        for x in "abc":
+            m.d.comb += [port.addr.eq(addrs[x]) for port in ports[x]]
+        ops = []
+        for lane in range(n):
+            ctl = _lane_copy(m, _issue_ctl_layout, ictl_next, (Const(1, 1), d_next_valid),
+                             lane % _COPY_FORMS, f"ictl{lane}")
+            lane_ops = {}
+            for x in "abc":
+                f = getattr(ctl, x)
+                # the register: W's result (flip-flops, not written into the set yet) in front
+                # of the set's word, which reads 0 where not written since the set's clear
+                other = Mux(f.w, s4_data[lane],
+                            Mux(f.on[0], ports[x][0].data[lane], 0)
+                            | Mux(f.on[1], ports[x][1].data[lane], 0))
+                v = Signal(signed(32), name=f"op{x}{lane}")
+                with m.Switch(f.sel):
+                    with m.Case(0):
+                        m.d.comb += v.eq(other)
+                    with m.Case(1):
+                        m.d.comb += v.eq(self.rp0.payload[lane])
+                    with m.Case(2):
+                        m.d.comb += v.eq(self.rp1.payload[lane])
+                    with m.Default():
+                        m.d.comb += v.eq(consts[x])
+                lane_ops[x] = (v, f.hit)
+            ops.append((lane_ops, ctl.index))
         # E1's registers take the issue stage's values whenever E1 is free (they matter only
-        # where ``s2.valid`` is set): their enable does not wait for the handshake
+        # where ``s2.valid`` is set): their enable does not wait for the handshake. E2's result
+        # is selected by the last multiplexer in front of them, so that it passes one
+        # multiplexer, not the whole chain
         with m.If(issue & exec1):
             m.d.sync += s2.valid.eq(run)
             with m.If(exec1 & ~d.legal):
@@ -810,23 +816,19 @@ class SimdArray(wiring.Component):
             m.d.sync += [
                 s2.set.eq(d.set),
                 s2.word.eq(w),
-                a_fwd.eq(from_e1(d.a_code, d.a_reg) | swap),
-                b_fwd.eq(from_e1(w.b, d.b_reg) & d.out),
+                a_fwd.eq(idec.a_fwd),
+                b_fwd.eq(idec.b_fwd),
                 lut_second.eq(0),
                 lut_third.eq(0),
                 lut_k2.eq(Mux(w.s <= _LUT_MAX_S, _lut_bound(w.s), 0)),
                 lut_kon2.eq(w.s <= _LUT_MAX_S),
             ]
-            for lane in range(n):
-                op_a, hit_a = operand(d.a_sel, d.a_k, lane, fa, d.a_reg, "a")
-                op_b, hit_b = operand(d.b_sel, d.b_k, lane, fb, d.b_reg, "b")
-                op_c, hit_c = operand(d.c_sel, d.c_k, lane, fc, d.c_reg, "c")
+            for lane, (lane_ops, index) in enumerate(ops):
+                (op_a, hit_a), (op_b, hit_b), (op_c, hit_c) = (lane_ops[x] for x in "abc")
                 r = result[lane]
                 m.d.sync += [
-                    a2[lane].eq(Mux(Mux(swap, hit_b, hit_a), r, Mux(swap, op_b, op_a))),
-                    b2[lane].eq(Mux(~d.index & Mux(swap, hit_a, hit_b), r,
-                                    Mux(d.index, d.idx[lane],
-                                        Mux(swap, op_a, op_b)))),
+                    a2[lane].eq(Mux(hit_a, r, op_a)),
+                    b2[lane].eq(Mux(hit_b, r, Mux(index, d.idx[lane], op_b))),
                     c2[lane].eq(Mux(hit_c, r, op_c)),
                 ]
 
@@ -842,6 +844,7 @@ class SimdArray(wiring.Component):
         mv_set = Signal(name="mv_set")
         mv_i = Signal(range(N_REGS + 1), name="mv_i")
         mv_wpend = Signal(name="mv_wpend")      # the SRAM row read last cycle is to be written
+        mv_done = Signal()                      # the mover is in DONE (a comb signal)
         save_ports = [x.read_port(domain="comb") for x in sets]
         m.d.comb += [port.addr.eq(mv_i[:3]) for port in save_ports]
         e_on_set = ((s2.valid & (s2.set == mv_set)) | (s3.valid & (s3.set == mv_set)))
@@ -893,9 +896,57 @@ class SimdArray(wiring.Component):
             with m.State("LAST"):       # the last row read is written into the set
                 m.next = "DONE"
             with m.State("DONE"):
+                m.d.comb += mv_done.eq(1)
                 for k in range(2):
                     with m.If((mv_set == k) & mv.clear):
                         m.d.sync += written[k].eq(0)
                 m.d.sync += set_ready.bit_select(mv_set, 1).eq(1)
                 m.next = "IDLE"
+
+        # ---- the issue stage's decisions, a cycle ahead ------------------------------------
+        # Formed for the instruction in ``d`` next cycle (``nxt`` where ``d`` takes it, else
+        # ``d``) against E1, E2 and W next cycle, from what each holds now and this cycle's
+        # handshakes (the same updates as their registers'), each candidate in parallel and the
+        # handshakes last: E1 next is ``d`` where it issues, else E1 unless it moves; E2 is E1
+        # where it moves, else E2 unless it fires; W is E2 where it fires; a set's ``written``
+        # is cleared by the mover's ``clear`` or set by its restores (a result entering W sets
+        # its bit too, but W's result is selected in front of the set's word then)
+        e1_issue = issue & exec1
+        d_writer = d.run & (w.op != Opcode.OUT)
+        cleared = [mv_done & mv.clear & (mv_set == k) for k in range(2)]
+
+        def ahead(dd):
+            """The decisions (``ictl``, ``idec``) for ``dd`` in ``d`` next cycle."""
+            codes = {"a": dd.a_code, "b": dd.word.b, "c": dd.word.c}
+            is_reg = {"a": dd.a_reg, "b": dd.b_reg, "c": dd.c_reg}
+            sels = {"a": dd.a_sel, "b": dd.b_sel, "c": dd.c_sel}
+            e1, fwd = {}, {}
+            for x in "abc":
+                r = codes[x][:3]
+                in_e1 = s2_writer & (s2.set == dd.set) & (w2.d == r)
+                in_e2 = s3_writes & (s3.set == dd.set) & (w3.d == r)
+                e1[x] = is_reg[x] & Mux(e1_issue, d_writer & (d.set == dd.set) & (w.d == r),
+                                        ~s2_move & in_e1)
+                on = Cat(*[(dd.set == k) & ~cleared[k]
+                           & (written[k].bit_select(r, 1)
+                              | (mv_wpend & (mv_set == k) & (mv_wreg == r)))
+                           for k in range(2)])
+                fwd[x] = Cat(sels[x], is_reg[x] & Mux(s2_move, in_e1, ~s3_fire & in_e2),
+                             s3_fire & in_e2, on)
+            swap = dd.swap_ok & e1["b"] & ~e1["a"]
+            b_fwd_ = Mux(swap, fwd["a"], fwd["b"])
+            b_fwd_ = Cat(b_fwd_[:2], b_fwd_[2] & ~dd.index, b_fwd_[3:])
+            ctl = Cat(fwd["a"], b_fwd_, fwd["c"], dd.index)
+            dec_ = Cat((dd.b_haz & e1["b"] & ~swap) | (dd.c_haz & e1["c"]),
+                       e1["a"] | swap, e1["b"] & dd.out,
+                       Mux(swap, dd.a_code, dd.word.b)[:3], Mux(swap, dd.a_k, dd.b_k))
+            return ctl, dec_
+
+        ctl_nxt, dec_nxt = ahead(nxt)
+        ctl_d, dec_d = ahead(d)
+        m.d.comb += [
+            ictl_next.eq(Mux(d_take, ctl_nxt, ctl_d)),
+            d_next_valid.eq(Mux(d_take, skid_valid | self.cmd.valid, d.valid)),
+        ]
+        m.d.sync += idec.eq(Mux(d_take, dec_nxt, dec_d))
         return m
