@@ -43,6 +43,13 @@ def recorded_clear(record):
     return bool(record.get("clear_init", False))
 
 
+def recorded_align(record):
+    """Whether a stored run's kernels placed each input tensor at the offset within its first
+    beat that the DMA reads in the fewest beats (``merit.compile.beat_aligned``): its
+    ``align_tensors``, or False for a run from before (every tensor on a 64-byte boundary)."""
+    return bool(record.get("align_tensors", False))
+
+
 def calibration_table(results=RESULTS):
     """Predicted vs measured cycles of every RTL measurement in ``results``.
 
@@ -70,7 +77,8 @@ def calibration_table(results=RESULTS):
         ports = recorded_ports(setup)
         kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24,
                                  rp_ports=ports, merge_rows=recorded_merge(setup),
-                                 clear_init=recorded_clear(setup))
+                                 clear_init=recorded_clear(setup),
+                                 align_tensors=recorded_align(setup))
         p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
                     latency=setup["latency"], rp_ports=ports)
         rows.append(_row("tau.json", name, r["cycles"], p))
@@ -93,7 +101,8 @@ def calibration_table(results=RESULTS):
                                      rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)),
                                      taus=int(r.get("taus", 1)), rp_ports=recorded_ports(r),
                                      merge_rows=recorded_merge(r),
-                                     clear_init=recorded_clear(r))
+                                     clear_init=recorded_clear(r),
+                                     align_tensors=recorded_align(r))
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
                         latency=int(r.get("latency", 20)), rp_bytes=rp_bytes,

@@ -58,31 +58,34 @@ _COMPILED = {}
 
 
 def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS,
-                merge_rows=True, clear_init=True):
+                merge_rows=True, clear_init=True, align_tensors=True):
     """``problem`` compiled as the bench's model columns compile it: 24 program slots (the TAU
     of the measurements), ``cp_bytes`` of CP per TAU, the tiles chosen for ``rp_ports``-port
     RP banks, DRAM rows merged or not (``merge_rows``, :func:`merit.compile.merged_rows`), the
     zero init left to the CP's clear or not (``clear_init``,
-    :func:`merit.compile.without_zero_init`); compiled once per process."""
+    :func:`merit.compile.without_zero_init`), the input tensors placed within their first beat
+    or not (``align_tensors``, :func:`merit.compile.beat_aligned`); compiled once per process."""
     from merit.compile import compile_problem
     key = (json.dumps(describe_problem(problem), sort_keys=True), lanes, taus, cp_bytes,
-           rp_ports, merge_rows, clear_init)
+           rp_ports, merge_rows, clear_init, align_tensors)
     if key not in _COMPILED:
         _COMPILED[key] = compile_problem(problem, lanes=lanes, taus=taus, instructions=24,
                                          cp_bytes=cp_bytes, rp_ports=rp_ports,
-                                         merge_rows=merge_rows, clear_init=clear_init)
+                                         merge_rows=merge_rows, clear_init=clear_init,
+                                         align_tensors=align_tensors)
     return _COMPILED[key]
 
 
 def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_ports=RP_PORTS,
-           merge_rows=True, clear_init=True):
+           merge_rows=True, clear_init=True, align_tensors=True):
     """``(ALU-busy utilization, cycles, bound, standard-count utilization)`` of the performance
     model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing. Beyond the
     ``merit.arch.MAX_TAUS`` (16) TAUs that MERIT-z addresses (Fig. 15 goes to 1024 ALUs) the
     kernel is compiled for 16: its sharing groups are those of 16 TAUs. ``cp_bytes``: the CP's
     SRAM per TAU that the kernel is compiled for; ``rp_ports``: the ports of the RP banks
     predicted; ``merge_rows``, ``clear_init``: the compiler's merged DRAM rows and zero init
-    left to the CP's clear (False: a run from before)."""
+    left to the CP's clear, ``align_tensors``: the input tensors placed within their first
+    beat (False: a run from before)."""
     try:
         from merit.perf import predict
     except ImportError:
@@ -94,7 +97,7 @@ def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_p
     for problem, repeat in problems:
         kernel = compile_row(problem, lanes=lanes, taus=compiled, cp_bytes=cp_bytes,
                              rp_ports=rp_ports, merge_rows=merge_rows,
-                             clear_init=clear_init)
+                             clear_init=clear_init, align_tensors=align_tensors)
         pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth, latency=latency,
                        rp_ports=rp_ports)
         useful += repeat * pred.utilization * pred.cycles * lanes * taus
@@ -254,7 +257,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
              "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
-             "cp_sets": 2, "merge_rows": True, "clear_init": True,
+             "cp_sets": 2, "merge_rows": True, "clear_init": True, "align_tensors": True,
              "bench": "tau" if taus is None else "top",
              "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
@@ -294,14 +297,15 @@ def run_ports(entry):
 
 
 def run_compiler(entry):
-    """``(merge_rows, clear_init)`` of a row's RTL run: whether its kernels read merged DRAM
-    rows (:func:`merit.compile.merged_rows`) and left the zero init to the CP's clear
-    (:func:`merit.compile.without_zero_init`), recorded since the compiler does both; a run
-    without the fields did neither; a row not run is the compiler as it is."""
-    from bench.perf import recorded_clear, recorded_merge
+    """``(merge_rows, clear_init, align_tensors)`` of a row's RTL run: whether its kernels read
+    merged DRAM rows (:func:`merit.compile.merged_rows`), left the zero init to the CP's clear
+    (:func:`merit.compile.without_zero_init`) and placed the input tensors within their first
+    beat (:func:`merit.compile.beat_aligned`), each recorded since the compiler does it; a run
+    without a field did not; a row not run is the compiler as it is."""
+    from bench.perf import recorded_align, recorded_clear, recorded_merge
     if not entry.get("cycles"):
-        return True, True
-    return recorded_merge(entry), recorded_clear(entry)
+        return True, True, True
+    return recorded_merge(entry), recorded_clear(entry), recorded_align(entry)
 
 
 #: The full-layer model columns of a row's entry (:func:`add_model`)
@@ -325,13 +329,13 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     full-layer columns stay as the entry has them, with their date (``model_full_date``; a
     row of several deep layers takes tens of minutes to compile whole)."""
     r = row(name)
-    ports, (merge, clear) = run_ports(entry), run_compiler(entry)
+    ports, (merge, clear, align) = run_ports(entry), run_compiler(entry)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
     entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
     ran = ran_problems(name, entry.get("simulated"))
     sliced = _model([(p, 1) for p in ran], lanes=lanes, taus=taus, bandwidth=bandwidth,
                     latency=latency, cp_bytes=cp_bytes, rp_ports=ports, merge_rows=merge,
-                    clear_init=clear)
+                    clear_init=clear, align_tensors=align)
     if sliced is None:
         entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
         return entry
@@ -347,7 +351,8 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
         entry["model_date"] = now()
         return entry
     full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                  cp_bytes=cp_bytes, rp_ports=ports, merge_rows=merge, clear_init=clear)
+                  cp_bytes=cp_bytes, rp_ports=ports, merge_rows=merge, clear_init=clear,
+                  align_tensors=align)
     entry["model_full"] = round(full[0], 4)
     entry["model_full_std"] = round(full[3], 4)
     entry["model_full_cycles"] = full[1]
@@ -695,6 +700,15 @@ def _run_dates(results):
                  f"{_labels(results, merged)}; the other runs' kernels read the tensors' own "
                  "rows and cleared their accumulators with an instruction, and their model "
                  "columns compile them so")
+    aligned = sorted(n for n, e in results["rows"].items()
+                     if e.get("cycles") and e.get("align_tensors"))
+    if aligned:     # recorded since the compiler places the input tensors within a beat
+        text += (". The input tensors placed at the offset within their first beat that the "
+                 "DMA reads in the fewest beats (`merit.compile.beat_aligned`; "
+                 "`docs/decisions.md`, Results: \"GEMM, Saliency DECONV4 and VGG-16D CONV1 "
+                 "against their targets\") in the runs of "
+                 f"{_labels(results, aligned)}; the other runs' tensors start on 64-byte "
+                 "boundaries, and their model columns compile them so")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
                                            for date, names in sorted(by_model.items()))
     older = [n for n in order if rows[n].get("model_full_date")]

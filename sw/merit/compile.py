@@ -49,11 +49,17 @@ MARGIN = 0.02
 #: job: a whole VGG layer of 50,000 jobs would take seconds per candidate).
 RANKED_JOBS = 2048
 PREFIX_JOBS = 512
+#: An input tensor lies this many bytes past its region's 64-byte boundary, one of these
+#: (:func:`beat_aligned`: the offset whose footprint rows the DMA reads in the fewest beats); a
+#: region has room for the largest
+TENSOR_OFFSETS = (0, 2, 4, 6)
+#: :func:`beat_aligned` counts the read beats of the first this many tiles in dispatch order
+ALIGN_TILES = 4096
 
 __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling", "compile_problem",
            "lane_coords", "program_slots", "search_caps", "share_choice", "share_plan",
            "share_plans", "share_walk", "share_order", "share_order_key", "lockstep_warps",
-           "estimate_time", "merged_rows", "slot_config", "tile_words", "hw_index",
+           "estimate_time", "merged_rows", "beat_aligned", "slot_config", "tile_words", "hw_index",
            "without_zero_init"]
 
 
@@ -320,6 +326,49 @@ def without_zero_init(program):
     return replace(program, words=program.words[n:],
                    begs=tuple(max(b - n, 0) for b in program.begs),
                    ends=tuple(e - n for e in program.ends))
+
+
+def beat_aligned(kernel, offsets=TENSOR_OFFSETS, tiles=ALIGN_TILES):
+    """``kernel`` with each input tensor moved to the byte offset of ``offsets`` past its
+    address (the 64-byte boundary of its region, which has room for the largest) whose
+    footprint rows the DMA reads in the fewest 8-byte beats over the first ``tiles`` tiles in
+    dispatch order (:func:`merit.perf.slot_read_beats`, summed over the slots that read the
+    tensor; ties: the smaller offset, so a kernel that gains nothing is unchanged).
+
+    A row of a footprint costs the beats it touches: a 3 x 3 convolution's row of 10 words
+    starting one word before an 8-word tile edge starts 6 bytes into a beat and touches 4 beats,
+    the same row of a tensor 2 bytes further touches 3. The DMA reads a row from any 2-byte
+    address (``meritz.tau.dma``) and the processor's configuration names each tensor by its
+    address, so where a tensor lies is the compiler's choice, like its tiles."""
+    import dataclasses
+
+    from .perf import slot_read_beats
+    part = dataclasses.replace(kernel, tiles=kernel.tiles[:tiles])
+    slots = [s for r in ("rp0", "rp1") for s in kernel.config[r] if s]
+    config, tensors = kernel.config, dict(kernel.tensors)
+    for name, address in kernel.tensors.items():
+        mine = [s for s in slots if s["base"] == address]
+        if not mine:
+            continue
+        best = None
+        for offset in offsets:
+            moved = [dict(s, base=address + offset) for s in mine]
+            beats = sum(slot_read_beats(part, s) for s in moved)
+            if best is None or beats < best[0]:
+                best = (beats, offset)
+        if best[1]:
+            if config is kernel.config:
+                config = {k: v for k, v in kernel.config.items()}
+                for r in ("rp0", "rp1"):
+                    config[r] = [dict(s) for s in kernel.config[r]]
+            for r in ("rp0", "rp1"):
+                for s in config[r]:
+                    if s and s["base"] == address:
+                        s["base"] = address + best[1]
+            tensors[name] = address + best[1]
+    if config is kernel.config:
+        return kernel
+    return dataclasses.replace(kernel, config=config, tensors=tensors)
 
 
 # ---- a whole kernel ------------------------------------------------------------------------------
@@ -833,7 +882,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None, taus=1, swap=True, share_dims=None, share_counts=(1, 2),
                     hold=False, window=True, rp_ports=RP_PORTS, merge_rows=True,
-                    clear_init=True):
+                    clear_init=True, align_tensors=True):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -867,6 +916,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     ``clear_init``: the program's leading instructions that only set a register to 0 are left
     out (:func:`without_zero_init`: the CP clears an output's registers at its first
     accumulation tile); False keeps them (the kernels before it).
+    ``align_tensors``: each input tensor placed at the offset within its first 8-byte beat
+    whose footprint rows the DMA reads in the fewest beats (:func:`beat_aligned`); False: every
+    tensor on a 64-byte boundary, right after the one before (the kernels before it).
 
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
@@ -891,7 +943,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                 rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                 instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
                 taus=taus, swap=swap, hold=hold, window=window, rp_ports=rp_ports,
-                merge_rows=merge_rows, clear_init=clear_init))
+                merge_rows=merge_rows, clear_init=clear_init, align_tensors=align_tensors))
         share_dims = 1
     fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                               instructions=instructions)
@@ -943,7 +995,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     layout_tensors = {}
     for t in problem.tensors:
         layout_tensors[t.name] = address
-        address = _align(address + 2 * int(np.prod(t.shape)))
+        # room to move the tensor within its first beat (:func:`beat_aligned`)
+        address = _align(address + 2 * int(np.prod(t.shape))
+                         + (max(TENSOR_OFFSETS) if align_tensors else 0))
     layout_outputs = []
     names = program.outputs or tuple(f"out{k}" for k in range(len(program.out_addresses)))
     for k, name in enumerate(names):
@@ -1065,8 +1119,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         config["share_order"] = share_order(config, tiling.lanes_per_index(), n_p)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
-        return Kernel(problem, program, lanes, tiling, mapping, config, tensors, tuple(out_list),
-                      _align(address, 4096), tiles, useful, sharing, bool(hold))
+        kernel = Kernel(problem, program, lanes, tiling, mapping, config, tensors,
+                        tuple(out_list), _align(address, 4096), tiles, useful, sharing,
+                        bool(hold))
+        return beat_aligned(kernel) if align_tensors else kernel
 
     # the cheapest tile of powers of two (what the search returned before it tried other sizes),
     # unless a tile of other sizes, or one that the estimate ranks first, is predicted MARGIN
@@ -1109,7 +1165,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   swap=False, share_dims=share_dims,
                                   share_counts=share_counts, hold=hold, window=window,
                                   rp_ports=rp_ports, merge_rows=merge_rows,
-                                  clear_init=clear_init)
+                                  clear_init=clear_init, align_tensors=align_tensors)
         except (CompileError, NoMapping):
             alt = None
         cycles = None if alt is None else _predicted(alt, taus, rp_bytes, rp_ports,
@@ -1130,7 +1186,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   dram_base=dram_base, max_outputs=cap, taus=taus, swap=swap,
                                   share_dims=share_dims, share_counts=share_counts, hold=hold,
                                   rp_ports=rp_ports, merge_rows=merge_rows,
-                                  clear_init=clear_init)
+                                  clear_init=clear_init, align_tensors=align_tensors)
         except (CompileError, NoMapping, IsaError):
             continue
         cycles = _predicted(alt, taus, rp_bytes, rp_ports, stop=(1 - MARGIN) * best)

@@ -40,7 +40,7 @@ from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, RP_PORTS, WORDS
 from .checks import check_ports
 
 __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
-           "job_costs", "predict", "predict_cycles", "predict_problem", "spans"]
+           "job_costs", "predict", "predict_cycles", "predict_problem", "slot_read_beats", "spans"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -364,6 +364,17 @@ def _load_counts(kernel, slot, p_origins, a_origin):
     origin[:, :p_origins.shape[1]] = p_origins
     origin[:, P_INDICES:P_INDICES + len(a_origin)] = a_origin
     return _job_loads(kernel, slot, origin)
+
+
+def slot_read_beats(kernel, slot, tiles=None):
+    """DRAM read beats of ``slot`` (one of ``kernel.config``'s RP slots) over the jobs of
+    ``tiles`` (parallel tile origins; default every tile of ``kernel``) and every accumulation
+    tile, each job's footprint rows walked as ``meritz.tau.dma`` reads them, with no sharing
+    between TAUs: what the slot's tensor costs the DRAM port wherever it lies."""
+    tiles = kernel.tiles if tiles is None else tiles
+    p_origins = np.asarray(tiles, dtype=np.int64).reshape(len(tiles), -1)
+    return sum(int(_load_counts(kernel, slot, p_origins, a_origin)[0].sum())
+               for a_origin, _ in _a_tiles(kernel))
 
 
 def _job_loads(kernel, slot, origin):

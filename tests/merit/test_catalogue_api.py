@@ -324,7 +324,7 @@ CASES = [
     ('plan_not_problem', lambda: plan_text("gemm", lanes=8),
      'TypeError', 'problem must be a merit.problem.Problem, not str'),
     ('plan_big', lambda: plan_text(W.gemm(60000, 60000, 60000), lanes=8),
-     'CompileError', "problem 'gemm': rp1[0].base = 7200004096 does not fit its 32-bit unsigned field (0..4294967295)"),
+     'CompileError', "problem 'gemm': rp1[0].base = 7200004160 does not fit its 32-bit unsigned field (0..4294967295)"),
     # C emission (merit compile)
     ('c_name_dash', lambda: driver.check_kernel_name("a-b"),
      'ValueError', "the kernel name must be a C identifier, not 'a-b'"),

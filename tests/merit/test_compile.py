@@ -64,15 +64,21 @@ def test_slot_errors():
                          ids=["gemm", "max_pool", "best_match_3_outputs"])
 def test_dram_layout_is_compact_and_disjoint(problem):
     # every tensor and output gets its own region, in order from dram_base, each starting on a
-    # 64-byte boundary right after the one before; dram_bytes: the end, rounded up to 4 KiB
+    # 64-byte boundary right after the one before (an input's region: its tensor and room to
+    # move it within its first beat, ``merit.compile.beat_aligned``); dram_bytes: the end,
+    # rounded up to 4 KiB
+    from merit.compile import TENSOR_OFFSETS
     kernel = compile_problem(problem, lanes=8, dram_base=0x1000)
-    regions = [(kernel.tensors[t.name], 2 * int(np.prod(t.shape))) for t in problem.tensors]
-    regions += [(address, 2 * int(np.prod(problem.p_shape))) for _, address in kernel.outputs]
+    room = max(TENSOR_OFFSETS)
+    regions = [(kernel.tensors[t.name], 2 * int(np.prod(t.shape)), room)
+               for t in problem.tensors]
+    regions += [(address, 2 * int(np.prod(problem.p_shape)), 0) for _, address in kernel.outputs]
     assert len(kernel.outputs) == len(kernel.program.out_addresses)
     start = 0x1000
-    for address, size in regions:
-        assert address % 64 == 0 and start <= address < start + 64
-        start = address + size
+    for address, size, extra in regions:
+        region = address - address % 64
+        assert address - region <= extra and start <= region < start + 64
+        start = region + size + extra
     assert start <= kernel.dram_bytes < start + 4096 and kernel.dram_bytes % 4096 == 0
 
 

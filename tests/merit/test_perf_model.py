@@ -23,13 +23,16 @@ MEASURED_PORTS = calibration.recorded_ports(MEASURED["setup"])
 #: (neither where the setup does not say)
 MEASURED_MERGE = calibration.recorded_merge(MEASURED["setup"])
 MEASURED_CLEAR = calibration.recorded_clear(MEASURED["setup"])
+#: ... and whether their input tensors were placed within their first beat
+MEASURED_ALIGN = calibration.recorded_align(MEASURED["setup"])
 
 
 @cache
 def kernel(name, lanes=32, rp_ports=perf.RP_PORTS, merge_rows=MEASURED_MERGE,
-           clear_init=MEASURED_CLEAR):
+           clear_init=MEASURED_CLEAR, align_tensors=MEASURED_ALIGN):
     return compile_problem(calibration._workloads()[name](), lanes=lanes, instructions=24,
-                           rp_ports=rp_ports, merge_rows=merge_rows, clear_init=clear_init)
+                           rp_ports=rp_ports, merge_rows=merge_rows, clear_init=clear_init,
+                           align_tensors=align_tensors)
 
 
 @pytest.mark.parametrize("name", sorted(MEASURED["workloads"]))
@@ -55,7 +58,8 @@ def test_perf_within_ten_percent_of_the_8_lane_rtl(name):
                         cp_bytes=r.get("cp_bytes", 5120),
                         instructions=r.get("instructions", 24), taus=r["taus"], rp_ports=ports,
                         merge_rows=calibration.recorded_merge(r),
-                        clear_init=calibration.recorded_clear(r))
+                        clear_init=calibration.recorded_clear(r),
+                        align_tensors=calibration.recorded_align(r))
     if "tiling" in r and f"p={k.tiling.p_tile} a={k.tiling.a_tile}" != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now p={k.tiling.p_tile} "
                     f"a={k.tiling.a_tile}")
@@ -284,7 +288,8 @@ def _four_tau_row(name):
     kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
                                rp_ports=calibration.recorded_ports(r),
                                merge_rows=calibration.recorded_merge(r),
-                               clear_init=calibration.recorded_clear(r)) for p in problems]
+                               clear_init=calibration.recorded_clear(r),
+                               align_tensors=calibration.recorded_align(r)) for p in problems]
     tiling = " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels)
     if tiling != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now {tiling}")
