@@ -35,30 +35,16 @@ def fits(spec):
     moved by (batch; channels; row + tap row; column + tap column) with stride 1 and no offsets
     (so ``H``, ``W`` are the output's rows and columns), the weights ``(M, C, 1, 1)`` moved by
     (filter; channel; tap row; tap column)."""
-    from .tiling import splittable
+    from .tiling import conv_inputs
 
     if spec.name.endswith(FLAT_MARK):
         return "the specialization is already the product form"
-    if spec.dtype != "float32" or spec.precision != "fp32" or spec.operands != "float32":
-        return (f"the product form runs fp32 float32 convolutions, not {spec.dtype} "
-                f"{spec.precision} on {spec.operands} arrays")
-    if not splittable(spec) or len(spec.inputs) != 2 or spec.np != 4 or spec.na != 3:
-        return ("the product form needs a plain sum of two inputs over (channels, tap rows, "
-                "tap columns) into (batch, filters, rows, columns)")
+    roles = conv_inputs(spec, "the product form", lambda tr: not any(tr.offset),
+                        lambda tr: not any(tr.offset))
+    if isinstance(roles, str):
+        return roles
     if tuple(spec.ashape[1:]) != (1, 1):
         return f"the product form needs a 1 x 1 window, not {spec.ashape[1]} x {spec.ashape[2]}"
-    img_terms = (((0, 1),), ((4, 1),), ((2, 1), (5, 1)), ((3, 1), (6, 1)))
-    wt_terms = (((1, 1),), ((4, 1),), ((5, 1),), ((6, 1),))
-    roles = {}
-    for k, op in enumerate(spec.inputs):
-        tr = op.transform
-        terms = tuple(tuple(sorted(t)) for t in tr.terms)
-        if op.stage != "loop" or any(tr.offset):
-            continue
-        if terms == img_terms:
-            roles["img"] = k
-        elif terms == wt_terms:
-            roles["wt"] = k
     if set(roles) != {"img", "wt"}:
         return ("the product form needs an image (N, C, H, W) moved by (batch; channels; "
                 "row; column) with stride 1 and no padding, and weights (M, C, 1, 1)")

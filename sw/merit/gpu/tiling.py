@@ -495,6 +495,40 @@ def splittable(spec):
             and all(op.stage == "loop" for op in spec.inputs))
 
 
+#: The terms of a 2-D convolution's two inputs over p = (batch, filters, rows, columns) and
+#: a = (channels, tap rows, tap columns) (:func:`conv_inputs`): the image ``(N, C, H, W)`` moved by
+#: (batch; channel; row + tap row; column + tap column), the weights ``(M, C, r, s)`` by (filter;
+#: channel; tap row; tap column); stride and dilation 1.
+CONV_IMAGE_TERMS = (((0, 1),), ((4, 1),), ((2, 1), (5, 1)), ((3, 1), (6, 1)))
+CONV_WEIGHT_TERMS = (((1, 1),), ((4, 1),), ((5, 1),), ((6, 1),))
+
+
+def conv_inputs(spec, form, image_ok, weights_ok):
+    """The rewritten forms' common check (``merit.gpu.wino``, ``merit.gpu.flat``): a string saying
+    why ``form`` does not apply to ``spec``, unless it is a float32 fp32 specialization of a plain
+    sum (:func:`splittable`) of two inputs with p = (batch, filters, rows, columns) and a =
+    (channels, tap rows, tap columns); otherwise ``{"img": k, "wt": k}``, the loop inputs whose
+    terms are :data:`CONV_IMAGE_TERMS` (and whose transform passes ``image_ok``) and
+    :data:`CONV_WEIGHT_TERMS` (``weights_ok``), as many of the two as there are."""
+    if spec.dtype != "float32" or spec.precision != "fp32" or spec.operands != "float32":
+        return (f"{form} runs fp32 float32 convolutions, not {spec.dtype} "
+                f"{spec.precision} on {spec.operands} arrays")
+    if not splittable(spec) or len(spec.inputs) != 2 or spec.np != 4 or spec.na != 3:
+        return (f"{form} needs a plain sum of two inputs over (channels, tap rows, "
+                "tap columns) into (batch, filters, rows, columns)")
+    roles = {}
+    for k, op in enumerate(spec.inputs):
+        tr = op.transform
+        terms = tuple(tuple(sorted(x)) for x in tr.terms)
+        if op.stage != "loop":
+            continue
+        if terms == CONV_IMAGE_TERMS and image_ok(tr):
+            roles["img"] = k
+        elif terms == CONV_WEIGHT_TERMS and weights_ok(tr):
+            roles["wt"] = k
+    return roles
+
+
 def vread_ok(spec, tile):
     """Whether ``tile.vread`` applies: a SIMT sum whose loop inputs all go through shared memory
     and whose innermost accumulation steps are unrolled (at most :data:`UNROLL_CAP` of them)."""

@@ -58,31 +58,20 @@ def fits(spec, m):
     stride 1 and offsets only on the window axes (the padding), the weights ``(M, C, r, r)``
     moved by (filter; channel; tap row; tap column), zero (or error) boundary on the window
     axes."""
-    from .tiling import splittable
+    from .tiling import conv_inputs
 
     if spec.name.endswith(f"{WINO_MARK}{m}"):
         return "the specialization is already the Winograd form's product"
-    if spec.dtype != "float32" or spec.precision != "fp32" or spec.operands != "float32":
-        return (f"the Winograd form runs fp32 float32 convolutions, not {spec.dtype} "
-                f"{spec.precision} on {spec.operands} arrays")
-    if not splittable(spec) or len(spec.inputs) != 2 or spec.np != 4 or spec.na != 3:
-        return ("the Winograd form needs a plain sum of two inputs over (channels, tap rows, "
-                "tap columns) into (batch, filters, rows, columns)")
+    roles = conv_inputs(
+        spec, "the Winograd form",
+        lambda tr: tr.offset[:2] == (0, 0) and all(b in ("zero", "error") for b in tr.boundary[2:]),
+        lambda tr: not any(tr.offset))
+    if isinstance(roles, str):
+        return roles
     r = spec.ashape[1]
     if (m, r) not in MATRICES or spec.ashape[2] != r:
         return (f"no F({m}, {r}) matrices for a {spec.ashape[1]} x {spec.ashape[2]} window "
                 f"(have {sorted(MATRICES)})")
-    img_terms = (((0, 1),), ((4, 1),), ((2, 1), (5, 1)), ((3, 1), (6, 1)))
-    wt_terms = (((1, 1),), ((4, 1),), ((5, 1),), ((6, 1),))
-    roles = {}
-    for k, op in enumerate(spec.inputs):
-        tr = op.transform
-        terms = tuple(tuple(sorted(t)) for t in tr.terms)
-        if terms == img_terms and tr.offset[:2] == (0, 0) \
-                and all(b in ("zero", "error") for b in tr.boundary[2:]):
-            roles["img"] = k
-        elif terms == wt_terms and not any(tr.offset):
-            roles["wt"] = k
     if set(roles) != {"img", "wt"}:
         return ("the Winograd form needs an image (N, C, H, W) moved by (batch; channels; "
                 "row + tap row; column + tap column) with stride 1 and zero padding, and "
