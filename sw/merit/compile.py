@@ -343,7 +343,7 @@ def beat_aligned(kernel, offsets=TENSOR_OFFSETS, tiles=ALIGN_TILES):
     import dataclasses
 
     from .perf import slot_read_beats
-    part = dataclasses.replace(kernel, tiles=kernel.tiles[:tiles])
+    head = kernel.tiles[:tiles]
     slots = [s for r in ("rp0", "rp1") for s in kernel.config[r] if s]
     config, tensors = kernel.config, dict(kernel.tensors)
     for name, address in kernel.tensors.items():
@@ -353,7 +353,7 @@ def beat_aligned(kernel, offsets=TENSOR_OFFSETS, tiles=ALIGN_TILES):
         best = None
         for offset in offsets:
             moved = [dict(s, base=address + offset) for s in mine]
-            beats = sum(slot_read_beats(part, s) for s in moved)
+            beats = sum(slot_read_beats(kernel, s, head) for s in moved)
             if best is None or beats < best[0]:
                 best = (beats, offset)
         if best[1]:

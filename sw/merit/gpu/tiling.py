@@ -1537,20 +1537,29 @@ def wino_variants(spec, device=H100):
         if isinstance(wino.fits(spec, m), str):
             continue
         spec2 = wino.wino_spec(spec, m)[0]
-        plain = [t for t in rank(spec2, count=TUNED_WINO, device=device)
+        plain = [t for t in rank(spec2, count=TUNED_PRODUCT, device=device)
                  if not (t.lean or t.vread or t.ptxas) and t.split == 1][:WINO_BASES]
-        forms = LEAN_VARIANTS + _ptxas_forms()
-        for t in plain:
-            for v in [t] + [v for _, v in _lean_variants(spec2, [(0, t)], device, forms)]:
-                w = _replace(v, wino=m)
-                if w not in out:
-                    out.append(w)
+        out += [w for w in _product_forms(spec2, plain, device, wino=m) if w not in out]
     return out
 
 
-#: Candidates ranked for the Winograd form's product (:func:`wino_variants` takes its plain
-#: tiles from them).
-TUNED_WINO = 12
+#: Candidates ranked for a rewritten form's product (:func:`wino_variants` and
+#: :func:`flat_variants` take their plain tiles from them).
+TUNED_PRODUCT = 12
+
+
+def _product_forms(spec2, plain, device, **mark):
+    """The ``plain`` tiles of a rewritten form's product ``spec2`` and the forms the second round
+    gives each (``lean``, ``vread``, ptxas ``-O1``), every one with the form's ``mark`` fields
+    (``wino=m``, ``flat=True``), without repeats."""
+    forms = LEAN_VARIANTS + _ptxas_forms()
+    out = []
+    for t in plain:
+        for v in [t] + [v for _, v in _lean_variants(spec2, [(0, t)], device, forms)]:
+            w = _replace(v, **mark)
+            if w not in out:
+                out.append(w)
+    return out
 
 
 #: SIMT sums: with the third round the autotuner also times the product form of a convolution
@@ -1572,15 +1581,9 @@ def flat_variants(spec, device=H100):
     if not FLAT_TUNED or isinstance(flat.fits(spec), str):
         return []
     spec2 = flat.flat_spec(spec)[0]
-    plain = [t for t in rank(spec2, count=TUNED_WINO, device=device)
+    plain = [t for t in rank(spec2, count=TUNED_PRODUCT, device=device)
              if not (t.lean or t.vread or t.ptxas or t.padrows)][:FLAT_BASES]
-    forms = LEAN_VARIANTS + _ptxas_forms()
-    out = []
-    for t in plain:
-        for v in [t] + [v for _, v in _lean_variants(spec2, [(0, t)], device, forms)]:
-            w = _replace(v, flat=True)
-            if w not in out:
-                out.append(w)
+    out = _product_forms(spec2, plain, device, flat=True)
     if PAD_TUNED and codegen.padded_layout(spec2) is not None:
         for t in plain:
             v = _replace(complete(spec2, _replace(t, padrows=True, pads=(), vector=()), device),
