@@ -160,11 +160,14 @@ def header(spec, tile, name, ctype, dtype, what=""):
 #: Marks a specialization rewritten by :func:`padded_layout` (its name ends so).
 PAD_MARK = "~pad"
 _PADDED = {}
+#: The padded rows' multiple in words (:func:`padded_layout`): 4, one 16-byte piece.
+PAD_WORDS = 4
 
 
 def padded_layout(spec):
     """The form of a SIMT problem whose loop inputs have their innermost axis zero-padded to a
-    multiple of 4 words (``Tile.padrows``): ``(spec2, moves)``, or None where no input needs it.
+    multiple of :data:`PAD_WORDS` words (``Tile.padrows``): ``(spec2, moves)``, or None where no
+    input needs it.
     An input qualifies where that axis is not a multiple of 4 and its boundary there is "zero"
     or "error" (the padding reads as the zero boundary does; under "error" the indices never
     reach it; a clamped axis would clamp to the padding).  ``moves``: per padded input ``(rows,
@@ -188,7 +191,7 @@ def _padded_layout(spec):
         if op.stage != "loop" or shape[-1] % 4 == 0 or tr.boundary[-1] == "clamp":
             inputs.append(op)
             continue
-        cp = -(-shape[-1] // 4) * 4
+        cp = -(-shape[-1] // PAD_WORDS) * PAD_WORDS
         P = spec.np
         p, a = [None] * P, [None] * spec.na
         for ax, terms in enumerate(tr.terms):

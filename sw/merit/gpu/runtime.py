@@ -348,14 +348,14 @@ def _cl_inputs(spec, tile, inputs):
 
 
 _PAD_ROWS = r"""
-extern "C" __global__ void merit_pad_rows(const unsigned int* __restrict__ src,
-                                          uint4* __restrict__ dst, unsigned int n,
-                                          unsigned int q, int C) {
+__device__ __forceinline__ void merit_pad_pieces(const unsigned int* __restrict__ src,
+                                                 uint4* __restrict__ dst, unsigned int n,
+                                                 unsigned int q, int C, unsigned int block,
+                                                 unsigned int blocks) {
     // (rows, C) -> (rows, 4 q), columns C .. 4 q - 1 zero: one 16-byte piece of a destination
     // row per thread (n = rows * q pieces), its 4 words read one by one (a source row starts
     // at any word), so that a warp reads 128 consecutive words and writes 512 bytes
-    for (unsigned int x = blockIdx.x * blockDim.x + threadIdx.x; x < n;
-         x += gridDim.x * blockDim.x) {
+    for (unsigned int x = block * blockDim.x + threadIdx.x; x < n; x += blocks * blockDim.x) {
         const unsigned int r = x / q;
         const int c = (int)(x - r * q) * 4;
         const unsigned int* s = src + (long long)r * C + c;
@@ -366,6 +366,25 @@ extern "C" __global__ void merit_pad_rows(const unsigned int* __restrict__ src,
         v.w = c + 3 < C ? s[3] : 0u;
         dst[x] = v;
     }
+}
+
+extern "C" __global__ void merit_pad_rows(const unsigned int* __restrict__ src,
+                                          uint4* __restrict__ dst, unsigned int n,
+                                          unsigned int q, int C) {
+    merit_pad_pieces(src, dst, n, q, C, blockIdx.x, gridDim.x);
+}
+
+extern "C" __global__ void merit_pad_rows2(const unsigned int* __restrict__ s0,
+                                           uint4* __restrict__ d0, unsigned int n0,
+                                           unsigned int q0, int C0, unsigned int b0,
+                                           const unsigned int* __restrict__ s1,
+                                           uint4* __restrict__ d1, unsigned int n1,
+                                           unsigned int q1, int C1) {
+    // two copies in one launch: blocks 0 .. b0 - 1 the first, the others the second
+    if (blockIdx.x < b0)
+        merit_pad_pieces(s0, d0, n0, q0, C0, blockIdx.x, b0);
+    else
+        merit_pad_pieces(s1, d1, n1, q1, C1, blockIdx.x - b0, gridDim.x - b0);
 }
 """
 #: threads of a :func:`pad_rows` block, and its most blocks (the rest by the grid-stride loop)
@@ -383,27 +402,60 @@ def pad_grid(rows, C, Cp):
     return n, max(1, min(-(-n // PAD_THREADS), PAD_BLOCKS))
 
 
+def _pad_kernel(name):
+    cp = cupy()
+    kern = _relayout_kernels.get(name)
+    if kern is None:
+        kern = _relayout_kernels[name] = cp.RawModule(code=_PAD_ROWS).get_function(name)
+    return kern
+
+
+def _pad_args(src, dst, rows, C, Cp):
+    import numpy as np
+
+    if src.dtype.itemsize != 4 or dst.dtype.itemsize != 4 or dst.data.ptr % 16:
+        raise ValueError("pad_rows copies 4-byte words into a 16-byte aligned array")
+    n, blocks = pad_grid(rows, C, Cp)
+    return blocks, (src, dst, np.uint32(n), np.uint32(Cp // 4), np.int32(C))
+
+
 def pad_rows(src, dst, rows, C, Cp):
     """Launch the copy of the 4-byte words ``src`` viewed as ``(rows, C)`` into ``dst`` as
     ``(rows, Cp)`` (``Cp`` a multiple of 4, columns past ``C`` zero, ``dst`` 16-byte aligned):
     the :attr:`Tile.padrows` copies, written in 16-byte pieces (the padding included, so that
     ``dst`` needs no zeroing)."""
+    blocks, args = _pad_args(src, dst, rows, C, Cp)
+    _pad_kernel("merit_pad_rows")((blocks,), (PAD_THREADS,), args)
+
+
+def pad_launches(jobs):
+    """The launches of :func:`pad_rows_all` for copies ``jobs`` (``(rows, C, Cp)`` each): lists
+    of job indices, two to a launch in order, an odd last one alone."""
+    n = len(jobs)
+    return [list(range(i, min(i + 2, n))) for i in range(0, n, 2)]
+
+
+def pad_rows_all(jobs):
+    """Launch the copies ``jobs`` (``(src, dst, rows, C, Cp)`` each, as :func:`pad_rows` takes
+    them) two to a launch (:func:`pad_launches`): each copy's blocks as :func:`pad_grid` gives
+    them, so a launch covers both copies' pieces in one wave of blocks where one launch a copy
+    took two, and a launch's fixed cost is paid once."""
     import numpy as np
 
-    cp = cupy()
-    if src.dtype.itemsize != 4 or dst.dtype.itemsize != 4 or dst.data.ptr % 16:
-        raise ValueError("pad_rows copies 4-byte words into a 16-byte aligned array")
-    n, blocks = pad_grid(rows, C, Cp)
-    kern = _relayout_kernels.get("pad")
-    if kern is None:
-        kern = _relayout_kernels["pad"] = cp.RawKernel(_PAD_ROWS, "merit_pad_rows")
-    kern((blocks,), (PAD_THREADS,), (src, dst, np.uint32(n), np.uint32(Cp // 4), np.int32(C)))
+    for group in pad_launches([j[2:] for j in jobs]):
+        if len(group) == 1:
+            pad_rows(*jobs[group[0]])
+            continue
+        b0, a0 = _pad_args(*jobs[group[0]])
+        b1, a1 = _pad_args(*jobs[group[1]])
+        _pad_kernel("merit_pad_rows2")((b0 + b1,), (PAD_THREADS,),
+                                       a0 + (np.uint32(b0),) + a1)
 
 
 def _pad_inputs(spec, inputs):
     """A ``Tile.padrows`` tile's inputs (the padded copies, allocated here, in place of the loop
     inputs :func:`merit.gpu.codegen.padded_layout` pads) and the function filling those copies
-    (:func:`pad_rows`, the padding written with them)."""
+    (:func:`pad_rows_all`: two copies a launch, the padding written with them)."""
     from .codegen import padded_layout
 
     cp = cupy()
@@ -418,8 +470,7 @@ def _pad_inputs(spec, inputs):
         inputs[k] = buf
 
     def fill():
-        for src, dst, *dims in jobs:
-            pad_rows(src, dst, *dims)
+        pad_rows_all(jobs)
 
     return inputs, fill
 
@@ -551,8 +602,9 @@ def time_launch(fn, min_ms=20.0, batches=5):
 
 #: Bumped when the generator, the Tile fields or the autotuner's way of choosing change, so older
 #: cached choices are not reused (24: the finalists' round, ``merit.gpu.FINAL_MARGIN``; 25: the
-#: Winograd form, ``Tile.wino``; 26: the product form of 1 x 1 convolutions, ``Tile.flat``).
-CACHE_VERSION = 26
+#: Winograd form, ``Tile.wino``; 26: the product form of 1 x 1 convolutions, ``Tile.flat``; 27:
+#: the product form's fastest tile timed with its padded-row copies, ``tiling.pad_variants``).
+CACHE_VERSION = 27
 
 
 class TileCache:

@@ -1173,3 +1173,27 @@ def test_pad_rows_copies():
         dst = cp.full((rows, Cp), 7, dtype=np.uint32).view(dt)
         pad_rows(cp.asarray(src), dst, rows, C, Cp)
         np.testing.assert_array_equal(cp.asnumpy(dst).view(np.uint32), want.view(np.uint32))
+
+
+def test_pad_rows_all_two_to_a_launch():
+    """The copies of one launch (``runtime.pad_rows_all``: two to a launch, each its own blocks,
+    a grid-stride loop each): one, two and three copies of rows starting at every word offset,
+    one past a pass of its blocks, against NumPy on poisoned destinations."""
+    from merit.gpu.runtime import PAD_BLOCKS, PAD_THREADS, pad_rows_all
+
+    rng = np.random.default_rng(72)
+    big = PAD_BLOCKS * PAD_THREADS // 300 + 5
+    dims = [(211, 75, 76), (3, 5, 8), (big, 1197, 1200), (139, 211, 212)]
+    for count in (1, 2, 3):
+        for first in range(len(dims) - count + 1):
+            jobs, wants = [], []
+            for rows, C, Cp in dims[first:first + count]:
+                src = rng.integers(1, 2**31, size=(rows, C)).astype(np.uint32)
+                want = np.zeros((rows, Cp), dtype=np.uint32)
+                want[:, :C] = src
+                jobs.append((cp.asarray(src), cp.full((rows, Cp), 7, dtype=np.uint32), rows,
+                             C, Cp))
+                wants.append(want)
+            pad_rows_all(jobs)
+            for (_, dst, *_), want in zip(jobs, wants, strict=True):
+                np.testing.assert_array_equal(cp.asnumpy(dst), want)

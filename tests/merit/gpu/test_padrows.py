@@ -75,3 +75,14 @@ def test_pad_copy_launch_counts_16_byte_pieces():
     for bad in ((4, 9, 10), (4, 9, 8), (4, 0, 4), (2**30, 17, 20)):
         with pytest.raises(ValueError):
             runtime.pad_grid(*bad)
+
+
+def test_pad_copies_two_to_a_launch():
+    """The padded copies of one launch (``runtime.pad_rows_all``): two to a launch, in order, an
+    odd last one alone (no GPU needed)."""
+    from merit.gpu import runtime
+
+    assert runtime.pad_launches([]) == []
+    assert runtime.pad_launches([(3, 5, 8)]) == [[0]]
+    assert runtime.pad_launches([(3, 5, 8), (7, 9, 12)]) == [[0, 1]]
+    assert runtime.pad_launches([(3, 5, 8)] * 3) == [[0, 1], [2]]
