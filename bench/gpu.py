@@ -1151,10 +1151,13 @@ def _flat_note(results):
         return []
     many = "rows" if len(rows) > 1 else "row"
     run = "run" if len(rows) > 1 else "runs"
+    padded = [r["key"] for r in results if r.get("tile", "").endswith("_pr_fl")]
+    pads = (f"; {', '.join(padded)} with the product's operands copied first with their rows "
+            "padded to a multiple of 4 words (`_pr_fl`, in the timed launch)") if padded else ""
     return [f"Product form: {len(rows)} {many} ({', '.join(rows)}) {run} a 1 x 1 convolution as "
             "the matrix product (M, C) @ (N, C, H W) it is (tile label ending `_fl`, "
             "merit.gpu.flat): the same multiply-adds, tiled as a GEMM over views of the same "
-            "arrays (no copy)."]
+            f"arrays{pads}."]
 
 
 def _finals_lines(results):

@@ -296,6 +296,9 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
         # a stride-1 convolution's Winograd form, a 1 x 1 convolution's product form
         times += timed(row_variants(spec, times, model) + pad_variants(spec, times, model)
                        + wino_variants(spec, model) + flat_variants(spec, model))
+        # the product form's fastest tile, where the third round made it the fastest of all: its
+        # padded-row copies (the second round's forms of the product are not padded there)
+        times += timed(pad_variants(spec, times, model))
         if times:
             # the finalists' round: the tiles within FINAL_MARGIN of the fastest, again in turns
             def turns(tiles):   # one batch timer per finalist, each sized once

@@ -1496,16 +1496,22 @@ PAD_TUNED = True
 def pad_variants(spec, times, device=H100):
     """The :attr:`Tile.padrows` form of the fastest SIMT tile of ``times`` (``(ms, tile)``
     pairs), completed for the padded specialization, where some loop input it stages in shared
-    memory is padded and then copied in 16-byte pieces; empty otherwise."""
-    if not PAD_TUNED or spec.precision != "fp32" or codegen.padded_layout(spec) is None:
+    memory is padded and then copied in 16-byte pieces; empty otherwise, and where that form was
+    timed already.  A :attr:`Tile.flat` tile's form pads the operands of its matrix product (the
+    views of :func:`merit.gpu.flat.views`); a Winograd tile's transforms write its operands,
+    so it has none."""
+    if not PAD_TUNED or spec.precision != "fp32":
         return []
     simt = [mt for mt in times if not mt[1].mma and not mt[1].gemv and any(mt[1].shared)]
     if not simt:
         return []
     t = min(simt, key=lambda mt: mt[0])[1]
-    if t.padrows or t.wrows:
+    if t.padrows or t.wrows or t.wino:
         return []
-    spec2, moves = codegen.padded_layout(spec)
+    spec1 = codegen.flat_spec(spec, t)
+    if codegen.padded_layout(spec1) is None:
+        return []
+    spec2, moves = codegen.padded_layout(spec1)
     v = complete(spec, _replace(t, padrows=True, pads=(), vector=()), device)
     if not any(v.shared[k] and geometry(spec2, v, k).vector for k in moves):
         return []

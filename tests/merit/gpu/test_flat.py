@@ -150,4 +150,43 @@ def test_the_page_names_the_rows_in_the_form():
             {"key": "gemm", "tile": "t16x16_r16x8_c32_u1_ss_db_s44_l_v_o1_x1"}, {"key": "x"}]
     (line,) = _flat_note(rows)
     assert "1 row (rand2_conv_1x1) runs" in line and "gemm" not in line
+    assert "padded" not in line
     assert _flat_note(rows[1:]) == []
+    (line,) = _flat_note([{"key": "c", "tile": "t2x16x8_r1x4x4_c32_u1_ss_db_l_v_pr_fl"}] + rows)
+    assert "2 rows (c, rand2_conv_1x1) run" in line and "; c with the product's operands" in line
+
+
+def test_the_fastest_product_tile_gets_its_padded_rows(monkeypatch, tmp_path):
+    """After the third round the product form's fastest tile, a lean / vread form (whose padded
+    rows the third round does not time), is timed with its padded-row copies, and picked where
+    they run faster; a padded tile, or one timed already, gets none."""
+    from merit.gpu.tiling import pad_variants
+
+    spec = spec_of(PAGE, "float32")
+    fast = next(t for t in flat_variants(spec) if t.lean and t.vread and not t.padrows)
+    (padded,) = pad_variants(spec, [(0.09, flat_variants(spec)[0]), (0.05, fast)])
+    assert padded.flat and padded.padrows and padded.label() == fast.label()[:-3] + "_pr_fl"
+    assert padded not in flat_variants(spec) and check_tile(spec, padded) == padded
+    assert dataclasses.replace(padded, padrows=False, pads=(), vector=()) == \
+        dataclasses.replace(fast, pads=(), vector=())
+    assert pad_variants(spec, [(0.05, fast), (0.04, padded)]) == []
+    assert pad_variants(spec, [(0.04, fast), (0.05, padded)]) == []
+    device = "Fake GPU sm_80"
+    timed = []
+
+    def ms(tile):
+        return 0.04 if tile == padded else 0.05 if tile == fast else 0.09
+
+    def time_launch(tile, **kw):
+        timed.append(tile)
+        return ms(tile)
+
+    monkeypatch.setattr(runtime, "device_key", lambda: (0, device))
+    monkeypatch.setattr(runtime, "compiled", lambda spec, tile: None)
+    monkeypatch.setattr(runtime, "launcher", lambda spec, tile, inputs, out: tile)
+    monkeypatch.setattr(runtime, "time_launch", time_launch)
+    monkeypatch.setattr(runtime, "batch_timer", lambda tile, min_ms: lambda: ms(tile))
+    best = gpu._choose(spec, [], (), None, True, runtime.TileCache(tmp_path / "tiles.json"))
+    assert best == padded
+    assert timed.count(padded) == 1
+    assert timed.index(padded) > max(timed.index(t) for t in flat_variants(spec))

@@ -1,5 +1,5 @@
 """The product form of 1 x 1 convolutions (``Tile.flat``) on a CUDA device: the autotuner's
-product tiles (plain, the second round's forms, padded rows, split-K) against a float64
+product tiles (plain, the second round's forms, padded rows of both, split-K) against a float64
 reference computed here, outputs poisoned; the autotuner's pick on a convolution it times the
 form for.  Skipped without CuPy or a GPU."""
 
@@ -16,7 +16,7 @@ from merit.gpu import _compile_all, prepare, run
 from merit.gpu.flat import flat_spec
 from merit.gpu.runtime import TileCache
 from merit.gpu.spec import spec_of
-from merit.gpu.tiling import check_tile, flat_variants, rank
+from merit.gpu.tiling import check_tile, flat_variants, pad_variants, rank
 
 cp = pytest.importorskip("cupy")
 try:
@@ -53,6 +53,9 @@ def test_flat_tiles_against_float64(shape):
     tiles = flat_variants(spec)
     tiles += [check_tile(spec, dataclasses.replace(t, flat=True))
               for t in rank(spec2, count=12) if t.split > 1][:2]
+    # the padded rows of the second round's forms (the autotuner's fourth round, pad_variants)
+    tiles += [v for t in list(tiles) if t.lean or t.vread
+              for v in pad_variants(spec, [(1.0, t)])][:3]
     assert tiles
     _compile_all(spec, tiles)   # concurrently; each launch below finds its kernel
     for tile in tiles:

@@ -164,6 +164,17 @@ def test_no_variants_elsewhere(problem):
     assert wino_variants(spec_of(problem, "float32")) == []
 
 
+def test_no_padded_rows():
+    """A Winograd tile has no padded-row form (its transforms write the product's operands):
+    ``pad_variants`` gives none where it is the fastest, though the product's rows are ragged."""
+    from merit.gpu.tiling import pad_variants
+
+    spec = spec_of(W.conv2d(2, 45, 21, 19, 67, 3, padding=1), "float32")
+    t = wino_variants(spec)[0]
+    assert codegen.padded_layout(wino_spec(spec, 2)[0]) is not None
+    assert pad_variants(spec, [(0.01, t)]) == []
+
+
 def test_check_tile_names_the_refusal():
     spec = spec_of(W.gemm(64, 64, 64), "float32")
     with pytest.raises(ValueError, match="plain sum of two inputs"):
