@@ -405,13 +405,15 @@ class Kernel:
         ``share2_slot`` / ``share2_log2``: the processor deals the block walk of
         :func:`share_walk` (``meritz.dispatcher``). None: 1-D sharing (``share_slot``,
         ``share_log2``, :func:`share_choice`) or none, which is also what ``share_dims=2``
-        gives where the best plan shares fewer than two slots.
+        gives where the best plan shares fewer than two slots. With ``hold``, one slot
+        ``((slot, log2),)``: that slot shared on the block walk, a static deal of the tiles to
+        the TAUs (modelled only, like ``hold``; ``config`` keeps the 1-D choice).
     hold : bool
         Footprint reuse, chosen by ``compile_problem(hold=True)``: a slot alone in its RP and
         not shared between TAUs keeps its SRAM tile when the TAU's next job has the identical
         footprint (origins equal on every index the slot moves along), and the DMA skips that
-        load. A model-only choice (:func:`merit.perf.predict` models it); the processor
-        loads every job's tiles.
+        load; such a slot may take its whole RP. A model-only choice
+        (:func:`merit.perf.predict` models it); the processor loads every job's tiles.
     """
 
     problem: object
@@ -738,7 +740,8 @@ def share_plans(config, n_p, taus):
     return out
 
 
-def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, counts=(1, 2)):
+def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, counts=(1, 2),
+               held=None):
     """Two-dimensional operand sharing: ``((slot, log2), ...)``, at most one slot per RP.
 
     As :func:`share_choice`, but up to two slots are shared at once, each by its own groups:
@@ -748,22 +751,26 @@ def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, coun
     processor deals a plan of two slots (``meritz.dispatcher``: ``share2_slot``, ``share2_log2``);
     one slot on the block walk is a model only (the processor's 1-D dealing is
     :func:`share_choice`'s). ``counts``: how many slots may be shared (``(2,)``: only 2-D,
-    ``(1,)``: 1-D on the block walk)."""
+    ``(1,)``: 1-D on the block walk). ``held``: slot -> the tiles that load it where it is not
+    shared (``compile_problem(hold=True)``, :func:`_held_loads`); every other slot not shared is
+    loaded by every tile."""
     if taus < 2 or not tiles:
         return ()
     n_p = len(tiles[0])
     _, words, deps, alone = _plan_inputs(config, n_p)
     grid = [len(range(0, config["p_size"][j], config["p_tile"][j])) for j in range(n_p)]
-    total = sum(words.values())
+    held = held or {}
+    loads = {n: held.get(n, len(tiles)) for n in words}
+    total = sum(words[n] * loads[n] for n in words)
     ok = _sizes_ok(config)
     best = (round(max(len(tiles) / taus * compute_per_tile,
-                      2 * len(tiles) * total / bytes_per_cycle), 6),
-            2 * len(tiles) * total / bytes_per_cycle)
+                      2 * total / bytes_per_cycle), 6),
+            2 * total / bytes_per_cycle)
     choice = ()
     for ns, log2s in _share_candidates(n_p, deps, alone, taus, ok, counts):
         blocks, fetches = _block_fetches(grid, [deps[n] for n in ns], log2s)
         work = blocks * (1 << sum(log2s)) / taus * compute_per_tile
-        traffic = len(tiles) * (total - sum(words[n] for n in ns)) + sum(
+        traffic = total - sum(words[n] * loads[n] for n in ns) + sum(
             words[n] * f for n, f in zip(ns, fetches, strict=True))
         dram = 2 * traffic / bytes_per_cycle
         cost = (round(max(work, dram), 6), dram)
@@ -773,7 +780,7 @@ def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, coun
 
 
 def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, ports, per_lane,
-                  regs, bytes_per_cycle=8, share_dims=1, share_counts=(1, 2)):
+                  regs, bytes_per_cycle=8, share_dims=1, share_counts=(1, 2), hold=False):
     """Estimated cycles of ``problem`` cut into ``(tile_p, tile_a)`` on ``taus`` TAUs:
     ``max(compute / taus, DRAM)`` with the best operand sharing (as :func:`share_choice`).
 
@@ -783,15 +790,20 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     every operand's footprint box per job in 8-byte beats (as :func:`share_choice`), and the
     outputs: ``lines`` beats per warp and output (:func:`merit.mapping.search.vector_lines`),
     or every output word once. ``ports``: the RP of each operand (``operand_ports``).
-    ``share_dims=2``: sharing as :func:`share_plan` (``share_counts`` operands, the block walk)."""
+    ``share_dims=2``: sharing as :func:`share_plan` (``share_counts`` operands, the block walk).
+    ``hold``: an operand alone in its RP is loaded once per change of its footprint along the
+    tiles each TAU takes (:func:`_held_loads`); the sharing below counts it as loaded so."""
     counts = [-(-n // t) for n, t in zip(problem.p_shape, tile_p, strict=True)]
     tiles = math.prod(counts)
     a_tiles = math.prod(-(-a // t) for a, t in zip(problem.a_shape, tile_a, strict=True))
     compute = warps * (per_lane + a_tiles * (2 * regs + 1)) + tiles * a_tiles
     words = []
-    for op in problem.operands:
+    for k, op in enumerate(problem.operands):
         box = op.transform.footprint(tile_p, tile_a)
         words.append(math.prod(box[:-1]) * (box[-1] + 3) * a_tiles * tiles)
+        if hold and sum(1 for r, _ in ports if r == ports[k][0]) == 1:
+            words[-1] = words[-1] * _held_loads(op.transform, counts, a_tiles, taus) \
+                // (a_tiles * tiles)
     outs = (math.prod(problem.p_shape) if lines is None else 4 * lines * warps) \
         * max(len(problem.outputs), 1)
     total = sum(words) + outs
@@ -831,6 +843,22 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
             best = min(best, max(work, dram))
             g *= 2
     return best
+
+
+def _held_loads(transform, counts, a_tiles, taus):
+    """Jobs that load a held operand (``compile_problem(hold=True)``) over a grid of ``counts``
+    parallel tiles of ``a_tiles`` accumulation tiles each, estimated: a footprint that moves
+    along an accumulation index changes with every job; else it changes where the grid's order
+    (row-major) changes one of the parallel indices it moves along, and each of the ``taus``
+    TAUs, taking the tiles of such a run in turn, loads it once per run."""
+    n_p = len(counts)
+    idx = transform.indices
+    tiles = math.prod(counts)
+    if a_tiles > 1 and any(i is not None and i.stride != 0 for i in idx[n_p:]):
+        return a_tiles * tiles
+    dep = [j for j in range(n_p) if idx[j] is not None and idx[j].stride != 0 and counts[j] > 1]
+    runs = math.prod(counts[:max(dep) + 1]) if dep else 1
+    return min(tiles, runs * min(taus, tiles // runs))
 
 
 def _align(value, to=64):
@@ -902,7 +930,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     (:func:`share_plans`: slots and group sizes) with :func:`merit.perf.predict`, and keeps the
     fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel.
     ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
-    built): the tiles are chosen by the model with it.
+    built): the tiles are chosen by the model with it, a slot alone in its RP budgeted at its
+    whole RP as well as at half of it, and one slot shared on the block walk weighed beside
+    the other sharing choices (a static deal, ``Kernel.sharing``).
     ``window``: also compile a fused convolution and pooling with its window indices inside the
     channel passes (:func:`window_inside`, the innermost one, then both) and keep such a kernel
     when :func:`merit.perf.predict` finds it MARGIN faster (its ``problem`` is then the
@@ -1011,19 +1041,25 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         bases[f"rp{r}"].append({"base": layout_tensors[op.tensor]})
     _check_fields({**bases, "out_base": out_bases, "out_pitch": list(problem.out_pitch)},
                   fields, problem)
-    budgets = []
+    budgets, whole = [], []
     for r, _ in ports:
         share = sum(1 for p, _ in ports if p == r)
         budgets.append(rp_bytes[r] // 2 // 2 // share)      # words, double-buffered
-    # the cheapest tiles in DRAM traffic under each cap of ``search_caps``: those of a large
-    # cap are large tiles, so without the smaller cap's a larger CP could lose a tile that a
-    # smaller one gets
+        # with ``hold`` a slot alone in its RP may also take the whole RP: loaded once per
+        # change of its footprint, the next load into the RP waits for the tile to be freed
+        whole.append(rp_bytes[r] // 2 // share if hold and share == 1 else budgets[-1])
+    sets = [budgets] + ([whole] if whole != budgets else [])
+    # the cheapest tiles in DRAM traffic under each cap of ``search_caps`` (and each budget):
+    # those of a large cap are large tiles, so without the smaller cap's a larger CP could lose
+    # a tile that a smaller one gets
     caps = search_caps(max_outputs, lanes)
     mappings = search(problem, lanes, sram_words=budgets, max_outputs=caps[0],
                       alternatives=ALTERNATIVES)
-    for cap in caps[1:]:
+    for words, cap in itertools.product(sets, caps):
+        if words is budgets and cap == caps[0]:
+            continue
         try:
-            smaller = search(problem, lanes, sram_words=budgets, max_outputs=cap,
+            smaller = search(problem, lanes, sram_words=words, max_outputs=cap,
                              alternatives=ALTERNATIVES)
         except NoMapping:
             continue
@@ -1038,12 +1074,12 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     def rank(tile_p, tile_a, warps, lines):
         return estimate_time(problem, tile_p, tile_a, warps, lines, lanes=lanes, taus=taus,
                              ports=ports, per_lane=per_lane, regs=regs, share_dims=share_dims,
-                             share_counts=share_counts)
+                             share_counts=share_counts, hold=hold)
 
     ranked = []
-    for cap in caps:
+    for words, cap in itertools.product(sets, caps):
         try:
-            ranked += search(problem, lanes, sram_words=budgets, max_outputs=cap,
+            ranked += search(problem, lanes, sram_words=words, max_outputs=cap,
                              alternatives=RANKED, rank=rank)[:RANKED]
         except NoMapping:
             pass
@@ -1108,14 +1144,25 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         config["share2_slot"], config["share2_log2"] = 0, 0
         sharing = None
         if share_dims == 2:
+            held = None
+            if hold:
+                counts = [len(g) for g in grid]
+                a_count = int(np.prod([-(-n // t) for n, t in zip(problem.a_shape,
+                                                                  tiling.a_tile, strict=True)]))
+                held = {}
+                for (r, _), op in zip(ports, problem.operands, strict=True):
+                    if sum(1 for q, _ in ports if q == r) == 1:
+                        held[r * slots[0]] = _held_loads(op.transform, counts, a_count, taus)
             sharing = share_plan(config, list(tiles), taus, compute_per_tile=per_tile,
-                                 counts=share_counts)
+                                 counts=share_counts, held=held)
             if len(sharing) == 2:       # the processor's 2-D dealing; else its 1-D choice
                 _check_sharing(config, sharing, taus)
                 (config["share_slot"], config["share_log2"]), \
                     (config["share2_slot"], config["share2_log2"]) = sharing
-            else:
+            elif not (hold and sharing):
                 sharing = None
+            # with ``hold``, one slot on the block walk stays in ``sharing``: a static deal of
+            # the tiles to the TAUs, modelled only (like ``hold``)
         config["share_order"] = share_order(config, tiling.lanes_per_index(), n_p)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
@@ -1203,6 +1250,17 @@ def _share_by_model(problem, taus, options):
     from .isa.programs import operand_ports
     from .mapping.search import NoMapping
     one = compile_problem(problem, share_dims=1, **options)
+    if options["hold"]:
+        # footprint reuse (modelled only) with one slot shared on the block walk: each TAU
+        # keeps its place in the walk, a static deal of the tiles
+        try:
+            static = compile_problem(problem, share_dims=2, share_counts=(1,), **options)
+        except (CompileError, NoMapping):
+            static = None
+        rp_bytes, rp_ports = options["rp_bytes"], options["rp_ports"]
+        if static is not None and static.sharing and _predicted(static, taus, rp_bytes, rp_ports) \
+                < (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports):
+            one = static
     ports = [r for r, _ in operand_ports(problem, shift=options["shift"])]
     if sorted(ports) != [0, 1]:         # two shared slots: each alone in its own RP
         return one
@@ -1259,7 +1317,12 @@ def _predicted(kernel, taus, rp_bytes, rp_ports=RP_PORTS, stop=None):
     if _jobs(kernel) > RANKED_JOBS:
         per_tile = max(1, _jobs(kernel) // max(1, len(kernel.tiles)))
         n = min(len(kernel.tiles), max(4 * taus, PREFIX_JOBS // per_tile))
-        part = dataclasses.replace(kernel, tiles=kernel.tiles[:n])
+        if kernel.sharing:      # the block walk: its first tiles, not the grid's
+            from .perf import dispatch_tiles
+            first = dispatch_tiles(kernel, taus)[:n]
+            part = dataclasses.replace(kernel, tiles=tuple(kernel.tiles[t] for t in first))
+        else:
+            part = dataclasses.replace(kernel, tiles=kernel.tiles[:n])
     # the prefix's bound: a hair above stop scaled to its tiles, so that a prefix stopped at it
     # scales to at least stop
     bound = None if stop is None or n is None else stop * n / len(kernel.tiles) * (1 + 1e-9)

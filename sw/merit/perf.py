@@ -39,8 +39,9 @@ import numpy as np
 from .arch import BEAT_BYTES, MAX_BURST, PLAIN_BURSTS, RP_BYTES, RP_PORTS, WORDS_PER_BEAT
 from .checks import check_ports
 
-__all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "interlocked",
-           "job_costs", "predict", "predict_cycles", "predict_problem", "slot_read_beats", "spans"]
+__all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "dispatch_tiles",
+           "interlocked", "job_costs", "predict", "predict_cycles", "predict_problem",
+           "slot_read_beats", "spans"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -606,8 +607,22 @@ def _block_units(kernel, shares):
                                 origin[j] = w[k][m] * p_tile[j] if k < len(w) else shape[j]
                         origin = tuple(origin)
                         unit.append((index.get(origin, -1), origin))
-                units.append(unit)
+                # a block none of whose tiles the kernel runs (a prefix of its tiles) is not dealt
+                if any(t >= 0 for t, _ in unit):
+                    units.append(unit)
     return units
+
+
+def dispatch_tiles(kernel, taus=1):
+    """The indices of ``kernel.tiles`` in the order the dispatcher deals them on ``taus`` TAUs
+    (a sharing group's or block's tiles together; void tiles left out)."""
+    shares, walk = _shares(kernel, taus)
+    if walk == "block" and shares:
+        units = _block_units(kernel, shares)
+    else:
+        units = _units(kernel, 1 << sum(v for _, _, v, _ in shares),
+                       shares[0][0] if shares else None)
+    return [t for unit in units for t, _ in unit if t >= 0]
 
 
 def _numbered_slots(kernel):
@@ -821,6 +836,8 @@ class _TauState:
         self.slot = None         # the dispatcher's tile waiting for this TAU
         self.last_key = [-1, -1]  # footprint of each RP's held slot in the TAU's last job
         self.keyed = None        # the job last compared with it
+        self.live = [None, None]  # per RP: the TAU's last allocated job, while its tile is live
+        self.passed = set()      # (job, RP): the job's tile is kept for the TAU's next job
 
 
 def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, stop=None):
@@ -902,17 +919,23 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
                 if s.keyed != j:        # once per job: compare with the TAU's last job
                     s.keyed = j
                     for r in holds:
-                        if keys[j][r] >= 0 and keys[j][r] == s.last_key[r]:
+                        # the last job's tile is kept only while it is live (not freed yet)
+                        if keys[j][r] >= 0 and keys[j][r] == s.last_key[r] \
+                                and s.live[r] is not None:
                             held.add((j, r))
+                            s.passed.add((s.live[r], r))
+                            s.live[r] = j
                         s.last_key[r] = keys[j][r]
                 if not s.head:
                     parts[j] = sum(1 for r in holds if own(j, r))
                 for r in holds:
                     if r in s.head:
                         continue
-                    if s.inflight[r] >= jobs.ahead_port[r]:
-                        break
-                    s.inflight[r] += 1
+                    if (j, r) not in held:  # a held tile takes no new place in the FIFO
+                        if s.inflight[r] >= jobs.ahead_port[r]:
+                            break
+                        s.inflight[r] += 1
+                        s.live[r] = j
                     s.head.add(r)
                     placed.add((j, r))
                     if own(j, r):
@@ -1027,7 +1050,11 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
             writers[0] -= 1
         s.job = None
         for r in holds:
+            if (j, r) in s.passed:      # its tile stays, the next job's (``Kernel.hold``)
+                continue
             s.inflight[r] -= 1
+            if s.live[r] == j:
+                s.live[r] = None
         done += 1
 
     started = [False] * taus

@@ -39,6 +39,25 @@ def test_a_prefix_prediction_scales_to_the_whole_kernel(monkeypatch):
     assert abs(part - whole) / whole < 0.05             # ... and scaled
 
 
+def test_a_block_walk_prefix_is_its_first_blocks(monkeypatch):
+    """A kernel dealt on the block walk (2-D sharing) is predicted on its first tiles in the
+    walk's order, not the grid's (whose first tiles would leave most of each block void): the
+    prefix scales to within a few percent of the whole kernel."""
+    problem = W.conv2d(1, 8, 64, 64, 16, 3, padding=1)
+    kernel = compile_problem(problem, **SMALL, taus=4, share_dims=2, share_counts=(2,))
+    assert kernel.sharing and len(kernel.sharing) == 2
+    order = perf.dispatch_tiles(kernel, 4)
+    assert sorted(order) == list(range(len(kernel.tiles)))
+    assert order != list(range(len(kernel.tiles)))      # the walk is not the grid's order
+    whole = perf.predict(kernel, taus=4, rp_bytes=SMALL["rp_bytes"]).cycles
+    jobs = C._jobs(kernel)
+    monkeypatch.setattr(C, "RANKED_JOBS", jobs // 4)
+    monkeypatch.setattr(C, "PREFIX_JOBS", jobs // 4)
+    part = C._predicted(kernel, 4, SMALL["rp_bytes"])
+    assert part != whole
+    assert abs(part - whole) / whole < 0.05
+
+
 @pytest.mark.parametrize("make", [
     lambda: W.conv2d(1, 16, 13, 13, 96, 3, padding=1),
     lambda: W.correlation(16, 8, 16, 2),

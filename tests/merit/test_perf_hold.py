@@ -1,5 +1,6 @@
 """Footprint reuse across a TAU's consecutive jobs (``compile_problem(hold=True)``, modelled, not
-built): which slots are held, the loads it saves, and that it never costs cycles."""
+built): which slots are held, the loads it saves, that it never costs cycles, that a held tile
+keeps its place in the RP's FIFO (no new one), and the held slot budgeted at its whole RP."""
 
 import dataclasses
 import importlib
@@ -89,3 +90,42 @@ def test_holding_the_same_kernel_never_reads_more_nor_takes_longer(taus, make):
 def test_hold_is_checked():
     with pytest.raises(TypeError, match="hold must be True or False, not 'yes'"):
         compile_problem(W.gemm(16, 16, 16), hold="yes", **SMALL)
+
+
+def test_a_held_tile_takes_no_new_place_in_the_rp_fifo():
+    # the weights held for every job after the first: with RP1's FIFO one tile deep the held
+    # jobs run as they do with room for two (the held tile is the previous job's), while the
+    # kernel that loads every job's weights waits for each job's tile to be freed
+    k = compile_problem(W.conv2d(1, 4, 48, 48, 4, 3), hold=True, **SMALL)
+    rows = k.config["rp1"][0]["rows"]
+    deep, shallow = (SMALL["rp_bytes"][0], 2 * 8 * 2 * rows), (SMALL["rp_bytes"][0], 2 * 8 * rows)
+    assert perf._jobs(k, shallow).ahead_port[1] == 1
+    assert perf._jobs(k, deep).ahead_port[1] == 2
+    held = [perf.predict(k, rp_bytes=rp) for rp in (deep, shallow)]
+    assert held[1].read_bytes == held[0].read_bytes
+    assert held[1].cycles <= held[0].cycles * 1.01
+    plain = [perf.predict(dataclasses.replace(k, hold=False), rp_bytes=rp)
+             for rp in (deep, shallow)]
+    assert plain[1].cycles > plain[0].cycles * 1.02
+
+
+def test_a_held_slot_may_take_its_whole_rp():
+    # 8 x 5 x 3 x 3 = 360 weight words: more than the double-buffered half of RP1 (256 words),
+    # within the whole of it (512). With hold the weights of the whole reduction are held (one
+    # accumulation tile, loaded once); without, the reduction is split and every job loads
+    problem = W.conv2d(1, 5, 32, 32, 8, 3)
+    depth = SMALL["rp_bytes"][1] // (2 * SMALL["lanes"])
+    plain = compile_problem(problem, **SMALL)
+    held = compile_problem(problem, hold=True, **SMALL)
+    assert plain.config["rp1"][0]["rows"] <= depth // 2
+    weights = held.config["rp1"][0]
+    assert depth // 2 < weights["rows"] <= depth
+    assert weights["box"] == [8, 5, 3, 3]
+    rp = SMALL["rp_bytes"]
+    assert perf._jobs(held, rp).ahead_port[1] == 1
+    jobs = len(held.tiles)
+    assert jobs > 1
+    loads = perf.predict(dataclasses.replace(held, hold=False), rp_bytes=rp)
+    a, b = perf.predict(plain, rp_bytes=rp), perf.predict(held, rp_bytes=rp)
+    assert loads.read_bytes - b.read_bytes == (jobs - 1) * _weight_beats(held, weights) * 8
+    assert b.cycles < a.cycles
