@@ -11,8 +11,6 @@ turns with the peers.
 ``PYTHONPATH=sw python tests/merit/gpu/copies_probe.py [--rows conv1x1,gemm] [--rounds 7]``"""
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -20,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from padwords_probe import TILES  # noqa: E402
-from probelib import bench_table, run_checked, setup, time_rounds  # noqa: E402
+from probelib import bench_table, run_checked, setup, time_and_report  # noqa: E402
 
 _FUSED = r"""
 extern "C" __global__ void merit_pad_rows2(const unsigned int* __restrict__ s0,
@@ -116,14 +114,7 @@ def main():
             gos[f"{row} copies in one launch"] = both
     codegen._padded_layout = full
     codegen._PADDED.clear()
-    ms, peer_ms = time_rounds(gos, peers_all, args.rounds)
-    o = os.environ.get("OUT")
-    if o:
-        Path(o, "copies_probe.json").write_text(json.dumps(
-            dict(rows=out, ms=ms, peers_ms=peer_ms), indent=1, default=str))
-    print(f"\nlaunch: median ms (min)  [in turns, {args.rounds} rounds]")
-    for n, v in {**ms, **peer_ms}.items():
-        print(f"{sorted(v)[len(v) // 2]:.4f} ({min(v):.4f})  {n}")
+    time_and_report("copies_probe", out, gos, peers_all, args.rounds)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ both ways, the kernel alone.
 [--rounds 7]``"""
 
 import argparse
-import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from padwords_probe import TILES  # noqa: E402
-from probelib import bench_table, run_checked, setup, time_rounds  # noqa: E402
+from probelib import bench_table, run_checked, setup, time_and_report  # noqa: E402
 
 
 def main():
@@ -96,14 +94,7 @@ def main():
                                                               refs)
             out[f"{row} pick"] = dict(tile=pick.label(), error=err, finals=gpu.finals[n0:])
             print(row, "pick", out[f"{row} pick"], flush=True)
-    ms, peer_ms = time_rounds(gos, peers_all, args.rounds)
-    o = os.environ.get("OUT")
-    if o:
-        Path(o, "fused_probe.json").write_text(json.dumps(
-            dict(rows=out, ms=ms, peers_ms=peer_ms), indent=1, default=str))
-    print(f"\nlaunch: median ms (min)  [in turns, {args.rounds} rounds]")
-    for n, v in {**ms, **peer_ms}.items():
-        print(f"{sorted(v)[len(v) // 2]:.4f} ({min(v):.4f})  {n}")
+    time_and_report("fused_probe", out, gos, peers_all, args.rounds)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,13 @@ copies made once (split-K: the zeroing too) and the copies alone.
 [--words 4,8,16,32] [--rounds 7]``"""
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probelib import bench_table, run_checked, setup, time_rounds  # noqa: E402
+from probelib import bench_table, run_checked, setup, time_and_report  # noqa: E402
 
 TILES = {   # row -> (bench row key, tile fields, padded forms timed beside the plain one)
     "gemm": ("rand4_gemm_odd",
@@ -82,15 +80,7 @@ def main():
                              blocks=runtime.compiled(spec, t)[1])
             print(name, out[name], flush=True)
     codegen.PAD_WORDS = 4
-    ms, peer_ms = time_rounds(gos, peers_all, args.rounds)
-    med = {n: sorted(v)[len(v) // 2] for n, v in {**ms, **peer_ms}.items()}
-    o = os.environ.get("OUT")
-    if o:
-        Path(o, "padwords_probe.json").write_text(json.dumps(
-            dict(rows=out, ms=ms, peers_ms=peer_ms), indent=1, default=str))
-    print(f"\nlaunch: median ms (min)  [in turns, {args.rounds} rounds]")
-    for n, v in {**ms, **peer_ms}.items():
-        print(f"{med[n]:.4f} ({min(v):.4f})  {n}")
+    time_and_report("padwords_probe", out, gos, peers_all, args.rounds)
 
 
 if __name__ == "__main__":

@@ -146,6 +146,22 @@ def time_rounds(launches, peers, rounds):
     return ms, peer_ms
 
 
+def time_and_report(name, out, launches, peers, rounds):
+    """:func:`time_rounds`, then the probe's record ``out`` and the times as ``NAME.json`` under
+    ``$OUT`` (where set) and each launch's median (min) printed: ({name: [ms]}, {peer: [ms]})."""
+    import json
+    import os
+    ms, peer_ms = time_rounds(launches, peers, rounds)
+    o = os.environ.get("OUT")
+    if o:
+        Path(o, f"{name}.json").write_text(json.dumps(
+            dict(rows=out, ms=ms, peers_ms=peer_ms), indent=1, default=str))
+    print(f"\nlaunch: median ms (min)  [in turns, {rounds} rounds]")
+    for n, v in {**ms, **peer_ms}.items():
+        print(f"{sorted(v)[len(v) // 2]:.4f} ({min(v):.4f})  {n}")
+    return ms, peer_ms
+
+
 def compare_sides(key, made, sides, *, rounds, launch_only, **fields):
     """Tiles of one row side by side, on the row :func:`setup` ``made``: ``sides`` maps a
     side's name to its tile, or to a function ``make(check)`` returning ``(tile, launcher,

@@ -12,15 +12,13 @@ are timed in turns.
 ``PYTHONPATH=sw python tests/merit/gpu/ragged_probe.py [--rows gemm,conv1x1] [--rounds 7]``"""
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from probelib import run_checked, setup, time_rounds  # noqa: E402
+from probelib import run_checked, setup, time_and_report  # noqa: E402
 
 GEMM_TILE = dict(threads=(16, 16), regs=(8, 8), chunk=32, unroll=1, split=3, strided=(4, 4),
                  lean=True, vread=True, forder=1, ptxas=1, padrows=True)
@@ -115,15 +113,7 @@ def main():
             gos[f"conv1x1 {shape} launch"] = go
             for name, fn in peers.items():
                 peers_all[f"conv1x1 {shape} {name}"] = fn
-    ms, peer_ms = time_rounds(gos, peers_all, args.rounds)
-    med = {n: sorted(v)[len(v) // 2] for n, v in {**ms, **peer_ms}.items()}
-    o = os.environ.get("OUT")
-    if o:
-        Path(o, "ragged_probe.json").write_text(json.dumps(
-            dict(rows=out, ms=ms, peers_ms=peer_ms), indent=1, default=str))
-    print(f"\nlaunch: median ms (min)  [in turns, {args.rounds} rounds]")
-    for n, v in {**ms, **peer_ms}.items():
-        print(f"{med[n]:.4f} ({min(v):.4f})  {n}")
+    time_and_report("ragged_probe", out, gos, peers_all, args.rounds)
     for key, rec in out.items():
         print(key, {k: v for k, v in rec.items() if k != "tile"}, rec["tile"])
 
