@@ -189,7 +189,7 @@ SIMD_GROUPS = [
     ("register enables (E1 / E2 / decode handshake)",
      lambda r, p, th: p in ("CE", "LSR", "WRE")),
     ("LOOKUP index: b - c, shift, clamp, one-hot select",
-     lambda r, p, th: re.search(r"\.(lu2|lut_even2|lut_odd2|lutx2|lut_table)$", r) is not None),
+     lambda r, p, th: re.search(r"\.(lu2|lut_even2|lut_odd2|lutx2|lut_table\d*)$", r) is not None),
     ("LOOKUP table read (AND-OR) + its multipliers",
      lambda r, p, th: _any(th, r"\.lut(ye|yo|w)\d")),
     ("MAC multiplier (operand saturation, product)",

@@ -382,8 +382,13 @@ class SimdArray(wiring.Component):
         # through (bits 15 + s and up), registered from s as the instruction enters E2
         omask3 = Signal(33, name="omask3")
         w3 = s3.word
-        s3_out = w3.op == Opcode.OUT
-        s3_fire = s3.valid & (~s3_out | self.out.ready)
+        # out's valid, and E2's own test of it (an out waits for ``out.ready``), each a flip-flop
+        # of its own, set as the instruction enters E2 (``s3_vout``: an out in E2; ``s3_pass``:
+        # anything else, or nothing, stored the other way round so that the two are not merged):
+        # the handshake into E1 and the issue stage does not start at the output's logic
+        s3_vout = Signal(name="s3_vout")
+        s3_pass = Signal(name="s3_pass", init=1)
+        s3_fire = s3.valid & (s3_pass | self.out.ready)
         s3_writes = s3.valid & (w3.op != Opcode.OUT)
         # the sum a + (v >> s) (the slowest value: the shifter and a carry chain) enters the
         # result's last multiplexer, max / min's pick (their comparison's answer) the one
@@ -414,11 +419,19 @@ class SimdArray(wiring.Component):
             # three terms are reduced to two by a carry-save step (one LUT level), then one
             # carry chain, no multiplier in E2. out has its own adder: its shift and saturation
             # do not follow the other sums (a path no instruction uses but timing sees)
-            lk = [Signal(signed(40), name=f"lk{x}{lane}") for x in "xyz"]
-            m.d.comb += [lk[0].eq(Cat(Const(0, 8), a).as_signed()),
-                         lk[1].eq(lq3[lane]),
-                         lk[2].eq(lp3[lane])]
-            x_, y_, z_ = (t.as_unsigned() for t in lk)
+            # The products enter the step without their sign extension: each is read unsigned
+            # with its sign bit inverted (its value plus 2^24), and the 2 * 2^24 this adds is
+            # taken off by the constant -2^25, which modulo 2^40 is bits 25 and up, where the
+            # products' terms are empty (it fills one of them): the same sum, bit for bit, but
+            # a product's sign bit feeds one position of the step, not sixteen
+            lk = [Signal(40, name=f"lk{x}{lane}") for x in "xyz"]
+            biased = [Cat(t.as_unsigned()[:_LUT_PRODUCT - 1], ~t[_LUT_PRODUCT - 1])
+                      for t in (lq3[lane], lp3[lane])]
+            fill = 40 - _LUT_PRODUCT
+            m.d.comb += [lk[0].eq(Cat(Const(0, 8), a)),
+                         lk[1].eq(Cat(biased[0], Const((1 << fill) - 1, fill))),
+                         lk[2].eq(biased[1])]
+            x_, y_, z_ = lk
             carries = Signal(40, name=f"lkc{lane}")
             m.d.comb += carries.eq((x_ & y_) | (x_ & z_) | (y_ & z_))
             lsum = Signal(40, name=f"lks{lane}")
@@ -456,7 +469,7 @@ class SimdArray(wiring.Component):
                                   Mux(o_under, Const(-32768, signed(16)), o_low))),
             ]
         m.d.comb += [
-            self.out.valid.eq(s3.valid & s3_out),
+            self.out.valid.eq(s3_vout),
             self.out.payload.eq(outv),
         ]
         # ---- stage 4 (W, write-back): E2's result written into its register set ------------
@@ -494,7 +507,7 @@ class SimdArray(wiring.Component):
         b_fwd = Signal()             # the same for ``b`` of out
         a2, b2, c2 = (Signal(vec32, name=f"{x}2") for x in "abc")
         w2 = s2.word
-        s3_free = ~s3.valid | s3_fire
+        s3_free = s3_pass | self.out.ready     # ~s3.valid | s3_fire
         # LOOKUP stays three cycles in E1: the first registers b - c shifted right by s's two
         # low bits (``lsx2``) and whether (b - c) >> s is negative or above 8192 (the clamp's
         # two cases, ``lneg2`` / ``lover2``: tested on b - c itself, so no shifter in front of
@@ -514,19 +527,23 @@ class SimdArray(wiring.Component):
         n_even, n_odd = len(range(0, LUT_ENTRIES, 2)), len(range(1, LUT_ENTRIES, 2))
         even2 = Signal(data.ArrayLayout(n_even, n), name="lut_even2")
         odd2 = Signal(data.ArrayLayout(n_odd, n), name="lut_odd2")
-        s2_lookup = s2.valid & (w2.op == Opcode.LOOKUP)
-        s2_hold = s2_lookup & ~lut_third
+        # a LOOKUP in its first two E1 cycles (``s2.valid``, a LOOKUP, not ``lut_third``), a
+        # flip-flop: set as a LOOKUP issues, cleared as ``lut_third`` is set, so that E1's move
+        # and the issue stage's handshake start at flip-flops, not at ``s2``'s opcode
+        s2_hold = Signal(name="s2_hold")
         s2_move = s2.valid & s3_free & ~s2_hold
         s2_writer = s2.valid & (w2.op != Opcode.OUT)
         a_in = Signal(vec32)
         m.d.comb += a_in.eq(Mux(a_fwd, result, a2))
         # LOOKUP's table (``fn``), registered in its first E1 cycles: the third cycle's table
-        # read is a multiplexer over one table's entries, not over both tables'
+        # read is a multiplexer over one table's entries, not over both tables'. One copy per
+        # lane (:func:`_lane_copy`; loaded in both cycles or in the first, the same table), so
+        # that each lane's read starts at flip-flops of its own, beside it
         luts = self.config.luts
-        table = Signal(data.ArrayLayout(signed(16), LUT_ENTRIES), name="lut_table")
-        with m.If(s2_hold):
-            m.d.sync += table.eq(Mux(w2.fn[0], luts[1], luts[0]))
-        entries = [table[k] for k in range(LUT_ENTRIES)]
+        table_shape = data.ArrayLayout(signed(16), LUT_ENTRIES)
+        table_next = Signal(table_shape, name="lut_table_next")
+        m.d.comb += table_next.eq(Mux(w2.fn[0], luts[1], luts[0]))
+        table_loads = (s2_hold, s2_hold & ~lut_second)
         v_next = Signal.like(v3)
         # MAC's product enters the last multiplexer in front of v3
         s2_mac = w2.op == Opcode.MAC
@@ -621,6 +638,9 @@ class SimdArray(wiring.Component):
                              for j in range(0, len(terms), 2)]
                 return terms[0]
 
+            table = _lane_copy(m, table_shape, table_next, table_loads, lane % _COPY_FORMS,
+                               f"lut_table{lane}")
+            entries = [table[k] for k in range(LUT_ENTRIES)]
             m.d.comb += [
                 y_even.eq(one_hot_read(even2[lane], entries[0::2])),
                 y_odd.eq(one_hot_read(odd2[lane], entries[1::2])),
@@ -642,12 +662,14 @@ class SimdArray(wiring.Component):
         with m.If(s2_move):
             m.d.sync += [s3.eq(s2), a3.eq(a_in), v3.eq(v_next), u3.eq(u_next), lp3.eq(lp_next),
                          lq3.eq(lq_next),
-                         omask3.eq(_sat16_mask(w2.s, 33))]
+                         omask3.eq(_sat16_mask(w2.s, 33)),
+                         s3_vout.eq(w2.op == Opcode.OUT), s3_pass.eq(w2.op != Opcode.OUT)]
         with m.Elif(s3_fire):
-            m.d.sync += s3.valid.eq(0)
+            m.d.sync += [s3.valid.eq(0), s3_vout.eq(0), s3_pass.eq(1)]
         # LOOKUP's first two cycles: E2 may finish meanwhile, so a forwarded ``a`` is taken now
         with m.If(s2_hold):
-            m.d.sync += [lut_second.eq(1), lut_third.eq(lut_second), a2.eq(a_in), a_fwd.eq(0)]
+            m.d.sync += [lut_second.eq(1), lut_third.eq(lut_second), a2.eq(a_in), a_fwd.eq(0),
+                         s2_hold.eq(~lut_second)]
 
         # ---- stage 0 (decode): the command register, behind a skid register ---------------
         # A command from the sequencer is decoded into ``d`` (what the issue stage needs from
@@ -820,6 +842,7 @@ class SimdArray(wiring.Component):
                 b_fwd.eq(idec.b_fwd),
                 lut_second.eq(0),
                 lut_third.eq(0),
+                s2_hold.eq(issue & exec1 & run & (w.op == Opcode.LOOKUP)),
                 lut_k2.eq(Mux(w.s <= _LUT_MAX_S, _lut_bound(w.s), 0)),
                 lut_kon2.eq(w.s <= _LUT_MAX_S),
             ]
