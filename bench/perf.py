@@ -50,6 +50,14 @@ def recorded_align(record):
     return bool(record.get("align_tensors", False))
 
 
+def recorded_compiler(record):
+    """The compiler's choices a stored run's kernels were compiled with, as the keyword
+    arguments of ``merit.compile.compile_problem``: :func:`recorded_merge`,
+    :func:`recorded_clear` and :func:`recorded_align`."""
+    return dict(merge_rows=recorded_merge(record), clear_init=recorded_clear(record),
+                align_tensors=recorded_align(record))
+
+
 def calibration_table(results=RESULTS):
     """Predicted vs measured cycles of every RTL measurement in ``results``.
 
@@ -76,9 +84,7 @@ def calibration_table(results=RESULTS):
     for name, r in sorted(tau["workloads"].items()):
         ports = recorded_ports(setup)
         kernel = compile_problem(factories[name](), lanes=setup["lanes"], instructions=24,
-                                 rp_ports=ports, merge_rows=recorded_merge(setup),
-                                 clear_init=recorded_clear(setup),
-                                 align_tensors=recorded_align(setup))
+                                 rp_ports=ports, **recorded_compiler(setup))
         p = predict(kernel, taus=1, dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
                     latency=setup["latency"], rp_ports=ports)
         rows.append(_row("tau.json", name, r["cycles"], p))
@@ -100,9 +106,7 @@ def calibration_table(results=RESULTS):
                                                             _instruction_slots(problem))),
                                      rp_bytes=rp_bytes, cp_bytes=int(r.get("cp_bytes", 5120)),
                                      taus=int(r.get("taus", 1)), rp_ports=recorded_ports(r),
-                                     merge_rows=recorded_merge(r),
-                                     clear_init=recorded_clear(r),
-                                     align_tensors=recorded_align(r))
+                                     **recorded_compiler(r))
             p = predict(kernel, taus=int(r.get("taus", 1)),
                         dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8),
                         latency=int(r.get("latency", 20)), rp_bytes=rp_bytes,

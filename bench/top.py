@@ -22,6 +22,7 @@ whose table adds each row's run at the default size from ``docs/results/utilizat
 import argparse
 import dataclasses
 import hashlib
+import inspect
 import json
 import sys
 import time
@@ -57,35 +58,33 @@ def standard_ops(problems):
 _COMPILED = {}
 
 
-def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS,
-                merge_rows=True, clear_init=True, align_tensors=True):
+def compile_row(problem, *, lanes, taus, cp_bytes=CP_BYTES, rp_ports=RP_PORTS, **compiler):
     """``problem`` compiled as the bench's model columns compile it: 24 program slots (the TAU
     of the measurements), ``cp_bytes`` of CP per TAU, the tiles chosen for ``rp_ports``-port
-    RP banks, DRAM rows merged or not (``merge_rows``, :func:`merit.compile.merged_rows`), the
-    zero init left to the CP's clear or not (``clear_init``,
-    :func:`merit.compile.without_zero_init`), the input tensors placed within their first beat
-    or not (``align_tensors``, :func:`merit.compile.beat_aligned`); compiled once per process."""
+    RP banks, and ``compiler``: the compiler's choices a run was made with (:func:`run_compiler`:
+    ``merge_rows``, :func:`merit.compile.merged_rows`; ``clear_init``,
+    :func:`merit.compile.without_zero_init`; ``align_tensors``, :func:`merit.compile.beat_aligned`;
+    each the compiler's default where not given); compiled once per process."""
     from merit.compile import compile_problem
+    # a choice equal to the compiler's default keys as left out: one kernel either way
+    defaults = inspect.signature(compile_problem).parameters
     key = (json.dumps(describe_problem(problem), sort_keys=True), lanes, taus, cp_bytes,
-           rp_ports, merge_rows, clear_init, align_tensors)
+           rp_ports, tuple(sorted((k, v) for k, v in compiler.items()
+                                  if v != defaults[k].default)))
     if key not in _COMPILED:
         _COMPILED[key] = compile_problem(problem, lanes=lanes, taus=taus, instructions=24,
-                                         cp_bytes=cp_bytes, rp_ports=rp_ports,
-                                         merge_rows=merge_rows, clear_init=clear_init,
-                                         align_tensors=align_tensors)
+                                         cp_bytes=cp_bytes, rp_ports=rp_ports, **compiler)
     return _COMPILED[key]
 
 
 def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_ports=RP_PORTS,
-           merge_rows=True, clear_init=True, align_tensors=True):
+           **compiler):
     """``(ALU-busy utilization, cycles, bound, standard-count utilization)`` of the performance
     model over ``(problem, repeat)``s, or ``None`` when ``merit.perf`` is missing. Beyond the
     ``merit.arch.MAX_TAUS`` (16) TAUs that MERIT-z addresses (Fig. 15 goes to 1024 ALUs) the
     kernel is compiled for 16: its sharing groups are those of 16 TAUs. ``cp_bytes``: the CP's
     SRAM per TAU that the kernel is compiled for; ``rp_ports``: the ports of the RP banks
-    predicted; ``merge_rows``, ``clear_init``: the compiler's merged DRAM rows and zero init
-    left to the CP's clear, ``align_tensors``: the input tensors placed within their first
-    beat (False: a run from before)."""
+    predicted; ``compiler``: the compiler's choices of the run (:func:`compile_row`)."""
     try:
         from merit.perf import predict
     except ImportError:
@@ -96,8 +95,7 @@ def _model(problems, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES, rp_p
     compiled = min(taus, MAX_TAUS)
     for problem, repeat in problems:
         kernel = compile_row(problem, lanes=lanes, taus=compiled, cp_bytes=cp_bytes,
-                             rp_ports=rp_ports, merge_rows=merge_rows,
-                             clear_init=clear_init, align_tensors=align_tensors)
+                             rp_ports=rp_ports, **compiler)
         pred = predict(kernel, taus=taus, dram_bytes_per_cycle=bandwidth, latency=latency,
                        rp_ports=rp_ports)
         useful += repeat * pred.utilization * pred.cycles * lanes * taus
@@ -297,15 +295,15 @@ def run_ports(entry):
 
 
 def run_compiler(entry):
-    """``(merge_rows, clear_init, align_tensors)`` of a row's RTL run: whether its kernels read
-    merged DRAM rows (:func:`merit.compile.merged_rows`), left the zero init to the CP's clear
-    (:func:`merit.compile.without_zero_init`) and placed the input tensors within their first
-    beat (:func:`merit.compile.beat_aligned`), each recorded since the compiler does it; a run
-    without a field did not; a row not run is the compiler as it is."""
-    from bench.perf import recorded_align, recorded_clear, recorded_merge
+    """The compiler's choices of a row's RTL run, as keyword arguments of
+    :func:`merit.compile.compile_problem` (:func:`bench.perf.recorded_compiler`: whether its
+    kernels read merged DRAM rows, left the zero init to the CP's clear and placed the input
+    tensors within their first beat, each recorded since the compiler does it; a run without
+    a field did not); a row not run is the compiler as it is."""
+    from bench.perf import recorded_compiler
     if not entry.get("cycles"):
-        return True, True, True
-    return recorded_merge(entry), recorded_clear(entry), recorded_align(entry)
+        return {}
+    return recorded_compiler(entry)
 
 
 #: The full-layer model columns of a row's entry (:func:`add_model`)
@@ -329,13 +327,12 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
     full-layer columns stay as the entry has them, with their date (``model_full_date``; a
     row of several deep layers takes tens of minutes to compile whole)."""
     r = row(name)
-    ports, (merge, clear, align) = run_ports(entry), run_compiler(entry)
+    ports, compiler = run_ports(entry), run_compiler(entry)
     entry["roofline_full"] = round(roofline(r.full(), alus=lanes * taus, bandwidth=bandwidth), 4)
     entry["roofline_full_one_tau"] = round(roofline(r.full(), alus=lanes, bandwidth=bandwidth), 4)
     ran = ran_problems(name, entry.get("simulated"))
     sliced = _model([(p, 1) for p in ran], lanes=lanes, taus=taus, bandwidth=bandwidth,
-                    latency=latency, cp_bytes=cp_bytes, rp_ports=ports, merge_rows=merge,
-                    clear_init=clear, align_tensors=align)
+                    latency=latency, cp_bytes=cp_bytes, rp_ports=ports, **compiler)
     if sliced is None:
         entry.update(model_slice=None, model_error=None, model_full=None, bound=None)
         return entry
@@ -351,8 +348,7 @@ def add_model(entry, name, *, lanes, taus, bandwidth, latency, cp_bytes=CP_BYTES
         entry["model_date"] = now()
         return entry
     full = _model(r.full(), lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                  cp_bytes=cp_bytes, rp_ports=ports, merge_rows=merge, clear_init=clear,
-                  align_tensors=align)
+                  cp_bytes=cp_bytes, rp_ports=ports, **compiler)
     entry["model_full"] = round(full[0], 4)
     entry["model_full_std"] = round(full[3], 4)
     entry["model_full_cycles"] = full[1]

@@ -57,9 +57,7 @@ def test_perf_within_ten_percent_of_the_8_lane_rtl(name):
     k = compile_problem(problem, lanes=r["lanes"], rp_bytes=rp_bytes,
                         cp_bytes=r.get("cp_bytes", 5120),
                         instructions=r.get("instructions", 24), taus=r["taus"], rp_ports=ports,
-                        merge_rows=calibration.recorded_merge(r),
-                        clear_init=calibration.recorded_clear(r),
-                        align_tensors=calibration.recorded_align(r))
+                        **calibration.recorded_compiler(r))
     if "tiling" in r and f"p={k.tiling.p_tile} a={k.tiling.a_tile}" != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now p={k.tiling.p_tile} "
                     f"a={k.tiling.a_tile}")
@@ -287,9 +285,7 @@ def _four_tau_row(name):
     problems = row(name).ran(r.get("simulated"))
     kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
                                rp_ports=calibration.recorded_ports(r),
-                               merge_rows=calibration.recorded_merge(r),
-                               clear_init=calibration.recorded_clear(r),
-                               align_tensors=calibration.recorded_align(r)) for p in problems]
+                               **calibration.recorded_compiler(r)) for p in problems]
     tiling = " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels)
     if tiling != r["tiling"]:
         pytest.skip(f"{name}: measured with {r['tiling']}, compiled now {tiling}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.perf import recorded_align, recorded_clear, recorded_merge, recorded_ports
+from bench.perf import recorded_compiler, recorded_ports
 from merit import isa
 from merit import workloads as W
 from merit.compile import compile_problem, window_inside
@@ -114,9 +114,7 @@ def test_model_within_five_percent_of_the_window_inside_rtl(name):
     # the RP banks of the run: single-port where the row does not record them
     ports = recorded_ports(r)
     kernels = [compile_problem(p, lanes=setup["lanes"], taus=setup["taus"], instructions=24,
-                               rp_ports=ports, merge_rows=recorded_merge(r),
-                               clear_init=recorded_clear(r),
-                               align_tensors=recorded_align(r)) for p in problems]
+                               rp_ports=ports, **recorded_compiler(r)) for p in problems]
     assert all(k.problem.strategy.inside for k in kernels)
     assert " + ".join(f"p={k.tiling.p_tile} a={k.tiling.a_tile}" for k in kernels) == r["tiling"]
     preds = [predict(k, taus=setup["taus"], dram_bytes_per_cycle=setup["dram_bytes_per_cycle"],
