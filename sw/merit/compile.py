@@ -358,7 +358,7 @@ def beat_aligned(kernel, offsets=TENSOR_OFFSETS, tiles=ALIGN_TILES):
                 best = (beats, offset)
         if best[1]:
             if config is kernel.config:
-                config = {k: v for k, v in kernel.config.items()}
+                config = dict(kernel.config)
                 for r in ("rp0", "rp1"):
                     config[r] = [dict(s) for s in kernel.config[r]]
             for r in ("rp0", "rp1"):

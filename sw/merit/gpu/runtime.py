@@ -429,8 +429,8 @@ def pad_rows(src, dst, rows, C, Cp):
 
 
 def pad_launches(jobs):
-    """The launches of :func:`pad_rows_all` for copies ``jobs`` (``(rows, C, Cp)`` each): lists
-    of job indices, two to a launch in order, an odd last one alone."""
+    """The launches of :func:`pad_rows_all` for the copies ``jobs``: lists of job indices, two
+    to a launch in order, an odd last one alone."""
     n = len(jobs)
     return [list(range(i, min(i + 2, n))) for i in range(0, n, 2)]
 
@@ -442,7 +442,7 @@ def pad_rows_all(jobs):
     took two, and a launch's fixed cost is paid once."""
     import numpy as np
 
-    for group in pad_launches([j[2:] for j in jobs]):
+    for group in pad_launches(jobs):
         if len(group) == 1:
             pad_rows(*jobs[group[0]])
             continue
