@@ -407,13 +407,14 @@ class Kernel:
         ``share_log2``, :func:`share_choice`) or none, which is also what ``share_dims=2``
         gives where the best plan shares fewer than two slots. With ``hold``, one slot
         ``((slot, log2),)``: that slot shared on the block walk, a static deal of the tiles to
-        the TAUs (modelled only, like ``hold``; ``config`` keeps the 1-D choice).
+        the TAUs (modelled only; ``config`` keeps the 1-D choice).
     hold : bool
         Footprint reuse, chosen by ``compile_problem(hold=True)``: a slot alone in its RP and
         not shared between TAUs keeps its SRAM tile when the TAU's next job has the identical
         footprint (origins equal on every index the slot moves along), and the DMA skips that
-        load; such a slot may take its whole RP. A model-only choice
-        (:func:`merit.perf.predict` models it); the processor loads every job's tiles.
+        load; such a slot may take its whole RP. ``config["hold"]`` names the held RPs
+        (:func:`held_rps`; the processor's ``meritz.tau.tile_looper``), which
+        :func:`merit.perf.predict` models.
     """
 
     problem: object
@@ -845,6 +846,24 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     return best
 
 
+def held_rps(config, sharing=None):
+    """``config["hold"]`` for footprint reuse (``compile_problem(hold=True)``): bit ``r`` set
+    where RP ``r`` has one enabled slot that no TAU group shares (not ``share_slot`` /
+    ``share2_slot`` where their groups are not 0, nor a slot of ``sharing``, the block walk's):
+    the configuration check ``hold`` (``merit.regmap.CHECKS``) holds exactly these."""
+    shared = {slot for slot, log2 in sharing or () if log2}
+    for slot, log2 in (("share_slot", "share_log2"), ("share2_slot", "share2_log2")):
+        if config.get(log2):
+            shared.add(config[slot])
+    numbered = [(port, s) for port in (0, 1) for s in config[f"rp{port}"]]
+    bits = 0
+    for port in (0, 1):
+        mine = [n for n, (q, s) in enumerate(numbered) if q == port and s and s.get("enable")]
+        if len(mine) == 1 and mine[0] not in shared:
+            bits |= 1 << port
+    return bits
+
+
 def _held_loads(transform, counts, a_tiles, taus):
     """Jobs that load a held operand (``compile_problem(hold=True)``) over a grid of ``counts``
     parallel tiles of ``a_tiles`` accumulation tiles each, estimated: a footprint that moves
@@ -929,8 +948,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     weighs every two-slot plan the processor deals on the 2-D kernel's tiles
     (:func:`share_plans`: slots and group sizes) with :func:`merit.perf.predict`, and keeps the
     fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel.
-    ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
-    built): the tiles are chosen by the model with it, a slot alone in its RP budgeted at its
+    ``hold=True``: footprint reuse across a TAU's consecutive jobs (``Kernel.hold``,
+    ``config["hold"]``, :func:`held_rps`): the tiles are chosen by the model with it, a slot alone in its RP budgeted at its
     whole RP as well as at half of it, and one slot shared on the block walk weighed beside
     the other sharing choices (a static deal, ``Kernel.sharing``).
     ``window``: also compile a fused convolution and pooling with its window indices inside the
@@ -1162,8 +1181,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             elif not (hold and sharing):
                 sharing = None
             # with ``hold``, one slot on the block walk stays in ``sharing``: a static deal of
-            # the tiles to the TAUs, modelled only (like ``hold``)
+            # the tiles to the TAUs, modelled only
         config["share_order"] = share_order(config, tiling.lanes_per_index(), n_p)
+        if hold:
+            config["hold"] = held_rps(config, sharing)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
         kernel = Kernel(problem, program, lanes, tiling, mapping, config, tensors,
@@ -1251,7 +1272,7 @@ def _share_by_model(problem, taus, options):
     from .mapping.search import NoMapping
     one = compile_problem(problem, share_dims=1, **options)
     if options["hold"]:
-        # footprint reuse (modelled only) with one slot shared on the block walk: each TAU
+        # footprint reuse with one slot shared on the block walk (modelled only): each TAU
         # keeps its place in the walk, a static deal of the tiles
         try:
             static = compile_problem(problem, share_dims=2, share_counts=(1,), **options)
