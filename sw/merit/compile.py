@@ -949,9 +949,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     (:func:`share_plans`: slots and group sizes) with :func:`merit.perf.predict`, and keeps the
     fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel.
     ``hold=True``: footprint reuse across a TAU's consecutive jobs (``Kernel.hold``,
-    ``config["hold"]``, :func:`held_rps`): the tiles are chosen by the model with it, a slot alone in its RP budgeted at its
-    whole RP as well as at half of it, and one slot shared on the block walk weighed beside
-    the other sharing choices (a static deal, ``Kernel.sharing``).
+    ``config["hold"]``, :func:`held_rps`): the tiles are chosen by the model with it, a slot
+    alone in its RP budgeted at its whole RP as well as at half of it, and one slot shared on
+    the block walk weighed beside the other sharing choices (a static deal,
+    ``Kernel.sharing``).
     ``window``: also compile a fused convolution and pooling with its window indices inside the
     channel passes (:func:`window_inside`, the innermost one, then both) and keep such a kernel
     when :func:`merit.perf.predict` finds it MARGIN faster (its ``problem`` is then the
