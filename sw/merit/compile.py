@@ -848,13 +848,18 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
 
 def held_rps(config, sharing=None):
     """``config["hold"]`` for footprint reuse (``compile_problem(hold=True)``): bit ``r`` set
-    where RP ``r`` has one enabled slot that no TAU group shares (not ``share_slot`` /
-    ``share2_slot`` where their groups are not 0, nor a slot of ``sharing``, the block walk's):
-    the configuration check ``hold`` (``merit.regmap.CHECKS``) holds exactly these."""
-    shared = {slot for slot, log2 in sharing or () if log2}
-    for slot, log2 in (("share_slot", "share_log2"), ("share2_slot", "share2_log2")):
-        if config.get(log2):
-            shared.add(config[slot])
+    where RP ``r`` has one enabled slot that no TAU group shares: the slots of ``sharing``
+    (``Kernel.sharing``, the block walk's plan, which the model deals in place of the 1-D
+    choice), else ``share_slot`` / ``share2_slot`` where their groups are not 0. The
+    configuration check ``hold`` (``merit.regmap.CHECKS``) refuses a held slot that the
+    configuration's sharing fields share, so a kernel of a one-slot block walk runs as the
+    model deals it only where the configuration carries that walk."""
+    if sharing:
+        shared = {slot for slot, log2 in sharing if log2}
+    else:
+        shared = {config[slot] for slot, log2 in (("share_slot", "share_log2"),
+                                                  ("share2_slot", "share2_log2"))
+                  if config.get(log2)}
     numbered = [(port, s) for port in (0, 1) for s in config[f"rp{port}"]]
     bits = 0
     for port in (0, 1):
