@@ -506,8 +506,15 @@ def _launcher(spec, tile, inputs, outputs, fill=None):
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
     if tile.cl:
         spec, inputs, fill = _cl_inputs(spec, tile, inputs)
-    if tile.padrows:   # copies of the inputs with their rows padded, made in the launch
-        inputs, fill = _pad_inputs(spec, inputs)
+    if tile.padrows and not tile.ragged:   # copies of the inputs with their rows padded,
+        inputs, fill = _pad_inputs(spec, inputs)   # made in the launch
+    if tile.ragged:   # the kernel reads the unpadded rows in aligned 16-byte pieces
+        from .codegen import ragged_inputs
+
+        for k in ragged_inputs(spec, tile):
+            if inputs[k].data.ptr % 16 or not inputs[k].flags.c_contiguous:
+                raise ValueError(f"input {k}: a ragged tile reads a C-contiguous array starting "
+                                 f"on 16 bytes")
     args = tuple(inputs) + tuple(outputs)
     if tile.tma:   # the tensor maps of the operands the bulk copy engine takes, after the arrays
         from .ldsm import tma_ops
@@ -603,8 +610,9 @@ def time_launch(fn, min_ms=20.0, batches=5):
 #: Bumped when the generator, the Tile fields or the autotuner's way of choosing change, so older
 #: cached choices are not reused (24: the finalists' round, ``merit.gpu.FINAL_MARGIN``; 25: the
 #: Winograd form, ``Tile.wino``; 26: the product form of 1 x 1 convolutions, ``Tile.flat``; 27:
-#: the product form's fastest tile timed with its padded-row copies, ``tiling.pad_variants``).
-CACHE_VERSION = 27
+#: the product form's fastest tile timed with its padded-row copies, ``tiling.pad_variants``;
+#: 28: the padded form read from the unpadded rows, ``Tile.ragged``).
+CACHE_VERSION = 28
 
 
 class TileCache:

@@ -207,8 +207,8 @@ def test_padded_rows_bit_for_bit():
         spec2, moves = codegen.padded_layout(spec)
         for tile in tiles:
             t = tiling.complete(spec, Tile(**tile))
-            (p,) = tiling.pad_variants(spec, [(1.0, t)]) or [tiling.complete(
-                spec, dataclasses.replace(t, padrows=True, pads=(), vector=()))]
+            p = (tiling.pad_variants(spec, [(1.0, t)]) or [tiling.complete(
+                spec, dataclasses.replace(t, padrows=True, pads=(), vector=()))])[0]
             vec += sum(bool(p.shared[k]) and geometry(spec2, p, k).vector for k in moves)
             got = {}
             for tw in (t, p):

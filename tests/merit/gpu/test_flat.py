@@ -164,12 +164,14 @@ def test_the_fastest_product_tile_gets_its_padded_rows(monkeypatch, tmp_path):
 
     spec = spec_of(PAGE, "float32")
     fast = next(t for t in flat_variants(spec) if t.lean and t.vread and not t.padrows)
-    (padded,) = pad_variants(spec, [(0.09, flat_variants(spec)[0]), (0.05, fast)])
+    padded, ragged = pad_variants(spec, [(0.09, flat_variants(spec)[0]), (0.05, fast)])
+    assert ragged == dataclasses.replace(padded, ragged=1)
     assert padded.flat and padded.padrows and padded.label() == fast.label()[:-3] + "_pr_fl"
     assert padded not in flat_variants(spec) and check_tile(spec, padded) == padded
     assert dataclasses.replace(padded, padrows=False, pads=(), vector=()) == \
         dataclasses.replace(fast, pads=(), vector=())
-    assert pad_variants(spec, [(0.05, fast), (0.04, padded)]) == []
+    assert pad_variants(spec, [(0.05, fast), (0.04, padded)]) == [ragged]
+    assert pad_variants(spec, [(0.05, fast), (0.04, padded), (0.06, ragged)]) == []
     assert pad_variants(spec, [(0.04, fast), (0.05, padded)]) == []
     device = "Fake GPU sm_80"
     timed = []
