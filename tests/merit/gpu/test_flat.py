@@ -154,6 +154,10 @@ def test_the_page_names_the_rows_in_the_form():
     assert _flat_note(rows[1:]) == []
     (line,) = _flat_note([{"key": "c", "tile": "t2x16x8_r1x4x4_c32_u1_ss_db_l_v_pr_fl"}] + rows)
     assert "2 rows (c, rand2_conv_1x1) run" in line and "; c with the product's operands" in line
+    assert "no copies" not in line
+    (line,) = _flat_note([{"key": "r", "tile": "t2x16x8_r1x4x4_c32_u1_ss_db_l_v_pr_rg1_fl"}] + rows)
+    assert "2 rows (r, rand2_conv_1x1) run" in line and "; r with the padded form's kernel" in line
+    assert "copied first" not in line
 
 
 def test_the_fastest_product_tile_gets_its_padded_rows(monkeypatch, tmp_path):
