@@ -10,11 +10,14 @@ ptxas; then every launch
 (the padded form, its kernel alone on copies made once, ``ragged`` 1 and 2) and the row's peers
 timed in turns.
 
+``--flat``: instead, the 1x1 conv's product tiles the autotuner times (``tiling.flat_variants``),
+each as it is, padded and ragged (form 1, words), checked and timed in turns with cuDNN.
+
 Each ragged form with its pieces taken from aligned pairs (``codegen.RAGGED_PAIRS``, "pairs")
 and read word by word ("words"), a generator switch.
 
 ``PYTHONPATH=sw python tests/merit/gpu/nocopy_probe.py [--rows gemm,conv1x1,alexnet]
-[--rounds 7] [--forms 1,2] [--reads pairs,words]``"""
+[--rounds 7] [--forms 1,2] [--reads pairs,words] [--flat]``"""
 
 import argparse
 import sys
@@ -33,7 +36,10 @@ def main():
     ap.add_argument("--forms", default="1,2")
     ap.add_argument("--reads", default="pairs,words")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--flat", action="store_true")
     args = ap.parse_args()
+    if args.flat:
+        return flat_forms(args.rounds)
     import cupy as cp
     import numpy as np
 
@@ -95,6 +101,41 @@ def main():
         gos[f"{row} padded kernel alone"] = kernel
         gos[f"{row} padded copies alone"] = fill
     time_and_report("nocopy_probe", out, gos, peers_all, args.rounds)
+
+
+def flat_forms(rounds):
+    """The 1x1 conv's product tiles, each plain, padded and ragged, in turns with its peers."""
+    import dataclasses
+
+    import numpy as np
+
+    from merit.gpu import _compile_all, tiling
+
+    key, _, _ = TILES["conv1x1"]
+    prob, spec, inputs, res, peers, refs = setup(*bench_table(112826)[key],
+                                                 np.random.default_rng(13))
+    tiles = []
+    for t in tiling.flat_variants(spec):
+        base = dataclasses.replace(t, padrows=False, ragged=0)
+        if base.split > 1 or base.label() in {u.label() for u in tiles}:
+            continue
+        tiles.append(base)
+        try:
+            p = tiling.check_tile(spec, dataclasses.replace(base, padrows=True, pads=(),
+                                                            vector=()))
+        except ValueError:
+            continue
+        tiles += [p, dataclasses.replace(p, ragged=1)]
+    _compile_all(spec, tiles)
+    out, gos = {}, {}
+    for t in tiles:
+        try:
+            gos[t.label()], err = run_checked(prob, spec, t, inputs, res, refs)
+            out[t.label()] = dict(error=err)
+        except Exception as exc:   # noqa: BLE001 - reported in the record
+            out[t.label()] = dict(error=f"{type(exc).__name__}: {exc}"[:300])
+        print(t.label(), out[t.label()], flush=True)
+    time_and_report("nocopy_probe_flat", out, gos, peers, rounds)
 
 
 if __name__ == "__main__":
