@@ -10,6 +10,9 @@ ptxas; then every launch
 (the padded form, its kernel alone on copies made once, ``ragged`` 1 and 2) and the row's peers
 timed in turns.
 
+``--stages``: instead, the 1x1 conv's page tile at 2, 3 and 4 pipeline stages and chunks of 16,
+32 and 64 channels, each padded and ragged (form 1, words), in turns with cuDNN.
+
 ``--flat``: instead, the 1x1 conv's product tiles the autotuner times (``tiling.flat_variants``),
 each as it is, padded and ragged (form 1, words), checked and timed in turns with cuDNN.
 
@@ -17,7 +20,7 @@ Each ragged form with its pieces taken from aligned pairs (``codegen.RAGGED_PAIR
 and read word by word ("words"), a generator switch.
 
 ``PYTHONPATH=sw python tests/merit/gpu/nocopy_probe.py [--rows gemm,conv1x1,alexnet]
-[--rounds 7] [--forms 1,2] [--reads pairs,words] [--flat]``"""
+[--rounds 7] [--forms 1,2] [--reads pairs,words] [--flat | --stages]``"""
 
 import argparse
 import sys
@@ -37,9 +40,12 @@ def main():
     ap.add_argument("--reads", default="pairs,words")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--flat", action="store_true")
+    ap.add_argument("--stages", action="store_true")
     args = ap.parse_args()
     if args.flat:
         return flat_forms(args.rounds)
+    if args.stages:
+        return stage_forms(args.rounds)
     import cupy as cp
     import numpy as np
 
@@ -136,6 +142,36 @@ def flat_forms(rounds):
             out[t.label()] = dict(error=f"{type(exc).__name__}: {exc}"[:300])
         print(t.label(), out[t.label()], flush=True)
     time_and_report("nocopy_probe_flat", out, gos, peers, rounds)
+
+
+def stage_forms(rounds):
+    """The 1x1 conv's page tile at other pipeline depths and chunks, padded and ragged."""
+    import numpy as np
+
+    from merit.gpu import _compile_all, tiling
+
+    key, fields, _ = TILES["conv1x1"]
+    prob, spec, inputs, res, peers, refs = setup(*bench_table(112826)[key],
+                                                 np.random.default_rng(13))
+    tiles = []
+    for stages in (2, 3, 4):
+        for chunk in (16, 32, 64):
+            for ragged in (0, 1):
+                try:
+                    tiles.append(tiling.check_tile(spec, dict(
+                        fields, stages=stages, chunk=chunk, double=True, ragged=ragged)))
+                except ValueError as exc:
+                    print(stages, chunk, ragged, exc, flush=True)
+    _compile_all(spec, tiles)
+    out, gos = {}, {}
+    for t in tiles:
+        try:
+            gos[t.label()], err = run_checked(prob, spec, t, inputs, res, refs)
+            out[t.label()] = dict(error=err)
+        except Exception as exc:   # noqa: BLE001 - reported in the record
+            out[t.label()] = dict(error=f"{type(exc).__name__}: {exc}"[:300])
+        print(t.label(), out[t.label()], flush=True)
+    time_and_report("nocopy_probe_stages", out, gos, peers, rounds)
 
 
 if __name__ == "__main__":
