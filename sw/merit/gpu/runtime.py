@@ -508,13 +508,15 @@ def _launcher(spec, tile, inputs, outputs, fill=None):
         spec, inputs, fill = _cl_inputs(spec, tile, inputs)
     if tile.padrows and not tile.ragged:   # copies of the inputs with their rows padded,
         inputs, fill = _pad_inputs(spec, inputs)   # made in the launch
-    if tile.ragged:   # the kernel reads the unpadded rows in aligned 16-byte pieces
-        from .codegen import ragged_inputs
+    if tile.ragged:   # the kernel reads the unpadded rows (RAGGED_PAIRS: in aligned pieces)
+        from . import codegen
 
-        for k in ragged_inputs(spec, tile):
-            if inputs[k].data.ptr % 16 or not inputs[k].flags.c_contiguous:
-                raise ValueError(f"input {k}: a ragged tile reads a C-contiguous array starting "
-                                 f"on 16 bytes")
+        for k in codegen.ragged_inputs(spec, tile):
+            if not inputs[k].flags.c_contiguous:
+                raise ValueError(f"input {k}: a ragged tile reads a C-contiguous array")
+            if codegen.RAGGED_PAIRS and inputs[k].data.ptr % 16:
+                raise ValueError(f"input {k}: a ragged tile reading aligned pairs "
+                                 f"(codegen.RAGGED_PAIRS) needs an array starting on 16 bytes")
     args = tuple(inputs) + tuple(outputs)
     if tile.tma:   # the tensor maps of the operands the bulk copy engine takes, after the arrays
         from .ldsm import tma_ops

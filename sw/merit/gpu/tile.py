@@ -259,7 +259,8 @@ class Tile:
         loads waited for before the tile's steps), 2 the loads there into registers and the
         stores after the tile's steps (:data:`merit.gpu.codegen.RAGGED_STAGE` pieces a thread
         at most).  The shared memory holds the same words as the padded form's, so the sums are
-        the same bit for bit.
+        the same bit for bit.  (``codegen.RAGGED_PAIRS``, a generator switch: the words taken
+        from the two aligned 16-byte pieces around them instead.)
     wino : int
         SIMT tiles only: 0, or ``m`` of Winograd's F(m x m, r x r) for a convolution of stride 1
         (:mod:`merit.gpu.wino`): the kernel is the batched product of the transformed weights

@@ -3,8 +3,8 @@ each with its pieces read word by word and from aligned pairs, ``codegen.RAGGED_
 CUDA device: the same outputs, bit for bit (split-K tiles: to rounding, their atomic adds having
 no fixed order), as the padded form with its copies, on NaN-poisoned outputs, and against a
 float64 reference from the golden model; ragged GEMMs, convolutions whose padding reads before
-a row's start and past its end, a 1 x 1 convolution's product form, split-K; the launcher's
-refusal of an array not on 16 bytes.  Skipped without CuPy or a GPU."""
+a row's start and past its end, a 1 x 1 convolution's product form, split-K; an array not on 16
+bytes, read by the word form and refused by the pairs' launcher.  Skipped without CuPy or a GPU."""
 
 import dataclasses
 
@@ -86,7 +86,9 @@ def test_ragged_forms_equal_the_padded_form(case):
         runtime.forget()
 
 
-def test_ragged_tile_refuses_an_array_off_16_bytes():
+def test_array_off_16_bytes_read_by_words_refused_by_pairs():
+    """An array starting 4 bytes past an aligned address: the word form reads it (the same sums
+    as the padded form's copies of it); the pairs' launcher refuses it."""
     prob, fields = CASES[1]
     spec = spec_of(prob, "float32")
     t = tiling.check_tile(spec, dict(fields, padrows=True, ragged=1))
@@ -94,10 +96,20 @@ def test_ragged_tile_refuses_an_array_off_16_bytes():
     whole = cp.asarray(np.concatenate([[0.0], a.ravel()]).astype(np.float32))
     off = whole[1:].reshape(a.shape)   # C-contiguous, 4 bytes past an aligned start
     assert off.data.ptr % 16 and off.flags.c_contiguous
-    out = (cp.empty(spec.pshape, dtype=np.float32),)
-    with pytest.raises(ValueError, match="16 bytes"):
-        runtime.launcher(spec, t, [off, cp.asarray(b)], out)
-    # the padded form copies it first: runs
-    got = cp.asnumpy(run(prob, off, cp.asarray(b), tile=dataclasses.replace(t, ragged=0)))
+    bb = cp.asarray(b)
+    want = _launch(prob, spec, dataclasses.replace(t, ragged=0), (off, bb))
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-5
+    assert np.linalg.norm(want - ref) / np.linalg.norm(ref) < 1e-5
+    old = codegen.RAGGED_PAIRS
+    try:
+        codegen.RAGGED_PAIRS = False
+        runtime.forget()
+        np.testing.assert_array_equal(_launch(prob, spec, t, (off, bb)), want)
+        codegen.RAGGED_PAIRS = True
+        runtime.forget()
+        out = (cp.empty(spec.pshape, dtype=np.float32),)
+        with pytest.raises(ValueError, match="16 bytes"):
+            runtime.launcher(spec, t, [off, bb], out)
+    finally:
+        codegen.RAGGED_PAIRS = old
+        runtime.forget()
