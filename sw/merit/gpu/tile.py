@@ -267,9 +267,10 @@ class Tile:
         and image tiles, the other fields its tile (over that product's indices), with the
         transforms launched around it (timed with it).
     flat : bool
-        SIMT tiles only: a convolution of a 1 x 1 window, stride 1 and no padding run as the
-        matrix product ``(M, C) @ (N, C, H W)`` it is (:mod:`merit.gpu.flat`), the other fields
-        its tile (over that product's indices), on views of the same arrays (no copy).
+        SIMT tiles only: a convolution of a 1 x 1 window run as the matrix product ``(M, C) @
+        (N, C, Ho Wo)`` it is (:mod:`merit.gpu.flat`), the other fields its tile (over that
+        product's indices), on views of the same arrays (no copy; a strided or padded
+        convolution's image gathered into an ``(N, C, Ho Wo)`` array first, in the launch).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *

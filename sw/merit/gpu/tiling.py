@@ -503,13 +503,14 @@ CONV_IMAGE_TERMS = (((0, 1),), ((4, 1),), ((2, 1), (5, 1)), ((3, 1), (6, 1)))
 CONV_WEIGHT_TERMS = (((1, 1),), ((4, 1),), ((5, 1),), ((6, 1),))
 
 
-def conv_inputs(spec, form, image_ok, weights_ok):
+def conv_inputs(spec, form, image_ok, weights_ok, strided=False):
     """The rewritten forms' common check (``merit.gpu.wino``, ``merit.gpu.flat``): a string saying
     why ``form`` does not apply to ``spec``, unless it is a float32 fp32 specialization of a plain
     sum (:func:`splittable`) of two inputs with p = (batch, filters, rows, columns) and a =
     (channels, tap rows, tap columns); otherwise ``{"img": k, "wt": k}``, the loop inputs whose
     terms are :data:`CONV_IMAGE_TERMS` (and whose transform passes ``image_ok``) and
-    :data:`CONV_WEIGHT_TERMS` (``weights_ok``), as many of the two as there are."""
+    :data:`CONV_WEIGHT_TERMS` (``weights_ok``), as many of the two as there are.  ``strided``:
+    the image's row and column terms (and its taps') may move by any positive stride."""
     if spec.dtype != "float32" or spec.precision != "fp32" or spec.operands != "float32":
         return (f"{form} runs fp32 float32 convolutions, not {spec.dtype} "
                 f"{spec.precision} on {spec.operands} arrays")
@@ -522,11 +523,23 @@ def conv_inputs(spec, form, image_ok, weights_ok):
         terms = tuple(tuple(sorted(x)) for x in tr.terms)
         if op.stage != "loop":
             continue
-        if terms == CONV_IMAGE_TERMS and image_ok(tr):
+        if _image_terms(terms, strided) and image_ok(tr):
             roles["img"] = k
         elif terms == CONV_WEIGHT_TERMS and weights_ok(tr):
             roles["wt"] = k
     return roles
+
+
+def _image_terms(terms, strided):
+    """Whether ``terms`` are :data:`CONV_IMAGE_TERMS` (``strided``: up to the strides of the row
+    and column terms, positive)."""
+    if not strided:
+        return terms == CONV_IMAGE_TERMS
+    if len(terms) != len(CONV_IMAGE_TERMS) or terms[:2] != CONV_IMAGE_TERMS[:2]:
+        return False
+    return all(tuple(pos for pos, _ in t) == tuple(pos for pos, _ in want)
+               and all(st > 0 for _, st in t)
+               for t, want in zip(terms[2:], CONV_IMAGE_TERMS[2:], strict=True))
 
 
 def vread_ok(spec, tile):
@@ -1586,8 +1599,9 @@ def _product_forms(spec2, plain, device, **mark):
 
 
 #: SIMT sums: with the third round the autotuner also times the product form of a convolution
-#: of a 1 x 1 window, stride 1 and no padding (:attr:`Tile.flat`, :mod:`merit.gpu.flat`): the
-#: cost model's best ``FLAT_BASES`` plain tiles of the product ``(M, C) @ (N, C, H W)``, each
+#: of a 1 x 1 window (:attr:`Tile.flat`, :mod:`merit.gpu.flat`; a strided or padded one with its
+#: image gathered in the launch): the cost model's best ``FLAT_BASES`` plain tiles of the
+#: product ``(M, C) @ (N, C, Ho Wo)``, each
 #: with the forms the second round gives (``lean``, ``vread``, ptxas ``-O1``), and the
 #: padded-row form (:attr:`Tile.padrows`) of each plain one where an operand's rows are not a
 #: multiple of 4 words.  Timed, not ranked: the model prices the convolution's tiles and the
