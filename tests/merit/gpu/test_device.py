@@ -11,20 +11,14 @@ import zlib
 
 import numpy as np
 import pytest
-from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, fixed_inputs
+from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, device_module, fixed_inputs
 
 from merit import workloads as W
 from merit.gpu import Tile, prepare, run, run_fixed
 from merit.gpu.spec import spec_of
 from merit.gpu.tiling import rank
 
-cp = pytest.importorskip("cupy")
-try:
-    _GPU = cp.cuda.runtime.getDeviceCount() > 0
-except cp.cuda.runtime.CUDARuntimeError:
-    _GPU = False
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not _GPU, reason="no CUDA device")]
+cp, pytestmark = device_module()
 
 POISON = {"float32": np.nan, "int32": np.iinfo(np.int32).min + 7}
 

@@ -10,17 +10,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from gpu_cases import device_module
 
 from merit import workloads as W
 from merit.gpu import _compile_all, codegen, run, runtime, tiling
 from merit.gpu.spec import spec_of
 
-cp = pytest.importorskip("cupy")
-try:
-    _GPU = cp.cuda.runtime.getDeviceCount() > 0
-except cp.cuda.runtime.CUDARuntimeError:
-    _GPU = False
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _GPU, reason="no CUDA device")]
+cp, pytestmark = device_module()
 
 CASES = [
     (W.gemm(139, 75, 211), {"threads": (16, 8), "regs": (7, 8), "chunk": 32, "double": True,
