@@ -942,9 +942,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     the 1-D kernel (``share_dims=1``) and the 2-D one (``share_dims=2, share_counts=(2,)``),
     weighs every two-slot plan the processor deals on the 2-D kernel's tiles
     (:func:`share_plans`: slots and group sizes) with :func:`merit.perf.predict`, and keeps the
-    fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel; the kernel
-    of one slot on the block walk (``share_dims=2, share_counts=(1,)``) replaces the 1-D one
-    first where it is predicted MARGIN faster.
+    fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel; so is the
+    kernel of one slot on the block walk (``share_dims=2, share_counts=(1,)``), and of the two
+    the faster is kept.
     ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
     built): the tiles are chosen by the model with it, a slot alone in its RP budgeted at its
     whole RP as well as at half of it.
@@ -1261,33 +1261,37 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
 
 def _share_by_model(problem, taus, options):
-    """``compile_problem``'s default on ``taus`` > 1 TAUs: the 1-D kernel, or the fastest 2-D
-    plan on the 2-D kernel's tiles where :func:`merit.perf.predict` finds it MARGIN faster."""
+    """``compile_problem``'s default on ``taus`` > 1 TAUs: the 1-D kernel, or the fastest of the
+    kernel of one slot on the block walk and the best 2-D plan on the 2-D kernel's tiles among
+    those that :func:`merit.perf.predict` finds MARGIN faster than the 1-D kernel."""
     import dataclasses
 
     from .isa.programs import operand_ports
     from .mapping.search import NoMapping
+    rp_bytes, rp_ports = options["rp_bytes"], options["rp_ports"]
     one = compile_problem(problem, share_dims=1, **options)
+    bar = (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports)
+    best, best_cycles = one, None
     # one slot shared on the block walk (``share_block``): each TAU keeps its place in the walk,
     # a static deal of the tiles (what footprint reuse, ``hold``, gains from)
     try:
         static = compile_problem(problem, share_dims=2, share_counts=(1,), **options)
     except (CompileError, NoMapping):
         static = None
-    rp_bytes, rp_ports = options["rp_bytes"], options["rp_ports"]
-    if static is not None and static.sharing and _predicted(static, taus, rp_bytes, rp_ports) \
-            < (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports):
-        one = static
+    if static is not None and static.sharing:
+        c = _predicted(static, taus, rp_bytes, rp_ports, stop=bar)
+        if c is not None and c < bar:
+            best, best_cycles = static, c
     ports = [r for r, _ in operand_ports(problem, shift=options["shift"])]
     if sorted(ports) != [0, 1]:         # two shared slots: each alone in its own RP
-        return one
+        return best
     try:
         two = compile_problem(problem, share_dims=2, share_counts=(2,), **options)
     except (CompileError, NoMapping):
-        return one
+        return best
     if not two.sharing:
-        return one
-    best, cycles = two, _predicted(two, taus, rp_bytes, rp_ports)
+        return best
+    plan_best, cycles = two, _predicted(two, taus, rp_bytes, rp_ports)
     for plan in share_plans(two.config, len(two.problem.p_shape), taus):
         if plan == two.sharing:
             continue
@@ -1297,8 +1301,10 @@ def _share_by_model(problem, taus, options):
         other = dataclasses.replace(two, config=config, sharing=plan)
         c = _predicted(other, taus, rp_bytes, rp_ports, stop=cycles)
         if c is not None and c < cycles:
-            best, cycles = other, c
-    return best if cycles < (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports) else one
+            plan_best, cycles = other, c
+    if cycles < bar and (best_cycles is None or cycles < best_cycles):
+        return plan_best
+    return best
 
 
 def search_caps(max_outputs, lanes):
