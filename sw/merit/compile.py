@@ -942,9 +942,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     the 1-D kernel (``share_dims=1``) and the 2-D one (``share_dims=2, share_counts=(2,)``),
     weighs every two-slot plan the processor deals on the 2-D kernel's tiles
     (:func:`share_plans`: slots and group sizes) with :func:`merit.perf.predict`, and keeps the
-    fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel; so is the
-    kernel of one slot on the block walk (``share_dims=2, share_counts=(1,)``), and of the two
-    the faster is kept.
+    fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel; with
+    ``hold``, so is the kernel of one slot on the block walk (``share_dims=2,
+    share_counts=(1,)``), and of the two the faster is kept.
     ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
     built): the tiles are chosen by the model with it, a slot alone in its RP budgeted at its
     whole RP as well as at half of it.
@@ -1262,8 +1262,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
 def _share_by_model(problem, taus, options):
     """``compile_problem``'s default on ``taus`` > 1 TAUs: the 1-D kernel, or the fastest of the
-    kernel of one slot on the block walk and the best 2-D plan on the 2-D kernel's tiles among
-    those that :func:`merit.perf.predict` finds MARGIN faster than the 1-D kernel."""
+    kernel of one slot on the block walk (with ``hold``) and the best 2-D plan on the 2-D
+    kernel's tiles among those that :func:`merit.perf.predict` finds MARGIN faster than the 1-D
+    kernel."""
     import dataclasses
 
     from .isa.programs import operand_ports
@@ -1272,12 +1273,16 @@ def _share_by_model(problem, taus, options):
     one = compile_problem(problem, share_dims=1, **options)
     bar = (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports)
     best, best_cycles = one, None
-    # one slot shared on the block walk (``share_block``): each TAU keeps its place in the walk,
-    # a static deal of the tiles (what footprint reuse, ``hold``, gains from)
-    try:
-        static = compile_problem(problem, share_dims=2, share_counts=(1,), **options)
-    except (CompileError, NoMapping):
-        static = None
+    # with ``hold``, one slot shared on the block walk (``share_block``): each TAU keeps its
+    # place in the walk, a static deal of the tiles (what footprint reuse gains from). Without
+    # it the measured rows' kernels stay those they were measured with (``docs/decisions.md``:
+    # six rows' kernels would change)
+    static = None
+    if options["hold"]:
+        try:
+            static = compile_problem(problem, share_dims=2, share_counts=(1,), **options)
+        except (CompileError, NoMapping):
+            static = None
     if static is not None and static.sharing:
         c = _predicted(static, taus, rp_bytes, rp_ports, stop=bar)
         if c is not None and c < bar:
