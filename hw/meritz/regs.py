@@ -115,10 +115,12 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows, stage=None):
         share2_terms.append((cfg.share2_slot == n) & ports[port][k].enable & alone
                             & (first_port != port) & (cfg.share_slot < len(numbered)))
     share2_ok = (cfg.share2_log2 == 0) | ((cfg.share_log2 != 0) & Cat(*share2_terms).any())
+    # the block walk with one shared slot: a shared slot, and no second one
+    block_ok = ~cfg.share_block | ((cfg.share_log2 != 0) & (cfg.share2_log2 == 0))
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
               "slots": slots_ok, "outputs": outputs_ok, "share": share_ok,
               "footprint": footprint_ok, "rows": rows_ok,
-              "share2": share2_ok}
+              "share2": share2_ok, "block": block_ok}
     return [checks[name] for name, _ in CHECKS]
 
 
