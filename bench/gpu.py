@@ -19,6 +19,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import sys
 import time
 import zlib
@@ -1154,6 +1155,9 @@ def _flat_note(results):
     padded = [r["key"] for r in results if r.get("tile", "").endswith("_pr_fl")]
     pads = (f"; {', '.join(padded)} with the product's operands copied first with their rows "
             "padded to a multiple of 4 words (`_pr_fl`, in the timed launch)") if padded else ""
+    ragged = [r["key"] for r in results if re.search(r"_pr_rg\d_fl$", r.get("tile", ""))]
+    pads += (f"; {', '.join(ragged)} with the padded form's kernel reading the operands' rows "
+             "as they are, no copies (`_pr_rg<n>_fl`, merit.gpu.Tile.ragged)") if ragged else ""
     return [f"Product form: {len(rows)} {many} ({', '.join(rows)}) {run} a 1 x 1 convolution as "
             "the matrix product (M, C) @ (N, C, H W) it is (tile label ending `_fl`, "
             "merit.gpu.flat): the same multiply-adds, tiled as a GEMM over views of the same "

@@ -229,6 +229,73 @@ async def groups_take_whole_tiles_first(dut):
             assert int(dut.count.value) == len(grid_tiles(size, tile))
 
 
+def block_units(size, tile, dep, group):
+    """The units a group of ``group`` TAUs is dealt on the block walk with one shared slot
+    (``share_block``), computed here from the walk's one home (``merit.compile.share_walk``:
+    ``X`` the indices the slot does not move along, ``R`` the rest): at each point of ``R``
+    (row-major), ``group`` consecutive tiles of the row-major walk over ``X``, member ``x`` the
+    ``x``-th; past the end of the walk a void tile (``X`` at ``p_size``)."""
+    from merit.compile import share_walk
+    xs, ys, rs = share_walk(P, [set(dep)])
+    assert not ys
+    steps = [range(0, size[j], tile[j]) for j in range(P)]
+    units = []
+    for r in itertools.product(*(steps[j] for j in rs)):
+        walk = list(itertools.product(*(steps[j] for j in xs)))
+        for x0 in range(0, len(walk), group):
+            unit = []
+            for x in range(x0, x0 + group):
+                origin = [0] * P
+                for j, v in zip(rs, r, strict=True):
+                    origin[j] = v
+                for m, j in enumerate(xs):
+                    origin[j] = walk[x][m] if x < len(walk) else size[j]
+                unit.append(tuple(origin))
+            units.append(unit)
+    return units
+
+
+@cocotb.test()
+async def block_walk_with_one_shared_slot(dut):
+    """``share_block``: each group's k-th unit is the next unit of the block walk
+    (:func:`block_units`), member ``x`` of every group its ``x``-th tile (void tiles past the
+    end of the walk over ``X``); every tile of the grid exactly once; groups only whole."""
+    tb = TB(dut)
+    await tb.start()
+    for log2 in range(1, tb.n.bit_length()):
+        g = 1 << log2
+        for size, tile, dep in SHARED_GRIDS:
+            stride = [int(j in dep) for j in range(P)] + [0] * (kernelcfg.INDICES - P)
+            tb.dut.config.value = kernelcfg.pack({
+                "p_size": size, "p_tile": tile, "share_slot": 0, "share_log2": log2,
+                "share_block": 1, "share_order": 1, "rp0": [{"enable": 1, "stride": stride}]})
+            tb.handed.clear()
+            tb.finished = 0
+            await RisingEdge(dut.clk)
+            dut.run.value = 1
+            await RisingEdge(dut.clk)
+            dut.run.value = 0
+            for _ in range(200000):
+                await RisingEdge(dut.clk)
+                if tb.finished:
+                    break
+            assert tb.finished == 1, f"no finish for {size} / {tile} / {dep}"
+            got = [[o for o, i in tb.handed if i == t] for t in range(tb.n)]
+            whole = tb.n - tb.n % g
+            assert not any(got[whole:]), f"a TAU outside the whole groups got tiles: {got}"
+            expected = block_units(size, tile, dep, g)
+            dealt = []
+            for first in range(0, whole, g):
+                members = got[first:first + g]
+                assert len({len(m) for m in members}) == 1, f"uneven group {members}"
+                mine = [[m[k] for m in members] for k in range(len(members[0]))]
+                at = [expected.index(u) for u in mine]
+                assert at == sorted(at), f"{size} / {tile} / {dep}: group {first} out of order"
+                dealt += mine
+            assert sorted(dealt) == sorted(expected), f"{size} / {tile} / {dep} / {g}"
+            assert int(dut.count.value) == len(grid_tiles(size, tile))
+
+
 # ---- pytest side: build the model and run the cocotb tests above ----
 
 

@@ -183,6 +183,9 @@ def expected_status(values, *, lanes, rows, instructions=16):
         port = enabled[slot][0]
         return port != enabled[first][0] and sum(on for p, on in enabled if p == port) == 1
 
+    def block():
+        return g("share_block") == 0 or (g("share_log2") != 0 and g("share2_log2") == 0)
+
     def footprint():
         # a tile's words lie at tile addresses sum_i k_i * lpitch[i] + k_3 (k_i < box[i], axis 3
         # innermost with pitch 1): the last is reached at k_i = box[i] - 1 on every axis
@@ -220,7 +223,7 @@ def expected_status(values, *, lanes, rows, instructions=16):
 
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
               "slots": slots, "outputs": outputs, "share": share, "footprint": footprint,
-              "rows": rp_rows, "share2": share2, "hold": hold}
+              "rows": rp_rows, "share2": share2, "block": block, "hold": hold}
     for number, (name, _) in enumerate(CHECKS, 1):
         if not checks[name]():
             return number

@@ -225,6 +225,16 @@ def _break_share2(good, lanes, rows):
            changed(good, *first, (("share2_log2",), 1), (("share2_slot",), 0)))
 
 
+def _break_block(good, lanes, rows):
+    """The block walk with one shared slot (``share_block``): no shared slot, or two."""
+    rp1_slot = len(good["rp0"])
+    yield ("share_block 1 with share_log2 0", changed(good, (("share_block",), 1)))
+    yield ("share_block 1 with a second shared slot (share2_log2 1)",
+           changed(good, (("share_block",), 1), (("share_log2",), 1),
+                   (("share_slot",), rp1_slot), (("share2_log2",), 1),
+                   (("share2_slot",), 0), (("rp0", 1, "enable"), 0)))
+
+
 def _span(slot):
     """Tile addresses a slot's footprint spans (written from ``docs/tau.md`` §4: row-major box
     with pitches ``lpitch`` on axes 0..2, 1 on axis 3)."""
@@ -287,7 +297,7 @@ def _break_hold(good, lanes, rows):
 BREAKERS = {"sizes": _break_sizes, "tiles": _break_tiles, "lanes": _break_lanes,
             "range": _break_range, "slots": _break_slots, "outputs": _break_outputs,
             "share": _break_share, "footprint": _break_footprint, "rows": _break_rows,
-            "share2": _break_share2, "hold": _break_hold}
+            "share2": _break_share2, "block": _break_block, "hold": _break_hold}
 
 
 def bad_configs(good, lanes, rows):

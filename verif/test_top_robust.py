@@ -95,10 +95,12 @@ async def robust_tb(dut):
     cfg = bench_config()
     if "problem" in cfg:
         problem = pickle.loads(Path(cfg["problem"]).read_bytes())
+        counts = tuple(cfg.get("share_counts", (2,)))
         kernel = compile_problem(problem, lanes=cfg["lanes"], rp_bytes=tuple(cfg["rp_bytes"]),
                                  cp_bytes=cfg["cp_bytes"],
                                  taus=cfg.get("compile_taus", cfg["taus"]),
-                                 share_dims=cfg.get("share_dims", 1), share_counts=(2,),
+                                 share_dims=cfg.get("share_dims", 1), share_counts=counts,
+                                 max_outputs=cfg.get("max_outputs"),
                                  hold=bool(cfg.get("hold", False)))
         if cfg.get("hold"):
             assert kernel.config["hold"], kernel.config
@@ -110,7 +112,8 @@ async def robust_tb(dut):
                     if kernel.config.get("hold", 0) >> r & 1 and s and s.get("enable"):
                         s["rows"] = size // (2 * cfg["lanes"])
         if cfg.get("share_dims", 1) == 2:
-            assert kernel.sharing and len(kernel.sharing) == 2, kernel.sharing
+            assert kernel.sharing and len(kernel.sharing) in counts, kernel.sharing
+            assert kernel.config["share_block"] == (len(kernel.sharing) == 1), kernel.config
         if "share_order" in cfg:
             assert kernel.config["share_order"] == cfg["share_order"], kernel.config
         tb = TB(dut, dram_bytes=kernel.dram_bytes)
@@ -289,6 +292,10 @@ UNCHECKED = [
     ("regs 0", [(("regs",), 0)]),
     ("share_log2 7: groups larger than the processor", [(("share_log2",), 7)]),
     ("the input slot shared instead of the weights", [(("share_slot",), 0)]),
+    ("share_block 1: the groups dealt on the block walk", [(("share_block",), 1),
+                                                            (("share_log2",), 1)]),
+    ("share_block 1, the input slot shared, groups of 128",
+     [(("share_block",), 1), (("share_slot",), 0), (("share_log2",), 7)]),
     # a second RP0 slot (the program never reads it) beside the first
     ("rp0[1] beside rp0[0], their rows filling the SRAM",
      [(("rp0", 1), lambda good, cfg: dict(good["rp0"][0],
@@ -438,6 +445,18 @@ def test_top_robust_share2d(tmp_path):
     _run_on_real_taus(tmp_path, W.gemm(24, 40, 16), 4,
                       ["kernels_complete_under_random_latency", "abort_at_a_random_point",
                        "reset_in_the_middle_of_a_kernel"], share_dims=2)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_top_robust_share_block(tmp_path):
+    """One shared slot on the block walk (``share_block``: groups of 4 TAUs, a GEMM whose walk
+    ends in partial groups with void tiles, ``test_top_share_block``) under the stress DRAM:
+    exact, and abort and reset in the middle end as documented."""
+    _run_on_real_taus(tmp_path, W.gemm(36, 40, 16), 4,
+                      ["kernels_complete_under_random_latency", "abort_at_a_random_point",
+                       "reset_in_the_middle_of_a_kernel"], share_dims=2, share_counts=[1],
+                      max_outputs=64)
 
 
 @pytest.mark.sim

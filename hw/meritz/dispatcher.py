@@ -42,6 +42,13 @@ over ``X`` and ``g_2`` of the walk over ``Y``, at one point of ``R``: the TAUs o
 past the end of its walk gets **void tiles** (that walk's indices at ``p_size``). Only whole
 blocks take tiles (``share_log2 + share2_log2`` is cut to ``log2 taus``, the second first).
 
+**The block walk with one shared slot** (``share_block`` = 1, ``share_log2`` > 0,
+``share2_log2`` = 0): the same walk with ``g_2 = 1``: ``X`` the indices ``share_slot`` does not
+move along, ``Y`` empty, ``R`` the rest, so a group of ``g_1`` TAUs takes ``g_1`` consecutive
+tiles of the walk over ``X`` at one point of ``R``, and TAU ``x`` of every group always gets the
+``x``-th of them (each TAU keeps its place in the walk: an operand that moves only along ``R``
+is the same on each TAU job after job). Groups are dealt whole, as 2-D blocks.
+
 ``finished`` pulses once every tile has been taken and every TAU is ``idle``. The TAU contract:
 ``idle`` is low from the cycle after a tile transfer until that tile's last write response has
 arrived (so "finished" means the last write response, not the last instruction).
@@ -63,14 +70,15 @@ P = kernelcfg.P_INDICES
 
 
 def share_shape(m, cfg, taus):
-    """``(two, (log2_1, log2_2))``: whether sharing is two-dimensional, and the group sizes as the
-    processor deals them (4-bit signals). 1-D: ``share_log2`` cut to ``ceil(log2 taus)`` (the
-    last group may be partial). 2-D: ``share_log2`` cut to ``floor(log2 taus)``, then
-    ``share2_log2`` to what is left (a block is whole)."""
+    """``(two, (log2_1, log2_2))``: whether the tiles are dealt on the block walk (2-D sharing,
+    or one slot with ``share_block``), and the group sizes as the processor deals them (4-bit
+    signals). 1-D: ``share_log2`` cut to ``ceil(log2 taus)`` (the last group may be partial).
+    Block walk: ``share_log2`` cut to ``floor(log2 taus)``, then ``share2_log2`` (0 with one
+    slot) to what is left (a block is whole)."""
     whole, top = taus.bit_length() - 1, (taus - 1).bit_length()
     two = Signal(name="share_2d")
     first, second = Signal(4, name="share_log2_1"), Signal(4, name="share_log2_2")
-    m.d.comb += two.eq((cfg.share_log2 != 0) & (cfg.share2_log2 != 0))
+    m.d.comb += two.eq((cfg.share_log2 != 0) & ((cfg.share2_log2 != 0) | cfg.share_block))
     with m.If(two):
         m.d.comb += first.eq(Mux(cfg.share_log2 > whole, whole, cfg.share_log2))
         m.d.comb += second.eq(Mux(cfg.share2_log2 > whole - first, whole - first,
@@ -237,10 +245,12 @@ class Dispatcher(wiring.Component):
         on_x = [Signal(name=f"on_x{j}") for j in range(P)]
         on_y = [Signal(name=f"on_y{j}") for j in range(P)]
         on_r = [Signal(name=f"on_r{j}") for j in range(P)]
+        # one shared slot (``share2_log2`` 0): no Y, every index the slot moves along is R
+        one = cfg.share2_log2 == 0
         for j in range(P):
             m.d.sync += [on_x[j].eq(shared.stride[j] == 0),
-                         on_y[j].eq((shared.stride[j] != 0) & (shared2.stride[j] == 0)),
-                         on_r[j].eq((shared.stride[j] != 0) & (shared2.stride[j] != 0))]
+                         on_y[j].eq((shared.stride[j] != 0) & (shared2.stride[j] == 0) & ~one),
+                         on_r[j].eq((shared.stride[j] != 0) & ((shared2.stride[j] != 0) | one))]
         after = [_Pos(f"after{j}") for j in range(P)]
         after_end = Signal()
         x_end, y_end = Signal(), Signal()

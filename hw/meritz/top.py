@@ -225,7 +225,8 @@ class Top(wiring.Component):
         two_d, log2s = share_shape(m, cfg, n)
         dims = [(SHARE_MEMBERS, cfg.share_log2 != 0, log2s[0], Const(0, 4))]
         if two:
-            dims.append((SHARE2_MEMBERS, two_d, log2s[1], log2s[0]))
+            # the block walk with one shared slot (``share_block``) shares no second slot
+            dims.append((SHARE2_MEMBERS, two_d & (cfg.share2_log2 != 0), log2s[1], log2s[0]))
         for d, (names, on, log2, shift) in enumerate(dims):
             share, ready, taken, credit, take, mc, rows = names
             self._groups(m, units, f"d{d}_", on, log2, shift,

@@ -405,9 +405,10 @@ class Kernel:
         ``share2_slot`` / ``share2_log2``: the processor deals the block walk of
         :func:`share_walk` (``meritz.dispatcher``). None: 1-D sharing (``share_slot``,
         ``share_log2``, :func:`share_choice`) or none, which is also what ``share_dims=2``
-        gives where the best plan shares fewer than two slots. With ``hold``, one slot
-        ``((slot, log2),)``: that slot shared on the block walk, a static deal of the tiles to
-        the TAUs (modelled only; ``config`` keeps the 1-D choice).
+        gives where the best plan shares no slot. One slot ``((slot, log2),)`` (``share_dims=2,
+        share_counts=(1,)``, or the default where the model finds it faster): that slot shared on
+        the block walk, a static deal of the tiles to the TAUs (each keeps its place in the
+        walk), in ``config`` as ``share_slot`` / ``share_log2`` with ``share_block`` = 1.
     hold : bool
         Footprint reuse, chosen by ``compile_problem(hold=True)``: a slot alone in its RP and
         not shared between TAUs keeps its SRAM tile when the TAU's next job has the identical
@@ -434,9 +435,11 @@ class Kernel:
     @property
     def shares(self):
         """The operand sharing the processor deals, as text: ``"slot S / 2^L"`` for each shared
-        slot and its group's log2 size (`` x `` between the two of 2-D sharing), ``"none"``."""
+        slot and its group's log2 size (`` x `` between the two of 2-D sharing, `` block`` after
+        one slot on the block walk), ``"none"``."""
         if self.sharing:
-            return " x ".join(f"slot {s} / 2^{v}" for s, v in self.sharing)
+            return " x ".join(f"slot {s} / 2^{v}" for s, v in self.sharing) + (
+                " block" if len(self.sharing) == 1 else "")
         if self.config.get("share_log2"):
             return f"slot {self.config['share_slot']} / 2^{self.config['share_log2']}"
         return "none"
@@ -636,11 +639,21 @@ def share_choice(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8):
 
 
 def _check_sharing(config, sharing, taus):
-    """CompileError unless ``sharing`` is what the processor deals in two dimensions (its START
-    check ``share2``, ``merit.regmap.CHECKS``): two enabled slots, each alone in its own RP,
-    groups whose blocks divide ``taus``."""
+    """CompileError unless ``sharing`` is what the processor deals on the block walk (its START
+    checks ``share``, ``share2`` and ``block``, ``merit.regmap.CHECKS``): one or two enabled
+    slots, each alone in its own RP, groups whose blocks divide ``taus``."""
     ports = [port for port in (0, 1) for s in config[f"rp{port}"]]
     enabled = [bool(s and s.get("enable")) for port in (0, 1) for s in config[f"rp{port}"]]
+    if len(sharing) == 1:
+        (first, l1), = sharing
+        if not (0 <= first < len(ports)) or not enabled[first] or sum(
+                on for p, on in zip(ports, enabled, strict=True) if p == ports[first]) != 1:
+            raise CompileError(f"block-walk sharing {sharing}: slot {first} must be an enabled "
+                               f"slot alone in its RP")
+        if l1 < 1 or taus % (1 << l1):
+            raise CompileError(f"block-walk sharing {sharing}: groups of 2**{l1} TAUs must "
+                               f"divide the {taus} TAUs")
+        return
     (first, l1), (second, l2) = sharing
     for slot in (first, second):
         if not (0 <= slot < len(ports)) or not enabled[slot] or sum(
@@ -749,12 +762,12 @@ def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, coun
     ``2**log2_1 x 2**log2_2`` consecutive TAUs take a block of tiles (:func:`share_walk`), the
     TAUs of a block's row fetch the first slot once, those of a column the second. Void tiles
     fill rows or columns past the end of a walk. ``()`` when sharing saves nothing. The
-    processor deals a plan of two slots (``meritz.dispatcher``: ``share2_slot``, ``share2_log2``);
-    one slot on the block walk is a model only (the processor's 1-D dealing is
-    :func:`share_choice`'s). ``counts``: how many slots may be shared (``(2,)``: only 2-D,
-    ``(1,)``: 1-D on the block walk). ``held``: slot -> the tiles that load it where it is not
-    shared (``compile_problem(hold=True)``, :func:`_held_loads`); every other slot not shared is
-    loaded by every tile."""
+    processor deals a plan of two slots (``meritz.dispatcher``: ``share2_slot``, ``share2_log2``)
+    and one of one slot on the block walk (``share_block``; the processor's 1-D dealing in the
+    grid's order is :func:`share_choice`'s). ``counts``: how many slots may be shared (``(2,)``:
+    only 2-D, ``(1,)``: one slot on the block walk). ``held``: slot -> the tiles that load it
+    where it is not shared (``compile_problem(hold=True)``, :func:`_held_loads`); every other
+    slot not shared is loaded by every tile."""
     if taus < 2 or not tiles:
         return ()
     n_p = len(tiles[0])
@@ -943,21 +956,22 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
     ``taus`` TAUs (the processor, ``meritz.top``) may share operands' fetches; one TAU (the
     default) never does. ``share_dims=1``: one operand per TAU group (:func:`share_choice`).
-    ``share_dims=2`` ranks the tiles with two-dimensional sharing and, when its choice
-    (:func:`share_plan`) shares two operands, puts it in ``Kernel.sharing`` and in ``config``
-    (``share_slot`` / ``share_log2``, ``share2_slot`` / ``share2_log2``: the processor's 2-D
-    dealing); otherwise ``config`` keeps the 1-D choice.
+    ``share_dims=2`` ranks the tiles with sharing on the block walk and, when its choice
+    (:func:`share_plan`) shares one or two operands, puts it in ``Kernel.sharing`` and in
+    ``config`` (``share_slot`` / ``share_log2``, ``share2_slot`` / ``share2_log2``: the
+    processor's 2-D dealing; one slot: ``share_block`` = 1); otherwise ``config`` keeps the 1-D
+    choice.
     ``share_counts``: how many operands that choice may share (``(2,)``: two, ``(1,)``: one).
     ``share_dims=None`` (the default) chooses by the model: on more than one TAU it compiles
     the 1-D kernel (``share_dims=1``) and the 2-D one (``share_dims=2, share_counts=(2,)``),
     weighs every two-slot plan the processor deals on the 2-D kernel's tiles
     (:func:`share_plans`: slots and group sizes) with :func:`merit.perf.predict`, and keeps the
-    fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel.
+    fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel; with
+    ``hold``, so is the kernel of one slot on the block walk (``share_dims=2,
+    share_counts=(1,)``), and of the two the faster is kept.
     ``hold=True``: footprint reuse across a TAU's consecutive jobs (``Kernel.hold``,
     ``config["hold"]``, :func:`held_rps`): the tiles are chosen by the model with it, a slot
-    alone in its RP budgeted at its whole RP as well as at half of it, and one slot shared on
-    the block walk weighed beside the other sharing choices (a static deal,
-    ``Kernel.sharing``).
+    alone in its RP budgeted at its whole RP as well as at half of it.
     ``window``: also compile a fused convolution and pooling with its window indices inside the
     channel passes (:func:`window_inside`, the innermost one, then both) and keep such a kernel
     when :func:`merit.perf.predict` finds it MARGIN faster (its ``problem`` is then the
@@ -1180,15 +1194,18 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                         held[r * slots[0]] = _held_loads(op.transform, counts, a_count, taus)
             sharing = share_plan(config, list(tiles), taus, compute_per_tile=per_tile,
                                  counts=share_counts, held=held)
-            if len(sharing) == 2:       # the processor's 2-D dealing; else its 1-D choice
+            if len(sharing) == 2:       # the processor's 2-D dealing
                 _check_sharing(config, sharing, taus)
                 (config["share_slot"], config["share_log2"]), \
                     (config["share2_slot"], config["share2_log2"]) = sharing
-            elif not (hold and sharing):
+            elif sharing:               # one slot on the block walk (``share_block``)
+                _check_sharing(config, sharing, taus)
+                (config["share_slot"], config["share_log2"]), = sharing
+            else:                       # the 1-D choice
                 sharing = None
-            # with ``hold``, one slot on the block walk stays in ``sharing``: a static deal of
-            # the tiles to the TAUs, modelled only
-        config["share_order"] = share_order(config, tiling.lanes_per_index(), n_p)
+        config["share_block"] = int(bool(sharing) and len(sharing) == 1)
+        config["share_order"] = 0 if config["share_block"] else share_order(
+            config, tiling.lanes_per_index(), n_p)
         if hold:
             config["hold"] = held_rps(config, sharing)
         _check_fields(config, fields, problem)
@@ -1270,35 +1287,42 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
 
 
 def _share_by_model(problem, taus, options):
-    """``compile_problem``'s default on ``taus`` > 1 TAUs: the 1-D kernel, or the fastest 2-D
-    plan on the 2-D kernel's tiles where :func:`merit.perf.predict` finds it MARGIN faster."""
+    """``compile_problem``'s default on ``taus`` > 1 TAUs: the 1-D kernel, or the fastest of the
+    kernel of one slot on the block walk (with ``hold``) and the best 2-D plan on the 2-D
+    kernel's tiles among those that :func:`merit.perf.predict` finds MARGIN faster than the 1-D
+    kernel."""
     import dataclasses
 
     from .isa.programs import operand_ports
     from .mapping.search import NoMapping
+    rp_bytes, rp_ports = options["rp_bytes"], options["rp_ports"]
     one = compile_problem(problem, share_dims=1, **options)
+    bar = (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports)
+    best, best_cycles = one, None
+    # with ``hold``, one slot shared on the block walk (``share_block``): each TAU keeps its
+    # place in the walk, a static deal of the tiles (what footprint reuse gains from). Without
+    # it the measured rows' kernels stay those they were measured with (``docs/decisions.md``:
+    # six rows' kernels would change)
+    static = None
     if options["hold"]:
-        # footprint reuse with one slot shared on the block walk (modelled only): each TAU
-        # keeps its place in the walk, a static deal of the tiles
         try:
             static = compile_problem(problem, share_dims=2, share_counts=(1,), **options)
         except (CompileError, NoMapping):
             static = None
-        rp_bytes, rp_ports = options["rp_bytes"], options["rp_ports"]
-        if static is not None and static.sharing and _predicted(static, taus, rp_bytes, rp_ports) \
-                < (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports):
-            one = static
+    if static is not None and static.sharing:
+        c = _predicted(static, taus, rp_bytes, rp_ports, stop=bar)
+        if c is not None and c < bar:
+            best, best_cycles = static, c
     ports = [r for r, _ in operand_ports(problem, shift=options["shift"])]
     if sorted(ports) != [0, 1]:         # two shared slots: each alone in its own RP
-        return one
+        return best
     try:
         two = compile_problem(problem, share_dims=2, share_counts=(2,), **options)
     except (CompileError, NoMapping):
-        return one
+        return best
     if not two.sharing:
-        return one
-    rp_bytes, rp_ports = options["rp_bytes"], options["rp_ports"]
-    best, cycles = two, _predicted(two, taus, rp_bytes, rp_ports)
+        return best
+    plan_best, cycles = two, _predicted(two, taus, rp_bytes, rp_ports)
     for plan in share_plans(two.config, len(two.problem.p_shape), taus):
         if plan == two.sharing:
             continue
@@ -1308,8 +1332,10 @@ def _share_by_model(problem, taus, options):
         other = dataclasses.replace(two, config=config, sharing=plan)
         c = _predicted(other, taus, rp_bytes, rp_ports, stop=cycles)
         if c is not None and c < cycles:
-            best, cycles = other, c
-    return best if cycles < (1 - MARGIN) * _predicted(one, taus, rp_bytes, rp_ports) else one
+            plan_best, cycles = other, c
+    if cycles < bar and (best_cycles is None or cycles < best_cycles):
+        return plan_best
+    return best
 
 
 def search_caps(max_outputs, lanes):

@@ -120,6 +120,8 @@ def fields(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
                                            "the indexed register rN+x (Program.xstride)"),
         Field("share_order", _u(1), None, "1-D groups: 1 = each run's whole tiles before its "
                                           "edge tiles, 0 = the grid's order"),
+        Field("share_block", _u(1), None, "1 = share_slot's groups dealt on the block walk "
+                                          "(one shared slot, share2_log2 0)"),
         Field("hold", _u(2), None, "footprint reuse, bit r: RP r's one enabled slot keeps its "
                                    "tile while the TAU's next job has the same footprint"),
     )

@@ -551,12 +551,15 @@ def _units(kernel, group, shared):
 def _shares(kernel, taus):
     """``(shares, walk)``: the shared slots as ``(slot, RP, log2 of its group, TAU-index bit of its
     group's low bit)``, and how the dispatcher deals (``"stream"``: the processor's 1-D groups of
-    ``share_slot`` / ``share_log2``, :func:`_units`; ``"block"``: ``Kernel.sharing``,
-    :func:`_block_units`). No sharing when ``taus`` is not a multiple of the block."""
+    ``share_slot`` / ``share_log2``, :func:`_units`; ``"block"``: ``Kernel.sharing``, or
+    the configuration's 2-D sharing or ``share_block``, :func:`_block_units`). No sharing when
+    ``taus`` is not a multiple of the block."""
     sharing = getattr(kernel, "sharing", None)
     cfg = kernel.config
     if sharing is None and cfg.get("share_log2", 0) and cfg.get("share2_log2", 0):
         sharing = ((cfg["share_slot"], cfg["share_log2"]), (cfg["share2_slot"], cfg["share2_log2"]))
+    elif sharing is None and cfg.get("share_log2", 0) and cfg.get("share_block", 0):
+        sharing = ((cfg["share_slot"], cfg["share_log2"]),)
     numbered = _numbered_slots(kernel)
     if sharing is None:
         group, slot = _group(kernel, taus)

@@ -221,6 +221,49 @@ def pad_spec(spec, tile):
     return got[0]
 
 
+def ragged_inputs(spec, tile):
+    """Per loop input a ``Tile.ragged`` tile reads from its unpadded array (the inputs
+    :func:`padded_layout` pads), that array's transform; empty for other tiles.  ``spec`` is the
+    problem before padding; a ValueError where the form does not apply."""
+    if not tile.ragged:
+        return {}
+    got = None if spec.name.endswith(PAD_MARK) else padded_layout(spec)
+    if got is None:
+        raise ValueError(f"problem {spec.name!r}: no loop input with ragged rows (Tile.ragged)")
+    return {k: spec.inputs[k].transform for k in got[1]}
+
+
+#: ``Tile.ragged`` 2: the most 16-byte pieces of one footprint a thread may hold in registers
+#: through the tile's steps (4 words each).
+RAGGED_STAGE = 8
+
+
+def ragged_staged(spec, tile, rag):
+    """``{input: (pieces per thread, pieces)}`` of the footprints a ``Tile.ragged`` 2 tile holds
+    in registers through the tile's steps (:func:`_emit_ragged_stores`): those of its ragged
+    inputs ``rag`` (:func:`ragged_inputs`) copied in 16-byte pieces, where its accumulation tiles
+    go through a pipeline; empty otherwise.  ``spec``: the problem the kernel runs (padded).  A
+    ValueError where a thread would hold more than :data:`RAGGED_STAGE` pieces of one."""
+    if tile.ragged != 2 or not spec.na or not tile.double or not any(tile.shared):
+        return {}
+    if -(-spec.ashape[0] // extents(spec, tile)[spec.np]) < 2:
+        return {}
+    out = {}
+    for k in rag:
+        if not tile.shared[k]:
+            continue
+        g = geometry(spec, tile, k)
+        if not g.vector:
+            continue
+        total = math.prod(g.sides[:-1]) * (g.row // 4)
+        per = -(-total // tile.nthreads)
+        if per > RAGGED_STAGE:
+            raise ValueError(f"tile.ragged 2: input {k}'s footprint is {per} 16-byte pieces a "
+                             f"thread, more than {RAGGED_STAGE} held in registers")
+        out[k] = (per, total)
+    return out
+
+
 def wino_spec(spec, tile):
     """The specialization a ``Tile.wino`` tile's kernel runs (the batched product of
     :func:`merit.gpu.wino.wino_spec`), ``spec`` itself for other tiles or one already rewritten;
@@ -252,7 +295,9 @@ def source(spec, tile):
     -------
     (name, code, nblocks, nthreads, smem_bytes)
     """
-    spec = pad_spec(flat_spec(wino_spec(spec, tile), tile), tile)
+    spec0 = flat_spec(wino_spec(spec, tile), tile)
+    spec = pad_spec(spec0, tile)
+    rag = ragged_inputs(spec0, tile)
     if tile.mma and tile.ldsm:
         from .ldsm import source as ldsm_source
 
@@ -294,11 +339,14 @@ def source(spec, tile):
         first.append(first[-1] + n)
 
     out = header(spec, tile, name, ctype, spec.dtype)
+    if rag:   # the ragged copies' 16-byte pieces
+        out.append(f"typedef {_VEC[ctype][1]} T4;")
+        out.append(_RAGGED_PRELUDE)
     out.append(spec.body.get("defs", ""))
     out.append(_strategy_struct(spec, ctype))
     for k in range(len(spec.inputs)):
-        if k not in shared:
-            out.append(_load_function(spec, k, ctype))
+        if k not in shared:   # a ragged tile reads its unpadded inputs
+            out.append(_load_function(spec0 if k in rag else spec, k, ctype))
 
     params = [f"const T* __restrict__ g_in{k}" for k in range(len(spec.inputs))]
     params += [f"{_CTYPE[spec.out_dtype]}* __restrict__ g_out{o}" for o in range(spec.outputs)]
@@ -385,15 +433,16 @@ def source(spec, tile):
         first_at, end_at = ("at0", "at1") if split > 1 else ("0", str(ntiles))
         one_bar = tile.lean and bool(shared) and nbuf > 1
         cu = COPY_UNROLL if tile.lean else 0
+        stage = ragged_staged(spec, tile, rag)
         if shared and nbuf > 1:
             _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at,
-                           cu)
+                           cu, rag)
         w("#pragma unroll 1")
         w.open(f"for (int at = {first_at}; at < {end_at}; ++at)")
         w(f"const int ab0 = at * {chunk};")
         if shared:
             _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first_at, end_at,
-                       cu, one_bar)
+                       cu, one_bar, rag, stage)
             for k in shared:
                 if geo[k].vector and not geo[k].aligned:
                     org = _org_expr(spec, k, geo[k], len(geo[k].sides) - 1, "ab0")
@@ -441,6 +490,8 @@ def source(spec, tile):
             w.close()
         else:
             nest(0, False)
+        if stage:   # the staged pieces of tile at + nbuf - 1, into the buffer read last
+            _emit_ragged_stores(w, spec, stage, offs, geo, nbuf, nt, first_at, end_at)
         if shared and not one_bar:
             w("__syncthreads();")
         w.close()
@@ -704,27 +755,33 @@ def _org_expr(spec, k, g, ax, abase):
     return " + ".join(parts)
 
 
-def _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end, unroll=0):
-    """Start the copies of the first ``nbuf - 1`` accumulation tiles, one commit group each."""
+def _emit_prologue(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end, unroll=0,
+                   rag=None):
+    """Start the copies of the first ``nbuf - 1`` accumulation tiles, one commit group each
+    (``rag``: see :func:`_emit_load`)."""
     for i in range(nbuf - 1):
         w.open(f"if ({first} + {i} < {end})")
         _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"({first} + {i}) * {chunk}",
-                   str(i), unroll)
+                   str(i), unroll, rag)
         w.close()
         w("merit_cp_commit();")
 
 
 def _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end, unroll=0,
-               one_barrier=False):
+               one_barrier=False, rag=None, stage=None):
     """At accumulation tile ``at``: start the copy of tile ``at + nbuf - 1`` into the buffer freed
     by the last tile, wait for tile ``at``'s copies, and name its buffer ``buf`` (an
     ``nbuf``-stage ``cp.async`` pipeline; one buffer: copy and wait).
 
     ``one_barrier`` (pipelines only): wait for tile ``at``, then the block's barrier, then start
     the copy into the buffer tile ``at - 1`` was read from (every thread has passed the barrier,
-    so has finished reading it): the tile loop needs no barrier after its steps."""
+    so has finished reading it): the tile loop needs no barrier after its steps.
+
+    ``rag``: see :func:`_emit_load`; ``stage`` (:func:`ragged_staged`): the ragged inputs whose
+    pieces are loaded here into registers and stored after the tile's steps
+    (:func:`_emit_ragged_stores`)."""
     if nbuf == 1:
-        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0", unroll)
+        _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, "ab0", "0", unroll, rag)
         w("merit_cp_commit(); merit_cp_wait<0>();")
         return
     rel = "at" if first == "0" else f"(at - {first})"
@@ -732,9 +789,11 @@ def _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end, un
     if one_barrier:
         w(f"merit_cp_wait<{ahead - 1}>();")
         w("__syncthreads();")
+    for k, (per, _) in (stage or {}).items():
+        w(f"T4 rl{k}[{per}]{f', rh{k}[{per}]' if RAGGED_PAIRS else ''}; int rd{k}[{per}];")
     w.open(f"if (at + {ahead} < {end})")
     _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, f"ab0 + {ahead * chunk}",
-               f"(({rel} + {ahead}) % {nbuf})", unroll)
+               f"(({rel} + {ahead}) % {nbuf})", unroll, rag, stage)
     w.close()
     if one_barrier:
         w("merit_cp_commit();")
@@ -743,11 +802,17 @@ def _emit_next(w, spec, tile, shared, geo, offs, nbuf, nt, chunk, first, end, un
     w(f"const int buf = {rel} % {nbuf};")
 
 
-def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unroll=0):
+def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unroll=0, rag=None,
+               stage=None):
     """Cooperative copy of every shared footprint of the tile starting at a0 = ``abase``
-    (``unroll``: see :data:`COPY_UNROLL`)."""
+    (``unroll``: see :data:`COPY_UNROLL`).  ``rag`` (:func:`ragged_inputs`): per input of a
+    ``Tile.ragged`` tile read from its unpadded array, that array's transform: its footprint,
+    laid out as the padded form's, is copied from there (:func:`_emit_ragged_rows` where the
+    padded form copies 16-byte pieces, else word by word as the padded form would); ``stage``:
+    the inputs whose pieces go to registers only (stored by :func:`_emit_ragged_stores`)."""
+    rag = rag or {}
     for k in shared:
-        tr, g = spec.inputs[k].transform, geo[k]
+        tr, g = rag.get(k, spec.inputs[k].transform), geo[k]
         idx = _global_index_type(tr.source_shape)
         strides = _gstrides(tr.source_shape)
         nax = len(g.sides)
@@ -756,7 +821,9 @@ def _emit_load(w, spec, tile, shared, geo, offs, nbuf, nt, abase, bufexpr, unrol
             w(f"const int org{ax} = {_org_expr(spec, k, g, ax, abase)};")
         dst = f"smem + {offs[k]}" + (f" + {bufexpr} * {g.words}" if nbuf > 1 else "")
         w(f"T* dst = {dst};")
-        if g.vector:
+        if g.vector and k in rag:
+            _emit_ragged_rows(w, tr, g, nt, idx, strides, k, unroll, k in (stage or {}))
+        elif g.vector:
             _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll)
         elif nax and tile.wrows and row_lanes(g, nt):
             _emit_row_lanes(w, tr, g, nt, idx, strides, k, unroll)
@@ -905,3 +972,117 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll=0):
         w.close()
     for _ in range(closes):
         w.close()
+
+
+#: The ragged copies' device functions (``Tile.ragged``; ``T4`` the element type's 16-byte
+#: vector): words ``s .. s + 3`` of the 8 words ``a, b``, and the words of ``p`` whose bit of
+#: ``m`` is clear zeroed.
+_RAGGED_PRELUDE = r"""
+__device__ __forceinline__ T4 merit_row4(const T4& a, const T4& b, int s) {
+    const bool s1 = s == 1, s2 = s == 2, s3 = s == 3;   // selects, no branches
+    T4 p;
+    p.x = s3 ? a.w : s2 ? a.z : s1 ? a.y : a.x;
+    p.y = s3 ? b.x : s2 ? a.w : s1 ? a.z : a.y;
+    p.z = s3 ? b.y : s2 ? b.x : s1 ? a.w : a.z;
+    p.w = s3 ? b.z : s2 ? b.y : s1 ? b.x : a.w;
+    return p;
+}
+__device__ __forceinline__ T4 merit_mask4(const T4& p, int m) {
+    return T4{(m & 1) ? p.x : (T)0, (m & 2) ? p.y : (T)0, (m & 4) ? p.z : (T)0,
+              (m & 8) ? p.w : (T)0};
+}
+"""
+
+
+#: ``Tile.ragged`` copies: a piece's words taken from the two aligned 16-byte pieces around them
+#: (True), or read one by one, each with its own bound check (False).  A generator switch, False
+#: since it ran faster (H200, 2026-11-28, ``tests/merit/gpu/nocopy_probe.py``, in turns): the
+#: 1x1 conv N4 C181 M229 61x77's product tile 0.0710 ms word by word, 0.0823 in pairs (the
+#: padded form 0.0723), AlexNet CONV1's 0.319 / 0.305 (padded 0.267), the ragged GEMM's 0.449 /
+#: 0.450 (padded 0.367).
+RAGGED_PAIRS = False
+
+
+def _emit_ragged_rows(w, tr, g, nt, idx, strides, k, unroll=0, staged=False):
+    """Copy the box row by row as the padded form's aligned 16-byte pieces (see
+    :class:`Geometry`) from the unpadded array (``Tile.ragged``), whose rows start at any word:
+    a piece's 4 words are words ``s .. s + 3`` of the two aligned 16-byte pieces of the array
+    around them (``s`` the row's misalignment; the second read only where ``s`` is not 0), those
+    outside the row zeroed, as the padded copy's padding reads (:func:`padded_layout`: the inner
+    boundary is "zero" or "error"), and written by one 16-byte shared store.  ``staged``: the
+    two pieces into the registers ``rl<k>`` / ``rh<k>``, the shared offset with ``s`` and the
+    words' mask into ``rd<k>`` (:func:`_emit_ragged_stores` writes them).  The array must start
+    on 16 bytes (:func:`merit.gpu.runtime.launcher` checks); an aligned piece read around a
+    row's last word ends at most 12 bytes past the array (in its allocation's last 16 bytes).
+    Without :data:`RAGGED_PAIRS`, the 4 words are read one by one instead."""
+    nax = len(g.sides)
+    inner = nax - 1
+    n_in = tr.source_shape[inner]
+    nv = g.row // 4
+    total = math.prod(g.sides[:-1]) * nv
+    w(f"const int a0c = org{inner} & ~3;")
+    if staged:
+        per = -(-total // nt)
+        w("#pragma unroll")
+        w.open(f"for (int i = 0; i < {per}; ++i)")
+        w(f"const int e = tid + i * {nt};")
+        closes = 1
+        if total % nt:
+            w(f"rd{k}[i] = -1;")
+            w.open(f"if (e < {total})")
+            closes = 2
+    else:
+        closes = _copy_loop(w, total, nt, unroll)
+    w(f"int q = e; bool ok = true; const int v = q % {nv}; q /= {nv};")
+    rowp = _emit_coords(w, tr, g, idx, strides, nax - 1)
+    sad = " + ".join([f"c{ax} * {g.pitches[ax]}" for ax in range(nax - 1)] + ["4 * v"])
+    w("const int xi = a0c + 4 * v;")
+    zero = "T4{(T)0, (T)0, (T)0, (T)0}"
+    if not RAGGED_PAIRS:
+        w(f"const T* src = g_in{k} + ({rowp});")
+        vals = [f"(ok && (unsigned)(xi + {j}) < {n_in}u) ? __ldg(src + xi + {j}) : (T)0"
+                for j in range(4)]
+        if staged:
+            w(f"rl{k}[i] = T4{{{', '.join(vals)}}};")
+            w(f"rd{k}[i] = (({sad}) << 6) | 15;")
+        else:
+            w(f"*reinterpret_cast<T4*>(dst + {sad}) = T4{{{', '.join(vals)}}};")
+        for _ in range(closes):
+            w.close()
+        return
+    w(f"const {idx} ra = {rowp};")
+    w("const int s = (int)(ra & 3);")
+    w(f"const T4* pa = reinterpret_cast<const T4*>(g_in{k} + (ra - s)) + (xi >> 2);")
+    w(f"const bool lo = ok && xi - s + 4 > 0 && xi - s < {n_in};")
+    w(f"const bool hi = ok && s != 0 && xi - s + 8 > 0 && xi - s + 4 < {n_in};")
+    w(f"const int m = ((unsigned)xi < {n_in}u ? 1 : 0) | ((unsigned)(xi + 1) < {n_in}u ? 2 : 0)"
+      f" | ((unsigned)(xi + 2) < {n_in}u ? 4 : 0) | ((unsigned)(xi + 3) < {n_in}u ? 8 : 0);")
+    if staged:
+        w(f"rl{k}[i] = lo ? __ldg(pa) : {zero};")
+        w(f"rh{k}[i] = hi ? __ldg(pa + 1) : {zero};")
+        w(f"rd{k}[i] = (({sad}) << 6) | (s << 4) | m;")
+    else:
+        w(f"const T4 wa = lo ? __ldg(pa) : {zero};")
+        w(f"const T4 wb = hi ? __ldg(pa + 1) : {zero};")
+        w(f"*reinterpret_cast<T4*>(dst + {sad}) = merit_mask4(merit_row4(wa, wb, s), m);")
+    for _ in range(closes):
+        w.close()
+
+
+def _emit_ragged_stores(w, spec, stage, offs, geo, nbuf, nt, first, end):
+    """After tile ``at``'s steps: the shared stores of the pieces of tile ``at + nbuf - 1``
+    that :func:`_emit_ragged_rows` loaded into registers before them (``stage``:
+    :func:`ragged_staged`), into that tile's buffer (the one tile ``at - 1`` was read from)."""
+    ahead = nbuf - 1
+    rel = "at" if first == "0" else f"(at - {first})"
+    w.open(f"if (at + {ahead} < {end})")
+    for k, (per, total) in stage.items():
+        w(f"T* dst{k} = smem + {offs[k]} + (({rel} + {ahead}) % {nbuf}) * {geo[k].words};")
+        w("#pragma unroll")
+        w.open(f"for (int i = 0; i < {per}; ++i)")
+        st = (f"*reinterpret_cast<T4*>(dst{k} + (rd{k}[i] >> 6)) = merit_mask4(merit_row4("
+              f"rl{k}[i], rh{k}[i], (rd{k}[i] >> 4) & 3), rd{k}[i] & 15);" if RAGGED_PAIRS
+              else f"*reinterpret_cast<T4*>(dst{k} + (rd{k}[i] >> 6)) = rl{k}[i];")
+        w(f"if (rd{k}[i] >= 0) {st}" if total % nt else st)
+        w.close()
+    w.close()

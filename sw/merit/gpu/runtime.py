@@ -480,13 +480,13 @@ def launcher(spec, tile, inputs, outputs):
     ``Tile.cl`` or ``Tile.padrows`` tile: the copies of the loop operands first, in the same
     function: timed with the kernel; a ``Tile.wino`` tile: the transforms before and after its
     batched product, :func:`merit.gpu.wino.launch_parts`; a ``Tile.flat`` tile: the matrix
-    product on views of the same arrays, :func:`merit.gpu.flat.launch_parts`; a split-K tile: the
-    outputs zeroed first)."""
-    if tile.flat:
-        from .flat import launch_parts as flat_parts
+    product on views of the same arrays, a strided or padded image gathered first,
+    :func:`merit.gpu.flat.launch_fill`; a split-K tile: the outputs zeroed first)."""
+    if tile.flat:   # a stride or padding: the image gathered first (flat.launch_fill)
+        from .flat import launch_fill
 
-        spec2, inputs2, outputs2 = flat_parts(spec, tile, inputs, outputs)
-        return _launcher(spec2, tile, inputs2, outputs2)
+        spec2, inputs2, outputs2, gather = launch_fill(spec, tile, inputs, outputs)
+        return _launcher(spec2, tile, inputs2, outputs2, gather)
     if not tile.wino:
         return _launcher(spec, tile, inputs, outputs)
     from .codegen import wino_spec
@@ -506,8 +506,18 @@ def _launcher(spec, tile, inputs, outputs, fill=None):
     kernel, nblocks, nthreads, smem = compiled(spec, tile)
     if tile.cl:
         spec, inputs, fill = _cl_inputs(spec, tile, inputs)
-    if tile.padrows:   # copies of the inputs with their rows padded, made in the launch
-        inputs, fill = _pad_inputs(spec, inputs)
+    if tile.padrows and not tile.ragged:   # copies of the inputs with their rows padded,
+        inputs, pads = _pad_inputs(spec, inputs)   # made in the launch (after a gather)
+        fill = pads if fill is None else (lambda first=fill: (first(), pads()))
+    if tile.ragged:   # the kernel reads the unpadded rows (RAGGED_PAIRS: in aligned pieces)
+        from . import codegen
+
+        for k in codegen.ragged_inputs(spec, tile):
+            if not inputs[k].flags.c_contiguous:
+                raise ValueError(f"input {k}: a ragged tile reads a C-contiguous array")
+            if codegen.RAGGED_PAIRS and inputs[k].data.ptr % 16:
+                raise ValueError(f"input {k}: a ragged tile reading aligned pairs "
+                                 f"(codegen.RAGGED_PAIRS) needs an array starting on 16 bytes")
     args = tuple(inputs) + tuple(outputs)
     if tile.tma:   # the tensor maps of the operands the bulk copy engine takes, after the arrays
         from .ldsm import tma_ops
@@ -603,8 +613,10 @@ def time_launch(fn, min_ms=20.0, batches=5):
 #: Bumped when the generator, the Tile fields or the autotuner's way of choosing change, so older
 #: cached choices are not reused (24: the finalists' round, ``merit.gpu.FINAL_MARGIN``; 25: the
 #: Winograd form, ``Tile.wino``; 26: the product form of 1 x 1 convolutions, ``Tile.flat``; 27:
-#: the product form's fastest tile timed with its padded-row copies, ``tiling.pad_variants``).
-CACHE_VERSION = 27
+#: the product form's fastest tile timed with its padded-row copies, ``tiling.pad_variants``;
+#: 28: the padded form read from the unpadded rows, ``Tile.ragged``; 29: the product form of
+#: strided and padded 1 x 1 convolutions, their image gathered first).
+CACHE_VERSION = 29
 
 
 class TileCache:

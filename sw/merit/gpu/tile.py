@@ -250,15 +250,27 @@ class Tile:
         multiple of 4 words (so not copied in 16-byte pieces), that axis zero-padded to one
         (:func:`merit.gpu.codegen.padded_layout`), made in the same launch (timed with it): the
         footprints of those inputs then go by 16-byte ``cp.async`` copies.
+    ragged : int
+        ``padrows`` tiles only: 0, or the padded form's kernel reading the unpadded inputs
+        itself, no copies (:func:`merit.gpu.codegen.ragged_inputs`): the footprints it would
+        copy from the padded rows in 16-byte pieces are laid out in shared memory as there, each
+        piece's 4 words read one by one from the row (which starts at any word), those outside
+        the row read as zero, and written by one 16-byte shared store; 1 where the copy was (the
+        loads waited for before the tile's steps), 2 the loads there into registers and the
+        stores after the tile's steps (:data:`merit.gpu.codegen.RAGGED_STAGE` pieces a thread
+        at most).  The shared memory holds the same words as the padded form's, so the sums are
+        the same bit for bit.  (``codegen.RAGGED_PAIRS``, a generator switch: the words taken
+        from the two aligned 16-byte pieces around them instead.)
     wino : int
         SIMT tiles only: 0, or ``m`` of Winograd's F(m x m, r x r) for a convolution of stride 1
         (:mod:`merit.gpu.wino`): the kernel is the batched product of the transformed weights
         and image tiles, the other fields its tile (over that product's indices), with the
         transforms launched around it (timed with it).
     flat : bool
-        SIMT tiles only: a convolution of a 1 x 1 window, stride 1 and no padding run as the
-        matrix product ``(M, C) @ (N, C, H W)`` it is (:mod:`merit.gpu.flat`), the other fields
-        its tile (over that product's indices), on views of the same arrays (no copy).
+        SIMT tiles only: a convolution of a 1 x 1 window run as the matrix product ``(M, C) @
+        (N, C, Ho Wo)`` it is (:mod:`merit.gpu.flat`), the other fields its tile (over that
+        product's indices), on views of the same arrays (no copy; a strided or padded
+        convolution's image gathered into an ``(N, C, Ho Wo)`` array first, in the launch).
     minblocks : int
         SIMT and wgmma tiles: blocks per SM the compiler must make room for (the second argument of
         ``__launch_bounds__``: it caps the registers per thread at ``65536 / (minblocks *
@@ -325,6 +337,7 @@ class Tile:
     kgroups: int = field(default=1, repr=False)
     wrows: bool = field(default=False, repr=False)
     padrows: bool = field(default=False, repr=False)
+    ragged: int = field(default=0, repr=False)
     wino: int = field(default=0, repr=False)
     flat: bool = field(default=False, repr=False)
 
@@ -397,6 +410,7 @@ class Tile:
         vr += f"_x{self.ptxas}" if self.ptxas else ""
         vr += "_w" if self.wrows else ""
         vr += "_pr" if self.padrows else ""
+        vr += f"_rg{self.ragged}" if self.ragged else ""
         vr += f"_wn{self.wino}" if self.wino else ""
         vr += "_fl" if self.flat else ""
         vr += f"_m{self.minblocks}" if self.minblocks > 1 else ""

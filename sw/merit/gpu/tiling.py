@@ -503,13 +503,14 @@ CONV_IMAGE_TERMS = (((0, 1),), ((4, 1),), ((2, 1), (5, 1)), ((3, 1), (6, 1)))
 CONV_WEIGHT_TERMS = (((1, 1),), ((4, 1),), ((5, 1),), ((6, 1),))
 
 
-def conv_inputs(spec, form, image_ok, weights_ok):
+def conv_inputs(spec, form, image_ok, weights_ok, strided=False):
     """The rewritten forms' common check (``merit.gpu.wino``, ``merit.gpu.flat``): a string saying
     why ``form`` does not apply to ``spec``, unless it is a float32 fp32 specialization of a plain
     sum (:func:`splittable`) of two inputs with p = (batch, filters, rows, columns) and a =
     (channels, tap rows, tap columns); otherwise ``{"img": k, "wt": k}``, the loop inputs whose
     terms are :data:`CONV_IMAGE_TERMS` (and whose transform passes ``image_ok``) and
-    :data:`CONV_WEIGHT_TERMS` (``weights_ok``), as many of the two as there are."""
+    :data:`CONV_WEIGHT_TERMS` (``weights_ok``), as many of the two as there are.  ``strided``:
+    the image's row and column terms (and its taps') may move by any positive stride."""
     if spec.dtype != "float32" or spec.precision != "fp32" or spec.operands != "float32":
         return (f"{form} runs fp32 float32 convolutions, not {spec.dtype} "
                 f"{spec.precision} on {spec.operands} arrays")
@@ -522,11 +523,23 @@ def conv_inputs(spec, form, image_ok, weights_ok):
         terms = tuple(tuple(sorted(x)) for x in tr.terms)
         if op.stage != "loop":
             continue
-        if terms == CONV_IMAGE_TERMS and image_ok(tr):
+        if _image_terms(terms, strided) and image_ok(tr):
             roles["img"] = k
         elif terms == CONV_WEIGHT_TERMS and weights_ok(tr):
             roles["wt"] = k
     return roles
+
+
+def _image_terms(terms, strided):
+    """Whether ``terms`` are :data:`CONV_IMAGE_TERMS` (``strided``: up to the strides of the row
+    and column terms, positive)."""
+    if not strided:
+        return terms == CONV_IMAGE_TERMS
+    if len(terms) != len(CONV_IMAGE_TERMS) or terms[:2] != CONV_IMAGE_TERMS[:2]:
+        return False
+    return all(tuple(pos for pos, _ in t) == tuple(pos for pos, _ in want)
+               and all(st > 0 for _, st in t)
+               for t, want in zip(terms[2:], CONV_IMAGE_TERMS[2:], strict=True))
 
 
 def vread_ok(spec, tile):
@@ -593,7 +606,7 @@ def complete(spec, tile, device=H100):
              split=tile.split, vread=tile.vread, lean=tile.lean,
              minblocks=tile.minblocks, stages=tile.stages, forder=tile.forder,
              vahead=tile.vahead, ptxas=tile.ptxas, wrows=tile.wrows, padrows=tile.padrows,
-             wino=tile.wino, flat=tile.flat)
+             ragged=tile.ragged, wino=tile.wino, flat=tile.flat)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -1496,17 +1509,23 @@ PAD_TUNED = True
 def pad_variants(spec, times, device=H100):
     """The :attr:`Tile.padrows` form of the fastest SIMT tile of ``times`` (``(ms, tile)``
     pairs), completed for the padded specialization, where some loop input it stages in shared
-    memory is padded and then copied in 16-byte pieces; empty otherwise, and where that form was
-    timed already.  A :attr:`Tile.flat` tile's form pads the operands of its matrix product (the
-    views of :func:`merit.gpu.flat.views`); a Winograd tile's transforms write its operands,
-    so it has none."""
+    memory is padded and then copied in 16-byte pieces, and that form reading the unpadded rows
+    itself (:attr:`Tile.ragged` 1, :data:`RAGGED_TUNED`); the latter alone where the fastest is
+    a padded tile; empty otherwise, and where those forms were timed already.  A
+    :attr:`Tile.flat` tile's form pads the operands of its matrix product (the views of
+    :func:`merit.gpu.flat.views`); a Winograd tile's transforms write its operands, so it has
+    none."""
     if not PAD_TUNED or spec.precision != "fp32":
         return []
     simt = [mt for mt in times if not mt[1].mma and not mt[1].gemv and any(mt[1].shared)]
     if not simt:
         return []
     t = min(simt, key=lambda mt: mt[0])[1]
-    if t.padrows or t.wrows or t.wino:
+    timed = {u for _, u in times}
+    if t.padrows:
+        v = _replace(t, ragged=RAGGED_TUNED)
+        return [v] if RAGGED_TUNED and not t.ragged and v not in timed else []
+    if t.wrows or t.wino:
         return []
     spec1 = codegen.flat_spec(spec, t)
     if codegen.padded_layout(spec1) is None:
@@ -1515,9 +1534,20 @@ def pad_variants(spec, times, device=H100):
     v = complete(spec, _replace(t, padrows=True, pads=(), vector=()), device)
     if not any(v.shared[k] and geometry(spec2, v, k).vector for k in moves):
         return []
-    if _smem_bytes(spec2, v) > device.smem_block or v in {u for _, u in times}:
+    if _smem_bytes(spec2, v) > device.smem_block or v in timed:
         return []
-    return [v]
+    return [v] + ([_replace(v, ragged=RAGGED_TUNED)] if RAGGED_TUNED else [])
+
+
+#: The :attr:`Tile.ragged` form the autotuner times beside each padded tile :func:`pad_variants`
+#: gives (0: none): 1, the kernel reading the unpadded rows word by word where the padded form's
+#: copies went, no copies in the launch.  On the H200 (2026-11-28,
+#: ``tests/merit/gpu/nocopy_probe.py``, in turns) it ran the 1x1 conv N4 C181 M229 61x77's
+#: product tile 0.0710 ms against the padded form's 0.0723 (copies and kernel; cuDNN 0.0699),
+#: and lost on AlexNet CONV1 (0.319 against 0.267) and the ragged GEMM (0.449 against 0.367):
+#: timed beside it, not a default.  The form 2 (loads held in registers through the tile's
+#: steps) lost on all three (0.0769, 0.314, 0.397): a tile field, not a candidate.
+RAGGED_TUNED = 1
 
 
 #: SIMT sums: with the third round the autotuner also times the Winograd form F(m x m, r x r)
@@ -1569,8 +1599,9 @@ def _product_forms(spec2, plain, device, **mark):
 
 
 #: SIMT sums: with the third round the autotuner also times the product form of a convolution
-#: of a 1 x 1 window, stride 1 and no padding (:attr:`Tile.flat`, :mod:`merit.gpu.flat`): the
-#: cost model's best ``FLAT_BASES`` plain tiles of the product ``(M, C) @ (N, C, H W)``, each
+#: of a 1 x 1 window (:attr:`Tile.flat`, :mod:`merit.gpu.flat`; a strided or padded one with its
+#: image gathered in the launch): the cost model's best ``FLAT_BASES`` plain tiles of the
+#: product ``(M, C) @ (N, C, Ho Wo)``, each
 #: with the forms the second round gives (``lean``, ``vread``, ptxas ``-O1``), and the
 #: padded-row form (:attr:`Tile.padrows`) of each plain one where an operand's rows are not a
 #: multiple of 4 words.  Timed, not ranked: the model prices the convolution's tiles and the
@@ -1836,7 +1867,14 @@ def check_tile(spec, tile, device=H100):
             if s and spec.inputs[k].stage != "loop":
                 raise ValueError(f"tile.shared[{k}]: input {k} is read in the "
                                  f"{spec.inputs[k].stage} stage; only loop inputs can be shared")
+    if tile.ragged and (tile.ragged not in (1, 2) or isinstance(tile.ragged, bool)
+                        or not tile.padrows):
+        raise ValueError(f"tile.ragged {tile.ragged!r}: 1 or 2, the padded form (padrows) "
+                         f"reading the unpadded inputs, for padrows tiles only")
     full = complete(spec, tile, device)
+    if full.ragged:   # its inputs and what a thread holds, or a ValueError
+        codegen.ragged_staged(codegen.pad_spec(spec, full), full,
+                              codegen.ragged_inputs(spec, full))
     need = _smem_bytes(spec, full)
     if need > device.smem_block:
         raise ValueError(f"tile needs {need} bytes of shared memory; the device allows "

@@ -1,9 +1,22 @@
 """Small instances of every workload, shared by the GPU tests (source checks and device runs)."""
 
+import pytest
+
 from merit import Index, Problem, Transform
 from merit import strategies as S
 from merit import workloads as W
 from merit.gpu.fixed import random_inputs
+
+
+def device_module():
+    """``(cupy, pytestmark)`` for a module of device tests: the module is skipped without CuPy,
+    its tests (marked ``gpu``) without a CUDA device."""
+    cp = pytest.importorskip("cupy")
+    try:
+        gpu = cp.cuda.runtime.getDeviceCount() > 0
+    except cp.cuda.runtime.CUDARuntimeError:
+        gpu = False
+    return cp, [pytest.mark.gpu, pytest.mark.skipif(not gpu, reason="no CUDA device")]
 
 
 def _total():

@@ -11,20 +11,14 @@ import zlib
 
 import numpy as np
 import pytest
-from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, fixed_inputs
+from gpu_cases import CASES, FIXED_CASES, INT_CASES, MMA_CASES, device_module, fixed_inputs
 
 from merit import workloads as W
 from merit.gpu import Tile, prepare, run, run_fixed
 from merit.gpu.spec import spec_of
 from merit.gpu.tiling import rank
 
-cp = pytest.importorskip("cupy")
-try:
-    _GPU = cp.cuda.runtime.getDeviceCount() > 0
-except cp.cuda.runtime.CUDARuntimeError:
-    _GPU = False
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not _GPU, reason="no CUDA device")]
+cp, pytestmark = device_module()
 
 POISON = {"float32": np.nan, "int32": np.iinfo(np.int32).min + 7}
 
@@ -207,8 +201,8 @@ def test_padded_rows_bit_for_bit():
         spec2, moves = codegen.padded_layout(spec)
         for tile in tiles:
             t = tiling.complete(spec, Tile(**tile))
-            (p,) = tiling.pad_variants(spec, [(1.0, t)]) or [tiling.complete(
-                spec, dataclasses.replace(t, padrows=True, pads=(), vector=()))]
+            p = (tiling.pad_variants(spec, [(1.0, t)]) or [tiling.complete(
+                spec, dataclasses.replace(t, padrows=True, pads=(), vector=()))])[0]
             vec += sum(bool(p.shared[k]) and geometry(spec2, p, k).vector for k in moves)
             got = {}
             for tw in (t, p):

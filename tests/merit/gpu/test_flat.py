@@ -65,9 +65,42 @@ def test_fits_takes_the_page_row():
     assert tuple(spec2.pshape) == (4, 229, 4697) and spec2.name.endswith("~flat")
 
 
+#: (N, C, H, W, M, stride, padding): strided, padded, both, ragged
+GATHERED = [(2, 3, 9, 9, 4, 2, 0), (1, 5, 7, 6, 3, 1, 1), (2, 4, 11, 13, 5, 2, 1),
+            (3, 2, 10, 7, 6, 3, 2), (1, 6, 8, 9, 2, 2, 3)]
+
+
+@pytest.mark.parametrize("shape", GATHERED)
+def test_gathered_image_computes_the_strided_or_padded_convolution(shape):
+    """A strided or padded 1 x 1 convolution: the product's image is gathered
+    (:func:`merit.gpu.flat.gather_index`, the rule the gather kernel follows), the weights and
+    the output are views; the golden model's matrix product on them is the golden model's own
+    convolution in float64."""
+    from merit.gpu.flat import gather_index
+
+    N, C, H, Wd, M, s, p = shape
+    prob = W.conv2d(N, C, H, Wd, M, 1, stride=s, padding=p)
+    spec = spec_of(prob, "float32")
+    spec2, d = flat_spec(spec)
+    assert d["gather"] and (d["sy"], d["sx"], d["oy"], d["ox"]) == (s, s, -p, -p)
+    Ho, Wo = spec.pshape[2:]
+    assert (d["Ho"], d["Wo"], d["Q"]) == (Ho, Wo, Ho * Wo)
+    rng = np.random.default_rng(sum(shape))
+    x, w = rng.standard_normal((N, C, H, Wd)), rng.standard_normal((M, C, 1, 1))
+    inputs = [None, None]
+    inputs[d["img"]], inputs[d["wt"]] = x, w
+    out = np.full((N, M, Ho, Wo), np.nan)
+    (a, b), (o,) = views(d, inputs, (out,))
+    assert b is None and np.shares_memory(o, out)
+    idx = gather_index(d)
+    g = np.where(idx >= 0, x.reshape(-1)[np.maximum(idx, 0)], 0.0).reshape(N, C, Ho * Wo)
+    assert [op.transform.source_shape for op in spec2.inputs] == [a.shape, g.shape]
+    o[...] = W.matmul((M, C), (N, C, Ho * Wo)).run(a, g)
+    np.testing.assert_allclose(out, prob.run(x, w), rtol=1e-12, atol=1e-12)
+    assert not fits(spec_of(W.conv2d(N, C, H, Wd, M, 1), "float32"))["gather"]
+
+
 @pytest.mark.parametrize("problem, precision, want", [
-    (W.conv2d(2, 3, 9, 9, 4, 1, stride=2), "fp32", "stride 1"),
-    (W.conv2d(2, 3, 9, 9, 4, 1, padding=1), "fp32", "no padding"),
     (W.conv2d(2, 3, 9, 9, 4, 3, padding=1), "fp32", "1 x 1 window"),
     (W.conv2d(2, 4, 9, 9, 4, 1, groups=2), "fp32", "plain sum"),
     (W.conv2d(2, 3, 9, 9, 4, 1, relu=True), "fp32", "plain sum"),
@@ -102,8 +135,7 @@ def test_variants_are_product_tiles():
     assert (nb, nt, smem) == (nb2, nt2, smem2) and name != name2 and "flat" in name
 
 
-@pytest.mark.parametrize("problem", [W.conv2d(2, 3, 9, 9, 4, 1, stride=2), W.gemm(64, 64, 64),
-                                     W.conv2d(2, 3, 9, 9, 4, 3, padding=1)])
+@pytest.mark.parametrize("problem", [W.gemm(64, 64, 64), W.conv2d(2, 3, 9, 9, 4, 3, padding=1)])
 def test_no_variants_elsewhere(problem):
     assert flat_variants(spec_of(problem, "float32")) == []
 
@@ -154,6 +186,10 @@ def test_the_page_names_the_rows_in_the_form():
     assert _flat_note(rows[1:]) == []
     (line,) = _flat_note([{"key": "c", "tile": "t2x16x8_r1x4x4_c32_u1_ss_db_l_v_pr_fl"}] + rows)
     assert "2 rows (c, rand2_conv_1x1) run" in line and "; c with the product's operands" in line
+    assert "no copies" not in line
+    (line,) = _flat_note([{"key": "r", "tile": "t2x16x8_r1x4x4_c32_u1_ss_db_l_v_pr_rg1_fl"}] + rows)
+    assert "2 rows (r, rand2_conv_1x1) run" in line and "; r with the padded form's kernel" in line
+    assert "copied first" not in line
 
 
 def test_the_fastest_product_tile_gets_its_padded_rows(monkeypatch, tmp_path):
@@ -164,12 +200,14 @@ def test_the_fastest_product_tile_gets_its_padded_rows(monkeypatch, tmp_path):
 
     spec = spec_of(PAGE, "float32")
     fast = next(t for t in flat_variants(spec) if t.lean and t.vread and not t.padrows)
-    (padded,) = pad_variants(spec, [(0.09, flat_variants(spec)[0]), (0.05, fast)])
+    padded, ragged = pad_variants(spec, [(0.09, flat_variants(spec)[0]), (0.05, fast)])
+    assert ragged == dataclasses.replace(padded, ragged=1)
     assert padded.flat and padded.padrows and padded.label() == fast.label()[:-3] + "_pr_fl"
     assert padded not in flat_variants(spec) and check_tile(spec, padded) == padded
     assert dataclasses.replace(padded, padrows=False, pads=(), vector=()) == \
         dataclasses.replace(fast, pads=(), vector=())
-    assert pad_variants(spec, [(0.05, fast), (0.04, padded)]) == []
+    assert pad_variants(spec, [(0.05, fast), (0.04, padded)]) == [ragged]
+    assert pad_variants(spec, [(0.05, fast), (0.04, padded), (0.06, ragged)]) == []
     assert pad_variants(spec, [(0.04, fast), (0.05, padded)]) == []
     device = "Fake GPU sm_80"
     timed = []

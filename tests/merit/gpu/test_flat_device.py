@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_cases import device_module
 
 from merit import workloads as W
 from merit.gpu import _compile_all, prepare, run
@@ -18,12 +19,7 @@ from merit.gpu.runtime import TileCache
 from merit.gpu.spec import spec_of
 from merit.gpu.tiling import check_tile, flat_variants, pad_variants, rank
 
-cp = pytest.importorskip("cupy")
-try:
-    _GPU = cp.cuda.runtime.getDeviceCount() > 0
-except cp.cuda.runtime.CUDARuntimeError:
-    _GPU = False
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _GPU, reason="no CUDA device")]
+cp, pytestmark = device_module()
 
 
 def _direct(x, w):
@@ -84,3 +80,38 @@ def test_autotuner_times_the_form():
     err = np.linalg.norm(got - _direct(x, w)) / np.linalg.norm(_direct(x, w))
     assert err < 1e-5, f"relative error {err:.2e} with {plan.tile.label()}"
     assert gpu.finals and gpu.finals[-1]["spec"].startswith("conv2d")
+
+
+#: (N, C, H, W, M, stride, padding): strided, padded, both; ragged sizes
+GATHERED = [(4, 19, 13, 11, 23, 2, 0), (2, 37, 9, 17, 70, 1, 1), (3, 40, 15, 12, 33, 2, 1),
+            (1, 7, 20, 9, 5, 3, 2)]
+
+
+@pytest.mark.parametrize("shape", GATHERED)
+def test_gathered_product_against_float64(shape):
+    """A strided or padded 1 x 1 convolution's product form (its image gathered in the launch):
+    the autotuner's product tiles, two split-K ones, the padded and ragged forms of the second
+    round's forms, on NaN-poisoned outputs, against the golden model's convolution in float64,
+    each launched twice (the gather filled again)."""
+    N, C, H, Wd, M, s, p = shape
+    prob = W.conv2d(N, C, H, Wd, M, 1, stride=s, padding=p)
+    spec = spec_of(prob, "float32")
+    rng = np.random.default_rng(zlib.crc32(repr(shape).encode()))
+    x = rng.standard_normal((N, C, H, Wd)).astype(np.float32)
+    w = rng.standard_normal((M, C, 1, 1)).astype(np.float32)
+    ref = prob.run(x.astype(np.float64), w.astype(np.float64))
+    spec2 = flat_spec(spec)[0]
+    tiles = flat_variants(spec)
+    tiles += [check_tile(spec, dataclasses.replace(t, flat=True))
+              for t in rank(spec2, count=12) if t.split > 1][:2]
+    tiles += [v for t in list(tiles) if t.lean or t.vread
+              for v in pad_variants(spec, [(1.0, t)])][:4]
+    assert tiles
+    _compile_all(spec, tiles)
+    for tile in tiles:
+        for _ in range(2):
+            out = (cp.full(spec.pshape, np.nan, dtype=np.float32),)
+            got = cp.asnumpy(run(prob, x, w, tile=tile, out=out))
+            assert not np.isnan(cp.asnumpy(out[0])).any(), f"unwritten outputs with {tile.label()}"
+            err = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            assert err < 1e-5, f"relative error {err:.2e} with {tile.label()}"

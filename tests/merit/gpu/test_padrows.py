@@ -35,8 +35,9 @@ def test_padded_layout_pads_odd_rows_under_zero_or_error_boundaries():
 def test_padded_tile_copies_in_16_byte_pieces():
     spec = spec_of(W.gemm(139, 75, 211), "float32")
     t = tiling.complete(spec, Tile(**RAGGED))
-    (p,) = tiling.pad_variants(spec, [(1.0, t)])
+    p, r = tiling.pad_variants(spec, [(1.0, t)])
     assert p == tiling.complete(spec, p) and p.padrows and p.label() == t.label() + "_pr"
+    assert r == dataclasses.replace(p, ragged=1)   # the same, reading the unpadded rows
     assert dataclasses.replace(p, padrows=False, pads=t.pads, vector=t.vector) == t
     spec2, moves = codegen.padded_layout(spec)
     assert [geometry(spec, t, k).vector for k in moves] == [False, False]
@@ -53,8 +54,11 @@ def test_autotuner_times_the_form_for_the_fastest_tile_only_where_it_applies():
     t = tiling.complete(spec, Tile(**RAGGED))
     other = tiling.complete(spec, Tile((8, 8), (4, 4), 16))
     assert tiling.pad_variants(spec, [(2.0, other), (1.0, t)])[0].label() == t.label() + "_pr"
-    (p,) = tiling.pad_variants(spec, [(1.0, t)])
-    assert tiling.pad_variants(spec, [(1.0, t), (0.5, p)]) == []    # the fastest is padded
+    p, r = tiling.pad_variants(spec, [(1.0, t)])
+    # the fastest is padded: its ragged form alone, once
+    assert tiling.pad_variants(spec, [(1.0, t), (0.5, p)]) == [r]
+    assert tiling.pad_variants(spec, [(1.0, t), (0.5, p), (0.6, r)]) == []
+    assert tiling.pad_variants(spec, [(1.0, t), (0.5, r)]) == []
     assert not any(x.padrows for x in tiling.rank(spec, count=12))  # not in the list
     aligned = spec_of(W.gemm(128, 64, 256), "float32")
     t2 = tiling.complete(aligned, Tile((8, 8), (4, 4), 16))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_cases import device_module
 
 from merit import workloads as W
 from merit.gpu import prepare, run
@@ -17,12 +18,7 @@ from merit.gpu.spec import spec_of
 from merit.gpu.tiling import rank
 from merit.gpu.wino import wino_spec
 
-cp = pytest.importorskip("cupy")
-try:
-    _GPU = cp.cuda.runtime.getDeviceCount() > 0
-except cp.cuda.runtime.CUDARuntimeError:
-    _GPU = False
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _GPU, reason="no CUDA device")]
+cp, pytestmark = device_module()
 
 
 def _direct(x, w, pad):
