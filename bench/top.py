@@ -707,6 +707,12 @@ def _run_dates(results):
                  "against their targets\") in the runs of "
                  f"{_labels(results, aligned)}; the other runs' tensors start on 64-byte "
                  "boundaries, and their model columns compile them so")
+    held = sorted(n for n, e in results["rows"].items() if e.get("cycles") and e.get("hold"))
+    if held:        # ``--hold``: the kernels compiled with footprint reuse
+        text += (". Footprint reuse (`compile_problem(hold=True)`, `--hold`: a slot alone in its "
+                 "RP keeps its tile across a TAU's jobs of the same footprint; "
+                 "`docs/decisions.md`, Results: \"Footprint reuse built\") in the runs of "
+                 f"{_labels(results, held)}, and their model columns compile them so")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
                                            for date, names in sorted(by_model.items()))
     older = [n for n in order if rows[n].get("model_full_date")]
