@@ -50,12 +50,19 @@ def recorded_align(record):
     return bool(record.get("align_tensors", False))
 
 
+def recorded_hold(record):
+    """Whether a stored run's kernels held a slot's tile across a TAU's jobs with the same
+    footprint (``compile_problem(hold=True)``, ``bench.top --hold``): its ``hold``, or False
+    for a run without the field (the compiler's default)."""
+    return bool(record.get("hold", False))
+
+
 def recorded_compiler(record):
     """The compiler's choices a stored run's kernels were compiled with, as the keyword
     arguments of ``merit.compile.compile_problem``: :func:`recorded_merge`,
-    :func:`recorded_clear` and :func:`recorded_align`."""
+    :func:`recorded_clear`, :func:`recorded_align` and :func:`recorded_hold`."""
     return dict(merge_rows=recorded_merge(record), clear_init=recorded_clear(record),
-                align_tensors=recorded_align(record))
+                align_tensors=recorded_align(record), hold=recorded_hold(record))
 
 
 def calibration_table(results=RESULTS):

@@ -208,11 +208,12 @@ def ran_problems(name, part):
 
 
 def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0,
-              cp_bytes=CP_BYTES):
+              cp_bytes=CP_BYTES, hold=False):
     """Simulate the slice (or the whole layer, :func:`simulated`) of row ``name`` on ``taus``
     TAUs (``None``: one TAU driven by the bench) with ``cp_bytes`` of CP per TAU (the slice or
     whole layer is chosen as for the default size), or reuse the run of a row in ``done`` with
-    the same problem; return the run's entry."""
+    the same problem; return the run's entry. ``hold``: the kernels compiled with footprint
+    reuse (``compile_problem(hold=True)``), recorded in the entry."""
     from merit.sim import simulate
 
     problems, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
@@ -227,7 +228,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
     runs = []
     for p in problems:          # one run after the other, each bit-exact on its own outputs
         runs.append(simulate(p, lanes=lanes, taus=taus, dram_bytes_per_cycle=bandwidth,
-                             latency=latency, seed=seed, cp_bytes=cp_bytes,
+                             latency=latency, seed=seed, cp_bytes=cp_bytes, hold=hold,
                              progress=lambda line: print(line, flush=True), **extra))
     cycles = sum(m["cycles"] for m in runs)
     ops = sum(p.ops.count for p in problems)
@@ -256,7 +257,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
              "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
              "cp_sets": 2, "merge_rows": True, "clear_init": True, "align_tensors": True,
-             "bench": "tau" if taus is None else "top",
+             "hold": hold, "bench": "tau" if taus is None else "top",
              "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
         entry["runs"] = [{"problem": p.name, "cycles": m["cycles"],
@@ -268,11 +269,12 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
 
 
 def measure_row(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=0,
-                cp_bytes=CP_BYTES):
+                cp_bytes=CP_BYTES, hold=False):
     """The table entry of row ``name``: its run on ``taus`` TAUs and the row's labels."""
     r = row(name)
     entry = run_slice(name, lanes=lanes, taus=taus, bandwidth=bandwidth, latency=latency,
-                      seed=seed, done=done, whole_under=whole_under, cp_bytes=cp_bytes)
+                      seed=seed, done=done, whole_under=whole_under, cp_bytes=cp_bytes,
+                      hold=hold)
     whole = entry["simulated"] == "full" or r.slice_what == "whole layer"
     part = ("whole layer" if whole
             else f"{r.layer_what}: whole layer" if entry["simulated"] == "layer"
@@ -705,6 +707,12 @@ def _run_dates(results):
                  "against their targets\") in the runs of "
                  f"{_labels(results, aligned)}; the other runs' tensors start on 64-byte "
                  "boundaries, and their model columns compile them so")
+    held = sorted(n for n, e in results["rows"].items() if e.get("cycles") and e.get("hold"))
+    if held:        # ``--hold``: the kernels compiled with footprint reuse
+        text += (". Footprint reuse (`compile_problem(hold=True)`, `--hold`: a slot alone in its "
+                 "RP keeps its tile across a TAU's jobs of the same footprint; "
+                 "`docs/decisions.md`, Results: \"Footprint reuse built\") in the runs of "
+                 f"{_labels(results, held)}, and their model columns compile them so")
     text += ". Model columns: " + "; ".join(f"{date}: {_labels(results, names)}"
                                            for date, names in sorted(by_model.items()))
     older = [n for n in order if rows[n].get("model_full_date")]
@@ -962,6 +970,9 @@ def main(argv=None):
                         help="run the rows (--only; default GEMM and AlexNet CONV1) compiled "
                              "with 1-D or 2-D operand sharing into their own page "
                              "(docs/results/share2d, bench/share2d.py)")
+    parser.add_argument("--hold", action="store_true",
+                        help="compile the rows run with footprint reuse "
+                             "(compile_problem(hold=True)), recorded with each row's run")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=None,
                         help="results path without suffix (.json and .md are written; default: "
@@ -1045,7 +1056,7 @@ def main(argv=None):
             continue
         print(f"== {name}: {row(name).slice_what}", flush=True)
         entry = measure_row(name, seed=args.seed, done=measured,
-                            whole_under=args.whole_under, **model_kw)
+                            whole_under=args.whole_under, hold=args.hold, **model_kw)
         if args.no_full_model:
             keep_full_model(entry, results["rows"].get(name, {}))
         results["rows"][name] = measured[name] = (entry if args.no_model

@@ -207,9 +207,23 @@ def expected_status(values, *, lanes, rows, instructions=16):
                 return False
         return True
 
+    def hold():
+        # a held RP has one enabled slot, which no TAU group shares
+        enabled = [(port, bool(g(port, k, "enable")))
+                   for port in ("rp0", "rp1") for k in range(len(_get(values, (port,), [])))]
+        shared = {g("share_slot")} if g("share_log2") else set()
+        shared |= {g("share2_slot")} if g("share2_log2") else set()
+        for r, port in enumerate(("rp0", "rp1")):
+            if not g("hold") >> r & 1:
+                continue
+            mine = [n for n, (p, on) in enumerate(enabled) if p == port and on]
+            if len(mine) != 1 or mine[0] in shared:
+                return False
+        return True
+
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
               "slots": slots, "outputs": outputs, "share": share, "footprint": footprint,
-              "rows": rp_rows, "share2": share2, "block": block}
+              "rows": rp_rows, "share2": share2, "block": block, "hold": hold}
     for number, (name, _) in enumerate(CHECKS, 1):
         if not checks[name]():
             return number

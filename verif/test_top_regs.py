@@ -286,10 +286,18 @@ def _break_rows(good, lanes, rows):
                changed(good, *[((port, k, "rows"), rows[0]) for k in slots]))
 
 
+def _break_hold(good, lanes, rows):
+    """Footprint reuse: ``good`` enables two RP0 slots and one RP1 slot."""
+    rp1_slot = len(good["rp0"])
+    yield "hold on RP0, two of its slots enabled", changed(good, (("hold",), 1))
+    yield ("hold on RP1, its slot shared by a TAU group",
+           changed(good, (("hold",), 2), (("share_log2",), 1), (("share_slot",), rp1_slot)))
+
+
 BREAKERS = {"sizes": _break_sizes, "tiles": _break_tiles, "lanes": _break_lanes,
             "range": _break_range, "slots": _break_slots, "outputs": _break_outputs,
             "share": _break_share, "footprint": _break_footprint, "rows": _break_rows,
-            "share2": _break_share2, "block": _break_block}
+            "share2": _break_share2, "block": _break_block, "hold": _break_hold}
 
 
 def bad_configs(good, lanes, rows):

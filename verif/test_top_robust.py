@@ -97,9 +97,20 @@ async def robust_tb(dut):
         problem = pickle.loads(Path(cfg["problem"]).read_bytes())
         counts = tuple(cfg.get("share_counts", (2,)))
         kernel = compile_problem(problem, lanes=cfg["lanes"], rp_bytes=tuple(cfg["rp_bytes"]),
-                                 cp_bytes=cfg["cp_bytes"], taus=cfg["taus"],
+                                 cp_bytes=cfg["cp_bytes"],
+                                 taus=cfg.get("compile_taus", cfg["taus"]),
                                  share_dims=cfg.get("share_dims", 1), share_counts=counts,
-                                 max_outputs=cfg.get("max_outputs"))
+                                 max_outputs=cfg.get("max_outputs"),
+                                 hold=bool(cfg.get("hold", False)))
+        if cfg.get("hold"):
+            assert kernel.config["hold"], kernel.config
+        if cfg.get("whole_rp"):
+            # each held slot given its whole RP: a job whose footprint changes waits for the
+            # held tile to be freed before its own is allocated
+            for r, size in enumerate(cfg["rp_bytes"]):
+                for s in kernel.config[f"rp{r}"]:
+                    if kernel.config.get("hold", 0) >> r & 1 and s and s.get("enable"):
+                        s["rows"] = size // (2 * cfg["lanes"])
         if cfg.get("share_dims", 1) == 2:
             assert kernel.sharing and len(kernel.sharing) in counts, kernel.sharing
             assert kernel.config["share_block"] == (len(kernel.sharing) == 1), kernel.config
@@ -460,3 +471,17 @@ def test_top_robust_whole_tiles_first(tmp_path):
     _run_on_real_taus(tmp_path, W.conv2d(1, 8, 15, 15, 16, 3), 4,
                       [t for t in KERNEL_TESTS if t != "unchecked_fields_never_hang"],
                       share_order=1)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_top_robust_hold(tmp_path):
+    """Footprint reuse (``config["hold"]``: the weights, one tile for every job, and the input
+    held, each given its whole RP, so that every job whose input changes waits for the held
+    input tile's free; compiled for one TAU, dealt dynamically to 2) under the stress DRAM:
+    exact, and abort, reset and SLVERR in the middle of a chain of held jobs end as documented,
+    the next run exact (the held tiles and their tokens go with the TAUs' reset)."""
+    _run_on_real_taus(tmp_path, W.conv2d(1, 3, 32, 48, 4, 3, padding=1), 2,
+                      ["kernels_complete_under_random_latency", "abort_at_a_random_point",
+                       "reset_in_the_middle_of_a_kernel", "axi_error_responses_stop_the_run"],
+                      hold=True, compile_taus=1, whole_rp=True)

@@ -115,12 +115,22 @@ def _checks(cfg, *, lanes, instructions, rp0_rows, rp1_rows, stage=None):
         share2_terms.append((cfg.share2_slot == n) & ports[port][k].enable & alone
                             & (first_port != port) & (cfg.share_slot < len(numbered)))
     share2_ok = (cfg.share2_log2 == 0) | ((cfg.share_log2 != 0) & Cat(*share2_terms).any())
+    # footprint reuse: a held RP has one enabled slot, and no TAU group shares it
+    hold_terms = []
+    for port in (0, 1):
+        ports = (cfg.rp0, cfg.rp1)
+        count = sum(ports[port][q].enable for q in range(len(ports[port])))
+        shared = Cat(*((cfg.share_log2 != 0) & (cfg.share_slot == n)
+                       | (cfg.share2_log2 != 0) & (cfg.share2_slot == n)
+                       for n, (p, _) in enumerate(numbered) if p == port)).any()
+        hold_terms.append(~cfg.hold[port] | ((count == 1) & ~shared))
+    hold_ok = Cat(*hold_terms).all()
     # the block walk with one shared slot: a shared slot, and no second one
     block_ok = ~cfg.share_block | ((cfg.share_log2 != 0) & (cfg.share2_log2 == 0))
     checks = {"sizes": sizes, "tiles": tiles, "lanes": lanes_ok, "range": range_ok,
               "slots": slots_ok, "outputs": outputs_ok, "share": share_ok,
               "footprint": footprint_ok, "rows": rows_ok,
-              "share2": share2_ok, "block": block_ok}
+              "share2": share2_ok, "block": block_ok, "hold": hold_ok}
     return [checks[name] for name, _ in CHECKS]
 
 

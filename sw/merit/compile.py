@@ -413,8 +413,9 @@ class Kernel:
         Footprint reuse, chosen by ``compile_problem(hold=True)``: a slot alone in its RP and
         not shared between TAUs keeps its SRAM tile when the TAU's next job has the identical
         footprint (origins equal on every index the slot moves along), and the DMA skips that
-        load; such a slot may take its whole RP. A model-only choice
-        (:func:`merit.perf.predict` models it); the processor loads every job's tiles.
+        load; such a slot may take its whole RP. ``config["hold"]`` names the held RPs
+        (:func:`held_rps`; the processor's ``meritz.tau.tile_looper``), which
+        :func:`merit.perf.predict` models.
     """
 
     problem: object
@@ -858,6 +859,29 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     return best
 
 
+def held_rps(config, sharing=None):
+    """``config["hold"]`` for footprint reuse (``compile_problem(hold=True)``): bit ``r`` set
+    where RP ``r`` has one enabled slot that no TAU group shares: the slots of ``sharing``
+    (``Kernel.sharing``, the block walk's plan, which the model deals in place of the 1-D
+    choice), else ``share_slot`` / ``share2_slot`` where their groups are not 0. The
+    configuration check ``hold`` (``merit.regmap.CHECKS``) refuses a held slot that the
+    configuration's sharing fields share, so a kernel of a one-slot block walk runs as the
+    model deals it only where the configuration carries that walk."""
+    if sharing:
+        shared = {slot for slot, log2 in sharing if log2}
+    else:
+        shared = {config[slot] for slot, log2 in (("share_slot", "share_log2"),
+                                                  ("share2_slot", "share2_log2"))
+                  if config.get(log2)}
+    numbered = [(port, s) for port in (0, 1) for s in config[f"rp{port}"]]
+    bits = 0
+    for port in (0, 1):
+        mine = [n for n, (q, s) in enumerate(numbered) if q == port and s and s.get("enable")]
+        if len(mine) == 1 and mine[0] not in shared:
+            bits |= 1 << port
+    return bits
+
+
 def _held_loads(transform, counts, a_tiles, taus):
     """Jobs that load a held operand (``compile_problem(hold=True)``) over a grid of ``counts``
     parallel tiles of ``a_tiles`` accumulation tiles each, estimated: a footprint that moves
@@ -945,9 +969,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     fastest 2-D plan only where it is predicted MARGIN faster than the 1-D kernel; with
     ``hold``, so is the kernel of one slot on the block walk (``share_dims=2,
     share_counts=(1,)``), and of the two the faster is kept.
-    ``hold=True`` models footprint reuse across a TAU's consecutive jobs (``Kernel.hold``, not
-    built): the tiles are chosen by the model with it, a slot alone in its RP budgeted at its
-    whole RP as well as at half of it.
+    ``hold=True``: footprint reuse across a TAU's consecutive jobs (``Kernel.hold``,
+    ``config["hold"]``, :func:`held_rps`): the tiles are chosen by the model with it, a slot
+    alone in its RP budgeted at its whole RP as well as at half of it.
     ``window``: also compile a fused convolution and pooling with its window indices inside the
     channel passes (:func:`window_inside`, the innermost one, then both) and keep such a kernel
     when :func:`merit.perf.predict` finds it MARGIN faster (its ``problem`` is then the
@@ -1182,6 +1206,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         config["share_block"] = int(bool(sharing) and len(sharing) == 1)
         config["share_order"] = 0 if config["share_block"] else share_order(
             config, tiling.lanes_per_index(), n_p)
+        if hold:
+            config["hold"] = held_rps(config, sharing)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
         kernel = Kernel(problem, program, lanes, tiling, mapping, config, tensors,

@@ -122,6 +122,8 @@ def fields(*, rp0_slots=2, rp1_slots=1, outputs=3, instructions=16):
                                           "edge tiles, 0 = the grid's order"),
         Field("share_block", _u(1), None, "1 = share_slot's groups dealt on the block walk "
                                           "(one shared slot, share2_log2 0)"),
+        Field("hold", _u(2), None, "footprint reuse, bit r: RP r's one enabled slot keeps its "
+                                   "tile while the TAU's next job has the same footprint"),
     )
 
 

@@ -753,9 +753,10 @@ def _hold_keys(kernel, origins, a_tiles, shared_slots):
         return key.reshape(-1, 2)
     numbered = _numbered_slots(kernel)
     n_p = origins.shape[1]
+    held = kernel.config.get("hold", 3)     # the RPs the processor holds (``config["hold"]``)
     for port in (0, 1):
         mine = [(n, s) for n, (q, s) in enumerate(numbered) if q == port and s is not None]
-        if len(mine) != 1 or mine[0][0] in shared_slots:
+        if len(mine) != 1 or mine[0][0] in shared_slots or not held >> port & 1:
             continue
         slot = mine[0][1]
         names = {}

@@ -73,6 +73,9 @@ CHECKS = (
     ("block", "share_block is 0, or share_log2 is not 0 and share2_log2 is 0 (the block walk "
               "with one shared slot: share_slot's groups take the tiles along the indices it "
               "does not move along)"),
+    ("hold", "each RP whose hold bit is set has exactly one enabled slot, neither share_slot "
+             "(share_log2 not 0) nor share2_slot (share2_log2 not 0): a held tile belongs to one "
+             "TAU"),
 )
 
 

@@ -277,3 +277,11 @@ def test_verdict_judges_a_slice_and_the_model_full_layer():
     assert M._verdict(conv2, dict(sliced, whole=True), None) == "at or above"
     assert M._verdict(conv2, dict(sliced, whole=True, utilization_std=0.70,
                                   model_full_std=0.85), None) == "below"
+
+
+def test_a_run_compiled_with_hold_is_modelled_with_it():
+    # bench.top --hold records the choice with the run; the model columns compile it so
+    from bench.top import run_compiler
+    assert run_compiler({"cycles": 1, "hold": True})["hold"] is True
+    assert run_compiler({"cycles": 1})["hold"] is False     # a run from before the field
+    assert run_compiler({}) == {}                           # a row not run: the compiler as is

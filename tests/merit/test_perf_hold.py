@@ -1,6 +1,7 @@
-"""Footprint reuse across a TAU's consecutive jobs (``compile_problem(hold=True)``, modelled, not
-built): which slots are held, the loads it saves, that it never costs cycles, that a held tile
-keeps its place in the RP's FIFO (no new one), and the held slot budgeted at its whole RP."""
+"""Footprint reuse across a TAU's consecutive jobs (``compile_problem(hold=True)``,
+``config["hold"]``): which slots are held, the loads it saves, that it never costs cycles, that a
+held tile keeps its place in the RP's FIFO (no new one), and the held slot budgeted at its whole
+RP."""
 
 import dataclasses
 import importlib
@@ -85,6 +86,34 @@ def test_holding_the_same_kernel_never_reads_more_nor_takes_longer(taus, make):
     assert b.write_bytes == a.write_bytes
     assert b.cycles <= a.cycles * 1.01
     assert np.isclose(b.utilization * b.cycles, a.utilization * a.cycles)
+
+
+def test_the_held_rps_are_in_the_configuration():
+    # 4 TAUs share the weights (RP1): only RP0's slot is held, and the model keys only it
+    k = compile_problem(W.conv2d(1, 8, 16, 16, 8, 3), taus=4, hold=True, **SMALL)
+    shared_port = 0 if k.config["share_slot"] < len(k.config["rp0"]) else 1
+    assert k.config["hold"] == 1 << (1 - shared_port)
+    one = compile_problem(W.conv2d(1, 8, 16, 16, 8, 3), taus=1, hold=True, **SMALL)
+    assert one.config["share_log2"] == 0 and one.config["hold"] == 0b11
+    assert "hold" not in compile_problem(W.conv2d(1, 8, 16, 16, 8, 3), **SMALL).config
+    # a configuration without RP1's bit keys only RP0, whatever the kernel may hold
+    cfg = dict(one.config, hold=0b01)
+    keys = perf._jobs(dataclasses.replace(one, config=cfg)).key
+    assert (keys[:, 1] == -1).all() and (keys[:, 0] >= 0).all()
+    from merit.regmap import register_map
+    register_map().config_words(one.config)         # the field fits its register
+
+
+def test_held_rps_leaves_out_shared_and_crowded_rps():
+    from merit.compile import held_rps
+    slot = {"enable": 1}
+    config = {"rp0": [slot, slot], "rp1": [slot], "share_slot": 0, "share_log2": 0}
+    assert held_rps(config) == 0b10                 # RP0 has two enabled slots
+    config["rp0"] = [slot, {"enable": 0}]
+    assert held_rps(config) == 0b11
+    assert held_rps(dict(config, share_slot=2, share_log2=1)) == 0b01
+    assert held_rps(dict(config, share2_slot=0, share2_log2=1)) == 0b10
+    assert held_rps(config, sharing=((0, 1),)) == 0b10
 
 
 def test_hold_is_checked():

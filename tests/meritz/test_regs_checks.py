@@ -72,7 +72,9 @@ def test_compiled_kernels_pass_every_check():
                 W.conv2d(1, 2, 27, 27, 8, 3, padding=1), W.max_pool2d(1, 2, 8, 10, 2),
                 W.conv2d(1, 2, 9, 11, 2, 3, dilation=2, padding=2)]
     configs = [compile_problem(p, lanes=8, rp_bytes=(2 * 8 * ROWS[0], 2 * 8 * ROWS[1]),
-                               cp_bytes=2048, taus=2).config for p in problems]
+                               cp_bytes=2048, taus=taus, hold=hold).config
+               for p in problems for taus, hold in ((2, False), (2, True), (1, True))]
+    assert any(c.get("hold") for c in configs)
     assert _first_failed(8, configs) == [0] * len(configs)
 
 

@@ -225,6 +225,10 @@ class Tau(wiring.Component):
         wiring.connect(m, tiles.requests, dma.requests)
         wiring.connect(m, tiles.acc_tiles, looper.tiles)
         wiring.connect(m, tiles.jobs, cp.job)
+        # footprint reuse: the looper's decisions to the RPs, their waits back
+        wiring.connect(m, tiles.held0, rp0.held)
+        wiring.connect(m, tiles.held1, rp1.held)
+        m.d.comb += [tiles.hold_wait0.eq(rp0.hold_wait), tiles.hold_wait1.eq(rp1.hold_wait)]
         m.d.comb += [tiles.share_lead.eq(self.share.lead), tiles.share_follow.eq(self.share.follow),
                      tiles.share_ready.eq(self.share_ready), tiles.share_taken.eq(self.share_taken),
                      self.share_credit.eq(tiles.share_credit), self.share_take.eq(tiles.share_take)]

@@ -5,6 +5,16 @@ fastest); for each one it allocates one SRAM tile per enabled input slot in the 
 Pipeline, hands the DMA a load request with the granted base row, and then sends the accumulation
 tile to the StepLooper and, as a job, to the Compute Pipeline (one FIFO each). Allocation runs ahead
 of compute as far as the SRAM and the two FIFOs allow: the prefetch of Fig. 10 of the MERIT paper.
+
+**Footprint reuse** (``config.hold``, bit ``r``: RP ``r``'s one enabled slot is held). Before it
+allocates such a slot, the looper decides at once whether the job reuses the tile of this TAU's
+previous job: the origins agree on every index the slot moves along (its stride is not 0), and
+the chain is live. The decision goes to the RP as a token (``held0`` / ``held1``, a short FIFO
+beside the allocations, one token per job, in job order); a held job allocates nothing and
+requests nothing for that slot. When the looper has no next job (its parallel tile done, none
+dealt) while the RP waits for the fate of its last tile (``hold_wait``), it sends an ``end``
+token and the next job loads again: the RP frees a kept tile only on a "changed" or ``end``
+token, so whether a tile is reused or freed is decided here alone.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -17,6 +27,7 @@ from merit.checks import check_lanes, check_range
 from meritz import kernelcfg
 from meritz.tau.cp.sequencer import job_layout
 from meritz.tau.dma import request_layout
+from meritz.tau.rp import hold_token_layout
 from meritz.tau.rp.banks import grant_layout
 from meritz.tau.step_looper import acc_tile_layout, lane_map
 
@@ -28,6 +39,10 @@ P, A = kernelcfg.P_INDICES, kernelcfg.A_INDICES
 def tile_layout():
     """One parallel tile: its origin per parallel index (from the Dispatcher to a TAU)."""
     return data.ArrayLayout(unsigned(16), P)
+
+
+#: Depth of the held tokens' FIFO of each RP (a token per job: the job FIFO's depth).
+HOLD_TOKENS = 4
 
 
 def _edge_groups_registered(m, config, p_origin, lanelog, lanes):
@@ -92,6 +107,11 @@ class TileLooper(wiring.Component):
         (4-deep).
     idle : Out(1)
         No parallel tile in progress and both FIFOs empty.
+    held0, held1 : Out(stream.Signature(hold_token_layout))
+        Footprint reuse: a token per job for RP0 / RP1 where ``config.hold`` holds its slot,
+        and an ``end`` token where the chain ends.
+    hold_wait0, hold_wait1 : In(1)
+        The RP keeps a tile whose fate waits for the next token.
     share_lead, share_follow, share_ready, share_taken : In(1)
     share_credit, share_take : Out(1)
         Operand sharing (:class:`meritz.tau.Tau`): a follower allocates the shared slot's tile but
@@ -122,6 +142,10 @@ class TileLooper(wiring.Component):
             "acc_tiles": Out(stream.Signature(acc_tile_layout())),
             "jobs": Out(stream.Signature(job_layout())),
             "idle": Out(1),
+            "held0": Out(stream.Signature(hold_token_layout)),
+            "held1": Out(stream.Signature(hold_token_layout)),
+            "hold_wait0": In(1),
+            "hold_wait1": In(1),
             "share_lead": In(1),
             "share_follow": In(1),
             "share_ready": In(1),
@@ -195,9 +219,35 @@ class TileLooper(wiring.Component):
         for d, (_, _, _, taken, credit, _, _) in enumerate(roles):
             m.d.sync += credits[d].eq(credits[d] + credit_up[d] - taken)
             m.d.comb += credit.eq(credits[d] != 0)
+
+        # footprint reuse: per RP a FIFO of tokens, whether its chain is live, and the origins
+        # of the previous job (the same for both RPs)
+        tokens = [_fifo(m, f"held{r}_fifo", hold_token_layout, HOLD_TOKENS) for r in (0, 1)]
+        token = [Signal(hold_token_layout, name=f"held{r}_token") for r in (0, 1)]
+        live = [Signal(name=f"hold_live{r}") for r in (0, 1)]
+        waits = (self.hold_wait0, self.hold_wait1)
+        prev = [Signal(16, name=f"tl_prev{j}") for j in range(P + A)]
+        origins = [p_origin[j] for j in range(P)] + [a_origin[j] for j in range(A)]
+        token_done = Signal()           # this slot's token is in its FIFO (it allocates next)
+        stride = Array(s.stride for s in slots + [slots[-1]])[slot_no]
+        same = Cat(*((stride[j] == 0) | (prev[j] == origins[j]) for j in range(P + A))).all()
+        holds = Array([cfg.hold[port_of[k]] for k in range(n_slots)] + [Const(0, 1)])[slot_no]
+        held_now = Mux(port, live[1], live[0]) & same
+        for r, out in enumerate((self.held0, self.held1)):
+            m.d.comb += [tokens[r].w_data.eq(token[r].as_value()),
+                         out.valid.eq(tokens[r].r_rdy), out.payload.eq(tokens[r].r_data),
+                         tokens[r].r_en.eq(out.ready)]
+
         with m.FSM(name="tile_looper"):
             with m.State("IDLE"):
                 m.d.comb += self.tiles.ready.eq(1)
+                # no next job: end each live chain whose RP waits for it
+                with m.If(~self.tiles.valid):
+                    for r in (0, 1):
+                        end = live[r] & waits[r]
+                        m.d.comb += [token[r].end.eq(1), tokens[r].w_en.eq(end)]
+                        with m.If(end & tokens[r].w_rdy):
+                            m.d.sync += live[r].eq(0)
                 with m.If(self.tiles.valid):
                     m.d.sync += [p_origin[j].eq(self.tiles.payload[j]) for j in range(P)]
                     m.d.sync += [a_origin[j].eq(0) for j in range(A)]
@@ -208,6 +258,20 @@ class TileLooper(wiring.Component):
                     m.next = "JOB"
                 with m.Elif(~enable[slot_no]):
                     m.d.sync += slot_no.eq(slot_no + 1)
+                with m.Elif(holds & ~token_done):
+                    # a held slot: decide and hand the RP the token before allocating
+                    for r in (0, 1):
+                        m.d.comb += [token[r].held.eq(held_now),
+                                     tokens[r].w_en.eq(port == r)]
+                    with m.If(Mux(port, tokens[1].w_rdy, tokens[0].w_rdy)):
+                        with m.If(port):
+                            m.d.sync += live[1].eq(1)
+                        with m.Else():
+                            m.d.sync += live[0].eq(1)
+                        with m.If(held_now):
+                            m.d.sync += slot_no.eq(slot_no + 1)
+                        with m.Else():
+                            m.d.sync += token_done.eq(1)
                 with m.Else():
                     for k, a in enumerate(alloc):
                         m.d.comb += a.valid.eq(port == k)
@@ -230,13 +294,14 @@ class TileLooper(wiring.Component):
                                          & self.requests.ready)]
                 with m.If(g_valid & (self.requests.ready & ~wait | fed)):
                     m.d.comb += [grant[0].ready.eq(port == 0), grant[1].ready.eq(port == 1)]
-                    m.d.sync += slot_no.eq(slot_no + 1)
+                    m.d.sync += [slot_no.eq(slot_no + 1), token_done.eq(0)]
                     m.next = "ALLOC"
             with m.State("JOB"):
                 go = tile_fifo.w_rdy & job_fifo.w_rdy
                 m.d.comb += [tile_fifo.w_en.eq(go), job_fifo.w_en.eq(go)]
                 with m.If(go):
                     m.d.sync += slot_no.eq(0)
+                    m.d.sync += [prev[j].eq(origins[j]) for j in range(P + A)]
                     # next accumulation tile: last index fastest
                     for j in range(A):
                         inner = a_inner[j + 1]

@@ -122,7 +122,8 @@ def bench_kernel(cfg):
                              instructions=cfg.get("instructions", 16),
                              taus=cfg.get("compile_taus") or cfg.get("taus") or 1,
                              share_dims=cfg.get("share_dims"),
-                             share_counts=tuple(cfg.get("share_counts", (1, 2))))
+                             share_counts=tuple(cfg.get("share_counts", (1, 2))),
+                             hold=bool(cfg.get("hold", False)))
     return problem, kernel
 
 
@@ -147,7 +148,8 @@ class _Tail(threading.Thread):
 def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20, shift=0,
              seed=None, backpressure=0.0, rp_bytes=None, cp_bytes=CP_BYTES, max_outputs=None,
              instructions=None, waves=None, progress=None, register_writes=None, dram=None,
-             build_options=None, share_dims=None, share_counts=(1, 2), compile_taus=None):
+             build_options=None, share_dims=None, share_counts=(1, 2), compile_taus=None,
+             hold=False):
     """Run ``problem`` on one TAU (``taus=None``) or on the processor with ``taus`` TAUs.
 
     Parameters
@@ -193,6 +195,8 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
     compile_taus : int, optional
         With ``taus``: compile for this many TAUs instead (its sharing groups; the processor
         cuts groups larger than it has, ``meritz.dispatcher.share_shape``).
+    hold : bool
+        As for :func:`merit.compile.compile_problem`: footprint reuse (``config["hold"]``).
     build_options : dict, optional
         With the fast DRAM: Verilator build options instead of the defaults, as keywords of
         :func:`merit.sim.fast.build` (``args``, ``opt_fast``, ``public``); the speed benchmark
@@ -231,6 +235,8 @@ def simulate(problem, *, lanes=32, taus=None, dram_bytes_per_cycle=8, latency=20
         config.update(share_dims=share_dims, share_counts=list(share_counts))
     if compile_taus is not None:
         config["compile_taus"] = compile_taus
+    if hold:
+        config["hold"] = True
     if taus is None:
         top = tau_for(lanes, rp_bytes=rp_bytes, cp_bytes=cp_bytes, instructions=instructions)
         bench, name = "merit.sim.cocotb_tau", f"tau_n{lanes}"

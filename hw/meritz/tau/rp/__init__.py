@@ -26,7 +26,12 @@ from meritz.tau.rp.butterfly import Butterfly, ButterflyRouter
 from meritz.tau.rp.collector import Collector
 from meritz.tau.step_looper import beat_layout
 
-__all__ = ["ReadPipeline", "bank_of", "rp_error_layout"]
+__all__ = ["ReadPipeline", "bank_of", "rp_error_layout", "hold_token_layout"]
+
+#: One token of footprint reuse (``config.hold``), from the TileLooper to a held RP: per job,
+#: ``held`` = the job reuses the previous job's tile (else a new tile was allocated for it);
+#: ``end`` = no next job: the chain's last tile is freed after its reads.
+hold_token_layout = data.StructLayout({"held": unsigned(1), "end": unsigned(1)})
 
 
 #: Sticky error flags of a Read Pipeline.
@@ -83,6 +88,13 @@ class ReadPipeline(wiring.Component):
     errors : Out(rp_error_layout)
     idle : Out(1)
         No tile live and no read in flight.
+    held : In(stream.Signature(hold_token_layout))
+        Footprint reuse (``config.hold`` names this RP; its one enabled slot): a token per job,
+        in job order, and ``end`` where a chain ends. A held job takes the tile of the job
+        before it (no new tile is committed for it); a tile's free, after its last read, waits
+        for the next token: freed on "changed" or ``end``, kept on "held".
+    hold_wait : Out(1)
+        A tile's reads are done and its fate waits for a token that has not come.
     """
 
     def __init__(self, *, lanes, port, depth, ports=1, rp0_slots=2, rp1_slots=1, outputs=3,
@@ -106,6 +118,8 @@ class ReadPipeline(wiring.Component):
             "data": Out(stream.Signature(data.ArrayLayout(signed(16), lanes))),
             "errors": Out(rp_error_layout),
             "idle": Out(1),
+            "held": In(stream.Signature(hold_token_layout)),
+            "hold_wait": Out(1),
         })
 
     def elaborate(self, platform):
@@ -161,8 +175,20 @@ class ReadPipeline(wiring.Component):
         m.d.comb += enabled.eq(sum(s.enable for s in slots))
         gathered = Signal(range(self._slots + 1))
         bases = Array(Signal(16, name=f"gbase{k}") for k in range(self._slots))
+        hold = Signal()
+        m.d.comb += hold.eq(cfg.hold[self._port])
+        # footprint reuse (one enabled slot, a configuration check): ``open_`` = the fate of the
+        # last gathered tile is not decided; ``fate`` = decided before the AGU gave the tile
+        # back (``fate_free``: free it then, else keep it); ``owed`` = given back, its fate not
+        # decided yet (``owed_base``). A token decides the open tile's fate first (a changed
+        # job's new tile may need the room), then gives the job its tile.
+        tok = self.held.payload
+        open_, fate, fate_free, owed = (Signal(name=n) for n in ("hold_open", "hold_fate",
+                                                                  "hold_fate_free", "hold_owed"))
+        owed_base = Signal(16)
         m.d.comb += [
-            tb.committed.ready.eq(gathered < enabled),
+            tb.committed.ready.eq(Mux(hold, (gathered == 0) & self.held.valid & ~tok.end
+                                      & ~tok.held & ~open_, gathered < enabled)),
             agu.bases.valid.eq(gathered == enabled),
         ]
         m.d.comb += [agu.bases.payload[k].eq(bases[k]) for k in range(self._slots)]
@@ -212,16 +238,62 @@ class ReadPipeline(wiring.Component):
 
         # ---- free: after the accumulation tile's last read has reached the banks -----------
         freeing = Signal(range(self._slots + 1))
-        m.d.comb += [
-            tb.free.valid.eq(agu.free.valid & ~r1_valid & (freeing < enabled)),
-            tb.free.payload.eq(Array(agu.free.payload[k] for k in range(self._slots))
-                               [freeing[:max(1, (self._slots - 1).bit_length())]]),
-            agu.free.ready.eq(~r1_valid & (freeing == enabled)),
-        ]
-        with m.If(tb.free.valid & tb.free.ready):
+        with m.If(~hold):
+            m.d.comb += [
+                tb.free.valid.eq(agu.free.valid & ~r1_valid & (freeing < enabled)),
+                tb.free.payload.eq(Array(agu.free.payload[k] for k in range(self._slots))
+                                   [freeing[:max(1, (self._slots - 1).bit_length())]]),
+                agu.free.ready.eq(~r1_valid & (freeing == enabled)),
+            ]
+        with m.If(~hold & tb.free.valid & tb.free.ready):
             m.d.sync += freeing.eq(freeing + 1)
         with m.If(agu.free.valid & agu.free.ready):
             m.d.sync += freeing.eq(0)
+
+        # ---- footprint reuse: each token decides the open tile's fate, then gives its job a
+        # tile (a new one, or the same one again); a tile given back waits for its fate
+        decide = Signal()
+        frees = Signal()
+        m.d.comb += [decide.eq(hold & self.held.valid & open_ & ~fate),
+                     frees.eq(tok.end | ~tok.held),
+                     self.hold_wait.eq(hold & owed & ~self.held.valid)]
+        with m.If(hold):
+            with m.If(decide):
+                with m.If(owed):
+                    with m.If(frees):
+                        m.d.comb += [tb.free.valid.eq(~r1_valid), tb.free.payload.eq(owed_base)]
+                        with m.If(tb.free.valid & tb.free.ready):
+                            m.d.comb += self.held.ready.eq(tok.end)
+                            m.d.sync += [owed.eq(0), open_.eq(0)]
+                    with m.Else():
+                        m.d.sync += [owed.eq(0), open_.eq(0)]
+                with m.Else():
+                    m.d.comb += self.held.ready.eq(tok.end)
+                    m.d.sync += [fate.eq(1), fate_free.eq(frees), open_.eq(0)]
+            with m.Elif(self.held.valid & tok.end & ~open_):
+                m.d.comb += self.held.ready.eq(1)       # no tile open: nothing to end
+            with m.Elif(self.held.valid & ~open_ & (gathered == 0)):
+                with m.If(~tok.held):
+                    with m.If(tb.committed.valid):
+                        m.d.comb += self.held.ready.eq(1)
+                        m.d.sync += open_.eq(1)
+                with m.Else():
+                    m.d.comb += self.held.ready.eq(1)
+                    m.d.sync += [open_.eq(1), gathered.eq(1)]
+            # the AGU gives a tile back after its last read
+            with m.If(fate):
+                with m.If(fate_free):
+                    m.d.comb += [tb.free.valid.eq(agu.free.valid & ~r1_valid),
+                                 tb.free.payload.eq(agu.free.payload[0]),
+                                 agu.free.ready.eq(~r1_valid & tb.free.ready)]
+                with m.Else():
+                    m.d.comb += agu.free.ready.eq(1)
+                with m.If(agu.free.valid & agu.free.ready):
+                    m.d.sync += fate.eq(0)
+            with m.Else():
+                m.d.comb += agu.free.ready.eq(~owed & ~decide)
+                with m.If(agu.free.valid & agu.free.ready):
+                    m.d.sync += [owed.eq(1), owed_base.eq(agu.free.payload[0])]
 
         m.d.comb += [
             self.errors.tiles.eq(tb.errors.as_value()),
