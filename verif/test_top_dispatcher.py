@@ -97,8 +97,10 @@ class TB:
                 ready.value = int(len(tau.queue) < tau.depth and self.rand.random() < tau.ready_p)
             self.dut.idle.value = sum(int(t.idle) << t.i for t in self.taus)
 
-    async def run(self, size, tile):
-        self.dut.config.value = kernelcfg.pack({"p_size": size, "p_tile": tile})
+    async def run(self, size, tile, **fields):
+        """One run of the grid ``size`` in tiles ``tile`` (other configuration ``fields`` as
+        given), to its ``finished``."""
+        self.dut.config.value = kernelcfg.pack({"p_size": size, "p_tile": tile, **fields})
         self.handed.clear()
         self.finished = 0
         await RisingEdge(self.dut.clk)
@@ -109,7 +111,11 @@ class TB:
             await RisingEdge(self.dut.clk)
             if self.finished:
                 break
-        assert self.finished == 1, f"no finish for {size} / {tile}"
+        assert self.finished == 1, f"no finish for {size} / {tile} / {fields}"
+
+    def per_tau(self):
+        """The origins each TAU was handed, in order."""
+        return [[o for o, i in self.handed if i == t] for t in range(self.n)]
 
 
 @cocotb.test()
@@ -200,21 +206,9 @@ async def groups_take_whole_tiles_first(dut):
         g = 1 << log2
         for size, tile, dep in SHARED_GRIDS:
             stride = [int(j in dep) for j in range(P)] + [0] * (kernelcfg.INDICES - P)
-            tb.dut.config.value = kernelcfg.pack({
-                "p_size": size, "p_tile": tile, "share_slot": 0, "share_log2": log2,
-                "share_order": order, "rp0": [{"enable": 1, "stride": stride}]})
-            tb.handed.clear()
-            tb.finished = 0
-            await RisingEdge(dut.clk)
-            dut.run.value = 1
-            await RisingEdge(dut.clk)
-            dut.run.value = 0
-            for _ in range(200000):
-                await RisingEdge(dut.clk)
-                if tb.finished:
-                    break
-            assert tb.finished == 1, f"no finish for {size} / {tile} / {dep}"
-            got = [[o for o, i in tb.handed if i == t] for t in range(tb.n)]
+            await tb.run(size, tile, share_slot=0, share_log2=log2, share_order=order,
+                         rp0=[{"enable": 1, "stride": stride}])
+            got = tb.per_tau()
             dealt = []
             for first in range(0, tb.n, g):
                 members = got[first:first + g]
@@ -266,21 +260,9 @@ async def block_walk_with_one_shared_slot(dut):
         g = 1 << log2
         for size, tile, dep in SHARED_GRIDS:
             stride = [int(j in dep) for j in range(P)] + [0] * (kernelcfg.INDICES - P)
-            tb.dut.config.value = kernelcfg.pack({
-                "p_size": size, "p_tile": tile, "share_slot": 0, "share_log2": log2,
-                "share_block": 1, "share_order": 1, "rp0": [{"enable": 1, "stride": stride}]})
-            tb.handed.clear()
-            tb.finished = 0
-            await RisingEdge(dut.clk)
-            dut.run.value = 1
-            await RisingEdge(dut.clk)
-            dut.run.value = 0
-            for _ in range(200000):
-                await RisingEdge(dut.clk)
-                if tb.finished:
-                    break
-            assert tb.finished == 1, f"no finish for {size} / {tile} / {dep}"
-            got = [[o for o, i in tb.handed if i == t] for t in range(tb.n)]
+            await tb.run(size, tile, share_slot=0, share_log2=log2, share_block=1,
+                         share_order=1, rp0=[{"enable": 1, "stride": stride}])
+            got = tb.per_tau()
             whole = tb.n - tb.n % g
             assert not any(got[whole:]), f"a TAU outside the whole groups got tiles: {got}"
             expected = block_units(size, tile, dep, g)
