@@ -859,20 +859,15 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     return best
 
 
-def held_rps(config, sharing=None):
+def held_rps(config):
     """``config["hold"]`` for footprint reuse (``compile_problem(hold=True)``): bit ``r`` set
-    where RP ``r`` has one enabled slot that no TAU group shares: the slots of ``sharing``
-    (``Kernel.sharing``, the block walk's plan, which the model deals in place of the 1-D
-    choice), else ``share_slot`` / ``share2_slot`` where their groups are not 0. The
-    configuration check ``hold`` (``merit.regmap.CHECKS``) refuses a held slot that the
-    configuration's sharing fields share, so a kernel of a one-slot block walk runs as the
-    model deals it only where the configuration carries that walk."""
-    if sharing:
-        shared = {slot for slot, log2 in sharing if log2}
-    else:
-        shared = {config[slot] for slot, log2 in (("share_slot", "share_log2"),
-                                                  ("share2_slot", "share2_log2"))
-                  if config.get(log2)}
+    where RP ``r`` has one enabled slot that no TAU group shares (``share_slot`` /
+    ``share2_slot`` where their groups are not 0: the 1-D choice, the 2-D plan or the one slot
+    on the block walk alike), as the configuration check ``hold`` (``merit.regmap.CHECKS``)
+    requires."""
+    shared = {config[slot] for slot, log2 in (("share_slot", "share_log2"),
+                                              ("share2_slot", "share2_log2"))
+              if config.get(log2)}
     numbered = [(port, s) for port in (0, 1) for s in config[f"rp{port}"]]
     bits = 0
     for port in (0, 1):
@@ -1207,7 +1202,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         config["share_order"] = 0 if config["share_block"] else share_order(
             config, tiling.lanes_per_index(), n_p)
         if hold:
-            config["hold"] = held_rps(config, sharing)
+            config["hold"] = held_rps(config)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
         kernel = Kernel(problem, program, lanes, tiling, mapping, config, tensors,

@@ -113,7 +113,7 @@ def test_held_rps_leaves_out_shared_and_crowded_rps():
     assert held_rps(config) == 0b11
     assert held_rps(dict(config, share_slot=2, share_log2=1)) == 0b01
     assert held_rps(dict(config, share2_slot=0, share2_log2=1)) == 0b10
-    assert held_rps(config, sharing=((0, 1),)) == 0b10
+    assert held_rps(dict(config, share_slot=0, share_log2=1, share_block=1)) == 0b10
 
 
 def test_hold_is_checked():
