@@ -27,7 +27,7 @@ from . import codegen, gemv, ldsm, mma
 from .tile import Tile, extents, geometry
 
 __all__ = ["Device", "H100", "rank", "complete", "check_tile", "shared_inputs", "conflicts",
-           "vread_ok",
+           "vread_ok", "staged_variants",
            "shared_loads", "wavefronts"]
 
 
@@ -1494,6 +1494,51 @@ def row_variants(spec, times, device=H100):
         return []
     v = _replace(t, wrows=True)
     return [] if v in {u for _, u in times} else [v]
+
+
+#: SIMT sums: with the third round the autotuner also times the ``STAGED_TUNED`` fastest tiles
+#: it has timed that read some loop input through the read-only cache (no reuse in the tile, so
+#: the rule of the module docstring leaves it out of shared memory), with every loop input staged
+#: through shared memory instead, and that form's ``vread`` copy where it applies
+#: (:func:`staged_variants`).  Staged, a footprint's rows are copied in coalesced 16-byte pieces
+#: and read back across the bank-conflict padding; through the cache, a thread reads its own
+#: run of the row, and the lanes of a warp touch words 64 bytes or more apart where the summed
+#: axis is the contiguous one.  On the H200 (2026-11-29, ``tests/merit/gpu/scan_probe.py``, in
+#: turns) the integral image's row totals (4096 x 256 sums of 16 contiguous words) ran 0.0383 ms
+#: on the page's cached tile and 0.0227-0.0229 on staged forms of the model's tiles, its column
+#: totals (summed along the rows) 0.0196 either way: timed beside them, not a rule.
+STAGED_TUNED = 2
+
+
+def staged_variants(spec, times, device=H100):
+    """The staged forms (see :data:`STAGED_TUNED`) of the fastest plain SIMT tiles of ``times``
+    (``(ms, tile)`` pairs) that read a loop input through the read-only cache, completed (pads
+    and pipeline chosen again), those whose footprints fit in shared memory and that were not
+    timed yet, fastest base first; empty where no such tile was timed."""
+    if not STAGED_TUNED or spec.precision != "fp32" or spec.na == 0:
+        return []
+    loop = tuple(op.stage == "loop" for op in spec.inputs)
+    if not any(loop):
+        return []
+    timed = {t for _, t in times}
+    bases = sorted((mt for mt in times
+                    if not (mt[1].mma or mt[1].gemv or mt[1].wrows or mt[1].padrows
+                            or mt[1].wino or mt[1].flat or mt[1].vread)
+                    and mt[1].shared
+                    and any(lp and not sh for lp, sh in zip(loop, mt[1].shared, strict=True))),
+                   key=lambda mt: mt[0])
+    out = []
+    cap = min(SMEM_CAP, device.smem_block)
+    for _, t in bases[:STAGED_TUNED]:
+        shared = tuple(lp or sh for lp, sh in zip(loop, t.shared, strict=True))
+        v = complete(spec, _replace(t, shared=shared, pads=(), double=False, vector=()), device)
+        if _smem_bytes(spec, v) > cap:
+            continue
+        forms = [v]
+        if vread_ok(spec, v):
+            forms.append(complete(spec, _replace(v, vread=True), device))
+        out += [f for f in forms if f not in timed and f not in out]
+    return out
 
 
 #: SIMT tiles: with the third round the autotuner also times the fastest tile it has timed on
