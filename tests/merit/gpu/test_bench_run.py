@@ -1,9 +1,10 @@
 """How ``bench.gpu`` splits and describes a run, without a GPU: each row's data seeded by its key,
-the header of a run measured in several calls or stopped with rows left."""
+the header of a run measured in several calls or stopped with rows left, a vision row whose 5x
+target lies under its floor."""
 
 import numpy as np
 
-from bench.gpu import _calls, row_rng
+from bench.gpu import _calls, _five_note, _verdict, row_rng
 
 
 def test_row_data_depend_on_the_key_alone():
@@ -22,3 +23,19 @@ def test_header_names_each_call_and_the_rows_left():
     assert "d1, 40 rows, 500 s" in lines[0] and "d2, 29 rows, 120 s" in lines[0]
     left = _calls({"calls": [one], "pending": ["rand4_gemm_odd", "q_conv"]})
     assert len(left) == 1 and "2 rows not yet measured (rand4_gemm_odd, q_conv)" in left[0]
+
+
+def test_a_5x_target_under_the_floor_is_named_unreachable():
+    row = {"key": "filter3x3", "target": "vision", "ours_ms": 0.0092, "floor_ms": 0.0079,
+           "peers_ms": {"a": 0.0356, "b": 0.0360}}
+    met, text = _verdict(row)
+    assert not met
+    assert ">= 5x best peer: NO (5x is 0.0071 ms, under the floor 0.0079: not reachable)" in text
+    assert text.endswith("within 3x of floor: yes")
+    (blank, line), = [_five_note([row, dict(row, key="sep", floor_ms=0.0060)])]
+    assert blank == "" and "filter3x3 (best peer 0.0356 ms, 5x 0.0071" in line
+    assert "sep" not in line                          # 5x over its floor: reachable
+    reach = dict(row, floor_ms=0.0060)
+    assert "not reachable" not in _verdict(reach)[1] and _five_note([reach]) == []
+    gemm = {"target": "gemm", "ours_ms": 1.0, "peers_ms": {"a": 1.1}, "floor_ms": 0.9}
+    assert _verdict(gemm) == (True, ">= 1.0x best peer (fp32, TF32 off): yes")
