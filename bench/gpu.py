@@ -51,24 +51,45 @@ def correlation_batched(n, c, h, w, d):
     return Problem("correlation", S.Dot(), (n, h, w, 2 * d + 1, 2 * d + 1), (c,), [i1, i2])
 
 
-def integral_passes(h, w, block=32):
-    """Integral image as six MERIT problems: per axis a blocked scan.
+def integral_passes(h, w, block=32, block2=None):
+    """Integral image as MERIT problems: per axis a blocked scan.
 
     On the image viewed as (h, w / B, B): block totals ``T[y, q] = sum_j I[y, q, j]``; carries
     ``C[y, q] = sum_{q' < q} T[y, q']`` (a backwards walk cut by the zero boundary); then
     ``R[y, q, r] = sum_{j <= r} I[y, q, r - j] + C[y, q]`` (DotResidual with a broadcast weight of
-    one, the carry read in PostLoop).  The same three on the columns of ``R``.
-    Returns a function ``(image, one) -> (result, launches)`` built on ``merit.gpu.prepare``.
+    one, the carry read in PostLoop).  The same three on the columns of ``R``: six problems.
+    With ``block2`` (B2) the carries are themselves a blocked scan of the totals, viewed as
+    (h, w / (B B2), B2): their totals, those totals' carries, and the totals' exclusive scan in
+    their blocks plus that carry (``sum_{j < B2} T[y, Q, i - 1 - j] + C2[y, Q]``): ten problems,
+    B multiply-adds an element in the scan instead of B, and w / (B B2) a carry instead of w / B.
+    Returns ``(problems, (w / B, h / B))``, the problems in the order they run.
     """
     if w % block or h % block:
         raise ValueError(f"integral_passes needs sides divisible by {block}")
     nb_x, nb_y = w // block, h // block
+    if block2 is not None and (nb_x % block2 or nb_y % block2):
+        raise ValueError(f"integral_passes needs sides divisible by {block} x {block2}")
     # rows: view (h, nb_x, B)
     rows_t = Problem("integral_rows_totals", S.Sum(), (h, nb_x), (block,),
                      [Transform((h, nb_x, block), p=[Index(0), Index(1)], a=[Index(2)], name="I")])
-    rows_c = Problem("integral_rows_carry", S.Sum(), (h, nb_x), (nb_x,),
-                     [Transform((h, nb_x), p=[Index(0), Index(1, 1, -1)], a=[Index(1, -1)],
-                                name="T")])
+    if block2 is None:
+        rows_c = [Problem("integral_rows_carry", S.Sum(), (h, nb_x), (nb_x,),
+                          [Transform((h, nb_x), p=[Index(0), Index(1, 1, -1)], a=[Index(1, -1)],
+                                     name="T")])]
+    else:   # the totals viewed as (h, nb2, B2)
+        nb2 = nb_x // block2
+        rows_c = [
+            Problem("integral_rows_totals2", S.Sum(), (h, nb2), (block2,),
+                    [Transform((h, nb2, block2), p=[Index(0), Index(1)], a=[Index(2)],
+                               name="T")]),
+            Problem("integral_rows_carry2", S.Sum(), (h, nb2), (nb2,),
+                    [Transform((h, nb2), p=[Index(0), Index(1, 1, -1)], a=[Index(1, -1)],
+                               name="T2")]),
+            Problem("integral_rows_carry", S.DotResidual(), (h, nb2, block2), (block2,),
+                    [Transform((h, nb2, block2), p=[Index(0), Index(1), Index(2, 1, -1)],
+                               a=[Index(2, -1)], name="T"),
+                     Transform((1,), p=[None, None, None], a=[None], name="one"),
+                     Transform((h, nb2), p=[Index(0), Index(1), None], a=[None], name="C2")])]
     rows_r = Problem(
         "integral_rows_scan", S.DotResidual(), (h, nb_x, block), (block,),
         [Transform((h, nb_x, block), p=[Index(0), Index(1), Index(2)], a=[Index(2, -1)],
@@ -79,44 +100,85 @@ def integral_passes(h, w, block=32):
     cols_t = Problem("integral_cols_totals", S.Sum(), (nb_y, w), (block,),
                      [Transform((nb_y, block, w), p=[Index(0), Index(2)], a=[Index(1)],
                                 name="R")])
-    cols_c = Problem("integral_cols_carry", S.Sum(), (nb_y, w), (nb_y,),
-                     [Transform((nb_y, w), p=[Index(0, 1, -1), Index(1)], a=[Index(0, -1)],
-                                name="T")])
+    if block2 is None:
+        cols_c = [Problem("integral_cols_carry", S.Sum(), (nb_y, w), (nb_y,),
+                          [Transform((nb_y, w), p=[Index(0, 1, -1), Index(1)], a=[Index(0, -1)],
+                                     name="T")])]
+    else:   # the totals viewed as (nb2, B2, w)
+        nb2 = nb_y // block2
+        cols_c = [
+            Problem("integral_cols_totals2", S.Sum(), (nb2, w), (block2,),
+                    [Transform((nb2, block2, w), p=[Index(0), Index(2)], a=[Index(1)],
+                               name="T")]),
+            Problem("integral_cols_carry2", S.Sum(), (nb2, w), (nb2,),
+                    [Transform((nb2, w), p=[Index(0, 1, -1), Index(1)], a=[Index(0, -1)],
+                               name="T2")]),
+            Problem("integral_cols_carry", S.DotResidual(), (nb2, block2, w), (block2,),
+                    [Transform((nb2, block2, w), p=[Index(0), Index(1, 1, -1), Index(2)],
+                               a=[Index(1, -1)], name="T"),
+                     Transform((1,), p=[None, None, None], a=[None], name="one"),
+                     Transform((nb2, w), p=[Index(0), None, Index(1)], a=[None], name="C2")])]
     cols_r = Problem(
         "integral_cols_scan", S.DotResidual(), (nb_y, block, w), (block,),
         [Transform((nb_y, block, w), p=[Index(0), Index(1), Index(2)], a=[Index(1, -1)],
                    name="R"),
          Transform((1,), p=[None, None, None], a=[None], name="one"),
          Transform((nb_y, w), p=[Index(0), None, Index(1)], a=[None], name="C")])
-    return [rows_t, rows_c, rows_r, cols_t, cols_c, cols_r], (nb_x, nb_y)
+    return [rows_t, *rows_c, rows_r, cols_t, *cols_c, cols_r], (nb_x, nb_y)
 
 
-def integral_chain(h, w, image, cache, block=32):
-    """Prepare the six launches of :func:`integral_passes` on ``image``; returns (go, result)."""
-    import cupy as cp
+def integral_run(probs, block, block2, image, run):
+    """The passes of :func:`integral_passes` on ``image`` (h, w): ``run(k, *inputs)`` runs
+    problem ``k`` and returns its output; the last output, shaped (h, w)."""
+    h, w = image.shape
+    per = len(probs) // 2
+    one = image.reshape(-1)[:1].copy()
+    one[...] = 1
 
+    def axis(k, x, cshape, tview):
+        t = run(k, x)
+        if per == 3:
+            c = run(k + 1, t)
+        else:   # the totals' own blocked scan, exclusive
+            tv = tview(t)
+            c = run(k + 3, tv, one, run(k + 2, run(k + 1, tv)))
+        return run(k + per - 1, x, one, c.reshape(cshape))
+
+    r = axis(0, image.reshape(h, w // block, block), (h, w // block),
+             lambda t: t.reshape(h, -1, block2))
+    out = axis(per, r.reshape(h // block, block, w), (h // block, w),
+               lambda t: t.reshape(-1, block2, w))
+    return out.reshape(h, w)
+
+
+#: The integral image's scan blocks the bench times, (B, B2 or None): one level of blocked
+#: scans, or two (the carries a blocked scan of the block totals).  On the H200 (2026-11-29,
+#: ``tests/merit/gpu/scan_probe.py --levels``, in turns) 16: 0.1790 ms, 8 x 16: 0.1714, 8 x 32:
+#: 0.1824, 4 x 32: 0.2425 (32 alone 0.214 on that day's page).
+SCAN_BLOCKS = ((16, None), (32, None), (8, 16))
+
+
+def integral_chain(h, w, image, cache, block=32, block2=None):
+    """Prepare the launches of :func:`integral_passes` on ``image``; returns (go, result, the
+    launches)."""
     from merit.gpu import prepare
 
-    probs, (nb_x, nb_y) = integral_passes(h, w, block)
-    one = cp.ones((1,), dtype=cp.float32)
-    img = image.reshape(h, nb_x, block)
-    _, g1, (t1,) = prepare(probs[0], img, cache=cache)
-    g1()
-    _, g2, (c1,) = prepare(probs[1], t1, cache=cache)
-    g2()
-    _, g3, (r1,) = prepare(probs[2], img, one, c1, cache=cache)
-    g3()
-    rv = r1.reshape(nb_y, block, w)
-    _, g4, (t2,) = prepare(probs[3], rv, cache=cache)
-    g4()
-    _, g5, (c2,) = prepare(probs[4], t2, cache=cache)
-    g5()
-    _, g6, (out,) = prepare(probs[5], rv, one, c2, cache=cache)
+    probs, _ = integral_passes(h, w, block, block2)
+    gos = []
+
+    def run(k, *arrays):
+        _, go, (out,) = prepare(probs[k], *arrays, cache=cache)
+        go()
+        gos.append(go)
+        return out
+
+    out = integral_run(probs, block, block2, image, run)
 
     def go():
-        g1(), g2(), g3(), g4(), g5(), g6()
+        for g in gos:
+            g()
 
-    return go, out.reshape(h, w), [g1, g2, g3, g4, g5, g6]
+    return go, out, gos
 
 
 def separable_passes(h, w, k):
@@ -435,7 +497,7 @@ def rows(quick=False):
     out.append(("separable_31", "separable filter k=31 (k=30 is even; 'same' needs odd k), "
                 "4096^2 (faster of 1 and 2 problems)", "vision",
                 ("separable", dict(n=4096, k=31))))
-    out.append(("integral", "integral image 4096^2 (6 blocked-scan problems)", "vision",
+    out.append(("integral", "integral image 4096^2 (blocked scans, 6 or 10 problems)", "vision",
                 ("integral", dict(n=4096))))
     out.append(("motion", "motion estimation 720p, 8x8 blocks, +-16 (SAD volume)", "vision",
                 ("motion", dict(h=720, w=1280, block=8, search=16))))
@@ -854,20 +916,22 @@ def main(argv=None):
         try:
             prob, arrays, peers, refs, nbytes, steps = build(kind, params, rng)
             if prob is None:
-                # the scan block B is a tile size of this formulation: time each, keep the best
+                # the scan blocks B (and B2, the carries' own blocked scan) are tile sizes of
+                # this formulation: time each, keep the best
                 chains = {}
-                for b in (16, 32):
-                    go_b, res_b, _ = integral_chain(params["n"], params["n"], arrays[0], cache,
-                                                    block=b)
-                    chains[b] = (time_launch(go_b), go_b, res_b)
+                for b, b2 in SCAN_BLOCKS:
+                    go_b, res_b, gos = integral_chain(params["n"], params["n"], arrays[0], cache,
+                                                      block=b, block2=b2)
+                    name = f"{b}x{b2}" if b2 else f"{b}"
+                    chains[name] = (time_launch(go_b), go_b, res_b, len(gos))
                 row["block_ms"] = {b: c[0] for b, c in chains.items()}
                 best_b = min(chains, key=lambda b: chains[b][0])
-                _, go, result = chains[best_b]
+                _, go, result, nk = chains[best_b]
 
                 def finish(result=result):
                     return (result,)
 
-                row["tile"] = f"6 kernels, scan block {best_b} (autotuned each)"
+                row["tile"] = f"{nk} kernels, scan block {best_b} (autotuned each)"
                 poison = [result]
             else:
                 prec = params.get("precision", "fp32")

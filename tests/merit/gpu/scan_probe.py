@@ -72,6 +72,45 @@ def refs64(img, n, b):
     return [t1, c1, r1, t2, c2, r2]
 
 
+def levels(args):
+    """Chains of the integral image in one or two levels of blocked scans, each tuned from one
+    empty tile cache (a specialization two chains share is tuned once), checked against float64
+    on NaN-poisoned outputs, timed in turns with ``cupy.cumsum`` x2."""
+    import tempfile
+    import time
+
+    import cupy as cp
+    from probelib import time_and_report
+
+    import merit.gpu as gpu
+    from bench.gpu import integral_chain
+    from merit.gpu.runtime import TileCache
+
+    n = 4096
+    img = cp.asarray(np.random.default_rng(11).standard_normal((n, n), dtype=np.float32))
+    ref = cp.cumsum(cp.cumsum(img.astype(cp.float64), 0), 1)
+    rows, launches = [], {}
+    with tempfile.TemporaryDirectory() as d:
+        cache = TileCache(Path(d) / "t.json")
+        for cfg in args.levels.split(","):
+            b, b2 = (int(cfg), None) if "x" not in cfg else map(int, cfg.split("x"))
+            t0, n0 = time.time(), len(gpu.finals)
+            go, res, gos = integral_chain(n, n, img, cache, b, b2)
+            res.fill(cp.nan)
+            go()
+            e = float(cp.linalg.norm(res.astype(cp.float64) - ref) / cp.linalg.norm(ref))
+            picks = [f["pick"] for f in gpu.finals[n0:]]
+            print(f"{cfg}: {len(gos)} launches, tuned in {time.time() - t0:.1f} s, err {e:.2e}, "
+                  f"picks {picks}", flush=True)
+            assert e < 1e-5, (cfg, e)
+            rows.append({"levels": cfg, "launches": len(gos), "err": e, "picks": picks})
+            launches[f"chain {cfg} ({len(gos)} launches)"] = go
+            for k, g in enumerate(gos):
+                launches[f"  {cfg} pass {k}"] = g
+    peers = {"cupy.cumsum x2": lambda: cp.cumsum(cp.cumsum(img, 0), 1)}
+    time_and_report("scan_levels", rows, launches, peers, args.rounds)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
@@ -79,6 +118,9 @@ def main():
     ap.add_argument("--passes", type=lambda v: tuple(map(int, v.split(","))), default=(0, 2, 3),
                     help="the passes whose other tiles are tried (0 row totals, 2 row scan, "
                          "3 column totals)")
+    ap.add_argument("--levels", default="",
+                    help="instead: chains of integral_passes(block, block2) tuned from one empty "
+                         "tile cache, e.g. 16,8x16,8x32 (B or BxB2), timed in turns")
     ap.add_argument("--dry", action="store_true")
     ap.add_argument("--tune", action="store_true", help="also the six passes tuned from an empty "
                     "tile cache (the autotuner's picks), that chain timed in turns too")
@@ -87,6 +129,8 @@ def main():
     from merit.gpu import codegen, tiling
     from merit.gpu.spec import spec_of
 
+    if args.levels:
+        return levels(args)
     n, b = 4096, 16
     probs, (nb, _) = integral_passes(n, n, b)
     specs = [spec_of(p, "float32", "fp32") for p in probs]

@@ -3,6 +3,7 @@ the header of a run measured in several calls or stopped with rows left, a visio
 target lies under its floor."""
 
 import numpy as np
+import pytest
 
 from bench.gpu import _calls, _five_note, _verdict, row_rng
 
@@ -39,3 +40,19 @@ def test_a_5x_target_under_the_floor_is_named_unreachable():
     assert "not reachable" not in _verdict(reach)[1] and _five_note([reach]) == []
     gemm = {"target": "gemm", "ours_ms": 1.0, "peers_ms": {"a": 1.1}, "floor_ms": 0.9}
     assert _verdict(gemm) == (True, ">= 1.0x best peer (fp32, TF32 off): yes")
+
+
+def test_integral_image_in_two_levels_of_blocked_scans_matches_the_golden_model():
+    """The ten-problem form (the carries a blocked scan of the block totals) through the golden
+    model in float64, against cumulative sums; the six-problem form beside it."""
+    from bench.gpu import integral_passes, integral_run
+
+    rng = np.random.default_rng(7)
+    for h, w, b, b2 in ((32, 48, 4, 2), (24, 32, 2, 4), (8, 12, 4, None)):
+        image = rng.standard_normal((h, w))
+        probs, (nbx, nby) = integral_passes(h, w, b, b2)
+        assert (nbx, nby) == (w // b, h // b) and len(probs) == (10 if b2 else 6)
+        out = integral_run(probs, b, b2, image, lambda k, *a, p=probs: p[k].run(*a))
+        np.testing.assert_allclose(out, image.cumsum(0).cumsum(1), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="divisible by 4 x 4"):
+        integral_passes(32, 40, 4, 4)
