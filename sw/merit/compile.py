@@ -354,9 +354,11 @@ def _slide_ok(slot, j, p_tile, lanes):
     """Whether ``slot`` (configured) slides along parallel index ``j`` (``Kernel.slide``): the
     axis ``j`` moves along is the outermost of the slot's layout (every axis above it one
     element), ``j`` moves the footprint forward by ``delta`` < its box along that axis, and
-    the tile's base then moves by whole SRAM rows that keep every word in its bank (the bank
-    function hashes the address within the tile, ``merit.mapping.BankFunction``: ``delta``
-    times the axis's pitch is a multiple of ``2**hash_bits``)."""
+    the tile's base then moves by whole SRAM rows that keep every word in its bank, the new
+    rows too (the bank function hashes the address within the tile,
+    ``merit.mapping.BankFunction``, and the DMA writes the new part as a tile of its own right
+    after the old one: ``delta`` and the box along the axis, each times the axis's pitch, are
+    multiples of ``2**hash_bits``)."""
     axis, stride = slot["axis"][j], slot["stride"][j]
     if stride <= 0 or any(b != 1 for b in slot["box"][:axis]):
         return False
@@ -365,7 +367,8 @@ def _slide_ok(slot, j, p_tile, lanes):
         return False
     lpitch = list(slot["lpitch"]) + [1]
     hash_bits = max([lanes.bit_length() - 1] + [x + 1 for x in slot["xor"] if x])
-    return (delta * lpitch[axis]) % (1 << hash_bits) == 0
+    return (delta * lpitch[axis]) % (1 << hash_bits) == 0 \
+        and (slot["box"][axis] * lpitch[axis]) % (1 << hash_bits) == 0
 
 
 def _slide_layout_ok(view, j, lanes, tile_p, tile_a, layout):
@@ -376,7 +379,8 @@ def _slide_layout_ok(view, j, lanes, tile_p, tile_a, layout):
     delta = view.indices[j].stride * tile_p[j]
     if delta >= layout.box[0]:
         return True         # no slide with these tiles: any layout (the kernel loads whole)
-    return (delta * layout.pitch[0]) % (1 << layout.bank.hash_bits) == 0
+    align = 1 << layout.bank.hash_bits
+    return (delta * layout.pitch[0]) % align == 0 and layout.words % align == 0
 
 
 def without_zero_init(program):
@@ -1369,6 +1373,17 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                 for (r, _), op in zip(ports, problem.operands, strict=True):
                     if sum(1 for q, _ in ports if q == r) == 1:
                         held[r * slots[0]] = _held_loads(op.transform, counts, a_count, taus)
+            if slide is not None:   # the sliding slot's loads, in whole footprints
+                k, j = slide
+                counts = [len(g) for g in grid]
+                a_count = int(np.prod([-(-n // t) for n, t in zip(problem.a_shape,
+                                                                  tiling.a_tile, strict=True)]))
+                tr = problem.operands[k].transform
+                box = tr.footprint(tiling.p_tile, tiling.a_tile)
+                held = dict(held or {})
+                held[numbers[k]] = _slid_words(tr, j, tiling.p_tile, tiling.a_tile, counts,
+                                               a_count) / (a_count * math.prod(box[:-1])
+                                                           * (box[-1] + 3))
             sharing = share_plan(config, list(tiles), taus, compute_per_tile=per_tile,
                                  counts=share_counts, held=held,
                                  fixed=() if slide is None else (numbers[slide[0]],))

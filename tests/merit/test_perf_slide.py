@@ -148,20 +148,21 @@ def test_a_slide_that_is_not_offered_is_refused():
         compile_problem(problem, slide="y", **SMALL)
 
 
-@pytest.mark.parametrize(("lanes", "tile", "xor", "slides"), [
-    (8, 1, 0, True),        # one row of 3 x 16 words: 48 words, 6 SRAM rows of 8
-    (32, 1, 0, False),      # 1 1/2 rows of 32: the base cannot move by rows
-    (32, 2, 0, True),       # 96 words: 3 rows of 32
-    (8, 1, 5, False),       # a bank bit hashes address bit 5: 48 changes it
-    (8, 4, 5, True),        # 192 words: a multiple of 64, bit 5 unchanged
-    (8, 6, 0, False),       # a move of 6 is not less than the box (6 rows of y)
+@pytest.mark.parametrize(("lanes", "tile", "box", "xor", "slides"), [
+    (8, 1, 3, 0, True),     # a move of one row of 3 x 16 words: 48 words, 6 SRAM rows of 8
+    (32, 1, 3, 0, False),   # 1 1/2 rows of 32: the base cannot move by rows
+    (32, 2, 4, 0, True),    # 96 words: 3 rows of 32, the tile 6 rows
+    (32, 2, 3, 0, False),   # the tile 4 1/2 rows: the new rows would not follow it
+    (8, 1, 4, 5, False),    # a bank bit hashes address bit 5: a move of 48 changes it
+    (8, 4, 8, 5, True),     # moves of 192 words, a tile of 384: multiples of 64
+    (8, 4, 6, 5, False),    # a tile of 288: the new rows' banks would differ
+    (8, 6, 6, 0, False),    # a move of 6 is not less than the box (6 rows of y)
 ])
-def test_a_slide_keeps_rows_whole_and_words_in_their_banks(lanes, tile, xor, slides):
-    # a slot of a (c = 3, h, w = 16) view with h outermost: y moves along h with dy (box
-    # tile + 2), lpitch[h] = 3 x 16
+def test_a_slide_keeps_rows_whole_and_words_in_their_banks(lanes, tile, box, xor, slides):
+    # a slot of an (h, c = 3, w = 16) view, h outermost: y moves along h with dy (``box`` rows
+    # of h), lpitch[h] = 3 x 16
     slot = {"axis": [1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
             "stride": [1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-            "box": [1, tile + 2 if tile < 6 else 6, 3, 16], "lpitch": [48, 48, 16],
-            "xor": [0, xor, 0, 0, 0, 0]}
+            "box": [1, box, 3, 16], "lpitch": [48, 48, 16], "xor": [0, xor, 0, 0, 0, 0]}
     p_tile = [tile, 1, 3, 1, 1, 1]
     assert _slide_ok(slot, 0, p_tile, lanes) is slides
