@@ -1412,8 +1412,13 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                     for n, q in ((n, 1 if n >= slots[0] else 0) for n, _ in (sharing or ()))]
             # on the block walk the slide index must be one the shared slot moves along (its
             # blocks then walk it innermost)
+            # and its jobs slide: no accumulation index of more than one tile moves it (its
+            # footprint would change with every job), more than one tile along ``j``
+            split = any(slot["stride"][P_INDICES + i] and config["a_tile"][i] < config["a_size"][i]
+                        for i in range(A_INDICES))
             if _slide_ok(slot, j, config["p_tile"], lanes) and len(sharing or ()) < 2 \
-                    and all(j in d for d in deps):
+                    and all(j in d for d in deps) and not split \
+                    and config["p_tile"][j] < config["p_size"][j]:
                 slid = (number, j)
         kernel = Kernel(problem, program, lanes, tiling, mapping, config, tensors,
                         tuple(out_list), _align(address, 4096), tiles, useful, sharing,

@@ -166,3 +166,15 @@ def test_a_slide_keeps_rows_whole_and_words_in_their_banks(lanes, tile, box, xor
             "box": [1, box, 3, 16], "lpitch": [48, 48, 16], "xor": [0, xor, 0, 0, 0, 0]}
     p_tile = [tile, 1, 3, 1, 1, 1]
     assert _slide_ok(slot, 0, p_tile, lanes) is slides
+
+
+def test_a_split_reduction_does_not_slide():
+    # 32 channels in an RP of 256 words: the accumulation tiles split the channels, so the
+    # input's footprint changes with every job and nothing slides
+    problem = W.conv2d(1, 32, 24, 16, 4, 3, padding=1)
+    kernel = compile_problem(problem, slide=(0, 2), rp_bytes=(512, 1024), **SMALL)
+    assert kernel.tiling.a_tile[0] < 32
+    assert kernel.slide is None
+    whole = compile_problem(W.conv2d(1, 2, 24, 16, 4, 3, padding=1), slide=(0, 2),
+                            max_outputs=64, **SMALL)
+    assert whole.slide == (0, 2)
