@@ -178,3 +178,41 @@ def test_a_split_reduction_does_not_slide():
     whole = compile_problem(W.conv2d(1, 2, 24, 16, 4, 3, padding=1), slide=(0, 2),
                             max_outputs=64, **SMALL)
     assert whole.slide == (0, 2)
+
+
+def test_a_slide_beside_a_slot_shared_on_the_block_walk():
+    # correlation on 4 TAUs, I1 shared on the block walk (it does not move along dy, dx) and
+    # I2 sliding along y: a block of 4 TAUs takes 4 (dy, dx) tiles at one (x, y), then the next
+    # y; I1 is fetched once a block (by its leader), I2's new rows by each TAU; a TAU past the
+    # end of the (dy, dx) walk runs a void tile (dy, dx at their extents), which loads too
+    problem = W.correlation(4, 16, 16, 2)
+    kernel = compile_problem(problem, taus=4, slide=(1, 0), share_dims=2, share_counts=(1,),
+                             max_outputs=32, **SMALL)
+    assert kernel.slide is not None and kernel.sharing is not None
+    (shared, log2), = kernel.sharing
+    assert 1 << log2 == 4
+    shape, tile = problem.p_shape, kernel.tiling.p_tile
+    grid = [list(range(0, n, t)) for n, t in zip(shape, tile, strict=True)]
+    xs = [(a, b) for a in grid[2] for b in grid[3]]            # the (dy, dx) walk
+    tile_a = kernel.tiling.a_tile
+    a_grid = list(range(0, problem.a_shape[0], tile_a[0]))
+    i1, i2 = (op.transform for op in problem.operands)
+    beats = 0
+    last = [None] * 4
+    for x in grid[1]:
+        for x0 in range(0, len(xs), 4):
+            for y in grid[0]:
+                block = [(y, x) + (xs[k] if k < len(xs) else shape[2:])
+                         for k in range(x0, x0 + 4)]
+                for a in a_grid:
+                    low, box, rows = _footprint_rows(i1, block[0], (a,), tile, tile_a)
+                    beats += sum(_row_beats(i1, kernel.tensors["I1"], low, box, r)
+                                 for r in rows)
+                for k, origin in enumerate(block):
+                    for a in a_grid:
+                        low, box, rows = _footprint_rows(i2, origin, (a,), tile, tile_a)
+                        new = rows - last[k] if last[k] is not None and origin[0] else rows
+                        beats += sum(_row_beats(i2, kernel.tensors["I2"], low, box, r)
+                                     for r in new)
+                        last[k] = rows
+    assert perf.predict(kernel, taus=4).read_bytes // 8 == beats
