@@ -60,7 +60,7 @@ __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling",
            "lane_coords", "program_slots", "search_caps", "share_choice", "share_plan",
            "share_plans", "share_walk", "share_order", "share_order_key", "lockstep_warps",
            "estimate_time", "merged_rows", "beat_aligned", "slot_config", "tile_words", "hw_index",
-           "without_zero_init"]
+           "without_zero_init", "outermost", "slide_choices"]
 
 
 

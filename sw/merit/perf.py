@@ -41,7 +41,7 @@ from .checks import check_ports
 
 __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "dispatch_tiles",
            "interlocked", "job_costs", "predict", "predict_cycles", "predict_problem",
-           "slot_read_beats", "spans"]
+           "slide_part", "slot_read_beats", "spans"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
