@@ -32,7 +32,7 @@ from .checks import check_ports, check_taus
 from .kernelcfg import A_INDICES, AXES, P_INDICES
 from .mapping.bank import BankFunction
 from .mapping.search import warps_along
-from .transform import Transform
+from .transform import Index, Transform
 
 #: Mapped tiles, cheapest in DRAM traffic per output first, that the compiler weighs (under
 #: each cap of :func:`search_caps`): it keeps the cheapest whose sizes are powers of two unless
@@ -60,7 +60,7 @@ __all__ = ["P_INDICES", "A_INDICES", "AXES", "CompileError", "Kernel", "Tiling",
            "lane_coords", "program_slots", "search_caps", "share_choice", "share_plan",
            "share_plans", "share_walk", "share_order", "share_order_key", "lockstep_warps",
            "estimate_time", "merged_rows", "beat_aligned", "slot_config", "tile_words", "hw_index",
-           "without_zero_init"]
+           "without_zero_init", "outermost", "slide_choices"]
 
 
 
@@ -155,7 +155,7 @@ def tile_words(transform, tiling, lpitch=None):
 
 
 def slot_config(transform: Transform, tiling: Tiling, lanes, *, base=0, bank=None, lpitch=None,
-                depth=None):
+                depth=None, dpitch=None):
     """The configuration values of one input slot reading ``transform``.
 
     Parameters
@@ -171,6 +171,10 @@ def slot_config(transform: Transform, tiling: Tiling, lanes, *, base=0, bank=Non
         Local pitch per tensor axis (padding); default dense.
     depth : int, optional
         Rows of the RP's SRAM; a tile larger than it is refused.
+    dpitch : sequence of int, optional
+        DRAM pitch (elements) per axis of ``transform``; default dense row-major over its
+        ``source_shape``. A view of the tensor with its axes in another order
+        (:func:`outermost`) gives the tensor's own pitches in that order.
     """
     _check_tiling(transform, tiling, lanes)
     bank = BankFunction(lanes) if bank is None else bank
@@ -213,6 +217,8 @@ def slot_config(transform: Transform, tiling: Tiling, lanes, *, base=0, bank=Non
     dense = [1]
     for n in reversed(transform.source_shape[1:]):
         dense.insert(0, dense[0] * n)
+    if dpitch is not None:
+        dense = [int(v) for v in dpitch]
     xor, rotate = bank.register_fields()
     return {
         "enable": 1,
@@ -288,6 +294,93 @@ def _mergeable(s, sizes, tiles):
                 and -(1 << 15) <= s["offset"][d] * n < 1 << 15:
             return d
     return None
+
+
+def outermost(transform, axis):
+    """``(view, dpitch)``: ``transform`` read through a view of its tensor whose axis ``axis``
+    comes first (outermost), the others in their order, and the tensor's DRAM pitches of the
+    view's axes. The DMA walks a slot's axes 0..2 in order and places the rows row-major in the
+    tile, so the view's tile has that axis outermost (a slide along it keeps the overlap as one
+    run of rows, ``Kernel.slide``); the DRAM addresses are the tensor's own. The innermost axis
+    (the DRAM row) stays innermost: ``axis`` must be another."""
+    shape = transform.source_shape
+    n = len(shape)
+    if not 0 <= axis < n - 1:
+        raise CompileError(f"tensor {transform.name!r}: axis {axis} cannot be laid outermost "
+                           f"(axes 0..{n - 2}; the innermost axis is the DRAM row)")
+    order = [axis] + [d for d in range(n) if d != axis]
+    where = {d: i for i, d in enumerate(order)}
+    dense = [1]
+    for m in reversed(shape[1:]):
+        dense.insert(0, dense[0] * m)
+
+    def moved(idx):
+        return None if idx is None else Index(where[idx.axis], idx.stride, idx.offset)
+
+    view = Transform([shape[d] for d in order], [moved(i) for i in transform.p],
+                     [moved(i) for i in transform.a],
+                     boundary=[transform.boundary[d] for d in order],
+                     name=transform.name if transform.named else None)
+    return view, [dense[d] for d in order]
+
+
+def slide_choices(problem, shift=0):
+    """The slides :func:`compile_problem` weighs (``slide=True``): ``(operand, index)`` for each
+    operand alone in its RP and each parallel index that moves it forward (a positive stride)
+    along an axis other than its innermost that another index moves along too: laid outermost
+    (:func:`outermost`), the operand's footprint moves along it from one tile to the next along
+    that index, overlapping the last."""
+    from .isa.programs import operand_ports
+    ports = [r for r, _ in operand_ports(problem, shift=shift)]
+    n_p = len(problem.p_shape)
+    out = []
+    for k, op in enumerate(problem.operands):
+        if ports.count(ports[k]) != 1:
+            continue
+        tr = op.transform
+        for j in range(n_p):
+            idx = tr.indices[j]
+            # another index moving the same axis makes the footprint's box along it longer
+            # than the move (alone, the next tile's footprint would not overlap)
+            if idx is not None and idx.stride > 0 and idx.axis < len(tr.source_shape) - 1 \
+                    and problem.p_shape[j] > 1 and any(
+                        i is not None and i.axis == idx.axis
+                        for pos, i in enumerate(tr.indices) if pos != j):
+                out.append((k, j))
+    return out
+
+
+def _slide_ok(slot, j, p_tile, lanes):
+    """Whether ``slot`` (configured) slides along parallel index ``j`` (``Kernel.slide``): the
+    axis ``j`` moves along is the outermost of the slot's layout (every axis above it one
+    element), ``j`` moves the footprint forward by ``delta`` < its box along that axis, and
+    the tile's base then moves by whole SRAM rows that keep every word in its bank, the new
+    rows too (the bank function hashes the address within the tile,
+    ``merit.mapping.BankFunction``, and the DMA writes the new part as a tile of its own right
+    after the old one: ``delta`` and the box along the axis, each times the axis's pitch, are
+    multiples of ``2**hash_bits``)."""
+    axis, stride = slot["axis"][j], slot["stride"][j]
+    if stride <= 0 or any(b != 1 for b in slot["box"][:axis]):
+        return False
+    delta = stride * p_tile[j]
+    if not 0 < delta < slot["box"][axis]:
+        return False
+    lpitch = list(slot["lpitch"]) + [1]
+    hash_bits = max([lanes.bit_length() - 1] + [x + 1 for x in slot["xor"] if x])
+    return (delta * lpitch[axis]) % (1 << hash_bits) == 0 \
+        and (slot["box"][axis] * lpitch[axis]) % (1 << hash_bits) == 0
+
+
+def _slide_layout_ok(view, j, lanes, tile_p, tile_a, layout):
+    """The mapping search's test of a sliding operand's layout (``Kernel.slide``, the view of
+    :func:`outermost`): a move along parallel index ``j`` (the view's axis 0) by less than the
+    box keeps the tile's rows whole and its words in their banks (:func:`_slide_ok`'s rule on the
+    layout's pitch and bank function)."""
+    delta = view.indices[j].stride * tile_p[j]
+    if delta >= layout.box[0]:
+        return True         # no slide with these tiles: any layout (the kernel loads whole)
+    align = 1 << layout.bank.hash_bits
+    return (delta * layout.pitch[0]) % align == 0 and layout.words % align == 0
 
 
 def without_zero_init(program):
@@ -416,6 +509,17 @@ class Kernel:
         load; such a slot may take its whole RP. ``config["hold"]`` names the held RPs
         (:func:`held_rps`; the processor's ``meritz.tau.tile_looper``), which
         :func:`merit.perf.predict` models.
+    slide : tuple of (int, int), or None
+        Sliding-window reuse, chosen by ``compile_problem(slide=True)`` (a model of the
+        processor, not built in it): ``(slot, index)``, the slot (DMA numbering: RP0's slots,
+        then RP1's) alone in its RP, not shared, whose footprint moves forward along the
+        outermost axis of its layout (:func:`outermost`) by less than its box from one tile to
+        the next along parallel ``index``. A TAU's job whose footprint is its previous job's
+        moved so keeps the overlap: the tile's base moves forward by the rows of the move
+        (freed at the front when the previous job is done), the DMA loads only the new rows,
+        appended after the tile; the same footprint is held. The tiles are dealt on the slide
+        walk (``merit.perf``: the block walk with ``index`` innermost, each TAU keeping its place
+        in its block).
     """
 
     problem: object
@@ -431,6 +535,7 @@ class Kernel:
     useful_ops: int
     sharing: tuple = None
     hold: bool = False
+    slide: tuple = None
 
     @property
     def shares(self):
@@ -755,7 +860,7 @@ def share_plans(config, n_p, taus):
 
 
 def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, counts=(1, 2),
-               held=None):
+               held=None, fixed=()):
     """Two-dimensional operand sharing: ``((slot, log2), ...)``, at most one slot per RP.
 
     As :func:`share_choice`, but up to two slots are shared at once, each by its own groups:
@@ -767,11 +872,13 @@ def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, coun
     grid's order is :func:`share_choice`'s). ``counts``: how many slots may be shared (``(2,)``:
     only 2-D, ``(1,)``: one slot on the block walk). ``held``: slot -> the tiles that load it
     where it is not shared (``compile_problem(hold=True)``, :func:`_held_loads`); every other
-    slot not shared is loaded by every tile."""
+    slot not shared is loaded by every tile; ``fixed``: slots that may not be shared (a sliding
+    slot, ``Kernel.slide``)."""
     if taus < 2 or not tiles:
         return ()
     n_p = len(tiles[0])
     _, words, deps, alone = _plan_inputs(config, n_p)
+    alone = [n for n in alone if n not in fixed]
     grid = [len(range(0, config["p_size"][j], config["p_tile"][j])) for j in range(n_p)]
     held = held or {}
     loads = {n: held.get(n, len(tiles)) for n in words}
@@ -794,7 +901,8 @@ def share_plan(config, tiles, taus, *, compute_per_tile, bytes_per_cycle=8, coun
 
 
 def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, ports, per_lane,
-                  regs, bytes_per_cycle=8, share_dims=1, share_counts=(1, 2), hold=False):
+                  regs, bytes_per_cycle=8, share_dims=1, share_counts=(1, 2), hold=False,
+                  slide=None):
     """Estimated cycles of ``problem`` cut into ``(tile_p, tile_a)`` on ``taus`` TAUs:
     ``max(compute / taus, DRAM)`` with the best operand sharing (as :func:`share_choice`).
 
@@ -806,7 +914,10 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     or every output word once. ``ports``: the RP of each operand (``operand_ports``).
     ``share_dims=2``: sharing as :func:`share_plan` (``share_counts`` operands, the block walk).
     ``hold``: an operand alone in its RP is loaded once per change of its footprint along the
-    tiles each TAU takes (:func:`_held_loads`); the sharing below counts it as loaded so."""
+    tiles each TAU takes (:func:`_held_loads`); the sharing below counts it as loaded so.
+    ``slide``: ``(operand, index)`` (``Kernel.slide``): along each line of tiles in the slide
+    index's direction the operand's first footprint is loaded whole and each next one only by
+    the part that the move adds (:func:`_slid_words`); it is never shared."""
     counts = [-(-n // t) for n, t in zip(problem.p_shape, tile_p, strict=True)]
     tiles = math.prod(counts)
     a_tiles = math.prod(-(-a // t) for a, t in zip(problem.a_shape, tile_a, strict=True))
@@ -815,7 +926,9 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
     for k, op in enumerate(problem.operands):
         box = op.transform.footprint(tile_p, tile_a)
         words.append(math.prod(box[:-1]) * (box[-1] + 3) * a_tiles * tiles)
-        if hold and sum(1 for r, _ in ports if r == ports[k][0]) == 1:
+        if slide is not None and slide[0] == k:
+            words[-1] = _slid_words(op.transform, slide[1], tile_p, tile_a, counts, a_tiles)
+        elif hold and sum(1 for r, _ in ports if r == ports[k][0]) == 1:
             words[-1] = words[-1] * _held_loads(op.transform, counts, a_tiles, taus) \
                 // (a_tiles * tiles)
     outs = (math.prod(problem.p_shape) if lines is None else 4 * lines * warps) \
@@ -829,7 +942,8 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
             idx = op.transform.indices
             deps.append({j for j in range(n_p) if idx[j] is not None and idx[j].stride != 0})
         alone = [k for k in range(len(deps))
-                 if sum(1 for r, _ in ports if r == ports[k][0]) == 1]
+                 if sum(1 for r, _ in ports if r == ports[k][0]) == 1
+                 and (slide is None or k != slide[0])]
         for ns, log2s in _share_candidates(n_p, deps, alone, taus, lambda ix: True,
                                            share_counts):
             blocks, fetches = _block_fetches(counts, [deps[n] for n in ns], log2s)
@@ -837,6 +951,8 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
             dram = 2 * (total - sum(words[n] for n in ns) + sum(
                 words[n] / tiles * f for n, f in zip(ns, fetches, strict=True))) / bytes_per_cycle
             best = min(best, max(work, dram))
+        return best
+    if slide is not None:           # the slide walk deals the tiles, not the 1-D groups
         return best
     for k, op in enumerate(problem.operands):
         if sum(1 for r, _ in ports if r == ports[k][0]) > 1:
@@ -857,6 +973,27 @@ def estimate_time(problem, tile_p, tile_a, warps, lines=None, *, lanes, taus, po
             best = min(best, max(work, dram))
             g *= 2
     return best
+
+
+def _slid_words(transform, j, tile_p, tile_a, counts, a_tiles):
+    """:func:`estimate_time`'s words of an operand that slides along parallel index ``j``
+    (``Kernel.slide``) over a grid of ``counts`` parallel tiles of ``a_tiles`` accumulation
+    tiles: every job loads its footprint where an accumulation index with more than one tile
+    moves it; else each line of tiles along ``j`` loads its first footprint whole and each next
+    one's new part, the box along the sliding axis cut to the move (none where the move is not
+    less than the box)."""
+    n_p = len(counts)
+    box = transform.footprint(tile_p, tile_a)
+    full = math.prod(box[:-1]) * (box[-1] + 3)
+    tiles = math.prod(counts)
+    idx = transform.indices
+    if a_tiles > 1 and any(i is not None for i in idx[n_p:]):
+        return full * a_tiles * tiles
+    axis = idx[j].axis
+    delta = idx[j].stride * tile_p[j]
+    new = full * delta // box[axis] if delta < box[axis] else full
+    lines = tiles // counts[j]
+    return lines * (full + (counts[j] - 1) * new)
 
 
 def held_rps(config):
@@ -942,7 +1079,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None, taus=1, swap=True, share_dims=None, share_counts=(1, 2),
                     hold=False, window=True, rp_ports=RP_PORTS, merge_rows=True,
-                    clear_init=True, align_tensors=True):
+                    clear_init=True, align_tensors=True, slide=False):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -967,6 +1104,12 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     ``hold=True``: footprint reuse across a TAU's consecutive jobs (``Kernel.hold``,
     ``config["hold"]``, :func:`held_rps`): the tiles are chosen by the model with it, a slot
     alone in its RP budgeted at its whole RP as well as at half of it.
+    ``slide=True``: also compile each sliding-window reuse of :func:`slide_choices`
+    (``Kernel.slide``: the operand's footprint laid with the sliding axis outermost, budgeted
+    at its whole RP, the tiles ranked and dealt on the slide walk) and keep the one that
+    :func:`merit.perf.predict` finds fastest where it is MARGIN faster than the kernel without;
+    ``slide=(operand, index)`` compiles that one (``Kernel.slide`` None where its tiles do not
+    slide: :func:`_slide_ok`).
     ``window``: also compile a fused convolution and pooling with its window indices inside the
     channel passes (:func:`window_inside`, the innermost one, then both) and keep such a kernel
     when :func:`merit.perf.predict` finds it MARGIN faster (its ``problem`` is then the
@@ -992,6 +1135,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         raise ValueError(f"share_dims must be None, 1 or 2, not {share_dims!r}")
     if not isinstance(hold, bool):
         raise TypeError(f"hold must be True or False, not {hold!r}")
+    if not (isinstance(slide, bool) or (isinstance(slide, tuple) and len(slide) == 2
+                                        and all(type(v) is int for v in slide))):
+        raise TypeError(f"slide must be True, False or an (operand, parallel index) pair, "
+                        f"not {slide!r}")
     from .isa import IsaError, Program, step_ranges
     from .isa.programs import operand_ports, program_for
     from .mapping.search import NoMapping, search
@@ -1000,6 +1147,16 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     if not isinstance(problem, Problem):
         raise TypeError(f"problem must be a merit.Problem, not {type(problem).__name__}")
     lanes, rp_bytes, cp_bytes = _check_hardware(lanes, rp_bytes, cp_bytes, dram_base)
+    options = dict(lanes=lanes, shift=shift, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
+                   rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
+                   instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
+                   taus=taus, swap=swap, share_dims=share_dims, share_counts=share_counts,
+                   hold=hold, window=window, rp_ports=rp_ports, merge_rows=merge_rows,
+                   clear_init=clear_init, align_tensors=align_tensors)
+    if slide is True:
+        return _slide_by_model(problem, options)
+    if slide is False:
+        slide = None
     if share_dims is None:
         if taus > 1:
             return _share_by_model(problem, taus, dict(
@@ -1007,7 +1164,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                 rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                 instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
                 taus=taus, swap=swap, hold=hold, window=window, rp_ports=rp_ports,
-                merge_rows=merge_rows, clear_init=clear_init, align_tensors=align_tensors))
+                merge_rows=merge_rows, clear_init=clear_init, align_tensors=align_tensors,
+                slide=slide or False))
         share_dims = 1
     fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                               instructions=instructions)
@@ -1036,6 +1194,26 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         if n > slots[r]:
             raise CompileError(f"problem {problem.name!r}: {n} operands on RP{r}, which has "
                                f"{slots[r]} slot(s)")
+    # a slide: the operand read through a view of its tensor with the sliding axis outermost
+    views = {}
+    searched = problem
+    if slide is not None:
+        k, j = slide
+        if (k, j) not in slide_choices(problem, shift=shift):
+            raise CompileError(f"problem {problem.name!r}: slide {slide} names no operand alone "
+                               f"in its RP that parallel index {j} moves forward along an axis "
+                               f"other than its innermost ({slide_choices(problem, shift=shift)})")
+        op = problem.operands[k]
+        views[k] = outermost(op.transform, op.transform.indices[j].axis)
+        import copy
+
+        from .problem import Operand
+        searched = copy.copy(problem)
+        searched.operands = tuple(Operand(o.tensor, views[n][0], o.stage) if n in views else o
+                                  for n, o in enumerate(problem.operands))
+        accept = {k: functools.partial(_slide_layout_ok, views[k][0], j, lanes)}
+    else:
+        accept = None
     prog6 = program.with_levels(max(n_a, 1)).with_levels(A_INDICES)
     regs = max(program.regs, 1)
     cp_rows = cp_bytes * 8 // (32 * lanes)
@@ -1076,25 +1254,27 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     _check_fields({**bases, "out_base": out_bases, "out_pitch": list(problem.out_pitch)},
                   fields, problem)
     budgets, whole = [], []
-    for r, _ in ports:
+    for k, (r, _) in enumerate(ports):
         share = sum(1 for p, _ in ports if p == r)
         budgets.append(rp_bytes[r] // 2 // 2 // share)      # words, double-buffered
         # with ``hold`` a slot alone in its RP may also take the whole RP: loaded once per
-        # change of its footprint, the next load into the RP waits for the tile to be freed
-        whole.append(rp_bytes[r] // 2 // share if hold and share == 1 else budgets[-1])
+        # change of its footprint, the next load into the RP waits for the tile to be freed;
+        # so may a sliding one (the next job's rows wait for the front rows' free)
+        whole.append(rp_bytes[r] // 2 // share if (hold or k in views) and share == 1
+                     else budgets[-1])
     sets = [budgets] + ([whole] if whole != budgets else [])
     # the cheapest tiles in DRAM traffic under each cap of ``search_caps`` (and each budget):
     # those of a large cap are large tiles, so without the smaller cap's a larger CP could lose
     # a tile that a smaller one gets
     caps = search_caps(max_outputs, lanes)
-    mappings = search(problem, lanes, sram_words=budgets, max_outputs=caps[0],
-                      alternatives=ALTERNATIVES)
+    mappings = search(searched, lanes, sram_words=budgets, max_outputs=caps[0],
+                      alternatives=ALTERNATIVES, accept=accept)
     for words, cap in itertools.product(sets, caps):
         if words is budgets and cap == caps[0]:
             continue
         try:
-            smaller = search(problem, lanes, sram_words=words, max_outputs=cap,
-                             alternatives=ALTERNATIVES)
+            smaller = search(searched, lanes, sram_words=words, max_outputs=cap,
+                             alternatives=ALTERNATIVES, accept=accept)
         except NoMapping:
             continue
         have = {(m.tile_p, m.tile_a, m.grouping.bits) for m in mappings}
@@ -1108,13 +1288,13 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     def rank(tile_p, tile_a, warps, lines):
         return estimate_time(problem, tile_p, tile_a, warps, lines, lanes=lanes, taus=taus,
                              ports=ports, per_lane=per_lane, regs=regs, share_dims=share_dims,
-                             share_counts=share_counts, hold=hold)
+                             share_counts=share_counts, hold=hold, slide=slide)
 
     ranked = []
     for words, cap in itertools.product(sets, caps):
         try:
-            ranked += search(problem, lanes, sram_words=words, max_outputs=cap,
-                             alternatives=RANKED, rank=rank)[:RANKED]
+            ranked += search(searched, lanes, sram_words=words, max_outputs=cap,
+                             alternatives=RANKED, rank=rank, accept=accept)[:RANKED]
         except NoMapping:
             pass
     seen = {(m.tile_p, m.tile_a, m.grouping.bits) for m in mappings}
@@ -1134,10 +1314,14 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                  + [1] * (A_INDICES - n_a))
         sides = (list(tiling.p_tile) + [1] * (P_INDICES - n_p) + list(tiling.a_tile)
                  + [1] * (A_INDICES - n_a))
-        for (r, _), op, layout in zip(ports, problem.operands, mapping.layouts(), strict=True):
+        numbers = []
+        for k, ((r, _), op, layout) in enumerate(zip(ports, problem.operands, mapping.layouts(),
+                                                     strict=True)):
             depth = rp_bytes[r] // (2 * lanes)
-            slot = slot_config(op.transform, tiling, lanes, base=tensors[op.tensor],
-                               bank=layout.bank, lpitch=layout.pitch, depth=depth)
+            view, dpitch = views.get(k, (op.transform, None))
+            slot = slot_config(view, tiling, lanes, base=tensors[op.tensor],
+                               bank=layout.bank, lpitch=layout.pitch, depth=depth, dpitch=dpitch)
+            numbers.append(r * slots[0] + len(rp[r]))
             rp[r].append(merged_rows(slot, sizes, sides) if merge_rows else slot)
         rows = {r: sum(s["rows"] for s in rp[r]) for r in (0, 1)}
         for r in (0, 1):
@@ -1175,6 +1359,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         per_tile = per_lane * int(np.prod(tiling.p_tile)) / lanes
         config["share_slot"], config["share_log2"] = share_choice(
             config, list(tiles), taus, compute_per_tile=per_tile)
+        if slide is not None:       # the slide walk deals the tiles, not the 1-D groups
+            config["share_slot"], config["share_log2"] = 0, 0
         config["share2_slot"], config["share2_log2"] = 0, 0
         sharing = None
         if share_dims == 2:
@@ -1187,8 +1373,20 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                 for (r, _), op in zip(ports, problem.operands, strict=True):
                     if sum(1 for q, _ in ports if q == r) == 1:
                         held[r * slots[0]] = _held_loads(op.transform, counts, a_count, taus)
+            if slide is not None:   # the sliding slot's loads, in whole footprints
+                k, j = slide
+                counts = [len(g) for g in grid]
+                a_count = int(np.prod([-(-n // t) for n, t in zip(problem.a_shape,
+                                                                  tiling.a_tile, strict=True)]))
+                tr = problem.operands[k].transform
+                box = tr.footprint(tiling.p_tile, tiling.a_tile)
+                held = dict(held or {})
+                held[numbers[k]] = _slid_words(tr, j, tiling.p_tile, tiling.a_tile, counts,
+                                               a_count) / (a_count * math.prod(box[:-1])
+                                                           * (box[-1] + 3))
             sharing = share_plan(config, list(tiles), taus, compute_per_tile=per_tile,
-                                 counts=share_counts, held=held)
+                                 counts=share_counts, held=held,
+                                 fixed=() if slide is None else (numbers[slide[0]],))
             if len(sharing) == 2:       # the processor's 2-D dealing
                 _check_sharing(config, sharing, taus)
                 (config["share_slot"], config["share_log2"]), \
@@ -1205,9 +1403,26 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             config["hold"] = held_rps(config)
         _check_fields(config, fields, problem)
         assert isinstance(program, Program)
+        slid = None
+        if slide is not None:
+            number, j = numbers[slide[0]], slide[1]
+            port = 1 if number >= slots[0] else 0
+            slot = config[f"rp{port}"][number - port * slots[0]]
+            deps = [{i for i in range(n_p) if config[f"rp{q}"][n - q * slots[0]]["stride"][i]}
+                    for n, q in ((n, 1 if n >= slots[0] else 0) for n, _ in (sharing or ()))]
+            # on the block walk the slide index must be one the shared slot moves along (its
+            # blocks then walk it innermost)
+            # and its jobs slide: no accumulation index of more than one tile moves it (its
+            # footprint would change with every job), more than one tile along ``j``
+            split = any(slot["stride"][P_INDICES + i] and config["a_tile"][i] < config["a_size"][i]
+                        for i in range(A_INDICES))
+            if _slide_ok(slot, j, config["p_tile"], lanes) and len(sharing or ()) < 2 \
+                    and all(j in d for d in deps) and not split \
+                    and config["p_tile"][j] < config["p_size"][j]:
+                slid = (number, j)
         kernel = Kernel(problem, program, lanes, tiling, mapping, config, tensors,
                         tuple(out_list), _align(address, 4096), tiles, useful, sharing,
-                        bool(hold))
+                        bool(hold), slid)
         return beat_aligned(kernel) if align_tensors else kernel
 
     # the cheapest tile of powers of two (what the search returned before it tried other sizes),
@@ -1218,8 +1433,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     others = [m for m in mappings if not powers or m is not powers[0]] + extra
     if not powers:
         try:
-            powers = [search(problem, lanes, sram_words=budgets, max_outputs=max_outputs,
-                             powers_only=True)]
+            powers = [search(searched, lanes, sram_words=budgets, max_outputs=max_outputs,
+                             powers_only=True, accept=accept)]
         except NoMapping:
             pass
     kernel, error = None, None
@@ -1251,7 +1466,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   swap=False, share_dims=share_dims,
                                   share_counts=share_counts, hold=hold, window=window,
                                   rp_ports=rp_ports, merge_rows=merge_rows,
-                                  clear_init=clear_init, align_tensors=align_tensors)
+                                  clear_init=clear_init, align_tensors=align_tensors,
+                                  slide=False if slide is None else (
+                                      {0: 1, 1: 0}.get(slide[0], slide[0]), slide[1]))
         except (CompileError, NoMapping):
             alt = None
         cycles = None if alt is None else _predicted(alt, taus, rp_bytes, rp_ports,
@@ -1272,11 +1489,32 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   dram_base=dram_base, max_outputs=cap, taus=taus, swap=swap,
                                   share_dims=share_dims, share_counts=share_counts, hold=hold,
                                   rp_ports=rp_ports, merge_rows=merge_rows,
-                                  clear_init=clear_init, align_tensors=align_tensors)
+                                  clear_init=clear_init, align_tensors=align_tensors,
+                                  slide=False if slide is None else slide)
         except (CompileError, NoMapping, IsaError):
             continue
         cycles = _predicted(alt, taus, rp_bytes, rp_ports, stop=(1 - MARGIN) * best)
         if cycles is not None and cycles < (1 - MARGIN) * best:
+            kernel, best = alt, cycles
+    return kernel
+
+
+def _slide_by_model(problem, options):
+    """``compile_problem(slide=True)``: the kernel without a slide, or the fastest of the
+    slides of :func:`slide_choices` that :func:`merit.perf.predict` finds MARGIN faster."""
+    from .mapping.search import NoMapping
+    taus, rp_bytes, rp_ports = options["taus"], options["rp_bytes"], options["rp_ports"]
+    kernel = compile_problem(problem, slide=False, **options)
+    best = (1 - MARGIN) * _predicted(kernel, taus, rp_bytes, rp_ports)
+    for choice in slide_choices(problem, shift=options["shift"]):
+        try:
+            alt = compile_problem(problem, slide=choice, **options)
+        except (CompileError, NoMapping):
+            continue
+        if alt.slide is None:
+            continue
+        cycles = _predicted(alt, taus, rp_bytes, rp_ports, stop=best)
+        if cycles is not None and cycles < best:
             kernel, best = alt, cycles
     return kernel
 
@@ -1299,17 +1537,20 @@ def _share_by_model(problem, taus, options):
     # it the measured rows' kernels stay those they were measured with (``docs/decisions.md``:
     # six rows' kernels would change)
     static = None
-    if options["hold"]:
+    if options["hold"] or options.get("slide"):
         try:
             static = compile_problem(problem, share_dims=2, share_counts=(1,), **options)
         except (CompileError, NoMapping):
             static = None
-    if static is not None and static.sharing:
+    # a slide's kernel (``slide=(operand, index)``) on the block walk only where it slides
+    if static is not None and static.sharing and (static.slide or not options.get("slide")):
         c = _predicted(static, taus, rp_bytes, rp_ports, stop=bar)
         if c is not None and c < bar:
             best, best_cycles = static, c
     ports = [r for r, _ in operand_ports(problem, shift=options["shift"])]
-    if sorted(ports) != [0, 1]:         # two shared slots: each alone in its own RP
+    # two shared slots: each alone in its own RP, and no slide (its slot is never shared, and
+    # the slide walk has one shared slot at most)
+    if sorted(ports) != [0, 1] or options.get("slide"):
         return best
     try:
         two = compile_problem(problem, share_dims=2, share_counts=(2,), **options)
@@ -1365,7 +1606,7 @@ def _predicted(kernel, taus, rp_bytes, rp_ports=RP_PORTS, stop=None):
     if _jobs(kernel) > RANKED_JOBS:
         per_tile = max(1, _jobs(kernel) // max(1, len(kernel.tiles)))
         n = min(len(kernel.tiles), max(4 * taus, PREFIX_JOBS // per_tile))
-        if kernel.sharing:      # the block walk: its first tiles, not the grid's
+        if kernel.sharing or kernel.slide:  # the block / slide walk: its first tiles
             from .perf import dispatch_tiles
             first = dispatch_tiles(kernel, taus)[:n]
             part = dataclasses.replace(kernel, tiles=tuple(kernel.tiles[t] for t in first))
@@ -1390,7 +1631,8 @@ def _predicted(kernel, taus, rp_bytes, rp_ports=RP_PORTS, stop=None):
 def _kernel_key(kernel):
     """What :func:`merit.perf.predict` reads of ``kernel``, as a hashable value."""
     return (json.dumps(kernel.config, sort_keys=True, default=str), tuple(kernel.tiles),
-            repr(kernel.sharing), bool(kernel.hold), kernel.lanes, len(kernel.outputs),
+            repr(kernel.sharing), bool(kernel.hold), kernel.slide, kernel.lanes,
+            len(kernel.outputs),
             tuple(kernel.problem.p_shape), tuple(kernel.problem.a_shape), repr(kernel.program))
 
 

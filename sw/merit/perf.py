@@ -41,7 +41,7 @@ from .checks import check_ports
 
 __all__ = ["CONSTANTS", "LOOKUP_E1_CYCLES", "Prediction", "SPANS", "TileCost", "dispatch_tiles",
            "interlocked", "job_costs", "predict", "predict_cycles", "predict_problem",
-           "slot_read_beats", "spans"]
+           "slide_part", "slot_read_beats", "spans"]
 
 #: Calibrated constants of the pipeline model (cycles); see ``docs/perf.md``.
 CONSTANTS = {
@@ -381,15 +381,8 @@ def slot_read_beats(kernel, slot, tiles=None):
 def _job_loads(kernel, slot, origin):
     """:func:`_load_counts` of the jobs whose (parallel, accumulation) tile origins are the rows
     of ``origin`` (``P_INDICES + A_INDICES`` columns): every job of a kernel in one pass."""
-    from .compile import A_INDICES, AXES, P_INDICES
-    p_tile = list(kernel.config["p_tile"])
-    a_tile = list(kernel.config["a_tile"])
-    tiles = p_tile + a_tile
-    low = np.tile(np.asarray(slot["offset"], dtype=np.int64), (len(origin), 1))
-    for j in range(P_INDICES + A_INDICES):
-        s = slot["stride"][j]
-        if s:
-            low[:, slot["axis"][j]] += origin[:, j] * s + ((tiles[j] - 1) * s if s < 0 else 0)
+    from .compile import AXES
+    low = _lows(kernel, slot, origin)
     # the counts depend on the footprint's first element alone: each one walked once (the jobs
     # of a slot that does not move along some parallel index share theirs)
     low, again = np.unique(low, axis=0, return_inverse=True)
@@ -431,6 +424,48 @@ def _job_loads(kernel, slot, origin):
     datapath = row_cycles.sum(axis=1) + flush
     total = beats.sum(axis=1)
     return total[again], datapath[again], (total + flush)[again]
+
+
+def _lows(kernel, slot, origin):
+    """``(jobs, AXES)``: the low corner of ``slot``'s footprint in its tensor for the jobs whose
+    (parallel, accumulation) tile origins are the rows of ``origin`` (the DMA's ``offset + sum
+    origin_j s_j``, negative strides included)."""
+    from .compile import A_INDICES, P_INDICES
+    tiles = list(kernel.config["p_tile"]) + list(kernel.config["a_tile"])
+    low = np.tile(np.asarray(slot["offset"], dtype=np.int64), (len(origin), 1))
+    for j in range(P_INDICES + A_INDICES):
+        s = slot["stride"][j]
+        if s:
+            low[:, slot["axis"][j]] += origin[:, j] * s + ((tiles[j] - 1) * s if s < 0 else 0)
+    return low
+
+
+def slide_part(kernel):
+    """``(port, slot config, axis, delta, rows)`` of ``kernel``'s sliding slot
+    (``Kernel.slide``: its footprint moves forward by ``delta`` elements along ``axis``, the
+    outermost of its SRAM layout, from one tile to the next along the slide index, and the tile's
+    base by ``rows`` SRAM rows), or None when the kernel slides nothing."""
+    slide = getattr(kernel, "slide", None)
+    if not slide:
+        return None
+    number, j = slide
+    port, slot = _numbered_slots(kernel)[number]
+    axis = slot["axis"][j]
+    delta = slot["stride"][j] * kernel.config["p_tile"][j]
+    lpitch = list(slot["lpitch"]) + [1]
+    return port, slot, axis, delta, delta * lpitch[axis] // kernel.lanes
+
+
+def _new_part(slot, axis, delta, rows):
+    """``slot`` cut to the part of its footprint that a slide by ``delta`` along ``axis`` adds:
+    the last ``delta`` elements of the box along ``axis``, ``rows`` SRAM rows of them (the DMA
+    loads them as a tile of their own, appended after the sliding tile)."""
+    out = dict(slot, rows=rows)
+    out["box"] = list(slot["box"])
+    out["offset"] = list(slot["offset"])
+    out["offset"][axis] += slot["box"][axis] - delta
+    out["box"][axis] = delta
+    return out
 
 
 #: jobs whose footprint rows :func:`_jobs` walks at once (a few arrays of rows x jobs)
@@ -489,6 +524,8 @@ class _Jobs:
     key: np.ndarray = None    # (jobs, 2): per RP, the footprint of its held slot (-1: none;
                               # ``Kernel.hold``: a job whose key equals its TAU's previous
                               # job's keeps that tile instead of loading it)
+    depth: tuple = ()         # SRAM rows of RP0 / RP1
+    slide: dict = None        # the sliding slot (``Kernel.slide``, :func:`_slide_jobs`)
 
 
 def job_costs(kernel, taus=1):
@@ -575,56 +612,77 @@ def _shares(kernel, taus):
     return out, "block"
 
 
-def _block_units(kernel, shares):
+def _block_units(kernel, shares, slide=None, taus=1):
     """Dispatch units of the block walk (:func:`merit.compile.share_walk`): per block of
     ``g_1 x g_2`` TAUs (``x`` fastest), the tiles ``(x, y)``; a row or column past the end of its
-    walk gets void origins (the walk's indices at their extent). Returns a list of lists of
-    ``(tile index or -1, origin)``."""
+    walk gets void origins (the walk's indices at their extent). ``slide`` (a parallel index,
+    ``Kernel.slide``): the slide walk, the block walk with that index innermost, below the
+    blocks, so each TAU keeps its place in the block and takes the tiles along ``slide`` one
+    after the other; with no shared slot its blocks are of ``taus`` TAUs, ``x`` walking every
+    other index. Returns a list of lists of ``(tile index or -1, origin)``."""
     from .compile import share_walk
     shape = tuple(kernel.problem.p_shape)
     p_tile = tuple(kernel.tiling.p_tile)
     n_p = len(shape)
     numbered = _numbered_slots(kernel)
-    deps = [{j for j in range(n_p) if numbered[n][1]["stride"][j]} for n, *_ in shares]
-    xs, ys, rs = share_walk(n_p, deps)
+    if shares:
+        deps = [{j for j in range(n_p) if numbered[n][1]["stride"][j]} for n, *_ in shares]
+        xs, ys, rs = share_walk(n_p, deps)
+        g = [1 << v for _, _, v, _ in shares] + [1]
+    else:
+        xs, ys, rs = [j for j in range(n_p) if j != slide], [], [slide]
+        g = [taus, 1]
+    inner = [slide] if slide in rs else []
+    rs = [j for j in rs if j not in inner]
     counts = [len(range(0, n, t)) for n, t in zip(shape, p_tile, strict=True)]
     index = {tuple(o): t for t, o in enumerate(kernel.tiles)}
-    g = [1 << v for _, _, v, _ in shares] + [1]
 
     def walk(ix):
         return list(itertools.product(*[range(counts[j]) for j in ix]))
 
-    wx, wy = walk(xs), walk(ys)
+    wx, wy, wi = walk(xs), walk(ys), walk(inner)
     units = []
     for r in walk(rs):
         for y0 in range(0, len(wy), g[1]):
             for x0 in range(0, len(wx), g[0]):
-                unit = []
-                for y in range(y0, y0 + g[1]):
-                    for x in range(x0, x0 + g[0]):
-                        origin = [0] * n_p
-                        for j, c in zip(rs, r, strict=True):
-                            origin[j] = c * p_tile[j]
-                        for ix, w, k in ((xs, wx, x), (ys, wy, y)):
-                            for m, j in enumerate(ix):
-                                origin[j] = w[k][m] * p_tile[j] if k < len(w) else shape[j]
-                        origin = tuple(origin)
-                        unit.append((index.get(origin, -1), origin))
-                # a block none of whose tiles the kernel runs (a prefix of its tiles) is not dealt
-                if any(t >= 0 for t, _ in unit):
-                    units.append(unit)
+                for i in wi:
+                    unit = []
+                    for y in range(y0, y0 + g[1]):
+                        for x in range(x0, x0 + g[0]):
+                            origin = [0] * n_p
+                            for ix, c in ((rs, r), (inner, i)):
+                                for j, v in zip(ix, c, strict=True):
+                                    origin[j] = v * p_tile[j]
+                            for ix, w, k in ((xs, wx, x), (ys, wy, y)):
+                                for m, j in enumerate(ix):
+                                    origin[j] = w[k][m] * p_tile[j] if k < len(w) else shape[j]
+                            origin = tuple(origin)
+                            unit.append((index.get(origin, -1), origin))
+                    # a block none of whose tiles the kernel runs (a prefix of its tiles) is
+                    # not dealt
+                    if any(t >= 0 for t, _ in unit):
+                        units.append(unit)
     return units
+
+
+def _dealt(kernel, taus):
+    """``(shares, units)``: :func:`_shares` and the dispatch units (lists of ``(tile index or
+    -1, origin)``, one per TAU of a group or block) in the order they are dealt."""
+    shares, walk = _shares(kernel, taus)
+    slide = getattr(kernel, "slide", None)
+    slide = slide[1] if slide else None
+    if walk == "block" and shares:
+        return shares, _block_units(kernel, shares, slide)
+    if slide is not None and not shares:
+        return shares, _block_units(kernel, [], slide, taus)
+    return shares, _units(kernel, 1 << sum(v for _, _, v, _ in shares),
+                          shares[0][0] if shares else None)
 
 
 def dispatch_tiles(kernel, taus=1):
     """The indices of ``kernel.tiles`` in the order the dispatcher deals them on ``taus`` TAUs
     (a sharing group's or block's tiles together; void tiles left out)."""
-    shares, walk = _shares(kernel, taus)
-    if walk == "block" and shares:
-        units = _block_units(kernel, shares)
-    else:
-        units = _units(kernel, 1 << sum(v for _, _, v, _ in shares),
-                       shares[0][0] if shares else None)
+    _, units = _dealt(kernel, taus)
     return [t for unit in units for t, _ in unit if t >= 0]
 
 
@@ -635,12 +693,8 @@ def _numbered_slots(kernel):
 
 
 def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
-    shares, walk = _shares(kernel, taus)
-    group = 1 << sum(v for _, _, v, _ in shares)
-    if walk == "block" and shares:
-        units = _block_units(kernel, shares)
-    else:
-        units = _units(kernel, group, shares[0][0] if shares else None)
+    shares, units = _dealt(kernel, taus)
+    group = len(units[0]) if units else 1
     members = [m for unit in units for m in unit]
     origins = np.asarray([o for _, o in members], dtype=np.int64).reshape(len(members), -1)
     tile_of = np.asarray([t for t, _ in members], dtype=np.int64)
@@ -691,6 +745,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
         port_datapath[:, :, port] += np.where(own, d, 0)
         port_hold[:, :, port] += np.where(own, h, 0)
         own_port[:, :, port] |= own
+    slide = _slide_jobs(kernel, both, shared_slots)
     outs = max(len(kernel.outputs), 1)
     write = np.zeros((n_t, n_a), dtype=np.int64)
     beats = _write_beats(kernel, origins)
@@ -738,7 +793,33 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
                  max(ahead, 1), ahead_port, port_read.reshape(-1, 2),
                  port_datapath.reshape(-1, 2), port_hold.reshape(-1, 2),
                  own_port.reshape(-1, 2), tuple(sorted({p for _, p, _, _ in shares})),
-                 tuple(density), key)
+                 tuple(density), key, tuple(depth), slide)
+
+
+def _slide_jobs(kernel, both, shared_slots):
+    """The sliding slot's part of :class:`_Jobs` (``Kernel.slide``), or None: its RP, the SRAM
+    rows a slide adds, per job the footprint's low corner along the slide axis and a number
+    naming the rest of its footprint (the other axes' corners: a job slides from its TAU's
+    previous one when that number is equal and its corner is ``delta`` further, or holds it
+    when the corner is equal), and the read beats, data-path and R-channel cycles of the new
+    part alone (:func:`_job_loads` of the footprint cut to it)."""
+    part = slide_part(kernel)
+    if part is None:
+        return None
+    port, slot, axis, delta, rows = part
+    if kernel.slide[0] in shared_slots:
+        return None
+    low = np.concatenate([_lows(kernel, slot, both[k:k + LOAD_CHUNK])
+                          for k in range(0, len(both), LOAD_CHUNK)])
+    rest = np.delete(low, axis, axis=1)
+    _, rest = np.unique(rest, axis=0, return_inverse=True)
+    new = _new_part(slot, axis, delta, rows)
+    counts = [_job_loads(kernel, new, both[k:k + LOAD_CHUNK])
+              for k in range(0, len(both), LOAD_CHUNK)]
+    read, datapath, hold = (np.concatenate([c[m] for c in counts]) for m in range(3))
+    return {"port": port, "rows": rows, "delta": delta, "low": low[:, axis].tolist(),
+            "rest": rest.reshape(-1).tolist(), "read": read.tolist(),
+            "datapath": datapath.tolist(), "hold": hold.tolist()}
 
 
 def _hold_keys(kernel, origins, a_tiles, shared_slots):
@@ -833,7 +914,7 @@ class _TauState:
         self.computed = False    # ... its instructions have issued
         self.writing = False     # ... its output beats are not all written
         self.compute_end = 0.0
-        self.inflight = [0, 0]   # jobs holding FIFO space in RP0 / RP1
+        self.inflight = [0, 0]   # SRAM rows of RP0 / RP1 that its jobs' tiles hold
         self.head = set()        # RPs in which the tile looper has allocated the queue's head
         self.requests = collections.deque()  # (job, RP): the DMA's loads, in order
         self.wants_tile = True   # the tile looper has handed out every job of its tiles
@@ -841,7 +922,9 @@ class _TauState:
         self.last_key = [-1, -1]  # footprint of each RP's held slot in the TAU's last job
         self.keyed = None        # the job last compared with it
         self.live = [None, None]  # per RP: the TAU's last allocated job, while its tile is live
-        self.passed = set()      # (job, RP): the job's tile is kept for the TAU's next job
+        self.passed = {}         # (job, RP) -> rows: the job's tile is kept for the TAU's next
+                                 # job, but for its first rows (a slide), freed at its end
+        self.last_low = [None, None]  # the sliding slot's footprint in the TAU's last job
 
 
 def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, stop=None):
@@ -909,6 +992,18 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
     placed = set()                      # (job, RP) whose SRAM tile is allocated
     held = set()        # (job, RP): the job keeps its TAU's previous tile of the RP's held slot
     keys = (jobs.key if jobs.key is not None else np.full((len(jobs.tile), 2), -1)).tolist()
+    sl = jobs.slide
+    slid = set()        # (job, RP): the job slides its TAU's previous tile (``Kernel.slide``)
+
+    def need(j, r):
+        """SRAM rows a job's tiles take in RP ``r`` (a slide: the rows it adds)."""
+        return sl["rows"] if (j, r) in slid else jobs.rows[r]
+
+    def counts(j, r):
+        """Read beats, DMA data-path and R-channel cycles of a job's load into RP ``r``."""
+        if (j, r) in slid:
+            return sl["read"][j], sl["datapath"][j], sl["hold"][j]
+        return port_read_[j][r], port_datapath_[j][r], port_hold_[j][r]
 
     def own(j, r):
         return own_[j][r] and (j, r) not in held
@@ -923,11 +1018,27 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
                 if s.keyed != j:        # once per job: compare with the TAU's last job
                     s.keyed = j
                     for r in holds:
+                        if sl is not None and r == sl["port"]:
+                            # the sliding slot: the same footprint (held) or moved forward by
+                            # ``delta`` along its outermost axis, the rest equal (slid)
+                            low = (sl["rest"][j], sl["low"][j])
+                            last = s.last_low[r]
+                            if last is not None and s.live[r] is not None \
+                                    and last[0] == low[0] and low[1] - last[1] in (0, sl["delta"]):
+                                if low[1] == last[1]:
+                                    held.add((j, r))
+                                    s.passed[(s.live[r], r)] = 0
+                                else:
+                                    slid.add((j, r))
+                                    s.passed[(s.live[r], r)] = sl["rows"]
+                                s.live[r] = j
+                            s.last_low[r] = low
+                            continue
                         # the last job's tile is kept only while it is live (not freed yet)
                         if keys[j][r] >= 0 and keys[j][r] == s.last_key[r] \
                                 and s.live[r] is not None:
                             held.add((j, r))
-                            s.passed.add((s.live[r], r))
+                            s.passed[(s.live[r], r)] = 0
                             s.live[r] = j
                         s.last_key[r] = keys[j][r]
                 if not s.head:
@@ -936,9 +1047,9 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
                     if r in s.head:
                         continue
                     if (j, r) not in held:  # a held tile takes no new place in the FIFO
-                        if s.inflight[r] >= jobs.ahead_port[r]:
+                        if s.inflight[r] + need(j, r) > jobs.depth[r]:
                             break
-                        s.inflight[r] += 1
+                        s.inflight[r] += need(j, r)
                         s.live[r] = j
                     s.head.add(r)
                     placed.add((j, r))
@@ -973,15 +1084,16 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
 
     def begin_read(i):
         j, r = state[i].loading
-        beats = float(port_read_[j][r])
+        read, datapath, hold = counts(j, r)
+        beats = float(read)
         if beats:
             # the DMA data path takes at most a beat per cycle and keeps RREADY low while it
             # flushes a tile's last rows to the collector: a load alone holds the DRAM for
             # those cycles too; next to writes, part of those slots go to the writes instead
             # (rows of zeros and clamp fills take data-path cycles but leave the R channel to
             # the other TAUs: they cap the load's rate, not the port slots it holds)
-            cap = min(1.0, beats / float(port_datapath_[j][r]))
-            alone = max(1.0, beat_rate * float(port_hold_[j][r]) / beats)
+            cap = min(1.0, beats / float(datapath))
+            alone = max(1.0, beat_rate * float(hold) / beats)
             dram.active[("r", i)] = [beats, cap, alone, 1.0 + c["waste"] * (alone - 1.0)]
             dram.known = None
             # a leader's load of a shared slot that followers wait for: urgent (``Top``'s
@@ -991,8 +1103,7 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
             else:
                 dram.urgent.discard(("r", i))
         else:
-            heapq.heappush(timers, (now + float(port_datapath_[j][r]), next(seq), "loaded",
-                                    i, j))
+            heapq.heappush(timers, (now + float(datapath), next(seq), "loaded", i, j))
 
     def loaded(i):
         """The DMA has loaded one RP's slots of a job (its tiles are committed with the last)."""
@@ -1054,9 +1165,10 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
             writers[0] -= 1
         s.job = None
         for r in holds:
-            if (j, r) in s.passed:      # its tile stays, the next job's (``Kernel.hold``)
+            if (j, r) in s.passed:      # its tile stays, the next job's (``Kernel.hold``), but
+                s.inflight[r] -= s.passed.pop((j, r))   # for the rows a slide leaves behind
                 continue
-            s.inflight[r] -= 1
+            s.inflight[r] -= jobs.rows[r]
             if s.live[r] == j:
                 s.live[r] = None
         done += 1
@@ -1135,16 +1247,21 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
             spans[i]["drain"] += max(end + c["drain"] - now, 0.0)
             spans[i]["compute"] -= stalled[i]
             spans[i]["banks"] += stalled[i]
-    return end + c["drain"], dealt, held
+    return end + c["drain"], dealt, (held, slid)
 
 
 def _without_held(jobs, held):
-    """``jobs`` with the read beats and DMA cycles of the held tiles taken out."""
+    """``jobs`` with the read beats and DMA cycles of the held tiles taken out, and of the
+    slid tiles but for their new part (``held``: :func:`_simulate`'s held and slid jobs)."""
     import dataclasses
     read, datapath = jobs.read.copy(), jobs.datapath.copy()
+    held, slid = held
     for j, r in held:
         read[j] -= jobs.port_read[j, r]
         datapath[j] -= jobs.port_datapath[j, r]
+    for j, r in slid:
+        read[j] -= jobs.port_read[j, r] - jobs.slide["read"][j]
+        datapath[j] -= jobs.port_datapath[j, r] - jobs.slide["datapath"][j]
     return dataclasses.replace(jobs, read=read, datapath=datapath)
 
 
@@ -1198,7 +1315,7 @@ def predict(kernel, *, taus=1, dram_bytes_per_cycle=8, latency=20, rp_bytes=RP_B
         kernel, taus, dram_bytes_per_cycle, latency, rp_bytes, rp_ports)
     jobs = _jobs(kernel, rp_bytes, taus)
     end, dealt, held = _simulate(jobs, taus, beat_rate, latency, rp_ports=rp_ports)
-    if held:        # the loads that a held tile saved (``Kernel.hold``)
+    if any(held):   # the loads that a held or slid tile saved (``Kernel.hold``, ``.slide``)
         jobs = _without_held(jobs, held)
     cycles = int(math.ceil(end))
     lanes = kernel.lanes

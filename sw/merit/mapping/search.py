@@ -62,10 +62,10 @@ def _pitches(box, max_pad):
         yield tuple(pitch)
 
 
-def _best_layout(transform, tile_p, tile_a, grouping, budget, max_pad, cache):
+def _best_layout(transform, tile_p, tile_a, grouping, budget, max_pad, cache, accept=None):
     """Least-padding conflict-free layout of one operand (padding at most ``max_pad`` words per
-    row), or ``(None, reason)``."""
-    key = (id(transform), tile_p, tile_a, grouping.bits, max_pad)
+    row, and ``accept(tile_p, tile_a, layout)`` where given), or ``(None, reason)``."""
+    key = (id(transform), tile_p, tile_a, grouping.bits, max_pad, accept)
     if key in cache:
         return cache[key]
     box = transform.footprint(tile_p, tile_a)
@@ -79,6 +79,11 @@ def _best_layout(transform, tile_p, tile_a, grouping, budget, max_pad, cache):
             break
         coeffs = lane_coefficients(transform, tile_p, tile_a, grouping, layout)
         for bank in hash_candidates(coeffs, lanes):
+            if accept is not None and not accept(tile_p, tile_a, TileLayout(box, bank,
+                                                                             pitch=pitch)):
+                reason = reason or (f"tensor {transform.name!r}: layout with pitch {pitch}, "
+                                    f"{bank} refused by the caller")
+                continue
             report = analyze_operand(transform, tile_p, tile_a, grouping,
                                      TileLayout(box, bank, pitch=pitch))
             if report.ok:
@@ -263,7 +268,7 @@ def tile_candidates(problem, lanes, budgets, max_outputs, *, powers_only=False):
 
 
 def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, max_tiles=30,
-           contiguous=True, alternatives=1, powers_only=False, rank=None):
+           contiguous=True, alternatives=1, powers_only=False, rank=None, accept=None):
     """Pick tile shape, lane grouping and per-operand layout (padding, XOR hash) so that every
     SIMD step of a tile is conflict-free and routable through the butterfly.
 
@@ -297,6 +302,10 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
         (contiguous ones only), and the first that maps wins, then the least padding among
         equal keys: the compiler ranks by estimated time, compute and writes included
         (``merit.compile``).
+    accept : dict, optional
+        Operand position -> ``accept(tile_p, tile_a, layout) -> bool``: only the layouts it
+        accepts are tried for that operand (``merit.compile``: a sliding operand's move must
+        keep its rows whole and its words in their banks).
 
     Returns
     -------
@@ -350,7 +359,7 @@ def search(problem, lanes, sram_words=8192, *, max_outputs=None, max_pad=None, m
                 # a grouping needing more padding per row than the best so far cannot win
                 limit = max_pad if best is None else min(max_pad, best.padding)
                 report, why = _best_layout(tr, tile_p, tile_a, grouping, budgets[len(reports)],
-                                           limit, cache)
+                                           limit, cache, (accept or {}).get(len(reports)))
                 if report is None:
                     reason = reason or (f"tile p={tile_p} a={tile_a}, lane bits "
                                         f"{grouping.bits}: {why}")
