@@ -236,6 +236,40 @@ def _lane_copy(m, shape, value, loads, k, name):
     return data.View(shape, reg ^ flip) if isinstance(shape, data.Layout) else reg ^ flip
 
 
+def _one_hot_read(m, select, values, name):
+    """The value ``values[k]`` where bit ``k`` of ``select`` is set (one-hot; 0 where none is),
+    as AND-OR in three LUT4 levels for up to 32 values: two entries (a selection bit and a
+    value bit each) per LUT, then ORs of up to four; a last value left over from the pairs
+    enters the final OR. The first two levels are wires with Yosys' ``keep`` attribute, which
+    the LUT mapper (ABC) keeps as cut points: mapping for area, it would otherwise trade depth
+    for LUTs up to the depth of the design's longest logic (five levels here)."""
+    width = Shape.cast(values[0].shape()).width
+    terms = [Mux(select[k], v, 0) for k, v in enumerate(values)]
+    last = [terms.pop()] if len(terms) % 2 else []
+    level = []
+    for j in range(0, len(terms), 2):
+        pair = Signal(width, name=f"{name}_a{j // 2}", attrs={"keep": 1})
+        m.d.comb += pair.eq(terms[j] | terms[j + 1])
+        level.append(pair)
+    groups = []
+    for j in range(0, len(level), 4):
+        four = level[j:j + 4]
+        if len(four) > 1:
+            group = Signal(width, name=f"{name}_b{j // 4}", attrs={"keep": 1})
+            m.d.comb += group.eq(_or(four))
+            four = [group]
+        groups += four
+    return _or(groups + last)
+
+
+def _or(values):
+    """The OR of ``values``."""
+    out = values[0]
+    for v in values[1:]:
+        out = out | v
+    return out
+
+
 #: the issue stage's selection of an operand (registered a cycle ahead, per lane): ``sel`` (0 a
 #: register, 1 the RP0 element, 2 the RP1 element, 3 ``k``), and for a register whether it is
 #: E2's result (``hit``), W's (``w``) or the word of register set 0 / 1 (``on``; else 0)
@@ -626,24 +660,20 @@ class SimdArray(wiring.Component):
             # multiplier of its own, so that its table read reaches a multiplier through no
             # multiplexer and the product a register through none), and E2 adds them to
             # 256 * a: no subtraction or multiplication in E2.
+            # The read is a tree of three LUT levels (:func:`_one_hot_read`: two entries per
+            # LUT, then ORs of four), its inner levels kept as wires, so that the LUT mapper's
+            # area recovery does not stretch it to the depth of the array's longest logic.
             i = lu2[lane][8:14]
             f = lu2[lane][:8]
             y_even = Signal(signed(16), name=f"lutye{lane}")
             y_odd = Signal(signed(16), name=f"lutyo{lane}")
 
-            def one_hot_read(select, values):
-                terms = [Mux(select[k], v, 0) for k, v in enumerate(values)]
-                while len(terms) > 1:
-                    terms = [terms[j] | terms[j + 1] if j + 1 < len(terms) else terms[j]
-                             for j in range(0, len(terms), 2)]
-                return terms[0]
-
             table = _lane_copy(m, table_shape, table_next, table_loads, lane % _COPY_FORMS,
                                f"lut_table{lane}")
             entries = [table[k] for k in range(LUT_ENTRIES)]
             m.d.comb += [
-                y_even.eq(one_hot_read(even2[lane], entries[0::2])),
-                y_odd.eq(one_hot_read(odd2[lane], entries[1::2])),
+                y_even.eq(_one_hot_read(m, even2[lane], entries[0::2], f"lutre{lane}")),
+                y_odd.eq(_one_hot_read(m, odd2[lane], entries[1::2], f"lutro{lane}")),
             ]
             w_f = Cat(f, Const(0, 1))
             w_rest = Signal(9, name=f"lutw{lane}")          # 256 - f: 1 .. 256
