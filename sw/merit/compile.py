@@ -1159,13 +1159,9 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         slide = None
     if share_dims is None:
         if taus > 1:
-            return _share_by_model(problem, taus, dict(
-                lanes=lanes, shift=shift, rp_bytes=rp_bytes, cp_bytes=cp_bytes,
-                rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
-                instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
-                taus=taus, swap=swap, hold=hold, window=window, rp_ports=rp_ports,
-                merge_rows=merge_rows, clear_init=clear_init, align_tensors=align_tensors,
-                slide=slide or False))
+            # :func:`_share_by_model` chooses the sharing itself
+            del options["share_dims"], options["share_counts"]
+            return _share_by_model(problem, taus, dict(options, slide=slide or False))
         share_dims = 1
     fields = kernelcfg.fields(rp0_slots=rp0_slots, rp1_slots=rp1_slots, outputs=outputs,
                               instructions=instructions)
@@ -1406,14 +1402,13 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         slid = None
         if slide is not None:
             number, j = numbers[slide[0]], slide[1]
-            port = 1 if number >= slots[0] else 0
-            slot = config[f"rp{port}"][number - port * slots[0]]
-            deps = [{i for i in range(n_p) if config[f"rp{q}"][n - q * slots[0]]["stride"][i]}
-                    for n, q in ((n, 1 if n >= slots[0] else 0) for n, _ in (sharing or ()))]
+            numbered, _, moves, _ = _plan_inputs(config, n_p)
+            slot = numbered[number][1]
+            deps = [moves[n] for n, _ in (sharing or ())]
             # on the block walk the slide index must be one the shared slot moves along (its
-            # blocks then walk it innermost)
-            # and its jobs slide: no accumulation index of more than one tile moves it (its
-            # footprint would change with every job), more than one tile along ``j``
+            # blocks then walk it innermost), and the jobs must slide: no accumulation index of
+            # more than one tile moves the slot (its footprint would change with every job),
+            # more than one tile along ``j``
             split = any(slot["stride"][P_INDICES + i] and config["a_tile"][i] < config["a_size"][i]
                         for i in range(A_INDICES))
             if _slide_ok(slot, j, config["p_tile"], lanes) and len(sharing or ()) < 2 \

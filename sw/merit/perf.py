@@ -514,7 +514,6 @@ class _Jobs:
     group: int                # TAUs per sharing group (block)
     rows: tuple               # SRAM rows of one job per RP
     ahead: int                # jobs whose tiles fit in the RP FIFOs at once
-    ahead_port: tuple         # ... in each RP's FIFO (a job allocates RP0's tiles, then RP1's)
     port_read: np.ndarray     # (jobs, 2): read beats of the own slots of each RP
     port_datapath: np.ndarray  # (jobs, 2): their DMA data-path cycles
     port_hold: np.ndarray     # (jobs, 2): their R-channel cycles
@@ -771,7 +770,6 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
         rows[port] += slot["rows"]
     depth = [b // (2 * kernel.lanes) for b in rp_bytes]
     ahead = min([depth[r] // rows[r] for r in (0, 1) if rows[r]] or [n_a * n_t])
-    ahead_port = tuple(max(depth[r] // rows[r], 1) if rows[r] else 0 for r in (0, 1))
     prog = kernel.program
     a_size = tuple(kernel.problem.a_shape) or (1,)
     total = int(per_job.sum()) + warps * int(per_warp.sum())
@@ -790,7 +788,7 @@ def _jobs(kernel, rp_bytes=RP_BYTES, taus=1):
                  read.reshape(-1), datapath.reshape(-1), hold.reshape(-1), write.reshape(-1),
                  tail.reshape(-1), partner.reshape(-1, 2),
                  tuple(flat_units), group, tuple(rows),
-                 max(ahead, 1), ahead_port, port_read.reshape(-1, 2),
+                 max(ahead, 1), port_read.reshape(-1, 2),
                  port_datapath.reshape(-1, 2), port_hold.reshape(-1, 2),
                  own_port.reshape(-1, 2), tuple(sorted({p for _, p, _, _ in shares})),
                  tuple(density), key, tuple(depth), slide)
@@ -987,7 +985,7 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
                 deal()
                 return
 
-    holds = [r for r in (0, 1) if jobs.ahead_port[r]]     # RPs that a job takes rows of
+    holds = [r for r in (0, 1) if jobs.rows[r]]     # RPs that a job takes rows of
     parts = collections.Counter()       # loads of a job still to come
     placed = set()                      # (job, RP) whose SRAM tile is allocated
     held = set()        # (job, RP): the job keeps its TAU's previous tile of the RP's held slot
@@ -1047,7 +1045,9 @@ def _simulate(jobs, taus, beat_rate, latency, spans=None, rp_ports=RP_PORTS, sto
                     if r in s.head:
                         continue
                     if (j, r) not in held:  # a held tile takes no new place in the FIFO
-                        if s.inflight[r] + need(j, r) > jobs.depth[r]:
+                        # an empty FIFO takes a job whatever its size (a tile larger than
+                        # the RP predicted, ``rp_bytes``, runs one at a time)
+                        if s.inflight[r] and s.inflight[r] + need(j, r) > jobs.depth[r]:
                             break
                         s.inflight[r] += need(j, r)
                         s.live[r] = j

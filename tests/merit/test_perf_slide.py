@@ -216,3 +216,13 @@ def test_a_slide_beside_a_slot_shared_on_the_block_walk():
                                      for r in new)
                         last[k] = rows
     assert perf.predict(kernel, taus=4).read_bytes // 8 == beats
+
+
+def test_a_tile_larger_than_the_predicted_rp_runs_one_at_a_time():
+    # the FIFOs counted in rows: an empty FIFO still takes a job whose tiles exceed the RP the
+    # model is given (the processor's START check refuses such a tile; the model runs it one at
+    # a time instead of waiting for room that never comes)
+    k = compile_problem(W.gemm(64, 64, 64), lanes=8)
+    small = (256, 256)
+    assert perf._jobs(k, small).rows[0] > perf._jobs(k, small).depth[0]
+    assert perf.predict(k, rp_bytes=small).cycles > perf.predict(k).cycles
