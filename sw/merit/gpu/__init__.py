@@ -21,6 +21,7 @@ from .tiling import (
     pad_variants,
     rank,
     row_variants,
+    sector_variants,
     staged_variants,
     timed_variants,
     wino_variants,
@@ -295,9 +296,12 @@ def _choose(spec, inputs, out, tile, tune, cache, half_inputs=None):
         times += timed(timed_variants(spec, times, model))
         # the third round: the fastest tile's word copies by rows, and its padded-row copies;
         # the fastest tiles reading a loop input through the cache with it staged instead;
-        # a stride-1 convolution's Winograd form, a 1 x 1 convolution's product form
+        # the fastest tiles copying from boxes misaligned at run time with their rows from the
+        # sector below the box; a stride-1 convolution's Winograd form, a 1 x 1 convolution's
+        # product form
         times += timed(row_variants(spec, times, model) + pad_variants(spec, times, model)
                        + staged_variants(spec, times, model)
+                       + sector_variants(spec, times, model)
                        + wino_variants(spec, model) + flat_variants(spec, model))
         # the product form's fastest tile, where the third round made it the fastest of all: its
         # padded-row copies (the second round's forms of the product are not padded there)

@@ -30,6 +30,10 @@ _CTYPE = {"float32": "float", "int32": "int"}
 #: fully unrolled loops of a known trip count (the thread's piece coordinates, row pointers and
 #: the boundary checks of axes the accumulation does not walk then stay out of the tile loop).
 COPY_UNROLL = 8
+#: A probe's generator switch: "" stores the outputs plainly; "cs", "cg" or "wt" stores them
+#: with that cache hint (``__stcs`` evict-first streaming, ``__stcg`` L2 only, ``__stwt``
+#: write-through).  Sums split across blocks keep their atomics.
+STORE_HINT = ""
 _LIMITS = {"float32": ("(-__int_as_float(0x7f800000))", "(__int_as_float(0x7f800000))"),
            "int32": ("(-2147483647 - 1)", "2147483647")}
 
@@ -446,7 +450,7 @@ def source(spec, tile):
             for k in shared:
                 if geo[k].vector and not geo[k].aligned:
                     org = _org_expr(spec, k, geo[k], len(geo[k].sides) - 1, "ab0")
-                    w(f"const int sh{k} = ({org}) & 3;")
+                    w(f"const int sh{k} = ({org}) & {geo[k].align - 1};")
             if not one_bar:
                 w("__syncthreads();")
         inner_unrolled = set(range(A - tile.unroll, A)) if tile.unroll else set()
@@ -508,7 +512,8 @@ def source(spec, tile):
     if split > 1:   # partial sums of the blocks of one output tile, into zeroed outputs
         stores = " ".join(f"atomicAdd(g_out{o} + at, s[r].out{o});" for o in range(spec.outputs))
     else:
-        stores = " ".join(f"g_out{o}[at] = s[r].out{o};" for o in range(spec.outputs))
+        stores = " ".join(f"__st{STORE_HINT}(g_out{o} + at, s[r].out{o});" if STORE_HINT
+                          else f"g_out{o}[at] = s[r].out{o};" for o in range(spec.outputs))
     w(f"if ({' && '.join(conds)}) {{ {stores} }}" if conds else stores)
     w.close()
     out.append("\n".join(w.lines))
@@ -953,7 +958,7 @@ def _emit_vector_rows(w, tr, g, nt, idx, strides, k, unroll=0):
     n_in = tr.source_shape[inner]
     nv = g.row // 4
     rows = math.prod(g.sides[:-1])
-    w(f"const int a0c = org{inner} & ~3;")
+    w(f"const int a0c = org{inner} & ~{g.align - 1};")
     closes = _copy_loop(w, rows * nv, nt, unroll)
     w(f"int q = e; bool ok = true; const int v = q % {nv}; q /= {nv};")
     rowp = _emit_coords(w, tr, g, idx, strides, nax - 1)
@@ -1020,7 +1025,7 @@ def _emit_ragged_rows(w, tr, g, nt, idx, strides, k, unroll=0, staged=False):
     n_in = tr.source_shape[inner]
     nv = g.row // 4
     total = math.prod(g.sides[:-1]) * nv
-    w(f"const int a0c = org{inner} & ~3;")
+    w(f"const int a0c = org{inner} & ~{g.align - 1};")
     if staged:
         per = -(-total // nt)
         w("#pragma unroll")

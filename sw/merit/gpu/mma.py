@@ -626,7 +626,7 @@ def source(spec, tile):
             parts.append(f"buf * {g.words}")
         if g.vector and not g.aligned:
             org = _org_expr(spec, k, g, len(g.sides) - 1, "ab0")
-            parts.append(f"(({org}) & 3)")
+            parts.append(f"(({org}) & {g.align - 1})")
         w(f"const T* {nm} = smem + {' + '.join(parts)};")
     w("__syncthreads();")
     if full_chunks:

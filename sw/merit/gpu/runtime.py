@@ -616,8 +616,9 @@ def time_launch(fn, min_ms=20.0, batches=5):
 #: the product form's fastest tile timed with its padded-row copies, ``tiling.pad_variants``;
 #: 28: the padded form read from the unpadded rows, ``Tile.ragged``; 29: the product form of
 #: strided and padded 1 x 1 convolutions, their image gathered first; 30: the staged forms of the
-#: tiles reading a loop input through the cache, ``tiling.staged_variants``).
-CACHE_VERSION = 30
+#: tiles reading a loop input through the cache, ``tiling.staged_variants``; 31: footprint rows
+#: from the 32-byte sector below a box misaligned at run time, ``tiling.sector_variants``).
+CACHE_VERSION = 31
 
 
 class TileCache:

@@ -606,7 +606,7 @@ def complete(spec, tile, device=H100):
              split=tile.split, vread=tile.vread, lean=tile.lean,
              minblocks=tile.minblocks, stages=tile.stages, forder=tile.forder,
              vahead=tile.vahead, ptxas=tile.ptxas, wrows=tile.wrows, padrows=tile.padrows,
-             ragged=tile.ragged, wino=tile.wino, flat=tile.flat)
+             ragged=tile.ragged, wino=tile.wino, flat=tile.flat, sector=tile.sector)
     if not t.shared:
         t = _replace(t, shared=shared_inputs(spec, t, device))
     if not tile.unroll:
@@ -1541,6 +1541,54 @@ def staged_variants(spec, times, device=H100):
     return out
 
 
+#: SIMT tiles: with the third round the autotuner also times the ``SECTOR_TUNED`` fastest tiles
+#: it has timed that copy a footprint in 16-byte pieces from a box whose misalignment is known
+#: only at run time, with their rows from the 32-byte sector below the box instead of the
+#: 16-byte piece (:attr:`Tile.sector` 8, :func:`sector_variants`).  A box that starts a word
+#: before a block's first column (a filter's or a padded convolution's halo) puts each piece in
+#: a sector of its own, two neighbouring lanes' pieces in different ones: on the H200
+#: (2026-11-29, ``tests/merit/gpu/sep_probe.py``, Nsight Compute) the k=3 separable filter
+#: 4096^2 read 4.84 M L2 sectors where a copy of its image reads 2.10 M, and ran 0.0417 ms
+#: against 0.0383 with its rows from the sector (0.0383 from 64 bytes, 0.0380 from 128), bit
+#: for bit.  More words staged a row (up to 7): timed, not a rule.
+SECTOR_TUNED = 2
+#: the words :func:`sector_variants` aligns the rows to
+SECTOR_WORDS = 8
+
+
+def _sector_moves(spec, tile):
+    """Whether :attr:`Tile.sector` changes ``tile``'s kernel: a footprint it stages is copied
+    in 16-byte pieces from a box not aligned at compile time."""
+    return any(tile.shared[k] and (g := geometry(spec, tile, k)).vector and not g.aligned
+               for k in range(len(spec.inputs)))
+
+
+def sector_variants(spec, times, device=H100):
+    """The :attr:`Tile.sector` forms (see :data:`SECTOR_TUNED`) of the fastest SIMT tiles of
+    ``times`` (``(ms, tile)`` pairs) whose kernel they change, completed (pads chosen again),
+    those that fit in shared memory and were not timed yet, fastest base first; empty where no
+    such tile was timed."""
+    if not SECTOR_TUNED:
+        return []
+    timed = {t for _, t in times}
+    bases = sorted((mt for mt in times
+                    if not (mt[1].mma or mt[1].gemv or mt[1].ragged or mt[1].sector)
+                    and mt[1].shared and any(mt[1].shared)),
+                   key=lambda mt: mt[0])
+    def kernel_spec(t):
+        return codegen.pad_spec(codegen.flat_spec(codegen.wino_spec(spec, t), t), t)
+
+    bases = [t for _, t in bases if _sector_moves(kernel_spec(t), t)][:SECTOR_TUNED]
+    out = []
+    cap = min(SMEM_CAP, device.smem_block)
+    for t in bases:
+        v = complete(spec, _replace(t, sector=SECTOR_WORDS, pads=()), device)
+        if (_sector_moves(kernel_spec(v), v) and _smem_bytes(kernel_spec(v), v) <= cap
+                and v not in timed and v not in out):
+            out.append(v)
+    return out
+
+
 #: SIMT tiles: with the third round the autotuner also times the fastest tile it has timed on
 #: copies of the loop inputs whose innermost axis is not a multiple of 4 words, that axis
 #: zero-padded to one (:attr:`Tile.padrows`, :func:`pad_variants`), so that their footprints go
@@ -1916,6 +1964,11 @@ def check_tile(spec, tile, device=H100):
                         or not tile.padrows):
         raise ValueError(f"tile.ragged {tile.ragged!r}: 1 or 2, the padded form (padrows) "
                          f"reading the unpadded inputs, for padrows tiles only")
+    if tile.sector and (tile.sector not in (8, 16, 32) or isinstance(tile.sector, bool)
+                        or tile.mma or tile.gemv or tile.ragged):
+        raise ValueError(f"tile.sector {tile.sector!r}: 0, or 8, 16 or 32 (the words a "
+                         f"footprint's rows start at a multiple of), for SIMT tiles without "
+                         f"gemv or ragged")
     full = complete(spec, tile, device)
     if full.ragged:   # its inputs and what a thread holds, or a ValueError
         codegen.ragged_staged(codegen.pad_spec(spec, full), full,
