@@ -8,7 +8,8 @@ Each tile checked against float64 on NaN-poisoned outputs and bit for bit agains
 then timed in turns with the copies and the row's peers; registers and resident blocks printed.
 
 ``PYTHONPATH=sw python tests/merit/gpu/sep_probe.py [--rounds 5] [--cached | --chunks | --axes |
---columns] [--launch] [--dry]``; under Nsight Compute: ``tests/merit/gpu/sep_profile.sh``."""
+--columns | --sector [--aligns 4,8,32]] [--launch] [--dry]``; under Nsight Compute:
+``tests/merit/gpu/sep_profile.sh``."""
 
 import argparse
 import sys
