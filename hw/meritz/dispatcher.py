@@ -138,8 +138,11 @@ class Dispatcher(wiring.Component):
         # a position of the walk on each index, with its next step's wrap flags held beside it
         # (``_Pos``); ``zero`` (registered: the configuration alone, used from the cycle after
         # ``run``, which loads ``start`` from the configuration itself) and ``stepped`` the
-        # candidates, formed from registers
-        origin = [_Pos(f"origin{j}") for j in range(P)]
+        # candidates, formed from registers. The walk's multiplexers carry the step as a mark
+        # (``stepped``): its value and flags (``step_fields``: an adder and two comparisons of
+        # ``origin``) are picked behind them, in front of each position register
+        # (``_Pos.load``), so that the carry chains run beside the walk's choices
+        origin = [_Pos.register(m, f"origin{j}") for j in range(P)]
         start = [_Pos.of(Const(0, 16), cfg.p_tile[j], cfg.p_size[j]) for j in range(P)]
         zero = [_Pos(f"zero{j}") for j in range(P)]
         m.d.sync += [zero[j].eq(start[j]) for j in range(P)]
@@ -147,8 +150,9 @@ class Dispatcher(wiring.Component):
         # 2 p_tile (registered from the configuration): one comparison, no adder before it
         past2 = [Signal(signed(18), name=f"past2_{j}") for j in range(P)]
         m.d.sync += [past2[j].eq(cfg.p_size[j] - (cfg.p_tile[j] << 1)) for j in range(P)]
-        stepped = [_Pos(fields=((origin[j].value + cfg.p_tile[j])[:16], origin[j].value >= past2[j],
-                                origin[j].value > past2[j])) for j in range(P)]
+        step_fields = [((origin[j].value + cfg.p_tile[j])[:16], origin[j].value >= past2[j],
+                        origin[j].value > past2[j]) for j in range(P)]
+        stepped = [_Pos.step() for _ in range(P)]
         walking = Signal()          # origin holds a tile not yet placed in a slot
         filling = Signal()          # the followers of a group are being dealt
         m.d.comb += self.busy.eq(walking | filling
@@ -173,7 +177,7 @@ class Dispatcher(wiring.Component):
             with m.If(ordered & run_end & ~second):
                 # the run's whole tiles done: its edge tiles, from the run's first position
                 m.d.sync += second.eq(1)
-                m.d.sync += [origin[j].eq(_Pos.mux(inner[j], zero[j], origin[j]))
+                m.d.comb += [origin[j].d.eq(_Pos.mux(inner[j], zero[j], origin[j]))
                              for j in range(P)]
             with m.Else():
                 with m.If(run_end):
@@ -181,7 +185,7 @@ class Dispatcher(wiring.Component):
                 for j in range(P):
                     inner_wrap = Cat(wraps[j + 1:]).all() if j + 1 < P else 1
                     with m.If(inner_wrap):
-                        m.d.sync += origin[j].eq(nexts[j])
+                        m.d.comb += origin[j].d.eq(nexts[j])
                 with m.If(last_tile):
                     m.d.sync += walking.eq(0)
 
@@ -229,7 +233,7 @@ class Dispatcher(wiring.Component):
                                   for k in range(i, n)).all() for i in range(n))
         last = Signal(range(max(n, 2)))
         free, pick = round_robin(m, ready, last, n, "pick")
-        group = [_Pos(f"group_origin{j}") for j in range(P)]
+        group = [_Pos.register(m, f"group_origin{j}") for j in range(P)]
         member = Signal(range(n + 1))
         member_end = Signal(range(n + 1))
         real = Signal(n)            # the slot holds a tile of the grid (not a void one)
@@ -251,7 +255,7 @@ class Dispatcher(wiring.Component):
             m.d.sync += [on_x[j].eq(shared.stride[j] == 0),
                          on_y[j].eq((shared.stride[j] != 0) & (shared2.stride[j] == 0) & ~one),
                          on_r[j].eq((shared.stride[j] != 0) & ((shared2.stride[j] != 0) | one))]
-        after = [_Pos(f"after{j}") for j in range(P)]
+        after = [_Pos.register(m, f"after{j}") for j in range(P)]
         after_end = Signal()
         x_end, y_end = Signal(), Signal()
         xk = Signal(8)
@@ -266,7 +270,7 @@ class Dispatcher(wiring.Component):
         def step(on):
             """The next position of ``origin`` on the indices ``on`` (row-major), and whether
             the walk wraps (past its end)."""
-            out = [_Pos(f"step_{on[0].name}_{j}") for j in range(P)]
+            out = [_Pos(f"step_{on[0].name}_{j}", comb=True) for j in range(P)]
             wrap = [wraps[j] | ~on[j] for j in range(P)]
             for j in range(P):
                 inner = Cat(wrap[j + 1:]).all() if j + 1 < P else 1
@@ -285,20 +289,20 @@ class Dispatcher(wiring.Component):
             with m.If(~row_end):
                 m.d.sync += [xk.eq(xk + 1), row_end.eq(xk + 1 == row_last),
                              x_end.eq(x_end | wrap_x)]
-                m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], step_x[j], origin[j]))
+                m.d.comb += [origin[j].d.eq(_Pos.mux(on_x[j], step_x[j], origin[j]))
                              for j in range(P)]
             with m.Else():
                 m.d.sync += [xk.eq(0), row_end.eq(log2s[0] == 0), x_end.eq(0)]
                 next_x = [_Pos.mux(yk == 0, step_x[j], after[j]) for j in range(P)]
                 x_done = Mux(yk == 0, x_end | wrap_x, after_end)
                 with m.If(yk == 0):
-                    m.d.sync += [after[j].eq(step_x[j]) for j in range(P)]
+                    m.d.comb += [after[j].d.eq(step_x[j]) for j in range(P)]
                     m.d.sync += after_end.eq(x_end | wrap_x)
                 with m.If(~col_end):
                     # the next row of the block: X back to the block's corner, Y one step
                     m.d.sync += [yk.eq(yk + 1), col_end.eq(yk + 1 == col_last),
                                  y_end.eq(y_end | wrap_y)]
-                    m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], group[j],
+                    m.d.comb += [origin[j].d.eq(_Pos.mux(on_x[j], group[j],
                                                        _Pos.mux(on_y[j], step_y[j], origin[j])))
                                  for j in range(P)]
                 with m.Else():
@@ -306,25 +310,25 @@ class Dispatcher(wiring.Component):
                     m.d.sync += [yk.eq(0), col_end.eq(log2s[1] == 0), y_end.eq(0),
                                  filling.eq(0)]
                     with m.If(~x_done):
-                        m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], next_x[j],
+                        m.d.comb += [origin[j].d.eq(_Pos.mux(on_x[j], next_x[j],
                                                            _Pos.mux(on_y[j], group[j],
                                                                     origin[j])))
                                      for j in range(P)]
-                        m.d.sync += [group[j].eq(_Pos.mux(on_x[j], next_x[j], group[j]))
+                        m.d.comb += [group[j].d.eq(_Pos.mux(on_x[j], next_x[j], group[j]))
                                      for j in range(P)]
                     with m.Elif(~(y_end | wrap_y)):
-                        m.d.sync += [origin[j].eq(_Pos.mux(on_x[j], zero[j],
+                        m.d.comb += [origin[j].d.eq(_Pos.mux(on_x[j], zero[j],
                                                            _Pos.mux(on_y[j], step_y[j],
                                                                     origin[j])))
                                      for j in range(P)]
-                        m.d.sync += [group[j].eq(_Pos.mux(on_x[j], zero[j],
+                        m.d.comb += [group[j].d.eq(_Pos.mux(on_x[j], zero[j],
                                                           _Pos.mux(on_y[j], step_y[j],
                                                                    group[j])))
                                      for j in range(P)]
                     with m.Else():
-                        m.d.sync += [origin[j].eq(_Pos.mux(on_r[j], step_r[j], zero[j]))
+                        m.d.comb += [origin[j].d.eq(_Pos.mux(on_r[j], step_r[j], zero[j]))
                                      for j in range(P)]
-                        m.d.sync += [group[j].eq(zero[j]) for j in range(P)]
+                        m.d.comb += [group[j].d.eq(zero[j]) for j in range(P)]
                         with m.If(wrap_r):
                             m.d.sync += walking.eq(0)
 
@@ -348,8 +352,8 @@ class Dispatcher(wiring.Component):
         with m.Elif(walking & ~filling & free):
             m.d.sync += [last.eq(pick), member.eq(pick + 1),
                          member_end.eq(Array(ends)[pick]),
-                         filling.eq(pick + 1 < Array(ends)[pick]),
-                         *(group[j].eq(origin[j]) for j in range(P))]
+                         filling.eq(pick + 1 < Array(ends)[pick])]
+            m.d.comb += [group[j].d.eq(origin[j]) for j in range(P)]
             for i in range(n):
                 with m.If(pick == i):
                     place(i, [o.value for o in origin], 1)
@@ -386,10 +390,12 @@ class Dispatcher(wiring.Component):
             m.d.sync += armed.eq(0)
         with m.If(self.run & ~self.busy & ~armed):
             m.d.sync += [walking.eq(1), armed.eq(1), self.count.eq(0), last.eq(n - 1),
-                         *(origin[j].eq(start[j]) for j in range(P)),
-                         *(group[j].eq(start[j]) for j in range(P)),
                          xk.eq(0), yk.eq(0), x_end.eq(0), y_end.eq(0), second.eq(0),
                          row_end.eq(log2s_c[0] == 0), col_end.eq(log2s_c[1] == 0)]
+            m.d.comb += [*(origin[j].d.eq(start[j]) for j in range(P)),
+                         *(group[j].d.eq(start[j]) for j in range(P))]
+        # the positions load their candidates, the step's fields where a candidate is the step
+        m.d.sync += [x[j].load(step_fields[j]) for x in (origin, group, after) for j in range(P)]
         with m.If(self.stop):
             m.d.sync += [walking.eq(0), armed.eq(0), filling.eq(0), xk.eq(0), yk.eq(0),
                          row_end.eq(log2s_c[0] == 0), col_end.eq(log2s_c[1] == 0),
@@ -402,29 +408,61 @@ class _Pos:
     """A position of the walk on one index (16 bits) with its next step's flags, kept beside
     it so that no step adds and compares in series with the walk's choices: ``wrap`` = value +
     ``p_tile >= p_size`` (the step wraps), ``over`` = value + ``p_tile > p_size`` (an edge
-    tile). Registers (``_Pos(name)``) and candidates (:meth:`of`, :meth:`mux`) alike; ``eq``
-    assigns all three."""
+    tile). Registers (``_Pos(name)``) and candidates (:meth:`of`, :meth:`mux`, ``_Pos(name,
+    comb=True)``) alike; ``eq`` assigns the fields.
 
-    def __init__(self, name=None, fields=None):
+    A candidate also carries ``st``: it is the index's step (:meth:`step`), whose value and
+    flags (an adder, two comparisons) are not carried through the walk's multiplexers: they
+    carry the mark, and a register picks the step's fields behind them (:meth:`register`,
+    :meth:`load`), so that the carry chains feed one LUT in front of the flip-flops, not the
+    multiplexers' levels."""
+
+    def __init__(self, name=None, fields=None, comb=False):
         if fields is None:
             fields = (Signal(16, name=name), Signal(name=f"{name}_wrap"),
-                      Signal(name=f"{name}_over"))
-        self.value, self.wrap, self.over = fields
+                      Signal(name=f"{name}_over"),
+                      Signal(name=f"{name}_st") if comb else Const(0, 1))
+        self.value, self.wrap, self.over, self.st = fields
 
     @classmethod
     def of(cls, value, p_tile, p_size):
         """The candidate ``value`` with its flags formed here."""
         plus = value + p_tile
-        return cls(fields=(value, plus >= p_size, plus > p_size))
+        return cls(fields=(value, plus >= p_size, plus > p_size, Const(0, 1)))
+
+    @classmethod
+    def step(cls):
+        """The mark of the index's step (its fields are the register's, :meth:`load`)."""
+        return cls(fields=(Const(0, 16), Const(0, 1), Const(0, 1), Const(1, 1)))
 
     @classmethod
     def mux(cls, sel, a, b):
         return cls(fields=tuple(Mux(sel, x, y) for x, y in zip(a.fields, b.fields,
                                                                  strict=True)))
 
+    @classmethod
+    def register(cls, m, name):
+        """A register and ``d``, the candidate it loads (assigned in the domain ``comb``:
+        itself unless a branch assigns another; :meth:`load` loads it)."""
+        reg = cls(name)
+        reg.d = cls(f"{name}_d", comb=True)
+        m.d.comb += reg.d.eq(reg)
+        return reg
+
+    def load(self, fields):
+        """The register's load of ``d``, the step's ``fields`` (value, wrap, over) where ``d``
+        is the step."""
+        d = self.d
+        return Cat(self.value, self.wrap, self.over).eq(Cat(
+            *(Mux(d.st, f, x) for f, x in zip(fields, (d.value, d.wrap, d.over), strict=True))))
+
     @property
     def fields(self):
-        return self.value, self.wrap, self.over
+        return self.value, self.wrap, self.over, self.st
 
     def eq(self, other):
-        return Cat(*self.fields).eq(Cat(*other.fields))
+        mine, theirs = list(self.fields), list(other.fields)
+        if isinstance(self.st, Const):
+            assert isinstance(other.st, Const) and other.st.value == 0
+            mine, theirs = mine[:3], theirs[:3]
+        return Cat(*mine).eq(Cat(*theirs))
