@@ -57,12 +57,21 @@ def recorded_hold(record):
     return bool(record.get("hold", False))
 
 
+def recorded_clip(record):
+    """Whether a stored run's kernels loaded footprints cut to the parallel space along the
+    indices of one tile (``merit.compile.clipped_box``): its ``clip_box``, or False for a run
+    from before (the whole tile's footprint)."""
+    return bool(record.get("clip_box", False))
+
+
 def recorded_compiler(record):
     """The compiler's choices a stored run's kernels were compiled with, as the keyword
     arguments of ``merit.compile.compile_problem``: :func:`recorded_merge`,
-    :func:`recorded_clear`, :func:`recorded_align` and :func:`recorded_hold`."""
+    :func:`recorded_clear`, :func:`recorded_align`, :func:`recorded_hold` and
+    :func:`recorded_clip`."""
     return dict(merge_rows=recorded_merge(record), clear_init=recorded_clear(record),
-                align_tensors=recorded_align(record), hold=recorded_hold(record))
+                align_tensors=recorded_align(record), hold=recorded_hold(record),
+                clip_box=recorded_clip(record))
 
 
 def calibration_table(results=RESULTS):

@@ -257,7 +257,7 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
              "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
              "cp_sets": 2, "merge_rows": True, "clear_init": True, "align_tensors": True,
-             "hold": hold, "bench": "tau" if taus is None else "top",
+             "clip_box": True, "hold": hold, "bench": "tau" if taus is None else "top",
              "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
         entry["runs"] = [{"problem": p.name, "cycles": m["cycles"],
@@ -707,6 +707,14 @@ def _run_dates(results):
                  "against their targets\") in the runs of "
                  f"{_labels(results, aligned)}; the other runs' tensors start on 64-byte "
                  "boundaries, and their model columns compile them so")
+    clipped = sorted(n for n, e in results["rows"].items()
+                     if e.get("cycles") and e.get("clip_box"))
+    if clipped:     # recorded since the compiler cuts the footprints to the parallel space
+        text += (". The footprints cut to the parallel space along the indices of one tile "
+                 "(`merit.compile.clipped_box`: the words only void lanes read not loaded; "
+                 "`docs/decisions.md`, Results: \"Saliency alpha blending's DRAM port\") in "
+                 f"the runs of {_labels(results, clipped)}; the other runs loaded the whole "
+                 "tile's footprint, and their model columns compile them so")
     held = sorted(n for n, e in results["rows"].items() if e.get("cycles") and e.get("hold"))
     if held:        # ``--hold``: the kernels compiled with footprint reuse
         text += (". Footprint reuse (`compile_problem(hold=True)`, `--hold`: a slot alone in its "

@@ -83,3 +83,29 @@ def test_fast_dram_answers_outside_accesses_with_slverr():
     first = int(text.split("DRAM accesses outside the memory: [('read', ")[1].split(")")[0])
     assert size <= first < kernel.dram_bytes
 
+
+
+@pytest.mark.sim
+@pytest.mark.xdist_group("tau_n8")
+def test_fast_dram_trace_records_every_handshake(tmp_path, monkeypatch):
+    """With ``MERIT_DRAM_TRACE`` the fast DRAM writes a line per handshake: the trace's R and W
+    beats are the run's beat counts, its AR and AW bursts' lengths add up to them, the W beats'
+    strobes to the output's bytes (2 bytes a word, every output written once), and from its
+    first request to its last B response are the run's cycles."""
+    import numpy as np
+
+    trace = tmp_path / "dram.trace"
+    monkeypatch.setenv("MERIT_DRAM_TRACE", str(trace))
+    problem = W.conv2d(1, 3, 9, 13, 4, 3, padding=1)
+    metrics = simulate(problem, dram="fast", seed=7, **GUIDE_TAU)
+    lines = [line.split() for line in trace.read_text().splitlines()]
+    events = {ch: [(int(c), int(a, 16), int(n)) for c, k, _, a, n in lines if int(k) == ch]
+              for ch in range(5)}
+    assert len(events[1]) == metrics["read_beats"] > 0
+    assert len(events[3]) == metrics["write_beats"] > 0
+    assert sum(n + 1 for _, _, n in events[0]) == len(events[1])
+    assert sum(n + 1 for _, _, n in events[2]) == len(events[3])
+    assert sum(bin(a).count("1") for _, a, _ in events[3]) == 2 * int(np.prod(problem.p_shape))
+    assert len(events[4]) == len(events[2]) == sum(n for _, _, n in events[3])   # WLAST
+    first = min(c for ch in (0, 2) for c, _, _ in events[ch])
+    assert max(c for c, _, _ in events[4]) - first == metrics["cycles"]

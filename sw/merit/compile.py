@@ -239,6 +239,29 @@ def slot_config(transform: Transform, tiling: Tiling, lanes, *, base=0, bank=Non
     }
 
 
+def clipped_box(slot, transform, tiling, p_shape, a_shape):
+    """``slot`` (a :func:`slot_config` value of ``transform`` under ``tiling``) with its footprint
+    box cut to the parallel space along every index whose tile is at least its size.
+
+    Such an index has one tile, at origin 0, so its lanes beyond the size are void on every job
+    (a tile of 4 along an index of 3, the lanes' power of two): their results are never written,
+    and the words only they would read need not be loaded. The box counts those indices at their
+    size (``1 + sum (min(t_j, n_j) - 1) |s_j|`` per axis, Eq. 9 on the space's part of the tile);
+    the tile's layout (``lpitch``, ``rows``, the bank function) stays that of the whole tile, so
+    a void lane still reads an address of its own, a word of the tile that the DMA left as it
+    was. A negative-stride term keeps its tile (the low corner, ``origin``, counts it). So the
+    DMA reads, per job, only the words some valid lane reads; ``merit.perf`` counts the beats
+    from the box as the DMA does."""
+    t = tuple(tiling.p_tile) + tuple(tiling.a_tile)
+    n = tuple(p_shape) + tuple(a_shape)
+    box = tuple(1 + sum(((min(t[pos], n[pos]) if s > 0 else t[pos]) - 1) * abs(s)
+                        for pos, s in terms) for terms in transform.terms)
+    pad = len(slot["box"]) - len(box)
+    if tuple(slot["box"][pad:]) == box:
+        return slot
+    return dict(slot, box=list(slot["box"][:pad]) + list(box))
+
+
 def merged_rows(slot, sizes, tiles):
     """``slot`` (a :func:`slot_config` value) with its DRAM rows merged where they are contiguous:
     the same words read into the same tile addresses, in fewer and longer rows.
@@ -1079,7 +1102,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                     rp0_slots=2, rp1_slots=1, outputs=3, instructions=16, dram_base=0x1000,
                     max_outputs=None, taus=1, swap=True, share_dims=None, share_counts=(1, 2),
                     hold=False, window=True, rp_ports=RP_PORTS, merge_rows=True,
-                    clear_init=True, align_tensors=True, slide=False):
+                    clear_init=True, align_tensors=True, slide=False, clip_box=True):
     """Map ``problem`` onto one TAU: program, tiling, layouts, configuration, DRAM layout.
 
     ``swap``: also compile the problem with its two commuting operands exchanged
@@ -1127,6 +1150,10 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
     whose footprint rows the DMA reads in the fewest beats (:func:`beat_aligned`); False: every
     tensor on a 64-byte boundary, right after the one before (the kernels before it).
 
+    ``clip_box``: each slot's footprint box cut to the parallel space along the indices whose
+    tile is at least their size (:func:`clipped_box`: the words only void lanes read are not
+    loaded); False loads the whole tile's footprint (the kernels before it).
+
     Raises CompileError (or ``merit.mapping.NoMapping``) naming the limit that a problem exceeds.
     """
     check_taus(taus)
@@ -1135,6 +1162,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
         raise ValueError(f"share_dims must be None, 1 or 2, not {share_dims!r}")
     if not isinstance(hold, bool):
         raise TypeError(f"hold must be True or False, not {hold!r}")
+    if not isinstance(clip_box, bool):
+        raise TypeError(f"clip_box must be True or False, not {clip_box!r}")
     if not (isinstance(slide, bool) or (isinstance(slide, tuple) and len(slide) == 2
                                         and all(type(v) is int for v in slide))):
         raise TypeError(f"slide must be True, False or an (operand, parallel index) pair, "
@@ -1152,7 +1181,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                    instructions=instructions, dram_base=dram_base, max_outputs=max_outputs,
                    taus=taus, swap=swap, share_dims=share_dims, share_counts=share_counts,
                    hold=hold, window=window, rp_ports=rp_ports, merge_rows=merge_rows,
-                   clear_init=clear_init, align_tensors=align_tensors)
+                   clear_init=clear_init, align_tensors=align_tensors, clip_box=clip_box)
     if slide is True:
         return _slide_by_model(problem, options)
     if slide is False:
@@ -1317,6 +1346,8 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
             view, dpitch = views.get(k, (op.transform, None))
             slot = slot_config(view, tiling, lanes, base=tensors[op.tensor],
                                bank=layout.bank, lpitch=layout.pitch, depth=depth, dpitch=dpitch)
+            if clip_box:
+                slot = clipped_box(slot, view, tiling, problem.p_shape, problem.a_shape)
             numbers.append(r * slots[0] + len(rp[r]))
             rp[r].append(merged_rows(slot, sizes, sides) if merge_rows else slot)
         rows = {r: sum(s["rows"] for s in rp[r]) for r in (0, 1)}
@@ -1462,6 +1493,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   share_counts=share_counts, hold=hold, window=window,
                                   rp_ports=rp_ports, merge_rows=merge_rows,
                                   clear_init=clear_init, align_tensors=align_tensors,
+                                  clip_box=clip_box,
                                   slide=False if slide is None else (
                                       {0: 1, 1: 0}.get(slide[0], slide[0]), slide[1]))
         except (CompileError, NoMapping):
@@ -1485,7 +1517,7 @@ def compile_problem(problem, *, lanes=32, shift=0, rp_bytes=RP_BYTES, cp_bytes=C
                                   share_dims=share_dims, share_counts=share_counts, hold=hold,
                                   rp_ports=rp_ports, merge_rows=merge_rows,
                                   clear_init=clear_init, align_tensors=align_tensors,
-                                  slide=False if slide is None else slide)
+                                  clip_box=clip_box, slide=False if slide is None else slide)
         except (CompileError, NoMapping, IsaError):
             continue
         cycles = _predicted(alt, taus, rp_bytes, rp_ports, stop=(1 - MARGIN) * best)

@@ -16,8 +16,9 @@ simulating the RTL. The model (``docs/perf.md``) works at the granularity of one
   tiles are committed and the previous job is done, its outputs stream to DRAM while it
   computes; the tiles are dealt dynamically to the TAU whose tile looper asks first (as
   ``meritz.dispatcher``); every transfer in flight shares the one DRAM port (at most one 8-byte
-  beat per cycle, ``dram_bytes_per_cycle`` on average) by max-min fair sharing, like the
-  round-robin arbiter and the bench DRAM's read/write alternation;
+  beat per cycle, ``dram_bytes_per_cycle`` on average): the reads one half and the writes the
+  other while both wait, as the bench DRAM alternates them, and within each by max-min fair
+  sharing, like the round-robin arbiter;
 * three calibrated constants (:data:`CONSTANTS`): the cycles from a load's last beat to the
   first instruction that reads it, the pipeline latency of a load that starts from an idle DMA,
   and the cycles from the last instruction to the last write response.
@@ -850,12 +851,13 @@ def _hold_keys(kernel, origins, a_tiles, shared_slots):
 # ---- the pipeline simulation ------------------------------------------------------------------
 
 class _Dram:
-    """One DRAM port shared by transfers (fluid): weighted max-min fair shares of its beat
-    slots. DRAM answers bursts in the order it accepts them, so a transfer's share follows its
-    bursts in flight: equal shares, except while a read is urgent (``urgent``, the arbiter's
-    ``urgent``): then each other read keeps ``PLAIN_BURSTS`` bursts outstanding against the
-    ``MAX_BURST`` rows the urgent load's DMA runs ahead (its command FIFO), and the writes
-    (their own channel) share as the urgent reads do.
+    """One DRAM port shared by transfers (fluid): the reads' channel and the writes' channel
+    each half of its beat slots while both have transfers (the DRAM alternates them; what one
+    channel's capped transfers leave goes to the other), and within a channel weighted max-min
+    fair shares. DRAM answers bursts in the order it accepts them, so a transfer's share
+    follows its bursts in flight: equal shares, except while a read is urgent (``urgent``, the
+    arbiter's ``urgent``): then each other read keeps ``PLAIN_BURSTS`` bursts outstanding
+    against the ``MAX_BURST`` rows the urgent load's DMA runs ahead (its command FIFO).
 
     A transfer is ``[beats left, beat-rate cap, slots per beat when alone, slots per beat when
     sharing]``.
@@ -882,18 +884,31 @@ class _Dram:
         def weight(key):
             return 1.0 if key in self.urgent or key[0] == "w" else plain
 
-        # water-filling: transfers capped below their weighted share take their cap, the rest
-        # share what is left by weight
-        items = sorted(self.active.items(), key=lambda kv: kv[1][1] * kv[1][3] / weight(kv[0]))
-        left, out = self.rate, {}
-        weights = sum(weight(key) for key, _ in items)
-        for key, (_, cap, _, cost) in items:
-            w = weight(key)
-            slots = min(cap * cost, left * w / weights)
-            out[key] = slots / cost
-            left -= slots
-            weights -= w
-        return out
+        def fill(items, left):
+            # water-filling: transfers capped below their weighted share take their cap, the
+            # rest share what is left by weight
+            items = sorted(items, key=lambda kv: kv[1][1] * kv[1][3] / weight(kv[0]))
+            out = {}
+            weights = sum(weight(key) for key, _ in items)
+            for key, (_, cap, _, cost) in items:
+                w = weight(key)
+                slots = min(cap * cost, left * w / weights)
+                out[key] = slots / cost
+                left -= slots
+                weights -= w
+            return out
+
+        reads = [kv for kv in self.active.items() if kv[0][0] != "w"]
+        writes = [kv for kv in self.active.items() if kv[0][0] == "w"]
+        if not reads or not writes:
+            return fill(reads or writes, self.rate)
+        # the DRAM alternates between a read beat and a write beat while both wait: the reads
+        # of every TAU share one half of the slots and the writes the other, and what one
+        # channel leaves (its transfers capped below it) the other takes
+        wanted = {name: sum(cap * cost for _, (_, cap, _, cost) in group)
+                  for name, group in (("r", reads), ("w", writes))}
+        to_writes = min(wanted["w"], max(self.rate / 2, self.rate - wanted["r"]))
+        return {**fill(reads, self.rate - to_writes), **fill(writes, to_writes)}
 
     def advance(self, dt, rates):
         for key, r in rates.items():

@@ -25,14 +25,16 @@ MEASURED_MERGE = calibration.recorded_merge(MEASURED["setup"])
 MEASURED_CLEAR = calibration.recorded_clear(MEASURED["setup"])
 #: ... and whether their input tensors were placed within their first beat
 MEASURED_ALIGN = calibration.recorded_align(MEASURED["setup"])
+#: ... and whether their footprints were cut to the parallel space
+MEASURED_CLIP = calibration.recorded_clip(MEASURED["setup"])
 
 
 @cache
 def kernel(name, lanes=32, rp_ports=perf.RP_PORTS, merge_rows=MEASURED_MERGE,
-           clear_init=MEASURED_CLEAR, align_tensors=MEASURED_ALIGN):
+           clear_init=MEASURED_CLEAR, align_tensors=MEASURED_ALIGN, clip_box=MEASURED_CLIP):
     return compile_problem(calibration._workloads()[name](), lanes=lanes, instructions=24,
                            rp_ports=rp_ports, merge_rows=merge_rows, clear_init=clear_init,
-                           align_tensors=align_tensors)
+                           align_tensors=align_tensors, clip_box=clip_box)
 
 
 @pytest.mark.parametrize("name", sorted(MEASURED["workloads"]))

@@ -54,6 +54,13 @@ def _row_beats(transform, base, low, box, outer):
     return last // 8 - first // 8 + 1
 
 
+def _cut(tile, shape):
+    """A tile's sides as its footprint counts them: an index of one tile (the tile at least its
+    size) at its size, its void lanes reading nothing the DMA loads
+    (``merit.compile.clipped_box``)."""
+    return tuple(min(t, n) for t, n in zip(tile, shape, strict=True))
+
+
 def _footprint_rows(transform, p_start, a_start, tile_p, tile_a):
     low, box = transform.box(p_start, a_start, tile_p, tile_a)
     rows = set(itertools.product(*[range(lo, lo + b) for lo, b in zip(low[:-1], box[:-1],
@@ -78,7 +85,9 @@ def _reference_beats(kernel, taus):
             last = None
             for p_start in tiles:
                 for a_start in a_grid:
-                    low, box, rows = _footprint_rows(tr, p_start, a_start, tile_p, tile_a)
+                    low, box, rows = _footprint_rows(tr, p_start, a_start,
+                                                     _cut(tile_p, problem.p_shape),
+                                                     _cut(tile_a, problem.a_shape))
                     new = rows - last if sliding and last is not None else rows
                     total += sum(_row_beats(tr, base, low, box, row) for row in new)
                     last = rows
@@ -205,12 +214,14 @@ def test_a_slide_beside_a_slot_shared_on_the_block_walk():
                 block = [(y, x) + (xs[k] if k < len(xs) else shape[2:])
                          for k in range(x0, x0 + 4)]
                 for a in a_grid:
-                    low, box, rows = _footprint_rows(i1, block[0], (a,), tile, tile_a)
+                    low, box, rows = _footprint_rows(i1, block[0], (a,), _cut(tile, shape),
+                                                     _cut(tile_a, problem.a_shape))
                     beats += sum(_row_beats(i1, kernel.tensors["I1"], low, box, r)
                                  for r in rows)
                 for k, origin in enumerate(block):
                     for a in a_grid:
-                        low, box, rows = _footprint_rows(i2, origin, (a,), tile, tile_a)
+                        low, box, rows = _footprint_rows(i2, origin, (a,), _cut(tile, shape),
+                                                         _cut(tile_a, problem.a_shape))
                         new = rows - last[k] if last[k] is not None and origin[0] else rows
                         beats += sum(_row_beats(i2, kernel.tensors["I2"], low, box, r)
                                      for r in new)

@@ -99,22 +99,46 @@ def _rates(active, urgent, rate=1.0):
 
 
 def test_port_shares_fairly_without_urgent_reads():
-    rates = _rates({("r", 0): 100, ("r", 1): 100, ("r", 2): 100, ("w", 3): 100}, ())
+    rates = _rates({("r", 0): 100, ("r", 1): 100, ("r", 2): 100, ("r", 3): 100}, ())
     assert all(r == pytest.approx(0.25) for r in rates.values())
+
+
+def test_port_gives_the_reads_and_the_writes_half_each():
+    """The DRAM grants a read beat and a write beat in turn while both wait (``merit_dram.sv``,
+    ``merit.sim.dram``): the reads of every TAU share one half of the port, the writes the
+    other, whatever their numbers; a channel capped below its half leaves the rest to the
+    other."""
+    rates = _rates({("r", 0): 100, ("r", 1): 100, ("r", 2): 100, ("w", 3): 100}, ())
+    assert rates[("w", 3)] == pytest.approx(0.5)
+    assert all(rates[("r", i)] == pytest.approx(1 / 6) for i in range(3))
+    rates = _rates({("r", 0): 100, ("r", 1): 100, ("w", 2): 100, ("w", 3): 100,
+                    ("w", 4): 100, ("w", 5): 100}, ())
+    assert all(rates[("r", i)] == pytest.approx(0.25) for i in range(2))
+    assert all(rates[("w", i)] == pytest.approx(0.125) for i in range(2, 6))
+    dram = perf._Dram(1.0)      # writes at a Compute Pipeline's pace, 0.1 beat a cycle each
+    dram.active = {("r", 0): [100, 1.0, 1.0, 1.0], ("w", 1): [100, 0.1, 1.0, 1.0],
+                   ("w", 2): [100, 0.1, 1.0, 1.0]}
+    rates = dram.rates()
+    assert rates[("w", 1)] == rates[("w", 2)] == pytest.approx(0.1)
+    assert rates[("r", 0)] == pytest.approx(0.8)
+    dram = perf._Dram(1.0)      # a read held to 0.2 by its data path
+    dram.active = {("r", 0): [100, 0.2, 1.0, 1.0], ("w", 1): [100, 1.0, 1.0, 1.0]}
+    rates = dram.rates()
+    assert rates[("r", 0)] == pytest.approx(0.2) and rates[("w", 1)] == pytest.approx(0.8)
 
 
 def test_port_serves_an_urgent_read_before_the_other_reads():
     """While a read is urgent each other read keeps one burst (``PLAIN_BURSTS``) in flight
-    against the 16 rows (``MAX_BURST``) the urgent load runs ahead; a write shares as the
-    urgent read does. DRAM answers bursts in order, so the shares follow the bursts in flight:
+    against the 16 rows (``MAX_BURST``) the urgent load runs ahead; the writes keep their half
+    of the port. DRAM answers bursts in order, so the shares follow the bursts in flight:
     16 : 1 : 1."""
     assert (perf.PLAIN_BURSTS, perf.MAX_BURST) == (1, 16)
     rates = _rates({("r", 0): 100, ("r", 1): 100, ("r", 2): 100}, {("r", 0)})
     assert rates[("r", 0)] == pytest.approx(16 / 18)
     assert rates[("r", 1)] == pytest.approx(1 / 18) and rates[("r", 2)] == pytest.approx(1 / 18)
     rates = _rates({("r", 0): 100, ("r", 1): 100, ("w", 2): 100}, {("r", 0)})
-    assert rates[("r", 0)] == pytest.approx(16 / 33) and rates[("w", 2)] == pytest.approx(16 / 33)
-    assert rates[("r", 1)] == pytest.approx(1 / 33)
+    assert rates[("r", 0)] == pytest.approx(16 / 34) and rates[("w", 2)] == pytest.approx(0.5)
+    assert rates[("r", 1)] == pytest.approx(1 / 34)
     # an urgent read capped below its share (its data path) leaves the rest to the others
     dram = perf._Dram(1.0)
     dram.active = {("r", 0): [100, 0.4, 1.0, 1.0], ("r", 1): [100, 1.0, 1.0, 1.0],

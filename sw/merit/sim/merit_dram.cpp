@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -11,6 +12,7 @@ namespace {
 std::vector<uint8_t> mem;      // the DRAM image, padded to whole 64-bit words
 uint64_t mem_size = 0;         // bytes loaded
 std::vector<uint16_t> tiles;   // tile origins, 6 coordinates each
+FILE* trace = nullptr;         // the handshake trace (MERIT_DRAM_TRACE), if asked for
 
 bool read_file(const char* path, std::vector<uint8_t>& out) {
     FILE* f = std::fopen(path, "rb");
@@ -37,7 +39,26 @@ extern "C" long long merit_dram_load(const char* path) {
     return static_cast<long long>(mem_size);
 }
 
+// The trace of the DRAM's handshakes: one line a handshake, "cycle channel id address length",
+// the channel 0-4 for AR, R, AW, W, B; AR and AW give their burst's address (hex) and AxLEN, R its
+// RLAST as the length, W its strobes as the address and WLAST as the length (its ID is 0: W
+// carries none). The file is the environment variable MERIT_DRAM_TRACE; none without it.
+extern "C" int merit_dram_trace_open() {
+    const char* path = std::getenv("MERIT_DRAM_TRACE");
+    if (!path || !*path) return 0;
+    trace = std::fopen(path, "w");
+    if (!trace) std::fprintf(stderr, "merit_dram: cannot write %s\n", path);
+    return trace != nullptr;
+}
+
+extern "C" void merit_dram_trace(long long cycle, int channel, int id, long long address,
+                                 int length) {
+    if (trace) std::fprintf(trace, "%lld %d %d %llx %d\n", cycle, channel, id,
+                            static_cast<unsigned long long>(address), length);
+}
+
 extern "C" int merit_dram_dump(const char* path) {
+    if (trace) std::fflush(trace);
     FILE* f = std::fopen(path, "wb");
     if (!f) {
         std::fprintf(stderr, "merit_dram: cannot write %s\n", path);

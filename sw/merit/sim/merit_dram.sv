@@ -15,6 +15,9 @@
 //   ARVALID or AWVALID, `last_response` the cycle of the last B handshake.
 // * The memory lives in C++ (merit_dram.cpp): loaded from and dumped to a binary file on the
 //   `load` / `dump` pulses (paths: plusargs +merit_dram_in=, +merit_dram_out=).
+// * Trace: with the environment variable MERIT_DRAM_TRACE naming a file, every handshake of
+//   AR, R, AW, W and B is written to it, one line each (merit_dram.cpp says how); nothing else
+//   changes.
 //
 // The decisions of one clock edge take effect one edge later (R beats presented, WREADY
 // raised), as the Python model's coroutines do.
@@ -61,12 +64,18 @@ module merit_sim_dram #(
     import "DPI-C" function longint merit_dram_read(input longint address);
     import "DPI-C" function void merit_dram_write(input longint address, input longint data,
                                                  input int strobes);
+    import "DPI-C" function int merit_dram_trace_open();
+    import "DPI-C" function void merit_dram_trace(input longint cycle, input int channel,
+                                                 input int id, input longint address,
+                                                 input int length);
 
     localparam int W_DEPTH = 32;       // the write buffer
     localparam int PW = $clog2(DEPTH);
 
     string in_path, out_path;
+    int tracing;
     initial begin
+        tracing = merit_dram_trace_open();
         if (!$value$plusargs("merit_dram_in=%s", in_path)) in_path = "dram_in.bin";
         if (!$value$plusargs("merit_dram_out=%s", out_path)) out_path = "dram_out.bin";
     end
@@ -148,6 +157,15 @@ module merit_sim_dram #(
                 seen_request = 1;
             end
             if (b_fire) last_response <= cyc;
+            if (tracing != 0) begin
+                if (ar_fire) merit_dram_trace(longint'(cyc), 0, int'(arid), longint'(araddr),
+                                              int'(arlen));
+                if (r_fire) merit_dram_trace(longint'(cyc), 1, int'(rid), 0, int'(rlast));
+                if (aw_fire) merit_dram_trace(longint'(cyc), 2, int'(awid), longint'(awaddr),
+                                              int'(awlen));
+                if (w_fire) merit_dram_trace(longint'(cyc), 3, 0, longint'(wstrb), int'(wlast));
+                if (b_fire) merit_dram_trace(longint'(cyc), 4, int'(bid), 0, 0);
+            end
             if (ar_fire || r_fire || aw_fire || w_fire || b_fire) last_handshake <= cyc;
             read_beats <= read_beats + 32'(r_fire);
             write_beats <= write_beats + 32'(w_fire);
