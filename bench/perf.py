@@ -178,7 +178,8 @@ def _markdown(rows, command):
         f"{platform.python_version()}). Model: `merit.perf` (`docs/perf.md`); measurements: "
         "`docs/results/tau.json` (one 32-lane TAU, `bench/tau.py`), "
         "`docs/results/perf_n8.json` (8 lanes: one TAU driven by the bench, `(tau)`, and the "
-        "processor with 1 or 2 TAUs through its control port, `(top)`) and, when present, "
+        "processor with 1, 2 or 4 TAUs through its control port, `(top)`; `python -m bench.perf "
+        "--remeasure` runs them again) and, when present, "
         "`docs/results/utilization.json` (the processor). "
         "Error = (predicted - measured) / measured.",
         "",
@@ -198,13 +199,73 @@ def _markdown(rows, command):
     return "\n".join(lines) + "\n"
 
 
+def _as_built():
+    """What a run of :func:`remeasure` records beside its cycles: the compiler's choices and the
+    RP ports of the processor as built (the defaults of ``merit.compile.compile_problem`` and
+    ``merit.sim.simulate``), so that :func:`recorded_compiler` compiles its kernels again."""
+    from merit.arch import RP_PORTS
+    return {"rp_ports": RP_PORTS, "cp_sets": 2, "merge_rows": True, "clear_init": True,
+            "align_tensors": True, "clip_box": True, "hold": False}
+
+
+def remeasure(results=RESULTS, *, names=None, seed=1, progress=print):
+    """Run the rows of ``perf_n8.json`` again on the RTL as it is now and store them there.
+
+    Each row runs as its ``about`` says: bench ``"tau"`` one 8-lane TAU driven by the bench (24
+    instruction slots, the default SRAMs), bench ``"top"`` the processor with its ``taus``
+    through its control port (its ``rp_bytes``, ``cp_bytes`` and ``instructions``), seed
+    ``seed``, at its bandwidth and latency, compiled with the compiler's defaults (recorded with
+    the row, :func:`_as_built`). ``names``: only these rows. Returns the rows run."""
+    import datetime
+
+    from merit.sim import simulate
+    path = Path(results) / "perf_n8.json"
+    data = json.loads(path.read_text())
+    factories = _workloads()
+    date = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    done = {}
+    for name, r in sorted(data["rows"].items()):
+        if names and name not in names:
+            continue
+        problem = _row_problem(r, name, factories)
+        if problem is None:
+            raise ValueError(f"perf_n8.json row {name!r}: no problem (expected 'problem' naming "
+                             f"a workload of bench/tau.py, or 'function' and 'args')")
+        options = dict(lanes=int(r["lanes"]), seed=seed, latency=int(r.get("latency", 20)),
+                       dram_bytes_per_cycle=r.get("dram_bytes_per_cycle", 8))
+        if r.get("bench") == "top":
+            options.update(taus=int(r["taus"]), rp_bytes=tuple(r["rp_bytes"]),
+                           cp_bytes=int(r["cp_bytes"]), instructions=int(r["instructions"]))
+        else:
+            options.update(instructions=int(r.get("instructions", 24)))
+        m = simulate(problem, **options)
+        entry = {k: v for k, v in r.items() if k not in ("remeasured", "cycles_register")}
+        entry.update(cycles=m["cycles"], read_beats=m["read_beats"],
+                     write_beats=m["write_beats"], utilization=m["utilization"],
+                     tiling=m["tiling"], rtl_date=date, **_as_built())
+        if r["cycles"] != m["cycles"]:
+            entry["before"] = r["cycles"]
+        done[name] = entry
+        progress(f"{name:24} {r['cycles']:7} -> {m['cycles']:7} cycles ({m['tiling']})")
+    data["rows"].update(done)
+    data.pop("superseded", None)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return done
+
+
 def main(argv=None):
-    """``python -m bench.perf [--out FILE]``: print the calibration table and write it as
-    Markdown (default ``docs/results/perf.md``)."""
+    """``python -m bench.perf [--out FILE] [--remeasure [ROW ...]]``: print the calibration
+    table and write it as Markdown (default ``docs/results/perf.md``); with ``--remeasure``, run
+    the 8-lane rows again on the RTL first (:func:`remeasure`)."""
     import argparse
     parser = argparse.ArgumentParser(description="merit.perf against the RTL measurements")
     parser.add_argument("--out", default=str(RESULTS / "perf.md"))
+    parser.add_argument("--remeasure", nargs="*", metavar="ROW",
+                        help="first run these rows of perf_n8.json (none named: all of them) "
+                             "again on the RTL as it is now, and store them there")
     args = parser.parse_args(argv)
+    if args.remeasure is not None:
+        remeasure(names=set(args.remeasure) or None)
     rows = calibration_table()
     for r in rows:
         print(f"{r['source']:17} {r['name']:18} lanes={r['lanes']:2} taus={r['taus']} "
