@@ -19,6 +19,25 @@ def device_module():
     return cp, [pytest.mark.gpu, pytest.mark.skipif(not gpu, reason="no CUDA device")]
 
 
+def fake_runtime(monkeypatch, runtime, ms, device="Fake GPU sm_80"):
+    """Patch ``runtime`` (``merit.gpu.runtime``) so that the autotuner (``merit.gpu._choose``)
+    runs without a GPU: nothing is compiled or launched, every tile takes ``ms(tile)``
+    milliseconds, by one launch or by a batch timer, on ``device``. Returns the list of the
+    tiles timed one launch at a time, in order."""
+    timed = []
+
+    def time_launch(tile, **kw):
+        timed.append(tile)
+        return ms(tile)
+
+    monkeypatch.setattr(runtime, "device_key", lambda: (0, device))
+    monkeypatch.setattr(runtime, "compiled", lambda spec, tile: None)
+    monkeypatch.setattr(runtime, "launcher", lambda spec, tile, inputs, out: tile)
+    monkeypatch.setattr(runtime, "time_launch", time_launch)
+    monkeypatch.setattr(runtime, "batch_timer", lambda tile, min_ms: lambda: ms(tile))
+    return timed
+
+
 def _total():
     """A whole reduction: no parallel index at all."""
     return Problem("total", S.Sum(), (), (64, 32),

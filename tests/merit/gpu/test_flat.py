@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from gpu_cases import fake_runtime
 
 import merit.gpu as gpu
 from merit import workloads as W
@@ -156,19 +157,7 @@ def test_the_autotuner_times_the_form(monkeypatch, tmp_path):
     """``_choose`` end to end on a fake runtime whose product tiles run faster: its list holds
     the form's tiles, and it picks one of them."""
     spec = spec_of(W.conv2d(2, 45, 21, 19, 67, 1), "float32")
-    device = "Fake GPU sm_80"
-    timed = []
-
-    def time_launch(tile, **kw):
-        timed.append(tile)
-        return 0.05 if tile.flat else 0.09
-
-    monkeypatch.setattr(runtime, "device_key", lambda: (0, device))
-    monkeypatch.setattr(runtime, "compiled", lambda spec, tile: None)
-    monkeypatch.setattr(runtime, "launcher", lambda spec, tile, inputs, out: tile)
-    monkeypatch.setattr(runtime, "time_launch", time_launch)
-    monkeypatch.setattr(runtime, "batch_timer",
-                        lambda tile, min_ms: lambda: 0.05 if tile.flat else 0.09)
+    timed = fake_runtime(monkeypatch, runtime, lambda tile: 0.05 if tile.flat else 0.09)
     best = gpu._choose(spec, [], (), None, True, runtime.TileCache(tmp_path / "tiles.json"))
     assert best.flat and best in flat_variants(spec)
     assert set(flat_variants(spec)) <= set(timed)
@@ -209,21 +198,11 @@ def test_the_fastest_product_tile_gets_its_padded_rows(monkeypatch, tmp_path):
     assert pad_variants(spec, [(0.05, fast), (0.04, padded)]) == [ragged]
     assert pad_variants(spec, [(0.05, fast), (0.04, padded), (0.06, ragged)]) == []
     assert pad_variants(spec, [(0.04, fast), (0.05, padded)]) == []
-    device = "Fake GPU sm_80"
-    timed = []
 
     def ms(tile):
         return 0.04 if tile == padded else 0.05 if tile == fast else 0.09
 
-    def time_launch(tile, **kw):
-        timed.append(tile)
-        return ms(tile)
-
-    monkeypatch.setattr(runtime, "device_key", lambda: (0, device))
-    monkeypatch.setattr(runtime, "compiled", lambda spec, tile: None)
-    monkeypatch.setattr(runtime, "launcher", lambda spec, tile, inputs, out: tile)
-    monkeypatch.setattr(runtime, "time_launch", time_launch)
-    monkeypatch.setattr(runtime, "batch_timer", lambda tile, min_ms: lambda: ms(tile))
+    timed = fake_runtime(monkeypatch, runtime, ms)
     best = gpu._choose(spec, [], (), None, True, runtime.TileCache(tmp_path / "tiles.json"))
     assert best == padded
     assert timed.count(padded) == 1

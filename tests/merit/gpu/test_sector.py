@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from gpu_cases import fake_runtime
 
 import merit.gpu as gpu
 from merit import workloads as W
@@ -160,17 +161,8 @@ def test_the_third_round_times_the_sector_forms_and_can_pick_one(monkeypatch, tm
     device = "Fake GPU sm_80"
     clock = {t: ms for ms, t in times}
     fast = forms[-1]
-    timed = []
-
-    def time_launch(tile, **kw):
-        timed.append(tile)
-        return 0.5 if tile == fast else clock.get(tile, 3.0)
-
-    monkeypatch.setattr(runtime, "device_key", lambda: (0, device))
-    monkeypatch.setattr(runtime, "compiled", lambda spec, tile: None)
-    monkeypatch.setattr(runtime, "launcher", lambda spec, tile, inputs, out: tile)
-    monkeypatch.setattr(runtime, "time_launch", time_launch)
-    monkeypatch.setattr(runtime, "batch_timer", lambda tile, min_ms: lambda: time_launch(tile))
+    timed = fake_runtime(monkeypatch, runtime,
+                         lambda tile: 0.5 if tile == fast else clock.get(tile, 3.0), device)
     gpu.seed(spec.key(), device, ranked)
     cache = runtime.TileCache(tmp_path / "tiles.json")
     assert gpu._choose(spec, [], (), None, True, cache) == fast

@@ -4,6 +4,7 @@ memory instead; which tiles get them, their fields and kernels, and the autotune
 timing them on a fake runtime."""
 
 import numpy as np
+from gpu_cases import fake_runtime
 
 import merit.gpu as gpu
 from merit import Index, Problem, Transform
@@ -87,17 +88,8 @@ def test_the_third_round_times_the_staged_forms_and_can_pick_one(monkeypatch, tm
     device = "Fake GPU sm_80"
     clock = {t: ms for ms, t in times}
     fast = staged[-1]
-    timed = []
-
-    def time_launch(tile, **kw):
-        timed.append(tile)
-        return 0.5 if tile == fast else clock.get(tile, 3.0)
-
-    monkeypatch.setattr(runtime, "device_key", lambda: (0, device))
-    monkeypatch.setattr(runtime, "compiled", lambda spec, tile: None)
-    monkeypatch.setattr(runtime, "launcher", lambda spec, tile, inputs, out: tile)
-    monkeypatch.setattr(runtime, "time_launch", time_launch)
-    monkeypatch.setattr(runtime, "batch_timer", lambda tile, min_ms: lambda: time_launch(tile))
+    timed = fake_runtime(monkeypatch, runtime,
+                         lambda tile: 0.5 if tile == fast else clock.get(tile, 3.0), device)
     gpu.seed(spec.key(), device, ranked)
     cache = runtime.TileCache(tmp_path / "tiles.json")
     assert gpu._choose(spec, [], (), None, True, cache) == fast
