@@ -199,13 +199,14 @@ def _markdown(rows, command):
     return "\n".join(lines) + "\n"
 
 
-def _as_built():
-    """What a run of :func:`remeasure` records beside its cycles: the compiler's choices and the
-    RP ports of the processor as built (the defaults of ``merit.compile.compile_problem`` and
-    ``merit.sim.simulate``), so that :func:`recorded_compiler` compiles its kernels again."""
+def as_built(hold=False):
+    """The compiler's choices and the RP ports of the processor as built (the defaults of
+    ``merit.compile.compile_problem`` and ``merit.sim.simulate``; ``hold`` as given), as a run
+    records them beside its cycles (``bench.top``, :func:`remeasure`), so that
+    :func:`recorded_compiler` and :func:`recorded_ports` compile its kernels again."""
     from merit.arch import RP_PORTS
     return {"rp_ports": RP_PORTS, "cp_sets": 2, "merge_rows": True, "clear_init": True,
-            "align_tensors": True, "clip_box": True, "hold": False}
+            "align_tensors": True, "clip_box": True, "hold": hold}
 
 
 def remeasure(results=RESULTS, *, names=None, seed=1, progress=print):
@@ -215,14 +216,18 @@ def remeasure(results=RESULTS, *, names=None, seed=1, progress=print):
     instruction slots, the default SRAMs), bench ``"top"`` the processor with its ``taus``
     through its control port (its ``rp_bytes``, ``cp_bytes`` and ``instructions``), seed
     ``seed``, at its bandwidth and latency, compiled with the compiler's defaults (recorded with
-    the row, :func:`_as_built`). ``names``: only these rows. Returns the rows run."""
-    import datetime
-
+    the row, :func:`as_built`). ``names``: only these rows (a ValueError names those it does not
+    hold). Returns the rows run."""
+    from bench import now
     from merit.sim import simulate
     path = Path(results) / "perf_n8.json"
     data = json.loads(path.read_text())
+    unknown = sorted(set(names or ()) - set(data["rows"]))
+    if unknown:
+        raise ValueError(f"perf_n8.json has no rows {unknown} (its rows: "
+                         f"{', '.join(sorted(data['rows']))})")
     factories = _workloads()
-    date = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    date = now()
     done = {}
     for name, r in sorted(data["rows"].items()):
         if names and name not in names:
@@ -242,7 +247,7 @@ def remeasure(results=RESULTS, *, names=None, seed=1, progress=print):
         entry = {k: v for k, v in r.items() if k not in ("remeasured", "cycles_register")}
         entry.update(cycles=m["cycles"], read_beats=m["read_beats"],
                      write_beats=m["write_beats"], utilization=m["utilization"],
-                     tiling=m["tiling"], rtl_date=date, **_as_built())
+                     tiling=m["tiling"], rtl_date=date, **as_built())
         if r["cycles"] != m["cycles"]:
             entry["before"] = r["cycles"]
         done[name] = entry

@@ -213,7 +213,9 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
     TAUs (``None``: one TAU driven by the bench) with ``cp_bytes`` of CP per TAU (the slice or
     whole layer is chosen as for the default size), or reuse the run of a row in ``done`` with
     the same problem; return the run's entry. ``hold``: the kernels compiled with footprint
-    reuse (``compile_problem(hold=True)``), recorded in the entry."""
+    reuse (``compile_problem(hold=True)``), recorded in the entry with the compiler's other
+    choices (:func:`bench.perf.as_built`)."""
+    from bench.perf import as_built
     from merit.sim import simulate
 
     problems, part = simulated(name, whole_under=whole_under, lanes=lanes, taus=taus,
@@ -255,9 +257,8 @@ def run_slice(name, *, lanes, taus, bandwidth, latency, seed, done, whole_under=
                            if None not in busy else None),
              "useful_ops": total("useful_ops"),
              "read_beats": total("read_beats"), "write_beats": total("write_beats"),
-             "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, "rp_ports": RP_PORTS,
-             "cp_sets": 2, "merge_rows": True, "clear_init": True, "align_tensors": True,
-             "clip_box": True, "hold": hold, "bench": "tau" if taus is None else "top",
+             "lanes": lanes, "taus": taus or 1, "cp_bytes": cp_bytes, **as_built(hold),
+             "bench": "tau" if taus is None else "top",
              "rtl_date": now(), "wall_s": round(time.time() - start, 1)}
     if len(runs) > 1:
         entry["runs"] = [{"problem": p.name, "cycles": m["cycles"],

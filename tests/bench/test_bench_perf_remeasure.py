@@ -4,6 +4,8 @@ choices they were compiled with (the simulator replaced by a recorder: no Verila
 import inspect
 import json
 
+import pytest
+
 import merit.sim
 from bench import perf as calibration
 from merit.arch import RP_PORTS
@@ -67,9 +69,16 @@ def test_remeasure_only_named_rows_and_no_before_when_unchanged(tmp_path, monkey
 def test_recorded_choices_are_the_compilers_defaults():
     """A re-run row is compiled again by ``recorded_compiler``: what it records must be what
     ``compile_problem`` and the simulator used, its defaults."""
-    record = calibration._as_built()
+    record = calibration.as_built()
     defaults = {name: p.default for name, p in
                 inspect.signature(compile_problem).parameters.items()}
     for name, value in calibration.recorded_compiler(record).items():
         assert defaults[name] == value, name
     assert calibration.recorded_ports(record) == RP_PORTS == defaults["rp_ports"]
+    assert calibration.as_built(hold=True)["hold"] is True
+
+
+def test_remeasure_names_the_rows_it_does_not_hold(tmp_path, monkeypatch):
+    monkeypatch.setattr(merit.sim, "simulate", _fake([], 100))
+    with pytest.raises(ValueError, match=r"no rows \['gemv'\].*gemm, top_gemm_t2"):
+        calibration.remeasure(_results(tmp_path), names={"gemv", "gemm"})
